@@ -1,0 +1,82 @@
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'drizzle-orm';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import path from 'node:path';
+import pg from 'pg';
+import { PACKAGE_ROOT } from '../lib/paths.js';
+import * as schema from './schema.js';
+
+export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+/** Raw SQL as pg-boss wants it: statements with parameters, or a parameterless script. */
+export type ExecuteSql = (text: string, values?: unknown[]) => Promise<{ rows: any[] }>;
+
+export interface Store {
+  kind: 'pglite' | 'postgres';
+  db: Db;
+  executeSql: ExecuteSql;
+  /** Resolves when the store answers a trivial query within `timeoutMs`. */
+  ping(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const MIGRATIONS = path.join(PACKAGE_ROOT, 'drizzle');
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function openPglite(dataDir: string): Promise<Store> {
+  const client = new PGlite(path.join(dataDir, 'pglite'));
+  await client.waitReady;
+  const db = drizzlePglite(client, { schema });
+  await migratePglite(db, { migrationsFolder: MIGRATIONS });
+  return {
+    kind: 'pglite',
+    db: db as unknown as Db,
+    // PGlite's query() speaks the extended protocol (one statement); exec() runs scripts.
+    executeSql: async (text, values) => {
+      if (values && values.length > 0) return client.query(text, values);
+      const results = await client.exec(text);
+      return results[results.length - 1] ?? { rows: [] };
+    },
+    ping: (timeoutMs = 2000) => withTimeout(client.query('select 1').then(() => undefined), timeoutMs, 'PGlite'),
+    close: () => client.close(),
+  };
+}
+
+async function openPostgres(url: string): Promise<Store> {
+  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000 });
+  pool.on('error', () => {
+    /* a dropped idle connection; the next query reconnects, /api/health reports outages */
+  });
+  const db = drizzlePg(pool, { schema });
+  // Several Slipway processes may share one Postgres: migrate under an advisory lock.
+  const lock = await pool.connect();
+  try {
+    await lock.query(`select pg_advisory_lock(hashtext('slipway.migrations'))`);
+    await migratePg(db, { migrationsFolder: MIGRATIONS });
+  } finally {
+    await lock.query(`select pg_advisory_unlock(hashtext('slipway.migrations'))`).catch(() => undefined);
+    lock.release();
+  }
+  return {
+    kind: 'postgres',
+    db: db as unknown as Db,
+    executeSql: (text, values) => pool.query(text, values),
+    ping: (timeoutMs = 2000) => withTimeout(db.execute(sql`select 1`).then(() => undefined), timeoutMs, 'Postgres'),
+    close: () => pool.end(),
+  };
+}
+
+export function openStore(options: { databaseUrl?: string; dataDir: string }): Promise<Store> {
+  return options.databaseUrl ? openPostgres(options.databaseUrl) : openPglite(options.dataDir);
+}

@@ -1,0 +1,39 @@
+import { and, desc, eq, gte, lt, lte } from 'drizzle-orm';
+import type { Db } from '../db.js';
+import { auditLogs } from '../schema.js';
+
+export type AuditRow = typeof auditLogs.$inferSelect;
+
+export interface AuditQuery {
+  /** undefined = every workspace (operator). */
+  workspaceId?: string;
+  startTime?: Date;
+  endTime?: Date;
+  beforeId?: string;
+  limit: number;
+}
+
+export function createAuditRepo(db: Db) {
+  return {
+    async insert(row: typeof auditLogs.$inferInsert): Promise<void> {
+      await db.insert(auditLogs).values(row);
+    },
+    /** Newest first. */
+    list(q: AuditQuery): Promise<AuditRow[]> {
+      return db
+        .select()
+        .from(auditLogs)
+        .where(
+          and(
+            q.workspaceId ? eq(auditLogs.workspaceId, q.workspaceId) : undefined,
+            q.startTime ? gte(auditLogs.createdAt, q.startTime) : undefined,
+            q.endTime ? lte(auditLogs.createdAt, q.endTime) : undefined,
+            q.beforeId ? lt(auditLogs.id, q.beforeId) : undefined,
+          ),
+        )
+        .orderBy(desc(auditLogs.id))
+        .limit(q.limit);
+    },
+  };
+}
+export type AuditRepo = ReturnType<typeof createAuditRepo>;

@@ -1,0 +1,28 @@
+import type { Db } from '../db.js';
+import { createApiKeyRepo } from './api-keys.js';
+import { createAuditRepo } from './audit.js';
+import { createIdempotencyRepo } from './idempotency.js';
+import { createInviteRepo } from './invites.js';
+import { createSessionRepo } from './sessions.js';
+import { createUserRepo } from './users.js';
+import { createWorkspaceRepo } from './workspaces.js';
+
+/** Every repository over one database handle (the pool, or a transaction). */
+export function createRepos(db: Db) {
+  return {
+    users: createUserRepo(db),
+    workspaces: createWorkspaceRepo(db),
+    sessions: createSessionRepo(db),
+    apiKeys: createApiKeyRepo(db),
+    invites: createInviteRepo(db),
+    audit: createAuditRepo(db),
+    idempotency: createIdempotencyRepo(db),
+  };
+}
+export type Repos = ReturnType<typeof createRepos>;
+
+/** Runs `work` in one transaction, with repositories bound to it. */
+export function inTransaction<T>(db: Db, work: (repos: Repos) => Promise<T>): Promise<T> {
+  return db.transaction((tx) => work(createRepos(tx as unknown as Db)));
+}
+export type Transact = <T>(work: (repos: Repos) => Promise<T>) => Promise<T>;
