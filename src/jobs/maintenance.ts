@@ -1,0 +1,31 @@
+import type PgBoss from 'pg-boss';
+import type { IdempotencyRepo } from '../store/repos/idempotency.js';
+import type { InviteRepo } from '../store/repos/invites.js';
+import type { SessionRepo } from '../store/repos/sessions.js';
+
+export const MAINTENANCE_QUEUE = 'maintenance';
+const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+
+interface MaintenanceDeps {
+  sessions: Pick<SessionRepo, 'deleteExpired'>;
+  invites: Pick<InviteRepo, 'deleteFinished'>;
+  idempotency: Pick<IdempotencyRepo, 'deleteOlderThan'>;
+  now?: () => Date;
+}
+
+/** Removes what has outlived its use: expired sessions, used or expired invites, idempotency replies past 24 h. */
+export async function runMaintenance(deps: MaintenanceDeps) {
+  const now = deps.now?.() ?? new Date();
+  return {
+    sessions: await deps.sessions.deleteExpired(now),
+    invites: await deps.invites.deleteFinished(now),
+    idempotencyKeys: await deps.idempotency.deleteOlderThan(new Date(now.getTime() - IDEMPOTENCY_TTL_MS)),
+  };
+}
+
+/** Registers the job and runs it every 15 minutes. */
+export async function scheduleMaintenance(boss: PgBoss, deps: MaintenanceDeps) {
+  await boss.createQueue(MAINTENANCE_QUEUE);
+  await boss.work(MAINTENANCE_QUEUE, async () => runMaintenance(deps));
+  await boss.schedule(MAINTENANCE_QUEUE, '*/15 * * * *');
+}
