@@ -1,0 +1,41 @@
+import { newId } from '../lib/ids.js';
+import type { AuditQuery, AuditRepo, AuditRow } from '../store/repos/audit.js';
+
+export interface AuditEntry {
+  workspaceId: string | null;
+  event: string;
+  status: 'success' | 'error';
+  actor: { type: 'user' | 'rest_api' | 'system'; id?: string; email?: string };
+  /** Flat strings only (Render's shape). Never a password, token or secret value. */
+  metadata: Record<string, string>;
+}
+
+export function createAuditLog(repo: Pick<AuditRepo, 'insert' | 'list'>) {
+  return {
+    record: (entry: AuditEntry) =>
+      repo.insert({
+        id: newId('audit'),
+        workspaceId: entry.workspaceId,
+        event: entry.event,
+        status: entry.status,
+        actorType: entry.actor.type,
+        actorId: entry.actor.id ?? null,
+        actorEmail: entry.actor.email ?? null,
+        metadata: JSON.stringify(entry.metadata),
+      }),
+    list: (q: AuditQuery) => repo.list(q),
+  };
+}
+export type AuditLog = ReturnType<typeof createAuditLog>;
+
+/** Render's `auditLog` body. */
+export function auditLogBody(row: AuditRow) {
+  return {
+    id: row.id,
+    timestamp: row.createdAt.toISOString(),
+    event: row.event,
+    status: row.status,
+    actor: { type: row.actorType, ...(row.actorId ? { id: row.actorId } : {}), ...(row.actorEmail ? { email: row.actorEmail } : {}) },
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+  };
+}

@@ -1,0 +1,19 @@
+import type { ApiKeyRow } from '../store/repos/api-keys.js';
+import type { UserRow } from '../store/repos/users.js';
+import type { Role } from '../store/repos/workspaces.js';
+
+/** Who is calling: a signed-in user, an API key (acting for its user in one workspace), or the operator. */
+export type Principal =
+  | { kind: 'user'; user: UserRow; sessionId: string }
+  | { kind: 'api_key'; user: UserRow; apiKey: ApiKeyRow }
+  | { kind: 'operator' };
+
+export const ROLES = ['viewer', 'developer', 'admin', 'owner'] as const satisfies readonly Role[];
+export type { Role };
+
+export const roleRank = (role: Role) => ROLES.indexOf(role);
+export const roleAtLeast = (role: Role, min: Role) => roleRank(role) >= roleRank(min);
+
+export function principalUser(p: Principal): UserRow | undefined {
+  return p.kind === 'operator' ? undefined : p.user;
+}
