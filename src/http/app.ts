@@ -1,0 +1,80 @@
+import cookie from '@fastify/cookie';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Ajv } from 'ajv';
+import ajvFormats from 'ajv-formats';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { HttpDeps } from './deps.js';
+import { registerAudit } from './plugins/audit.js';
+import { registerAuthentication } from './plugins/authenticate.js';
+import { registerErrorHandling } from './plugins/errors.js';
+import { registerIdempotency } from './plugins/idempotency.js';
+import { registerOpenApi } from './plugins/openapi.js';
+import { registerRateLimit } from './plugins/rate-limit.js';
+import { redactUrl } from './plugins/redact.js';
+import { registerRoutes } from './route.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
+import { auditLogRoutes } from './routes/audit-logs.js';
+import { authRoutes } from './routes/auth.js';
+import { healthRoutes } from './routes/health.js';
+import { teamRoutes } from './routes/team.js';
+import { userRoutes } from './routes/users.js';
+import { workspaceRoutes } from './routes/workspaces.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+function createAjv(coerceTypes: boolean | 'array') {
+  // Bodies are not coerced: {"name": 5} is a wrong type, not the string "5".
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, allErrors: true, strict: false });
+  // ajv-formats is CommonJS: its module object is the function.
+  (ajvFormats as unknown as typeof ajvFormats.default)(ajv);
+  return ajv;
+}
+
+/** `log: false` silences the server (tests); a stream receives the JSON log lines instead of stdout. */
+export interface LogOptions {
+  log?: false | { stream: NodeJS.WritableStream; level?: string };
+}
+
+export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.log === false ? false : {
+      level: options.log?.level ?? deps.config.logLevel,
+      ...(options.log ? { stream: options.log.stream } : {}),
+      redact: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'],
+      serializers: { req: (req) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }) },
+    },
+    bodyLimit: deps.config.bodyLimitBytes,
+    genReqId: (req) => {
+      const given = req.headers['request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : `req-${randomUUID()}`;
+    },
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const bodyAjv = createAjv(false);
+  const paramAjv = createAjv('array');
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema));
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('Request-Id', request.id);
+  });
+  registerErrorHandling(app);
+  await app.register(cookie);
+  await registerRateLimit(app, deps.config.rateLimitPerMinute);
+  registerAuthentication(app, { auth: deps.auth, publicUrl: deps.config.publicUrl });
+  registerIdempotency(app, { repo: deps.repos.idempotency, box: deps.secretBox });
+  registerAudit(app, deps.audit);
+  await registerOpenApi(app, deps.config.publicUrl);
+
+  registerRoutes(app, [
+    ...healthRoutes(deps),
+    ...authRoutes(deps, app),
+    ...userRoutes(),
+    ...apiKeyRoutes(deps),
+    ...workspaceRoutes(deps),
+    ...teamRoutes(deps),
+    ...auditLogRoutes(deps),
+  ]);
+  return app;
+}

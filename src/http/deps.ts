@@ -1,0 +1,23 @@
+import type { Access } from '../core/access.js';
+import type { ApiKeys } from '../core/api-keys.js';
+import type { AuditLog } from '../core/audit.js';
+import type { Auth } from '../core/auth.js';
+import type { Team } from '../core/team.js';
+import type { Config } from '../config.js';
+import type { SecretBox } from '../lib/secret-box.js';
+import type { Repos } from '../store/repos/index.js';
+import type { Guard } from './guard.js';
+
+/** What the HTTP layer is given by the composition root (src/main.ts). */
+export interface HttpDeps {
+  config: Config;
+  access: Access;
+  guard: Guard;
+  auth: Auth;
+  apiKeys: ApiKeys;
+  team: Team;
+  audit: AuditLog;
+  repos: Pick<Repos, 'users' | 'workspaces' | 'idempotency'>;
+  secretBox: SecretBox;
+  health: { store(): Promise<void>; queue(): Promise<void>; storeKind: string };
+}

@@ -1,0 +1,59 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../../lib/errors.js';
+
+const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
+  400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 409: 'conflict',
+  413: 'payload_too_large', 415: 'unsupported_media_type', 429: 'rate_limited', 501: 'not_configured', 503: 'unavailable',
+};
+
+function validationDetails(err: FastifyError): ErrorDetail[] {
+  return (err.validation ?? []).map((v) => {
+    const missing = (v.params as { missingProperty?: string }).missingProperty;
+    const path = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
+    const field = [path, missing].filter(Boolean).join('.') || err.validationContext || 'body';
+    return { field, message: v.message ?? 'is invalid' };
+  });
+}
+
+const OUTAGE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03', '08006', '08001']);
+
+/** Connection-level failures of the store (also when wrapped by Drizzle as `cause`). */
+function isStoreOutage(err: unknown): boolean {
+  for (let e = err as { code?: string; message?: string; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (e.code && OUTAGE_CODES.has(e.code)) return true;
+    if (/Connection terminated|timeout exceeded when trying to connect/.test(e.message ?? '')) return true;
+  }
+  return false;
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, code: ErrorCode, message: string, details?: ErrorDetail[]) {
+  return reply
+    .code(ERROR_STATUS[code])
+    .type('application/json')
+    .send({ id: request.id, code, message, ...(details?.length ? { details } : {}) });
+}
+
+/** Every error leaves as `{id, code, message, details?}`; nothing internal leaks from a 500. */
+export function registerErrorHandling(app: FastifyInstance) {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err instanceof AppError) {
+      if (err.code === 'rate_limited' && err.retryAfterSeconds) reply.header('Retry-After', String(err.retryAfterSeconds));
+      return sendError(request, reply, err.code, err.message, err.details);
+    }
+    if (err.validation) {
+      return sendError(request, reply, 'validation_failed', `invalid ${err.validationContext ?? 'request'}`, validationDetails(err));
+    }
+    if (isStoreOutage(err)) {
+      request.log.error({ err }, 'state store unavailable');
+      return sendError(request, reply, 'unavailable', 'the state store is unavailable; retry shortly');
+    }
+    const status = err.statusCode ?? 500;
+    const code = status < 500 ? CODE_BY_STATUS[status] ?? 'bad_request' : CODE_BY_STATUS[status];
+    if (code && status < 500) return sendError(request, reply, code, err.message);
+    request.log.error({ err }, 'request failed');
+    return sendError(request, reply, code ?? 'internal_error', code ? err.message : 'internal error; see the server log for this request id');
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`),
+  );
+}

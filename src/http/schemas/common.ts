@@ -1,0 +1,32 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+export const ErrorBody = Type.Object(
+  {
+    id: Type.String({ description: 'The request id (also in the Request-Id header)' }),
+    code: Type.String({ description: 'Stable error code, e.g. validation_failed' }),
+    message: Type.String(),
+    details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
+  },
+  { title: 'error' },
+);
+
+export const Timestamp = Type.String({ format: 'date-time' });
+export const Role = Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('developer'), Type.Literal('viewer')]);
+export const Email = Type.String({ format: 'email', maxLength: 254 });
+export const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
+/** Path ids: unknown or malformed ids both answer 404 from the lookup. */
+export const IdParam = Type.String({ minLength: 1, maxLength: 64 });
+export const OwnerIdQuery = Type.Optional(Type.String({ maxLength: 64, description: 'Workspace (tea-…); default: your default workspace' }));
+
+/** `?limit=&cursor=` as Render: limit 1..100, default 20; cursor opaque. */
+export const DEFAULT_LIMIT = 20;
+export const ListQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_LIMIT })),
+  cursor: Type.Optional(Type.String({ maxLength: 200 })),
+};
+
+/** Render's list envelope item: `{cursor, <name>: item}`. */
+export const Envelope = <K extends string, T extends TSchema>(name: K, item: T) =>
+  Type.Array(Type.Object({ cursor: Type.String(), [name]: item } as { cursor: ReturnType<typeof Type.String> } & Record<K, T>));
+
+export const NoContent = Type.Null({ description: 'No content' });
