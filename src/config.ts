@@ -1,0 +1,74 @@
+import path from 'node:path';
+
+/** Every setting Slipway reads, typed, with its embedded default (DESIGN.md §4). */
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  publicUrl: string;
+  routerPort: number;
+  appsDomain: string;
+  operatorToken: string | undefined;
+  secretKey: string | undefined;
+  logLevel: string;
+  /** Largest JSON body accepted, in bytes. */
+  bodyLimitBytes: number;
+  /** Requests per minute per credential (or per IP when anonymous). */
+  rateLimitPerMinute: number;
+  /** Login/register attempts per minute per IP. */
+  authRateLimitPerMinute: number;
+  /** Login/register attempts per 10 minutes per account (email), from any IP. */
+  authAccountAttemptsPer10Minutes: number;
+  sessionTtlDays: number;
+  inviteTtlDays: number;
+  oauth: Record<OAuthProvider, { clientId: string; clientSecret: string } | undefined>;
+}
+
+export const OAUTH_PROVIDERS = ['github', 'google', 'apple'] as const;
+export type OAuthProvider = (typeof OAUTH_PROVIDERS)[number];
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return value;
+}
+
+function oauthProvider(env: Env, provider: OAuthProvider) {
+  const prefix = `SLIPWAY_OAUTH_${provider.toUpperCase()}`;
+  const clientId = env[`${prefix}_CLIENT_ID`];
+  const clientSecret = env[`${prefix}_CLIENT_SECRET`];
+  return clientId && clientSecret ? { clientId, clientSecret } : undefined;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const host = env.SLIPWAY_HOST || '127.0.0.1';
+  const port = int(env, 'SLIPWAY_PORT', 8000);
+  return {
+    host,
+    port,
+    dataDir: path.resolve(env.SLIPWAY_DATA_DIR || './.slipway'),
+    databaseUrl: env.DATABASE_URL || undefined,
+    publicUrl: (env.SLIPWAY_PUBLIC_URL || `http://127.0.0.1:${port}`).replace(/\/+$/, ''),
+    routerPort: int(env, 'SLIPWAY_ROUTER_PORT', 8080),
+    appsDomain: env.SLIPWAY_APPS_DOMAIN || 'localhost',
+    operatorToken: env.SLIPWAY_OPERATOR_TOKEN || undefined,
+    secretKey: env.SLIPWAY_SECRET_KEY || undefined,
+    logLevel: env.SLIPWAY_LOG_LEVEL || 'info',
+    bodyLimitBytes: int(env, 'SLIPWAY_BODY_LIMIT_BYTES', 1024 * 1024),
+    rateLimitPerMinute: int(env, 'SLIPWAY_RATE_LIMIT_PER_MINUTE', 1200),
+    authRateLimitPerMinute: int(env, 'SLIPWAY_AUTH_RATE_LIMIT_PER_MINUTE', 10),
+    authAccountAttemptsPer10Minutes: int(env, 'SLIPWAY_AUTH_ACCOUNT_ATTEMPTS_PER_10_MINUTES', 10),
+    sessionTtlDays: int(env, 'SLIPWAY_SESSION_TTL_DAYS', 30),
+    inviteTtlDays: int(env, 'SLIPWAY_INVITE_TTL_DAYS', 7),
+    oauth: {
+      github: oauthProvider(env, 'github'),
+      google: oauthProvider(env, 'google'),
+      apple: oauthProvider(env, 'apple'),
+    },
+  };
+}
