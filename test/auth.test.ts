@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { bootServer, useServer } from './helpers/server.js';
+import { client, sessionCookie, signUp, uniqueEmail } from './helpers/client.js';
+
+const t = useServer();
+
+describe('register, login, logout', () => {
+  it('registers a user with a default workspace and an HttpOnly session cookie', async () => {
+    const email = uniqueEmail();
+    const res = await t.api.post('/v1/auth/register', { email: email.toUpperCase(), password: 'long enough pw', name: 'Ada' });
+    expect(res.status).toBe(201);
+    expect(res.body.user).toMatchObject({ email, name: 'Ada' });
+    expect(res.body.user.id).toMatch(/^usr-[0-9a-v]{20}$/);
+    expect(res.body.workspace).toMatchObject({ type: 'team', email });
+    expect(res.body.workspace.id).toMatch(/^tea-[0-9a-v]{20}$/);
+    expect(res.body.user).not.toHaveProperty('passwordHash');
+    const setCookie = res.headers.get('set-cookie')!;
+    expect(setCookie).toMatch(/HttpOnly/);
+    expect(setCookie).toMatch(/SameSite=Lax/);
+    expect(setCookie).not.toMatch(/Secure/); // served over http here
+
+    const me = await t.api.get('/v1/users', { cookie: sessionCookie(res) });
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ id: res.body.user.id, email, name: 'Ada' });
+  });
+
+  it('refuses a second account with the same email (any case) with 409', async () => {
+    const user = await signUp(t.api);
+    const again = await t.api.post('/v1/auth/register', { email: user.email.toUpperCase(), password: 'another password', name: 'X' });
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe('conflict');
+  });
+
+  it('logs in with the right password, refuses a wrong one or an unknown email with 401', async () => {
+    const user = await signUp(t.api);
+    const ok = await t.api.post('/v1/auth/login', { email: user.email, password: user.password });
+    expect(ok.status).toBe(200);
+    expect(ok.body.user.id).toBe(user.id);
+    const cookie = sessionCookie(ok);
+    expect((await t.api.get('/v1/users', { cookie })).status).toBe(200);
+
+    const wrong = await t.api.post('/v1/auth/login', { email: user.email, password: 'not the password' });
+    expect(wrong.status).toBe(401);
+    expect(wrong.body).toMatchObject({ code: 'unauthorized', message: 'wrong email or password' });
+    expect(wrong.headers.get('set-cookie')).toBeNull();
+    const unknown = await t.api.post('/v1/auth/login', { email: uniqueEmail(), password: 'whatever pw' });
+    expect(unknown.status).toBe(401);
+    expect(unknown.body.message).toBe(wrong.body.message);
+  });
+
+  it('logout revokes the session server-side', async () => {
+    const user = await signUp(t.api);
+    expect((await t.api.post('/v1/auth/logout', undefined, { cookie: user.cookie })).status).toBe(204);
+    const after = await t.api.get('/v1/users', { cookie: user.cookie });
+    expect(after.status).toBe(401);
+    expect(after.body.code).toBe('unauthorized');
+  });
+
+  it('answers 401 without credentials and with a forged cookie', async () => {
+    expect((await t.api.get('/v1/users')).status).toBe(401);
+    expect((await t.api.get('/v1/users', { cookie: 'forged-value' })).status).toBe(401);
+  });
+
+  it('lists no OAuth providers when none is configured', async () => {
+    const res = await t.api.get('/v1/auth/providers');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([]);
+  });
+
+  it('validates register input: bad email, short password, missing name', async () => {
+    const res = await t.api.post('/v1/auth/register', { email: 'not-an-email', password: 'short' });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('validation_failed');
+    const fields = res.body.details.map((d: { field: string }) => d.field);
+    expect(fields).toEqual(expect.arrayContaining(['email', 'password', 'name']));
+  });
+});
+
+describe('CSRF on cookie-authenticated unsafe requests', () => {
+  it('refuses a cross-site POST, accepts same-origin or a scripted header', async () => {
+    const user = await signUp(t.api);
+    const headers = { cookie: `slipway_session=${user.cookie}`, 'content-type': 'application/json' };
+    const body = JSON.stringify({ name: 'k' });
+    const crossSite = await fetch(`${t.server.url}/v1/api-keys`, { method: 'POST', headers: { ...headers, origin: 'https://evil.example' }, body });
+    expect(crossSite.status).toBe(403);
+    const bare = await fetch(`${t.server.url}/v1/api-keys`, { method: 'POST', headers, body });
+    expect(bare.status).toBe(403);
+    const sameOrigin = await fetch(`${t.server.url}/v1/api-keys`, { method: 'POST', headers: { ...headers, origin: t.server.url }, body });
+    expect(sameOrigin.status).toBe(201);
+    const scripted = await fetch(`${t.server.url}/v1/api-keys`, { method: 'POST', headers: { ...headers, 'x-requested-with': 'fetch' }, body });
+    expect(scripted.status).toBe(201);
+  });
+});
+
+describe('brute-force limits on login', () => {
+  it('limits attempts per account even when the IP limit allows more', async () => {
+    const strict = await bootServer({ SLIPWAY_AUTH_ACCOUNT_ATTEMPTS_PER_10_MINUTES: '3' });
+    try {
+      const sApi = client(strict.url);
+      const user = await signUp(sApi); // attempt 1 on this account
+      const first = await sApi.post('/v1/auth/login', { email: user.email, password: 'wrong password' });
+      const second = await sApi.post('/v1/auth/login', { email: user.email, password: 'wrong password' });
+      expect([first.status, second.status]).toEqual([401, 401]);
+      // Even the right password is refused now: the account is being guessed at.
+      const limited = await sApi.post('/v1/auth/login', { email: user.email.toUpperCase(), password: user.password });
+      expect(limited.status).toBe(429);
+      expect(limited.body.code).toBe('rate_limited');
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      // Another account from the same IP is unaffected.
+      const other = await signUp(sApi);
+      expect((await sApi.post('/v1/auth/login', { email: other.email, password: other.password })).status).toBe(200);
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it('limits attempts per IP across accounts and sends RateLimit headers', async () => {
+    const strict = await bootServer({ SLIPWAY_AUTH_RATE_LIMIT_PER_MINUTE: '3' });
+    try {
+      const sApi = client(strict.url);
+      const replies = [];
+      for (let i = 0; i < 4; i++) replies.push(await sApi.post('/v1/auth/login', { email: uniqueEmail(), password: 'wrong password' }));
+      expect(replies.map((r) => r.status)).toEqual([401, 401, 401, 429]);
+      expect(replies[0]!.headers.get('ratelimit-limit')).toBe('3');
+      expect(replies[0]!.headers.get('ratelimit-remaining')).toBe('2');
+      expect(replies[3]!.headers.get('retry-after')).toBeTruthy();
+    } finally {
+      await strict.close();
+    }
+  });
+});

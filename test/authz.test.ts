@@ -1,0 +1,180 @@
+/**
+ * Authorization, route by route, driven by the server's own OpenAPI document: every
+ * operation a later issue adds is walked here automatically. An operation whose path has
+ * a parameter this file has no fixture for fails the suite until one is added to
+ * `fixtures` below.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bootServer, type TestServer } from './helpers/server.js';
+import { addMember, client, createApiKey, signUp, uniqueEmail, type Caller, type Client, type Reply, type TestUser } from './helpers/client.js';
+
+type Access = 'public' | 'signed-in' | 'viewer' | 'developer' | 'admin' | 'owner';
+interface Schema {
+  $ref?: string; type?: string | string[]; properties?: Record<string, Schema>; required?: string[];
+  format?: string; minLength?: number; minimum?: number; exclusiveMinimum?: number; minItems?: number;
+  enum?: unknown[]; const?: unknown; anyOf?: Schema[]; oneOf?: Schema[]; allOf?: Schema[]; items?: Schema;
+}
+interface Op {
+  name: string; method: string; path: string; access: Access; isPublic: boolean;
+  pathParams: string[]; ownerIdQuery: boolean; body?: { contentType: string; schema?: Schema };
+}
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const ACCESS: Access[] = ['public', 'signed-in', 'viewer', 'developer', 'admin', 'owner'];
+
+let server: TestServer;
+let api: Client;
+let doc: any;
+let ops: Op[];
+let ownerA: TestUser, viewer: TestUser, userB: TestUser, anon: TestUser;
+/** A value in A's workspace for every path parameter name. Add one here when a new route needs it. */
+let fixtures: Record<string, string>;
+
+function operations(document: any): Op[] {
+  const out: Op[] = [];
+  for (const [path, item] of Object.entries<any>(document.paths)) {
+    for (const method of ['get', 'put', 'post', 'patch', 'delete']) {
+      const op = item[method];
+      if (!op) continue;
+      const params: any[] = [...(item.parameters ?? []), ...(op.parameters ?? [])];
+      const content = op.requestBody?.content ?? {};
+      const contentType = content['application/json'] ? 'application/json' : Object.keys(content)[0];
+      out.push({
+        name: `${method.toUpperCase()} ${path}`, method: method.toUpperCase(), path,
+        access: op['x-slipway-access'],
+        isPublic: Array.isArray(op.security) && op.security.length === 0,
+        pathParams: params.filter((p) => p.in === 'path').map((p) => p.name),
+        ownerIdQuery: params.some((p) => p.in === 'query' && p.name === 'ownerId'),
+        body: op.requestBody ? { contentType: contentType ?? 'application/json', schema: content[contentType!]?.schema } : undefined,
+      });
+    }
+  }
+  return out;
+}
+
+/** A minimal valid value for `schema`; `overrides` supplies values by property name. */
+function sample(schema: Schema, name: string, overrides: Record<string, unknown>): any {
+  if (name in overrides) return overrides[name];
+  if (schema.$ref) return sample(schema.$ref.slice(2).split('/').reduce((s: any, k) => s[k], doc), name, overrides);
+  if (name === 'role') return 'developer';
+  if (schema.const !== undefined) return schema.const;
+  if (schema.enum) return schema.enum[0];
+  if (schema.anyOf ?? schema.oneOf) return sample((schema.anyOf ?? schema.oneOf)![0]!, name, overrides);
+  if (schema.allOf) return Object.assign({}, ...schema.allOf.map((s) => sample(s, name, overrides)));
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
+  switch (type ?? (schema.properties ? 'object' : undefined)) {
+    case 'object':
+      return Object.fromEntries((schema.required ?? []).map((k) => [k, sample(schema.properties?.[k] ?? {}, k, overrides)]));
+    case 'array':
+      return Array.from({ length: schema.minItems ?? 0 }, () => sample(schema.items ?? {}, name, overrides));
+    case 'integer':
+    case 'number':
+      return schema.exclusiveMinimum !== undefined ? Math.floor(schema.exclusiveMinimum) + 1 : (schema.minimum ?? 1);
+    case 'boolean':
+      return false;
+    case 'string':
+      if (schema.format === 'email') return uniqueEmail('authz');
+      if (schema.format === 'date-time') return new Date(Date.now() + 86_400_000).toISOString();
+      return 'x'.repeat(Math.max(schema.minLength ?? 1, 1));
+    default:
+      throw new Error(`cannot build a value for ${name || 'the body'}: ${JSON.stringify(schema)}`);
+  }
+}
+
+const missingFixtures = (op: Op) => op.pathParams.filter((p) => fixtures[p] === undefined);
+
+/** Calls `op` as `as`, acting in workspace `ownerId` when given (query and/or body). */
+function send(op: Op, as: Caller, opts: { ownerId?: string; overrides?: Record<string, unknown> } = {}): Promise<Reply> {
+  const missing = missingFixtures(op);
+  if (missing.length) throw new Error(`${op.name}: no fixture for path parameter(s) ${missing.join(', ')}; add them to \`fixtures\` in test/authz.test.ts`);
+  let url = op.path.replace(/\{(\w+)\}/g, (_, p: string) => encodeURIComponent(fixtures[p]!));
+  if (opts.ownerId && op.ownerIdQuery) url += `?ownerId=${encodeURIComponent(opts.ownerId)}`;
+  if (!op.body) return api.call(op.method, url, as);
+  if (op.body.contentType !== 'application/json') return api.call(op.method, url, { ...as, raw: 'x', headers: { 'content-type': op.body.contentType } });
+  const body = sample(op.body.schema ?? { type: 'object' }, '', opts.overrides ?? {});
+  if (opts.ownerId && op.body.schema?.properties?.ownerId) body.ownerId = opts.ownerId;
+  return api.call(op.method, url, { ...as, body });
+}
+
+/** '' when `res` is the error `status`/`code` in the §5 shape, else a line describing what came back. */
+function errorMismatch(what: string, res: Reply, status: number, code: string): string {
+  const b = res.body;
+  const ok = res.status === status && b?.code === code && typeof b.message === 'string' && b.id === res.headers.get('request-id') && typeof b.id === 'string';
+  return ok ? '' : `${what}: expected ${status} ${code}, got ${res.status} ${res.text.slice(0, 200)}`;
+}
+
+beforeAll(async () => {
+  server = await bootServer();
+  api = client(server.url);
+  doc = (await api.get('/v1/openapi.json')).body;
+  ops = operations(doc);
+  [ownerA, userB, anon] = await Promise.all([signUp(api), signUp(api), signUp(api)]);
+  viewer = await addMember(api, ownerA, 'viewer');
+  const key = await createApiKey(api, ownerA, 'fixture key');
+  const invite = async () => {
+    const res = await api.post('/v1/team-invites', { email: uniqueEmail('pending'), role: 'developer' }, ownerA);
+    if (res.status !== 201) throw new Error(`invite failed: ${res.status} ${res.text}`);
+    return res.body as { id: string; token: string };
+  };
+  const [invA, invB] = [await invite(), await invite()];
+  fixtures = { apiKeyId: key.id, ownerId: ownerA.workspaceId, userId: viewer.id, inviteId: invA.id, token: invB.token };
+});
+afterAll(() => server?.close());
+
+describe('authorization on every operation of /v1/openapi.json', () => {
+  it('walks a real route list, each operation publishing a known access level', () => {
+    expect(ops.length).toBeGreaterThan(10);
+    expect(ops.map((o) => o.name)).toEqual(expect.arrayContaining(['GET /v1/users', 'DELETE /v1/api-keys/{apiKeyId}', 'POST /v1/auth/login']));
+    for (const op of ops) {
+      expect(ACCESS, `${op.name} x-slipway-access`).toContain(op.access);
+      expect(op.isPublic, `${op.name}: security: [] exactly when public`).toBe(op.access === 'public');
+    }
+  });
+
+  it('never lets an unsafe operation be viewer-level (viewers only read)', () => {
+    expect(ops.filter((o) => UNSAFE.has(o.method) && o.access === 'viewer').map((o) => o.name)).toEqual([]);
+  });
+
+  it('has a fixture in A\'s workspace for every path parameter', () => {
+    const missing = ops.flatMap((o) => missingFixtures(o).map((p) => `${o.name}: {${p}}`));
+    expect(missing, 'add a value for these path parameters to `fixtures` in test/authz.test.ts').toEqual([]);
+  });
+
+  it('answers 401 unauthorized without credentials, except on public operations', async () => {
+    const failures: string[] = [];
+    for (const op of ops) {
+      // Public bodies are filled with a real account's credentials so that login succeeds:
+      // a wrong password is a legitimate 401 of its own, not a demand for credentials.
+      const res = await send(op, {}, { overrides: op.isPublic ? { email: anon.email, password: anon.password } : {} });
+      if (op.isPublic) {
+        if (res.status === 401) failures.push(`${op.name} is public but answered 401 ${res.text.slice(0, 200)}`);
+      } else failures.push(errorMismatch(op.name, res, 401, 'unauthorized'));
+    }
+    expect(failures.filter(Boolean)).toEqual([]);
+  });
+
+  it('lets a viewer read but never write in its workspace (403 forbidden)', async () => {
+    const failures: string[] = [];
+    for (const op of ops) {
+      if (op.isPublic || op.access === 'signed-in') continue; // not role-gated
+      const res = await send(op, viewer, { ownerId: ownerA.workspaceId });
+      if (UNSAFE.has(op.method) || op.access !== 'viewer') failures.push(errorMismatch(op.name, res, 403, 'forbidden'));
+      else if ([401, 403, 404].includes(res.status)) failures.push(`${op.name}: a viewer may read this, got ${res.status} ${res.text.slice(0, 200)}`);
+    }
+    expect(failures.filter(Boolean)).toEqual([]);
+  });
+
+  it('answers 404 not_found to a member of another workspace for A\'s resources, never 200 or 403', async () => {
+    const failures: string[] = [];
+    for (const op of ops) {
+      if (op.isPublic) continue;
+      const actsIn = op.ownerIdQuery || Boolean(op.body?.schema?.properties?.ownerId);
+      if (op.pathParams.length) {
+        // A's ids, from B's own workspace and (where the operation takes ownerId) naming A's.
+        failures.push(errorMismatch(op.name, await send(op, userB), 404, 'not_found'));
+      }
+      if (actsIn) failures.push(errorMismatch(`${op.name} (ownerId=A)`, await send(op, userB, { ownerId: ownerA.workspaceId }), 404, 'not_found'));
+    }
+    expect(failures.filter(Boolean)).toEqual([]);
+  });
+});

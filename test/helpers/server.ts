@@ -1,0 +1,94 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
+import { loadConfig, type Config } from '../../src/config.js';
+import type { LogOptions } from '../../src/http/app.js';
+import { startSlipway, type Slipway } from '../../src/server.js';
+import { client, type Client } from './client.js';
+
+/** Postgres to run against, when the suite runs in its Postgres mode. */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || undefined;
+
+export interface TestServer {
+  url: string;
+  slipway: Slipway;
+  config: Config;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  /** Stops the server, keeping its data (for restart tests). */
+  stop(): Promise<void>;
+  /** Stops the server and removes its data dir and database. */
+  close(): Promise<void>;
+}
+
+/** A fresh database on the test Postgres, so servers never see each other's rows. */
+export async function createTestDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `slipway_t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}
+
+/** Boots the real server on a random port with a temp data dir (and a fresh database in Postgres mode). */
+export async function bootServer(
+  env: Record<string, string> = {},
+  reuse?: { dataDir: string; databaseUrl?: string },
+  log: LogOptions['log'] = false,
+): Promise<TestServer> {
+  const dataDir = reuse?.dataDir ?? mkdtempSync(path.join(tmpdir(), 'slipway-test-'));
+  const database = reuse ? undefined : TEST_DATABASE_URL ? await createTestDatabase(TEST_DATABASE_URL) : undefined;
+  const databaseUrl = reuse ? reuse.databaseUrl : database?.url;
+  const config = loadConfig({
+    SLIPWAY_DATA_DIR: dataDir,
+    SLIPWAY_PORT: '0',
+    SLIPWAY_AUTH_RATE_LIMIT_PER_MINUTE: '1000',
+    SLIPWAY_AUTH_ACCOUNT_ATTEMPTS_PER_10_MINUTES: '1000',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...env,
+  });
+  const slipway = await startSlipway(config, { log });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await slipway.close();
+  };
+  return {
+    url: slipway.url,
+    slipway,
+    config,
+    dataDir,
+    databaseUrl,
+    stop,
+    async close() {
+      await stop();
+      await database?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** One server for a test file: booted before its tests, closed after them. */
+export function useServer(env: Record<string, string> = {}): { server: TestServer; api: Client } {
+  const ctx = {} as { server: TestServer; api: Client };
+  beforeAll(async () => {
+    ctx.server = await bootServer(env);
+    ctx.api = client(ctx.server.url);
+  });
+  afterAll(() => ctx.server?.close());
+  return ctx;
+}

@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bootServer, type TestServer } from './helpers/server.js';
+import { client, createApiKey, signUp, type Client, type TestUser } from './helpers/client.js';
+
+let server: TestServer;
+let api: Client;
+let owner: TestUser;
+let token: string;
+beforeAll(async () => {
+  server = await bootServer({ SLIPWAY_BODY_LIMIT_BYTES: '4096' });
+  api = client(server.url);
+  owner = await signUp(api);
+  token = (await createApiKey(api, owner)).token;
+});
+afterAll(() => server.close());
+
+const expectError = (res: { status: number; body: any; headers: Headers }, status: number, code: string) => {
+  expect(res.status).toBe(status);
+  expect(res.body).toMatchObject({ code, message: expect.any(String) });
+  expect(res.body.id).toBe(res.headers.get('request-id'));
+};
+
+describe('errors in one shape, never a 500', () => {
+  it('malformed JSON -> 400 bad_request', async () => {
+    expectError(await api.call('POST', '/v1/api-keys', { token, raw: '{"name": ', headers: { 'content-type': 'application/json' } }), 400, 'bad_request');
+    expectError(await api.call('POST', '/v1/api-keys', { token, raw: '', headers: { 'content-type': 'application/json' } }), 400, 'bad_request');
+  });
+
+  it('wrong types and over-long strings -> 400 validation_failed with field details', async () => {
+    const wrong = await api.post('/v1/api-keys', { name: 5 }, { token });
+    expectError(wrong, 400, 'validation_failed');
+    expect(wrong.body.details).toEqual([{ field: 'name', message: expect.any(String) }]);
+    expectError(await api.post('/v1/api-keys', { name: 'x'.repeat(101) }, { token }), 400, 'validation_failed');
+    expectError(await api.post('/v1/api-keys', { name: '   ' }, { token }), 400, 'validation_failed');
+    expectError(await api.post('/v1/api-keys', ['not', 'an', 'object'], { token }), 400, 'validation_failed');
+    expectError(await api.get('/v1/api-keys?limit=0', { token }), 400, 'validation_failed');
+    expectError(await api.get('/v1/api-keys?limit=101', { token }), 400, 'validation_failed');
+    expectError(await api.get('/v1/api-keys?limit=ten', { token }), 400, 'validation_failed');
+  });
+
+  it('bodies over the limit -> 413; other media types -> 415', async () => {
+    expectError(await api.post('/v1/api-keys', { name: 'k', pad: 'x'.repeat(5000) }, { token }), 413, 'payload_too_large');
+    expectError(await api.call('POST', '/v1/api-keys', { token, raw: 'name=k', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
+  });
+
+  it('prototype pollution attempts are refused', async () => {
+    const res = await api.call('POST', '/v1/api-keys', { token, raw: '{"name":"k","__proto__":{"admin":true}}', headers: { 'content-type': 'application/json' } });
+    expectError(res, 400, 'bad_request');
+  });
+
+  it('unknown routes and ids -> 404 not_found; bad cursors -> 400', async () => {
+    expectError(await api.get('/v1/nope', { token }), 404, 'not_found');
+    expectError(await api.delete('/v1/api-keys/key-00000000000000000000', { token }), 404, 'not_found');
+    expectError(await api.delete(`/v1/api-keys/${encodeURIComponent("' or 1=1 --")}`, { token }), 404, 'not_found');
+    expectError(await api.get('/v1/api-keys?cursor=%%%garbage', { token }), 400, 'bad_request');
+  });
+
+  it('every response carries Request-Id; a hostile incoming id is replaced', async () => {
+    for (const res of [await api.get('/api/health'), await api.get('/v1/nope'), await api.get('/v1/users')]) {
+      expect(res.headers.get('request-id')).toMatch(/^req-[0-9a-f-]{36}$/);
+    }
+    for (const hostile of ['a b"c', '{"level":60}', 'x'.repeat(65)]) {
+      const forged = await api.get('/api/health', { headers: { 'request-id': hostile } });
+      expect(forged.headers.get('request-id')).toMatch(/^req-/);
+    }
+    expect((await api.get('/api/health', { headers: { 'request-id': 'trace-42' } })).headers.get('request-id')).toBe('trace-42');
+  });
+});
+
+describe('Idempotency-Key on POST', () => {
+  it('replays the first reply (token included), and refuses the key with another body', async () => {
+    const headers = { 'idempotency-key': 'create-key-1' };
+    const first = await api.post('/v1/api-keys', { name: 'once' }, { token, headers });
+    const again = await api.post('/v1/api-keys', { name: 'once' }, { token, headers });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const keys = await api.get('/v1/api-keys?limit=100', { token });
+    expect(keys.body.filter((e: { apiKey: { name: string } }) => e.apiKey.name === 'once')).toHaveLength(1);
+    expectError(await api.post('/v1/api-keys', { name: 'different' }, { token, headers }), 409, 'conflict');
+    // Keys are per user: another user may use the same key string.
+    const other = await signUp(api);
+    expect((await api.post('/v1/api-keys', { name: 'once' }, { ...other, headers })).body.id).not.toBe(first.body.id);
+  });
+
+  it('stores the replayed reply encrypted', async () => {
+    const res = await api.post('/v1/api-keys', { name: 'sealed' }, { token, headers: { 'idempotency-key': 'sealed-1' } });
+    const rows = await server.slipway.store.executeSql(`select sealed_reply from idempotency_keys where key = $1`, ['sealed-1']);
+    expect(rows.rows[0].sealed_reply).toMatch(/^v1:/);
+    expect(rows.rows[0].sealed_reply).not.toContain(res.body.token);
+  });
+});
+
+describe('list envelope and pagination', () => {
+  it('walks every item exactly once with opaque cursors; a short page ends the list', async () => {
+    const user = await signUp(api);
+    const created: string[] = [];
+    for (let i = 0; i < 7; i++) created.push((await createApiKey(api, user, `k${i}`)).id);
+    const seen: string[] = [];
+    let cursor = '';
+    for (;;) {
+      const page = await api.get(`/v1/api-keys?limit=3${cursor ? `&cursor=${cursor}` : ''}`, user);
+      expect(page.status).toBe(200);
+      for (const e of page.body) {
+        expect(Object.keys(e).sort()).toEqual(['apiKey', 'cursor']);
+        seen.push(e.apiKey.id);
+      }
+      if (page.body.length < 3) break;
+      cursor = page.body[page.body.length - 1].cursor;
+    }
+    expect(seen).toEqual([...created].reverse());
+  });
+});
+
+describe('global rate limit', () => {
+  it('answers 429 rate_limited with Retry-After once a credential spends its budget', async () => {
+    const limited = await bootServer({ SLIPWAY_RATE_LIMIT_PER_MINUTE: '5' });
+    try {
+      const l = client(limited.url);
+      const statuses = [];
+      for (let i = 0; i < 6; i++) statuses.push(await l.get('/v1/auth/providers'));
+      expect(statuses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 429]);
+      expect(statuses[4]!.headers.get('ratelimit-remaining')).toBe('0');
+      expectError(statuses[5]!, 429, 'rate_limited');
+      expect(Number(statuses[5]!.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await limited.close();
+    }
+  });
+});

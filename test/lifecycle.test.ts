@@ -1,0 +1,198 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { client, signUp, uniqueEmail } from './helpers/client.js';
+import { deadPid, freePort, freshStore, postJsonOnce, spawnSlipway, waitForHealthy, within, type SlipwayProcess } from './helpers/process.js';
+import { bootServer, type TestServer } from './helpers/server.js';
+
+const lockFile = (dataDir: string) => path.join(dataDir, 'slipway.lock');
+const eventsOf = (reply: { body: Array<{ auditLog: { id: string; event: string } }> }) => reply.body.map((e) => e.auditLog);
+
+describe('restart on the same data dir (and database)', () => {
+  it('keeps users, sessions, API keys, idempotent replies and the audit log', async () => {
+    const first = await bootServer();
+    try {
+      let api = client(first.url);
+      const user = await signUp(api);
+      const created = await api.post('/v1/api-keys', { name: 'ci' }, { cookie: user.cookie, headers: { 'idempotency-key': 'restart-key' } });
+      expect(created.status).toBe(201);
+      const before = await api.get('/v1/audit-logs', { cookie: user.cookie });
+      expect(before.status).toBe(200);
+      expect(eventsOf(before).map((e) => e.event)).toEqual(expect.arrayContaining(['CreateWorkspaceEvent', 'CreateApiKeyEvent']));
+
+      await first.stop();
+      expect(existsSync(lockFile(first.dataDir))).toBe(false);
+
+      const second = await bootServer({}, { dataDir: first.dataDir, databaseUrl: first.databaseUrl });
+      try {
+        api = client(second.url);
+        const login = await api.post('/v1/auth/login', { email: user.email, password: user.password });
+        expect(login.status).toBe(200);
+        expect(login.body.user.id).toBe(user.id);
+        // The session issued before the restart is still valid.
+        expect((await api.get('/v1/users', { cookie: user.cookie })).body.id).toBe(user.id);
+        // So is the API key.
+        const viaKey = await api.get('/v1/users', { token: created.body.token });
+        expect(viaKey.status).toBe(200);
+        expect(viaKey.body.id).toBe(user.id);
+        // The sealed idempotent reply still opens: the secret key persisted in the data dir.
+        const replay = await api.post('/v1/api-keys', { name: 'ci' }, { cookie: user.cookie, headers: { 'idempotency-key': 'restart-key' } });
+        expect(replay.status).toBe(201);
+        expect(replay.headers.get('idempotent-replayed')).toBe('true');
+        expect(replay.body).toEqual(created.body);
+        // Every earlier audit entry is still there, unchanged, and new ones follow.
+        const after = await api.get('/v1/audit-logs', { cookie: user.cookie });
+        expect(after.status).toBe(200);
+        expect(eventsOf(after)).toEqual(expect.arrayContaining(eventsOf(before)));
+        expect(eventsOf(after).map((e) => e.event)).toContain('LoginEvent');
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await first.close();
+    }
+  });
+});
+
+describe('one Slipway per data dir', () => {
+  let holder: TestServer;
+  beforeAll(async () => {
+    holder = await bootServer();
+  });
+  afterAll(() => holder?.close());
+
+  it('a second Slipway process on the same data dir exits 1 with a clear message', async () => {
+    const other = spawnSlipway({
+      SLIPWAY_DATA_DIR: holder.dataDir,
+      SLIPWAY_PORT: '0',
+      ...(holder.databaseUrl ? { DATABASE_URL: holder.databaseUrl } : {}),
+    });
+    try {
+      const { code } = await within(other.exited, 20_000, 'second Slipway process');
+      expect(code).toBe(1);
+      expect(other.stderr()).toContain(`slipway: could not start: data dir ${holder.dataDir} is in use by another Slipway process (pid ${process.pid})`);
+    } finally {
+      await other.kill();
+    }
+    expect(readFileSync(lockFile(holder.dataDir), 'utf8')).toBe(String(process.pid));
+    expect((await client(holder.url).get('/api/health')).status).toBe(200);
+  });
+
+  it('a second startSlipway in the same process on the same data dir rejects', async () => {
+    const outcome = await bootServer({}, { dataDir: holder.dataDir, databaseUrl: holder.databaseUrl }).then(
+      async (server) => {
+        await server.stop(); // it should never have started
+        return 'started a second Slipway on a locked data dir';
+      },
+      (err: Error) => err.message,
+    );
+    expect(outcome).toBe(`data dir ${holder.dataDir} is in use by another Slipway process (pid ${process.pid}); stop it or choose another SLIPWAY_DATA_DIR`);
+    // The running server keeps its lock and keeps working.
+    expect(readFileSync(lockFile(holder.dataDir), 'utf8')).toBe(String(process.pid));
+    expect((await client(holder.url).get('/api/health')).status).toBe(200);
+  });
+
+  it('takes over a stale lock left by a dead process', async () => {
+    const store = await freshStore();
+    try {
+      writeFileSync(lockFile(store.dataDir), String(await deadPid()));
+      const server = await bootServer({}, { dataDir: store.dataDir, databaseUrl: store.databaseUrl });
+      try {
+        expect(readFileSync(lockFile(store.dataDir), 'utf8')).toBe(String(process.pid));
+        expect((await client(server.url).get('/api/health')).status).toBe(200);
+      } finally {
+        await server.stop();
+      }
+      expect(existsSync(lockFile(store.dataDir))).toBe(false);
+    } finally {
+      await store.remove();
+    }
+  });
+});
+
+describe('Slipway as a process', () => {
+  const password = 'correct horse battery';
+  const registerPattern = /"url":"\/v1\/auth\/register".*"msg":"incoming request"/;
+  let store: Awaited<ReturnType<typeof freshStore>>;
+  let running: SlipwayProcess[] = [];
+  const start = async () => {
+    const port = await freePort();
+    const proc = spawnSlipway({ ...store.env, SLIPWAY_PORT: String(port) });
+    running.push(proc);
+    const url = `http://127.0.0.1:${port}`;
+    await waitForHealthy(url, 30_000);
+    return { proc, url };
+  };
+  const stopGracefully = async (proc: SlipwayProcess) => {
+    proc.child.kill('SIGTERM');
+    expect(await within(proc.exited, 15_000, 'exit after SIGTERM')).toEqual({ code: 0, signal: null });
+  };
+  beforeAll(async () => {
+    store = await freshStore();
+  });
+  afterEach(async () => {
+    for (const proc of running) await proc.kill();
+    running = [];
+  });
+  afterAll(() => store?.remove());
+
+  it('SIGTERM finishes the in-flight request, exits 0 and releases the lock; the next process has the data', async () => {
+    const { proc, url } = await start();
+    expect(readFileSync(lockFile(store.dataDir), 'utf8')).toBe(String(proc.child.pid));
+
+    const email = uniqueEmail('sigterm');
+    let answered = false;
+    const register = postJsonOnce(`${url}/v1/auth/register`, { email, password, name: 'In Flight' }).finally(() => (answered = true));
+    await proc.waitForOutput(registerPattern);
+    expect(answered).toBe(false); // still in flight: the server is hashing the password
+    proc.child.kill('SIGTERM');
+
+    const reply = await register;
+    expect(reply.status).toBe(201);
+    expect(await within(proc.exited, 15_000, 'exit after SIGTERM')).toEqual({ code: 0, signal: null });
+    // The signal really arrived while the request was in flight.
+    const out = proc.stdout();
+    const shutdownAt = out.indexOf('shutting down');
+    expect(shutdownAt).toBeGreaterThan(out.search(registerPattern));
+    expect(shutdownAt).toBeLessThan(out.search(/"statusCode":201.*"msg":"request completed"/));
+    expect(existsSync(lockFile(store.dataDir))).toBe(false);
+
+    const next = await start();
+    const login = await client(next.url).post('/v1/auth/login', { email, password });
+    expect(login.status).toBe(200);
+    expect(login.body.user.id).toBe(reply.body.user.id);
+    await stopGracefully(next.proc);
+  });
+
+  it('SIGTERM does not wait for a keep-alive client to hang up after its in-flight request', async () => {
+    const { proc, url } = await start();
+    // fetch keeps the connection open after the reply, as browsers, proxies and SDKs do.
+    const register = fetch(`${url}/v1/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: uniqueEmail('keepalive'), password, name: 'Keep Alive' }),
+      signal: AbortSignal.timeout(15_000),
+    });
+    await proc.waitForOutput(registerPattern);
+    proc.child.kill('SIGTERM');
+    const reply = await register;
+    expect(reply.status).toBe(201);
+    await reply.text();
+    expect(await within(proc.exited, 5_000, 'exit after SIGTERM with a keep-alive client connected')).toEqual({ code: 0, signal: null });
+  });
+
+  it('comes back after kill -9: the stale lock is taken over and no data is lost', async () => {
+    const { proc, url } = await start();
+    const user = await signUp(client(url));
+    proc.child.kill('SIGKILL');
+    await within(proc.exited, 10_000, 'exit after SIGKILL');
+    expect(readFileSync(lockFile(store.dataDir), 'utf8')).toBe(String(proc.child.pid)); // left behind
+
+    const next = await start();
+    expect(readFileSync(lockFile(store.dataDir), 'utf8')).toBe(String(next.proc.child.pid));
+    const login = await client(next.url).post('/v1/auth/login', { email: user.email, password: user.password });
+    expect(login.status).toBe(200);
+    expect(login.body.user.id).toBe(user.id);
+    await stopGracefully(next.proc);
+  });
+});

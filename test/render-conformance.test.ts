@@ -1,0 +1,163 @@
+/**
+ * Slipway's bodies, validated against Render's public OpenAPI schemas read at test time
+ * from ../shared/reference/render-openapi.json (outside the repo; nothing is copied in).
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+import ajvFormats from 'ajv-formats';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bootServer, type TestServer } from './helpers/server.js';
+import { addMember, client, createApiKey, sessionCookie, signUp, uniqueEmail, type Client, type TestUser } from './helpers/client.js';
+
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const renderDoc = JSON.parse(readFileSync(path.resolve(repoRoot, '../shared/reference/render-openapi.json'), 'utf8'));
+
+// Render's auditLog `event` enum has no names for creating or deleting an API key or for
+// revoking a team invite, so Slipway emits its own names for those three actions. Only
+// those names are added, and only for the audit-log check; everything else is Render's.
+const SLIPWAY_EVENTS = ['CreateApiKeyEvent', 'DeleteApiKeyEvent', 'RevokeTeamInviteEvent'];
+const withSlipwayEvents = structuredClone(renderDoc);
+withSlipwayEvents.components.schemas.auditLog.properties.event.enum.push(...SLIPWAY_EVENTS);
+
+const ajv = new Ajv({ strict: false, allErrors: true });
+(ajvFormats as unknown as typeof ajvFormats.default)(ajv);
+ajv.addSchema(renderDoc, 'render');
+ajv.addSchema(withSlipwayEvents, 'render-with-slipway-events');
+
+function validator(ref: string): ValidateFunction {
+  const validate = ajv.getSchema(ref);
+  if (!validate) throw new Error(`no schema at ${ref}`);
+  return validate;
+}
+const component = (name: string, doc = 'render') => validator(`${doc}#/components/schemas/${name}`);
+/** Render's 200 body of `GET <renderPath>`. */
+const renderResponse = (renderPath: string) =>
+  validator(`render#/paths/${renderPath.replaceAll('/', '~1')}/get/responses/200/content/application~1json/schema`);
+
+/** Ajv's complaints about `value` ([] when it conforms). */
+function violations(validate: ValidateFunction, value: unknown): string[] {
+  return validate(value) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`);
+}
+
+let server: TestServer;
+let api: Client;
+let owner: TestUser, developer: TestUser, viewer: TestUser;
+
+beforeAll(async () => {
+  server = await bootServer();
+  api = client(server.url);
+  const ok = (res: { status: number; text: string }, status: number, what: string) => {
+    if (res.status !== status) throw new Error(`${what}: expected ${status}, got ${res.status} ${res.text}`);
+  };
+  // Real mutations, so the audit log holds every kind of entry Slipway writes today.
+  owner = await signUp(api, { name: 'Owner A' }); // CreateWorkspaceEvent
+  let joiner: TestUser;
+  [developer, viewer, joiner] = await Promise.all([
+    addMember(api, owner, 'developer'), // InviteToTeamEvent
+    addMember(api, owner, 'viewer'),
+    signUp(api),
+    (async () => {
+      const login = await api.post('/v1/auth/login', { email: owner.email, password: owner.password }); // LoginEvent
+      ok(login, 200, 'login');
+      ok(await api.post('/v1/auth/logout', undefined, { cookie: sessionCookie(login) }), 204, 'logout'); // LogoutEvent
+    })(),
+  ]);
+  const key = await createApiKey(api, owner, 'ci'); // CreateApiKeyEvent by a user
+  const byKey = await createApiKey(api, { token: key.token }, 'made by a key'); // ... by rest_api
+  ok(await api.delete(`/v1/api-keys/${byKey.id}`, { token: key.token }), 204, 'delete key'); // DeleteApiKeyEvent
+  const invite = await api.post('/v1/team-invites', { email: joiner.email, role: 'viewer' }, owner);
+  ok(invite, 201, 'invite');
+  ok(await api.post(`/v1/team-invites/${invite.body.token}/accept`, undefined, joiner), 200, 'accept'); // AcceptTeamInviteEvent
+  ok(await api.patch(`/v1/team-members/${joiner.id}`, { role: 'developer' }, owner), 200, 'change role'); // ChangeTeamMemberRoleEvent
+  ok(await api.delete(`/v1/team-members/${joiner.id}`, owner), 204, 'remove'); // RemoveUserFromTeamEvent
+  const revoked = await api.post('/v1/team-invites', { email: uniqueEmail('revoked'), role: 'developer' }, owner);
+  ok(await api.delete(`/v1/team-invites/${revoked.body.id}`, owner), 204, 'revoke'); // RevokeTeamInviteEvent
+  // A refused mutation is audited too, with status "error".
+  ok(await api.post('/v1/team-invites', { email: uniqueEmail(), role: 'viewer', ownerId: owner.workspaceId }, developer), 403, 'developer invite');
+});
+afterAll(() => server?.close());
+
+describe('conformance with Render\'s public API schemas', () => {
+  it('reads Render\'s document and its validators reject what Render rejects', () => {
+    expect(renderDoc.info.title).toBe('Render Public API');
+    expect(violations(component('user'), { name: 'no email' })).not.toEqual([]);
+    expect(violations(component('owner'), { id: 'tea-x', name: 'n', email: 'e', type: 'org' })).not.toEqual([]);
+    expect(violations(renderResponse('/owners'), { owner: {} })).not.toEqual([]);
+  });
+
+  it('GET /v1/users is Render\'s user', async () => {
+    const me = await api.get('/v1/users', owner);
+    expect(me.status).toBe(200);
+    expect(violations(component('user'), me.body)).toEqual([]);
+    expect(violations(renderResponse('/users'), me.body)).toEqual([]);
+  });
+
+  it('error bodies (401, 404) are Render\'s error', async () => {
+    const unauthorized = await api.get('/v1/users');
+    expect(unauthorized.status).toBe(401);
+    expect(violations(component('error'), unauthorized.body)).toEqual([]);
+    expect(unauthorized.body).toMatchObject({ id: unauthorized.headers.get('request-id'), message: expect.any(String) });
+    const missing = await api.get('/v1/owners/tea-00000000000000000000', owner);
+    expect(missing.status).toBe(404);
+    expect(violations(component('error'), missing.body)).toEqual([]);
+    expect(missing.body).toMatchObject({ id: missing.headers.get('request-id'), message: expect.any(String) });
+  });
+
+  it('GET /v1/owners is Render\'s array of ownerWithCursor, with exactly Render\'s envelope', async () => {
+    const list = await api.get('/v1/owners', developer);
+    expect(list.status).toBe(200);
+    expect(violations(renderResponse('/owners'), list.body)).toEqual([]);
+    expect(list.body).toHaveLength(2); // the developer's own workspace and A's
+    for (const item of list.body) {
+      expect(Object.keys(item).sort()).toEqual(['cursor', 'owner']);
+      expect(item.cursor).toEqual(expect.any(String));
+      expect(violations(component('ownerWithCursor'), item)).toEqual([]);
+    }
+    expect(list.body.map((i: { owner: { id: string } }) => i.owner.id)).toContain(owner.workspaceId);
+  });
+
+  it('GET /v1/owners/:ownerId is Render\'s owner', async () => {
+    const one = await api.get(`/v1/owners/${owner.workspaceId}`, viewer);
+    expect(one.status).toBe(200);
+    expect(one.body.id).toBe(owner.workspaceId);
+    expect(violations(component('owner'), one.body)).toEqual([]);
+  });
+
+  it('GET /v1/owners/:ownerId/members is Render\'s teamMembers', async () => {
+    const members = await api.get(`/v1/owners/${owner.workspaceId}/members`, viewer);
+    expect(members.status).toBe(200);
+    expect(members.body.map((m: { userId: string }) => m.userId).sort()).toEqual([owner.id, developer.id, viewer.id].sort());
+    expect(violations(component('teamMembers'), members.body)).toEqual([]);
+    expect(violations(renderResponse('/owners/{ownerId}/members'), members.body)).toEqual([]);
+  });
+
+  describe('audit logs are Render\'s auditLogWithCursor (event enum + Slipway\'s three names)', () => {
+    const auditLogWithCursor = () => component('auditLogWithCursor', 'render-with-slipway-events');
+
+    it('adds only names Render lacks', () => {
+      const renderEvents: string[] = renderDoc.components.schemas.auditLog.properties.event.enum;
+      expect(SLIPWAY_EVENTS.filter((e) => renderEvents.includes(e))).toEqual([]);
+      expect(violations(auditLogWithCursor(), { cursor: 'c', auditLog: { id: 'aud-1', timestamp: new Date().toISOString(), event: 'MadeUpEvent', status: 'success', actor: { type: 'user' }, metadata: {} } })).not.toEqual([]);
+    });
+
+    for (const route of ['/v1/audit-logs', '/v1/owners/:ownerId/audit-logs']) {
+      it(`GET ${route}`, async () => {
+        const res = await api.get(`${route.replace(':ownerId', owner.workspaceId)}?limit=100`, owner);
+        expect(res.status).toBe(200);
+        const entries = res.body as { cursor: string; auditLog: { event: string; status: string; actor: { type: string } } }[];
+        expect(entries.flatMap((item, i) => violations(auditLogWithCursor(), item).map((v) => `[${i}] ${item.auditLog?.event}: ${v}`))).toEqual([]);
+        for (const item of entries) expect(Object.keys(item).sort()).toEqual(['auditLog', 'cursor']);
+        // The mutations above really produced entries of every kind.
+        const events = new Set(entries.map((e) => e.auditLog.event));
+        for (const event of [
+          'CreateWorkspaceEvent', 'LoginEvent', 'LogoutEvent', 'CreateApiKeyEvent', 'DeleteApiKeyEvent', 'InviteToTeamEvent',
+          'AcceptTeamInviteEvent', 'ChangeTeamMemberRoleEvent', 'RemoveUserFromTeamEvent', 'RevokeTeamInviteEvent',
+        ]) expect(events, event).toContain(event);
+        expect(new Set(entries.map((e) => e.auditLog.status))).toEqual(new Set(['success', 'error']));
+        expect(new Set(entries.map((e) => e.auditLog.actor.type))).toEqual(new Set(['user', 'rest_api']));
+      });
+    }
+  });
+});
