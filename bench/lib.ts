@@ -1,0 +1,129 @@
+/** Shared helpers for the benchmarks: a Slipway child process, a free port, a table printer. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Progress goes to stderr so stdout carries only the table and the JSON line (DESIGN.md §10). */
+export const log = (message: string) => process.stderr.write(`${message}\n`);
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RunningSlipway {
+  url: string;
+  /** Stops the child (SIGTERM, then SIGKILL) and removes its temp data dir. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+// Children still running if the bench dies mid-way (an uncaught error, Ctrl-C): killed and
+// their data dirs removed on exit, so none are left behind even when finally blocks do not run.
+const live = new Map<ChildProcess, string>();
+process.on('exit', () => {
+  for (const [child, dataDir] of live) {
+    child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => process.exit(130));
+}
+
+/**
+ * Starts Slipway as its own process (so the load generator does not share its event loop),
+ * with a temp data dir and limits raised so rate limiting does not shape the numbers.
+ */
+export async function startSlipway(extraEnv: Record<string, string> = {}): Promise<RunningSlipway> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-'));
+  const port = await freePort();
+  const env = {
+    ...process.env,
+    DATABASE_URL: '',
+    SLIPWAY_DATA_DIR: dataDir,
+    SLIPWAY_HOST: '127.0.0.1',
+    SLIPWAY_PORT: String(port),
+    SLIPWAY_LOG_LEVEL: 'warn',
+    SLIPWAY_RATE_LIMIT_PER_MINUTE: '100000000',
+    SLIPWAY_AUTH_RATE_LIMIT_PER_MINUTE: '100000',
+    SLIPWAY_AUTH_ACCOUNT_ATTEMPTS_PER_10_MINUTES: '100000',
+    ...extraEnv,
+  };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  live.set(child, dataDir);
+  // Keep the tail of its output: it is the only clue when the server fails to start.
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.once('exit', () => live.delete(child));
+
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHealth(url, child, () => output);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url, stop };
+}
+
+async function waitForHealth(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`slipway exited with ${child.exitCode} before it was healthy:\n${output()}`);
+    const ok = await fetch(`${url}/api/health`).then((r) => r.status === 200, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`slipway was not healthy within 60 s:\n${output()}`);
+}
+
+/** Runs `work` over `items` with at most `limit` in flight. */
+export async function pool<T>(items: T[], limit: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      await work(items[index]!, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/** A plain aligned table; numbers right-aligned. */
+export function table(headers: string[], rows: Array<Array<string | number>>): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[], isHeader: boolean) =>
+    r.map((c, i) => (isHeader || typeof rows[0]?.[i] !== 'number' ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  return [line(headers, true), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map((r) => line(r, false))].join('\n');
+}

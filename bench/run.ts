@@ -1,0 +1,26 @@
+/**
+ * `npm run bench`: runs every bench/*.ts except this runner and the shared lib, one after
+ * another (running them together would make them compete for the CPU they measure).
+ */
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const notBenches = new Set(['run.ts', 'lib.ts']);
+const benches = readdirSync(here)
+  .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !notBenches.has(f))
+  .sort();
+
+const failed: string[] = [];
+for (const file of benches) {
+  process.stderr.write(`\n== bench/${file}\n`);
+  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(here, file)], { stdio: 'inherit', env: process.env });
+  if (result.status !== 0) failed.push(`${file} (${result.signal ?? `exit ${result.status}`})`);
+}
+
+if (failed.length) {
+  process.stderr.write(`\nbench failures: ${failed.join(', ')}\n`);
+  process.exit(1);
+}
