@@ -1,0 +1,190 @@
+import { spawn, type SpawnOptions } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
+
+/** An external program invocation, as data (built by pure functions, run here). */
+export interface Command {
+  file: string;
+  args: string[];
+  cwd?: string;
+  /** The complete environment; when omitted the program inherits Slipway's. */
+  env?: Record<string, string>;
+  uid?: number;
+  gid?: number;
+}
+
+export interface RunResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  canceled: boolean;
+  output: string;
+}
+
+export interface RunOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  onOutput?(chunk: string): void;
+  maxOutputBytes?: number;
+}
+
+const KILL_AFTER_MS = 2000;
+/** After the program exits, how long its pipes may stay open (held by something that left its group) before we stop reading. */
+const DRAIN_MS = 1000;
+/** A line longer than this is passed on in pieces rather than held back. */
+const MAX_PENDING_CHARS = 64 * 1024;
+
+/** Signals a whole process group; a group that is already gone is not an error. */
+export function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // no such group any more
+  }
+}
+
+/** detached: a session and process group of its own (without a terminal), so the group can be signalled as a whole. */
+function spawnOptions(cmd: Command): SpawnOptions {
+  return { cwd: cmd.cwd, env: cmd.env, uid: cmd.uid, gid: cmd.gid, detached: true };
+}
+
+/** Keeps the last `max` bytes of everything pushed. */
+class OutputTail {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  constructor(private readonly max: number) {}
+
+  push(text: string): void {
+    const chunk = Buffer.from(text);
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    // Drop whole chunks from the front while the rest still covers `max`.
+    for (let first = this.chunks[0]; first && this.size - first.length >= this.max; first = this.chunks[0]) {
+      this.chunks.shift();
+      this.size -= first.length;
+    }
+  }
+
+  toString(): string {
+    const all = Buffer.concat(this.chunks);
+    return all.subarray(Math.max(0, all.length - this.max)).toString();
+  }
+}
+
+/** Decodes one stream and passes it on in whole lines where it can (so stdout and stderr interleave line by line). */
+function lineChunker(emit: (chunk: string) => void) {
+  const decoder = new StringDecoder('utf8');
+  let pending = '';
+  return {
+    write(data: Buffer): void {
+      pending += decoder.write(data);
+      const cut = pending.lastIndexOf('\n') + 1 || (pending.length >= MAX_PENDING_CHARS ? pending.length : 0);
+      if (cut === 0) return;
+      emit(pending.slice(0, cut));
+      pending = pending.slice(cut);
+    },
+    end(): void {
+      pending += decoder.end();
+      if (pending) emit(pending);
+      pending = '';
+    },
+  };
+}
+
+/**
+ * Runs to completion in its own process group; on timeout/abort kills the whole group (SIGTERM, SIGKILL after 2 s).
+ * Whatever the program leaves running in its group when it exits is killed too. Output (stdout+stderr interleaved)
+ * is passed to onOutput in line-ish chunks and the last maxOutputBytes (default 256 KiB) kept in `output`.
+ * Never rejects for a non-zero exit; rejects only when the program cannot be spawned.
+ */
+export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', 'pipe', 'pipe'] });
+    const tail = new OutputTail(opts.maxOutputBytes ?? 256 * 1024);
+    const emit = (chunk: string) => {
+      tail.push(chunk);
+      opts.onOutput?.(chunk);
+    };
+    const stdout = lineChunker(emit);
+    const stderr = lineChunker(emit);
+    child.stdout?.on('data', stdout.write);
+    child.stderr?.on('data', stderr.write);
+
+    let timedOut = false;
+    let canceled = false;
+    let exited = false;
+    let timeoutTimer: NodeJS.Timeout | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    let drainTimer: NodeJS.Timeout | undefined;
+
+    const terminate = (reason: 'timeout' | 'abort') => {
+      if (exited || timedOut || canceled || child.pid === undefined) return;
+      if (reason === 'timeout') timedOut = true;
+      else canceled = true;
+      killGroup(child.pid, 'SIGTERM');
+      killTimer = setTimeout(() => killGroup(child.pid as number, 'SIGKILL'), KILL_AFTER_MS);
+    };
+    const onAbort = () => terminate('abort');
+    const clearTimers = () => {
+      clearTimeout(timeoutTimer);
+      clearTimeout(killTimer);
+      clearTimeout(drainTimer);
+      opts.signal?.removeEventListener('abort', onAbort);
+    };
+
+    // Errors after a successful spawn only concern signalling through `child`, which we never do.
+    child.on('error', (err) => {
+      if (child.pid !== undefined) return;
+      clearTimers();
+      reject(err);
+    });
+    child.once('exit', () => {
+      exited = true;
+      killGroup(child.pid as number, 'SIGKILL');
+      clearTimeout(timeoutTimer);
+      clearTimeout(killTimer);
+      drainTimer = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      }, DRAIN_MS);
+    });
+    child.once('close', (exitCode, signal) => {
+      clearTimers();
+      stdout.end();
+      stderr.end();
+      resolve({ exitCode, signal, timedOut, canceled, output: tail.toString() });
+    });
+
+    if (child.pid === undefined) return; // spawn failed: 'error' follows
+    if (opts.timeoutMs !== undefined) timeoutTimer = setTimeout(() => terminate('timeout'), opts.timeoutMs);
+    if (opts.signal?.aborted) onAbort();
+    else opts.signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Starts `cmd` in its own process group, not tied to this process: stdout/stderr are appended to files (no pipes),
+ * so it keeps running when Slipway exits or restarts. Resolves with the pid once it is spawned; `onExit` runs if it
+ * exits while Slipway is still up (Node reaps it, so it does not linger as a zombie).
+ */
+export function spawnDetached(
+  cmd: Command,
+  files: { stdoutPath: string; stderrPath: string },
+  onExit: (code: number | null, signal: NodeJS.Signals | null) => void,
+): Promise<number> {
+  const stdoutFd = openSync(files.stdoutPath, 'a', 0o640);
+  const stderrFd = openSync(files.stderrPath, 'a', 0o640);
+  try {
+    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', stdoutFd, stderrFd] });
+    child.once('exit', onExit);
+    child.unref();
+    return new Promise((resolve, reject) => {
+      child.on('error', reject); // a failure to spawn; later errors could only come from signalling through `child`
+      child.once('spawn', () => resolve(child.pid as number));
+    });
+  } finally {
+    // The child has its own copies.
+    closeSync(stdoutFd);
+    closeSync(stderrFd);
+  }
+}

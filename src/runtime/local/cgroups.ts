@@ -1,0 +1,194 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Limits } from '../types.js';
+
+type Controller = 'memory' | 'cpu';
+
+/** One mounted hierarchy we put groups in (v2: the one with both controllers; v1: one per controller). */
+export interface Hierarchy {
+  root: string;
+  controllers: Controller[];
+  /** Whether swap can be limited too (v1 without swap accounting cannot). */
+  swap: boolean;
+}
+
+export const CPU_PERIOD_US = 100_000;
+/** Groups live in their own top-level subtree, not under Slipway's cgroup, so a service manager stopping Slipway does not take the apps with it. */
+const PARENT = 'slipway';
+
+/** The control files to write in a new group to apply `limits`, in order. */
+export function limitFiles(version: 'v1' | 'v2', hierarchy: Pick<Hierarchy, 'controllers' | 'swap'>, limits: Limits): [file: string, value: string][] {
+  const memory = String(Math.round(limits.memoryMb * 1024 * 1024));
+  const quota = String(Math.max(1000, Math.round((limits.cpuMillicores * CPU_PERIOD_US) / 1000)));
+  const files: [string, string][] = [];
+  if (hierarchy.controllers.includes('memory')) {
+    files.push([version === 'v2' ? 'memory.max' : 'memory.limit_in_bytes', memory]);
+    // No swap: v2 caps it at 0; v1's memsw counts memory+swap, so it is set equal to the memory limit.
+    if (hierarchy.swap) files.push(version === 'v2' ? ['memory.swap.max', '0'] : ['memory.memsw.limit_in_bytes', memory]);
+  }
+  if (hierarchy.controllers.includes('cpu')) {
+    if (version === 'v2') files.push(['cpu.max', `${quota} ${CPU_PERIOD_US}`]);
+    else files.push(['cpu.cfs_period_us', String(CPU_PERIOD_US)], ['cpu.cfs_quota_us', quota]);
+  }
+  return files;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Per-instance (and per-build) cgroups under <hierarchy>/slipway/<name>. */
+export class Cgroups {
+  constructor(
+    readonly version: 'v1' | 'v2',
+    readonly hierarchies: Hierarchy[],
+  ) {}
+
+  /** Creates the group in every hierarchy with `limits` applied; returns its dirs (one per hierarchy). */
+  create(name: string, limits: Limits): string[] {
+    if (!/^[\w.-]+$/.test(name)) throw new Error(`invalid cgroup name ${JSON.stringify(name)}`);
+    const dirs: string[] = [];
+    try {
+      for (const hierarchy of this.hierarchies) {
+        const dir = path.join(hierarchy.root, PARENT, name);
+        mkdirSync(dir, { recursive: true });
+        dirs.push(dir);
+        for (const [file, value] of limitFiles(this.version, hierarchy, limits)) writeFileSync(path.join(dir, file), value);
+      }
+      return dirs;
+    } catch (err) {
+      for (const dir of dirs) rmdirSync(dir); // empty: nothing joined it yet
+      throw err;
+    }
+  }
+
+  /** The group dirs `pid` is in, if it is in one of ours. */
+  groupOf(pid: number): string[] {
+    let lines: string[];
+    try {
+      lines = readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n');
+    } catch {
+      return [];
+    }
+    const name = lines.map((line) => new RegExp(`/${PARENT}/([\\w.-]+)$`).exec(line)?.[1]).find(Boolean);
+    return name ? this.hierarchies.map((h) => path.join(h.root, PARENT, name)) : [];
+  }
+
+  /** Pids listed in the group. */
+  members(dirs: string[]): number[] {
+    const pids = new Set<number>();
+    for (const dir of dirs) {
+      try {
+        readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).forEach((pid) => pids.add(Number(pid)));
+      } catch {
+        // group already removed
+      }
+    }
+    return [...pids];
+  }
+
+  /** Removes the group, waiting up to `waitMs` for its last processes to leave; returns the dirs that could not be removed. */
+  async remove(dirs: string[], waitMs = 2000): Promise<string[]> {
+    const deadline = Date.now() + waitMs;
+    let left = dirs;
+    for (;;) {
+      left = left.filter((dir) => {
+        try {
+          rmdirSync(dir);
+          return false;
+        } catch (err) {
+          return (err as NodeJS.ErrnoException).code !== 'ENOENT';
+        }
+      });
+      if (left.length === 0 || Date.now() >= deadline) return left;
+      await sleep(50);
+    }
+  }
+}
+
+/** The cgroup2 and v1 mount points, from /proc/self/mounts. */
+function cgroupMounts(): { v2: string[]; v1: { root: string; options: string[] }[] } {
+  const mounts = { v2: [] as string[], v1: [] as { root: string; options: string[] }[] };
+  for (const line of readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
+    const [, root, type, options] = line.split(' ');
+    if (!root || !options) continue;
+    if (type === 'cgroup2') mounts.v2.push(root);
+    if (type === 'cgroup') mounts.v1.push({ root, options: options.split(',') });
+  }
+  return mounts;
+}
+
+/** Proves a hierarchy usable by creating, limiting and removing a probe group. */
+async function probe(cgroups: Cgroups): Promise<void> {
+  const dirs = cgroups.create(`probe-${randomBytes(6).toString('hex')}`, { memoryMb: 64, cpuMillicores: 500 });
+  await cgroups.remove(dirs);
+}
+
+const errorText = (err: unknown) => (err as Error).message;
+
+async function tryV2(root: string, notes: string[]): Promise<Cgroups | undefined> {
+  try {
+    const available = readFileSync(path.join(root, 'cgroup.controllers'), 'utf8').trim().split(/\s+/);
+    const missing = (['memory', 'cpu'] as const).filter((c) => !available.includes(c));
+    if (missing.length > 0) {
+      notes.push(`cgroup v2 at ${root} does not offer the ${missing.join(' and ')} controller(s) (it has: ${available.join(' ') || 'none'})`);
+      return undefined;
+    }
+    // Children of a group only get the controllers enabled in its subtree_control.
+    writeFileSync(path.join(root, 'cgroup.subtree_control'), '+memory +cpu');
+    mkdirSync(path.join(root, PARENT), { recursive: true });
+    writeFileSync(path.join(root, PARENT, 'cgroup.subtree_control'), '+memory +cpu');
+    const swap = existsSync(path.join(root, PARENT, 'memory.swap.max'));
+    if (!swap) notes.push('swap use is not limited: the kernel has no swap accounting (memory.swap.max)');
+    const cgroups = new Cgroups('v2', [{ root, controllers: ['memory', 'cpu'], swap }]);
+    await probe(cgroups);
+    return cgroups;
+  } catch (err) {
+    notes.push(`cgroup v2 at ${root} is not usable: ${errorText(err)}`);
+    return undefined;
+  }
+}
+
+async function tryV1(mounts: { root: string; options: string[] }[], notes: string[]): Promise<Cgroups | undefined> {
+  const hierarchies: Hierarchy[] = [];
+  for (const controller of ['memory', 'cpu'] as const) {
+    const mount = mounts.find((m) => m.options.includes(controller));
+    if (!mount) {
+      notes.push(`${controller} limits are not applied: no cgroup v1 ${controller} hierarchy is mounted`);
+      continue;
+    }
+    const swap = controller === 'memory' && existsSync(path.join(mount.root, 'memory.memsw.limit_in_bytes'));
+    try {
+      await probe(new Cgroups('v1', [{ root: mount.root, controllers: [controller], swap }]));
+    } catch (err) {
+      notes.push(`${controller} limits are not applied: cgroup v1 at ${mount.root} is not writable (${errorText(err)})`);
+      continue;
+    }
+    if (controller === 'memory' && !swap) notes.push('swap use is not limited: the kernel has no swap accounting (memory.memsw.*)');
+    // Some systems mount several controllers in one hierarchy (e.g. cpu,memory).
+    const shared = hierarchies.find((h) => h.root === mount.root);
+    if (shared) shared.controllers.push(controller);
+    else hierarchies.push({ root: mount.root, controllers: [controller], swap });
+  }
+  return hierarchies.length > 0 ? new Cgroups('v1', hierarchies) : undefined;
+}
+
+/** Finds a writable cgroup setup with memory and cpu controllers (v2 preferred); everything missing goes to `notes`. */
+export async function detectCgroups(notes: string[]): Promise<Cgroups | undefined> {
+  const mounts = cgroupMounts();
+  const v2Notes: string[] = [];
+  for (const root of mounts.v2) {
+    const rootNotes: string[] = [];
+    const cgroups = await tryV2(root, rootNotes);
+    if (cgroups) {
+      notes.push(...rootNotes);
+      return cgroups;
+    }
+    v2Notes.push(...rootNotes);
+  }
+  const v1Notes: string[] = [];
+  const v1 = mounts.v1.length > 0 ? await tryV1(mounts.v1, v1Notes) : undefined;
+  if (v1) notes.push(...v1Notes);
+  else if (mounts.v1.length + mounts.v2.length === 0) notes.push('memory and CPU limits are not applied: no cgroup filesystem is mounted');
+  else notes.push(...v2Notes, ...v1Notes);
+  return v1;
+}

@@ -1,0 +1,77 @@
+import { chownSync, lchownSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { spawnDetached } from '../../lib/exec.js';
+import type { InstanceHandle, InstanceSpec, RuntimeLog } from '../types.js';
+import type { Cgroups } from './cgroups.js';
+import { readStat } from './proc.js';
+import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
+
+export interface LocalDeps {
+  policy: SandboxPolicy;
+  cgroups: Cgroups | undefined;
+  log: RuntimeLog | undefined;
+}
+
+/** Hands a dir the app must write to the user it runs as (recursively: a build's source was unpacked by root). Never follows symlinks. */
+export function giveTo(dir: string, runAs: SandboxPolicy['runAs'], recursive = false): void {
+  if (!runAs) return;
+  chownSync(dir, runAs.uid, runAs.gid);
+  if (!recursive) return;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) giveTo(file, runAs, true);
+    else lchownSync(file, runAs.uid, runAs.gid);
+  }
+}
+
+/** cwd inside the app dir; a workDir escaping it (../) is refused. */
+function appCwd(appDir: string, workDir: string): string {
+  const cwd = path.resolve(appDir, workDir);
+  if (cwd !== path.resolve(appDir) && !cwd.startsWith(path.resolve(appDir) + path.sep)) throw new Error(`workDir ${JSON.stringify(workDir)} is outside the app dir`);
+  return cwd;
+}
+
+/**
+ * Starts an instance detached from Slipway and returns as soon as it exists (health is waitHealthy's job).
+ * Only instanceDir/home (the app's HOME unless env sets one) and writableDirs are writable by the app: the rest
+ * of instanceDir (logs, instance.json) is Slipway's and stays out of the sandbox, so the app cannot tamper with them.
+ */
+export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promise<InstanceHandle> {
+  const { policy, cgroups, log } = deps;
+  const cwd = appCwd(spec.sandbox.appDir, spec.sandbox.workDir);
+  const home = path.join(spec.instanceDir, 'home');
+  const writableDirs = [home, ...spec.sandbox.writableDirs];
+  for (const dir of writableDirs) {
+    mkdirSync(dir, { recursive: true });
+    giveTo(dir, policy.runAs);
+  }
+  const stdoutPath = path.join(spec.instanceDir, 'stdout.log');
+  const stderrPath = path.join(spec.instanceDir, 'stderr.log');
+
+  const groupDirs = cgroups?.create(spec.instanceId, spec.limits) ?? [];
+  const removeGroup = async () => {
+    const left = (await cgroups?.remove(groupDirs)) ?? [];
+    if (left.length > 0) log?.warn({ instanceId: spec.instanceId, cgroups: left }, 'could not remove the cgroups of an exited instance');
+  };
+  const command = sandboxedCommand(policy, {
+    kind: 'instance',
+    command: spec.command,
+    env: { HOME: home, ...spec.env },
+    cwd,
+    readOnlyDirs: [spec.sandbox.appDir],
+    writableDirs,
+    cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
+  });
+  let pid: number;
+  try {
+    pid = await spawnDetached(command, { stdoutPath, stderrPath }, () => void removeGroup());
+  } catch (err) {
+    await removeGroup();
+    throw err;
+  }
+  // Readable even if it already exited: Node reaps children only when the event loop next polls, after this code.
+  const startTime = readStat(pid)?.startTime ?? '';
+  const startedAt = new Date();
+  writeFileSync(path.join(spec.instanceDir, 'instance.json'), JSON.stringify({ pid, startTime, startedAt }) + '\n');
+  return { instanceId: spec.instanceId, pid, startTime, startedAt, stdoutPath, stderrPath };
+}
