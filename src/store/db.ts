@@ -13,6 +13,12 @@ import * as schema from './schema.js';
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 
 /** Raw SQL as pg-boss wants it: statements with parameters, or a parameterless script. */
+/** A unique index refused the row (Postgres 23505; Drizzle may wrap the driver's error as `cause`). */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; cause?: { code?: string } } | undefined;
+  return e?.code === '23505' || e?.cause?.code === '23505';
+}
+
 export type ExecuteSql = (text: string, values?: unknown[]) => Promise<{ rows: any[] }>;
 
 export interface Store {

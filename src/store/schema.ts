@@ -1,4 +1,4 @@
-import { index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 // Timestamps are timestamptz, read back as Date; ids are time-ordered text (lib/ids.ts).
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -111,4 +111,113 @@ export const idempotencyKeys = pgTable(
     createdAt: createdAt(),
   },
   (t) => [primaryKey({ columns: [t.scope, t.key] }), index('idempotency_created_idx').on(t.createdAt)],
+);
+
+export const services = pgTable(
+  'services',
+  {
+    id: text('id').primaryKey(),
+    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    /** Unique across Slipway: the app answers at `<slug>.<apps domain>`. */
+    slug: text('slug').notNull(),
+    type: text('type', { enum: ['web_service', 'private_service', 'background_worker', 'cron_job', 'static_site'] }).notNull(),
+    repo: text('repo'),
+    branch: text('branch'),
+    rootDir: text('root_dir').notNull().default(''),
+    autoDeploy: text('auto_deploy', { enum: ['yes', 'no'] }).notNull(),
+    environmentId: text('environment_id'),
+    /** The type's settings (runtime, plan, commands, ...): see core/service-details.ts. */
+    details: jsonb('details').notNull(),
+    /** Render's `suspenders`: empty when running. */
+    suspenders: jsonb('suspenders').$type<string[]>().notNull().default([]),
+    liveDeployId: text('live_deploy_id'),
+    createdAt: createdAt(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('services_slug_key').on(t.slug), uniqueIndex('services_workspace_name_key').on(t.workspaceId, t.name), index('services_workspace_idx').on(t.workspaceId, t.id)],
+);
+
+export const sources = pgTable(
+  'sources',
+  {
+    id: text('id').primaryKey(),
+    serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+    sha256: text('sha256').notNull(),
+    sizeBytes: bigint('size_bytes', { mode: 'number' }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('sources_service_idx').on(t.serviceId, t.id)],
+);
+
+export const deploys = pgTable(
+  'deploys',
+  {
+    id: text('id').primaryKey(),
+    serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+    status: text('status', {
+      enum: ['created', 'queued', 'build_in_progress', 'pre_deploy_in_progress', 'update_in_progress', 'live', 'deactivated', 'build_failed', 'pre_deploy_failed', 'update_failed', 'canceled'],
+    }).notNull(),
+    trigger: text('trigger').notNull(),
+    sourceId: text('source_id'),
+    /** Rollbacks reuse this deploy's artifact instead of building. */
+    artifactOf: text('artifact_of'),
+    commitId: text('commit_id'),
+    commitMessage: text('commit_message'),
+    clearCache: boolean('clear_cache').notNull().default(false),
+    /** What the deploy runs, frozen at build time so a rollback starts exactly that. */
+    startCommand: text('start_command'),
+    buildOutput: text('build_output'),
+    failureReason: text('failure_reason'),
+    artifactDeleted: boolean('artifact_deleted').notNull().default(false),
+    createdAt: createdAt(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+    startedAt: ts('started_at'),
+    finishedAt: ts('finished_at'),
+  },
+  (t) => [index('deploys_service_idx').on(t.serviceId, t.id), index('deploys_status_idx').on(t.status)],
+);
+
+export const envVars = pgTable(
+  'env_vars',
+  {
+    serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+    key: text('key').notNull(),
+    /** The value sealed with the secret box (AES-256-GCM). */
+    sealedValue: text('sealed_value').notNull(),
+    createdAt: createdAt(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.serviceId, t.key] })],
+);
+
+export const instances = pgTable(
+  'instances',
+  {
+    id: text('id').primaryKey(),
+    serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+    deployId: text('deploy_id').notNull(),
+    status: text('status', { enum: ['starting', 'running', 'stopped', 'failed'] }).notNull(),
+    pid: integer('pid'),
+    startTime: text('start_time'),
+    port: integer('port'),
+    restarts: integer('restarts').notNull().default(0),
+    startedAt: ts('started_at'),
+    stoppedAt: ts('stopped_at'),
+  },
+  (t) => [index('instances_service_idx').on(t.serviceId), index('instances_status_idx').on(t.status)],
+);
+
+export const events = pgTable(
+  'events',
+  {
+    id: text('id').primaryKey(),
+    workspaceId: text('workspace_id').notNull(),
+    serviceId: text('service_id'),
+    deployId: text('deploy_id'),
+    type: text('type').notNull(),
+    details: jsonb('details').notNull().default({}),
+    createdAt: createdAt(),
+  },
+  (t) => [index('events_service_idx').on(t.serviceId, t.id), index('events_workspace_idx').on(t.workspaceId, t.id)],
 );

@@ -1,6 +1,7 @@
-import { and, desc, eq, gte, lt, lte } from 'drizzle-orm';
+import { and, desc, eq, lt } from 'drizzle-orm';
 import type { Db } from '../db.js';
 import { auditLogs } from '../schema.js';
+import { within } from './filters.js';
 
 export type AuditRow = typeof auditLogs.$inferSelect;
 
@@ -26,8 +27,7 @@ export function createAuditRepo(db: Db) {
         .where(
           and(
             q.workspaceId ? eq(auditLogs.workspaceId, q.workspaceId) : undefined,
-            q.startTime ? gte(auditLogs.createdAt, q.startTime) : undefined,
-            q.endTime ? lte(auditLogs.createdAt, q.endTime) : undefined,
+            within(auditLogs.createdAt, q.startTime, q.endTime),
             q.beforeId ? lt(auditLogs.id, q.beforeId) : undefined,
           ),
         )

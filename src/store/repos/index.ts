@@ -1,8 +1,13 @@
 import type { Db } from '../db.js';
 import { createApiKeyRepo } from './api-keys.js';
 import { createAuditRepo } from './audit.js';
+import { createDeployRepo } from './deploys.js';
+import { createEnvVarRepo } from './env-vars.js';
+import { createEventRepo } from './events.js';
 import { createIdempotencyRepo } from './idempotency.js';
+import { createInstanceRepo } from './instances.js';
 import { createInviteRepo } from './invites.js';
+import { createServiceRepo } from './services.js';
 import { createSessionRepo } from './sessions.js';
 import { createUserRepo } from './users.js';
 import { createWorkspaceRepo } from './workspaces.js';
@@ -17,6 +22,11 @@ export function createRepos(db: Db) {
     invites: createInviteRepo(db),
     audit: createAuditRepo(db),
     idempotency: createIdempotencyRepo(db),
+    services: createServiceRepo(db),
+    deploys: createDeployRepo(db),
+    envVars: createEnvVarRepo(db),
+    instances: createInstanceRepo(db),
+    events: createEventRepo(db),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

@@ -1,0 +1,71 @@
+import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
+import type { Db } from '../db.js';
+import { services } from '../schema.js';
+import { within } from './filters.js';
+
+export type ServiceRow = typeof services.$inferSelect;
+export type ServiceInsert = typeof services.$inferInsert;
+
+export interface ServiceQuery {
+  workspaceIds?: string[];
+  name?: string[];
+  type?: string[];
+  suspended?: Array<'suspended' | 'not_suspended'>;
+  environmentId?: string[];
+  createdAfter?: Date;
+  createdBefore?: Date;
+  updatedAfter?: Date;
+  updatedBefore?: Date;
+  beforeId?: string;
+  limit: number;
+}
+
+export function createServiceRepo(db: Db) {
+  return {
+    async insert(row: ServiceInsert): Promise<ServiceRow> {
+      const [inserted] = await db.insert(services).values(row).returning();
+      return inserted!;
+    },
+    async get(id: string): Promise<ServiceRow | undefined> {
+      const [row] = await db.select().from(services).where(eq(services.id, id)).limit(1);
+      return row;
+    },
+    async slugTaken(slug: string): Promise<boolean> {
+      return (await db.select({ id: services.id }).from(services).where(eq(services.slug, slug)).limit(1)).length > 0;
+    },
+    /** Newest first, with Render's filters. */
+    list(q: ServiceQuery): Promise<ServiceRow[]> {
+      const suspended = q.suspended?.length === 1 ? q.suspended[0] : undefined;
+      return db
+        .select()
+        .from(services)
+        .where(
+          and(
+            q.workspaceIds ? inArray(services.workspaceId, q.workspaceIds) : undefined,
+            q.name?.length ? inArray(services.name, q.name) : undefined,
+            q.type?.length ? inArray(services.type, q.type as ServiceRow['type'][]) : undefined,
+            q.environmentId?.length ? inArray(services.environmentId, q.environmentId) : undefined,
+            suspended === 'suspended' ? sql`jsonb_array_length(${services.suspenders}) > 0` : undefined,
+            suspended === 'not_suspended' ? sql`jsonb_array_length(${services.suspenders}) = 0` : undefined,
+            within(services.createdAt, q.createdAfter, q.createdBefore),
+            within(services.updatedAt, q.updatedAfter, q.updatedBefore),
+            q.beforeId ? lt(services.id, q.beforeId) : undefined,
+          ),
+        )
+        .orderBy(desc(services.id))
+        .limit(q.limit);
+    },
+    /** Services that should be running: not suspended and with a live deploy. */
+    listRunnable(): Promise<ServiceRow[]> {
+      return db.select().from(services).where(sql`${services.liveDeployId} is not null`);
+    },
+    async update(id: string, patch: Partial<ServiceInsert>): Promise<ServiceRow | undefined> {
+      const [row] = await db.update(services).set({ ...patch, updatedAt: new Date() }).where(eq(services.id, id)).returning();
+      return row;
+    },
+    async delete(id: string): Promise<void> {
+      await db.delete(services).where(eq(services.id, id));
+    },
+  };
+}
+export type ServiceRepo = ReturnType<typeof createServiceRepo>;
