@@ -8,6 +8,7 @@ import type { SessionRepo } from '../store/repos/sessions.js';
 import type { UserRepo, UserRow } from '../store/repos/users.js';
 import type { Principal } from './principal.js';
 import { joinWithInvite, type ValidInvite } from './team.js';
+import { isUniqueViolation } from '../store/db.js';
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 export const API_KEY_PREFIX = 'slw_';
@@ -50,10 +51,7 @@ export function createAuth(deps: AuthDeps) {
         return { user, workspaceId };
       }).catch((err: unknown) => {
         // Two registrations racing for one email: the unique index decides.
-        if (String((err as { code?: string }).code ?? (err as { cause?: { code?: string } }).cause?.code) === '23505') {
-          throw conflict('an account with this email already exists');
-        }
-        throw err;
+        throw isUniqueViolation(err) ? conflict('an account with this email already exists') : err;
       });
       return { user, workspaceId, session: await startSession(user) };
     },

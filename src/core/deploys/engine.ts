@@ -1,0 +1,284 @@
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { conflict, notFound } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import type { Runtime } from '../../runtime/types.js';
+import { IN_PROGRESS, PENDING, type DeployRow, type DeployStatus } from '../../store/repos/deploys.js';
+import type { Repos, Transact } from '../../store/repos/index.js';
+import type { InstanceRow } from '../../store/repos/instances.js';
+import type { ServiceRow } from '../../store/repos/services.js';
+import type { Events } from '../events.js';
+import type { ServiceDetails } from '../services/details.js';
+import type { EnvVars } from '../services/env-vars.js';
+import type { DeployPort } from '../services/services.js';
+import { mergeEnv, platformEnv, type AppUrls } from './env.js';
+import { createInstances, type Release } from './instances.js';
+import type { Layout } from './layout.js';
+import { createBuilder, DeployFailure, type PipelineLimits } from './pipeline.js';
+import type { RouteTable } from './route-table.js';
+import { createSupervisor } from './supervisor.js';
+
+export interface EngineDeps {
+  repos: Pick<Repos, 'services' | 'deploys' | 'instances'>;
+  transact: Transact;
+  runtime: Runtime;
+  layout: Layout;
+  routes: RouteTable;
+  events: Events;
+  envVars: EnvVars;
+  urls: AppUrls;
+  limits: PipelineLimits & { healthTimeoutMs: number; keepArtifacts: number; crashCheckMs: number; crashBackoffMs: number };
+  log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
+}
+
+/**
+ * Runs deploys one at a time per service (newest pending wins), moves the live pointer,
+ * restarts, suspends and removes services, and re-adopts everything after a restart.
+ */
+export function createDeployEngine(deps: EngineDeps) {
+  const { repos, runtime, layout, routes, events, log } = deps;
+  const instances = createInstances({ repo: repos.instances, runtime, layout, healthTimeoutMs: deps.limits.healthTimeoutMs });
+  const envFor = async (service: ServiceRow, deploy: DeployRow | undefined, instance?: { id: string; port?: number }) =>
+    mergeEnv(platformEnv(service, deploy, deps.urls, instance), await deps.envVars.list(service.id));
+  const build = createBuilder({ repo: repos.deploys, runtime, layout, limits: deps.limits, buildEnv: (s, d) => envFor(s, d) });
+  const current = new Map<string, { deployId: string; abort: AbortController }>();
+  const loops = new Map<string, { dirty: boolean }>();
+  const stopping = new Set<string>();
+
+  const artifactOwner = (d: DeployRow) => d.artifactOf ?? d.id;
+  const releaseOf = (service: ServiceRow, deploy: DeployRow): Release => ({
+    service, deploy, artifactDir: layout.artifactDir(service.id, artifactOwner(deploy)), startCommand: deploy.startCommand ?? '',
+    env: (instance) => envFor(service, deploy, instance),
+  });
+
+  async function refreshRoute(service: ServiceRow) {
+    const details = service.details as ServiceDetails;
+    if (service.suspenders.includes('user')) return routes.setSuspended(service.slug, service.id);
+    const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
+    if (service.type === 'static_site') {
+      if (live) return routes.setStatic(service.slug, service.id, path.join(layout.artifactDir(service.id, artifactOwner(live)), service.rootDir, details.publishPath));
+      return routes.setInstances(service.slug, service.id, []);
+    }
+    if (service.type !== 'web_service') return;
+    const rows = live ? await instances.active({ deployId: live.id }) : [];
+    const upstreams = rows.filter((r) => r.status === 'running' && r.port && !stopping.has(r.id)).map((r) => ({ host: '127.0.0.1', port: r.port! }));
+    routes.setInstances(service.slug, service.id, upstreams);
+  }
+
+  async function stopInstances(rows: InstanceRow[], graceMs: number) {
+    rows.forEach((r) => stopping.add(r.id));
+    try {
+      await instances.stop(rows, graceMs);
+    } finally {
+      rows.forEach((r) => stopping.delete(r.id));
+    }
+  }
+  const graceOf = (service: ServiceRow) => (service.details as ServiceDetails).maxShutdownDelaySeconds * 1000;
+
+  /** Starts the release's instances, switches traffic to them, then drains and stops the others. */
+  async function rollOver(service: ServiceRow, release: Release, signal: AbortSignal | undefined, switchPointer: () => Promise<ServiceRow>) {
+    const needsProcesses = service.type !== 'static_site' && service.type !== 'cron_job';
+    const before = await instances.active({ serviceId: service.id });
+    const started = needsProcesses && !service.suspenders.includes('user')
+      ? await instances.start(release, (service.details as ServiceDetails).numInstances, signal).catch((err: Error) => {
+          throw new DeployFailure('update_failed', `instances did not become healthy: ${err.message}`);
+        })
+      : [];
+    if (signal?.aborted) {
+      await stopInstances(started, 1000);
+      throw new DeployFailure('canceled', 'canceled before going live');
+    }
+    const switched = await switchPointer();
+    before.forEach((r) => stopping.add(r.id)); // out of the route before they are stopped
+    await refreshRoute(switched);
+    drain(stopInstances(before, graceOf(service)));
+    return switched;
+  }
+
+  // Old instances drain (SIGTERM, up to maxShutdownDelaySeconds) after the switch, off the
+  // deploy's critical path: the next deploy need not wait for them. close() waits for them.
+  const draining = new Set<Promise<void>>();
+  function drain(stop: Promise<void>) {
+    const tracked = stop.catch((err: Error) => log.error({ err: err.message }, 'stopping old instances failed')).finally(() => draining.delete(tracked));
+    draining.add(tracked);
+  }
+
+  async function goLive(service: ServiceRow, deploy: DeployRow, signal: AbortSignal) {
+    await rollOver(service, releaseOf(service, deploy), signal, () =>
+      deps.transact(async (tx) => {
+        const live = await tx.deploys.transition(deploy.id, ['update_in_progress'], 'live');
+        if (!live) throw new DeployFailure('canceled', 'canceled before going live');
+        if (service.liveDeployId && service.liveDeployId !== deploy.id) await tx.deploys.transition(service.liveDeployId, ['live'], 'deactivated');
+        return (await tx.services.update(service.id, { liveDeployId: deploy.id }))!;
+      }),
+    );
+  }
+
+  async function runDeploy(serviceId: string, deploy: DeployRow) {
+    const abort = new AbortController();
+    current.set(serviceId, { deployId: deploy.id, abort });
+    const emit = (type: string, details?: Record<string, unknown>) =>
+      events.record({ workspaceId: service.workspaceId, serviceId, deployId: deploy.id, type, details });
+    let service = (await repos.services.get(serviceId))!;
+    let phase: DeployStatus = 'build_failed';
+    try {
+      if (!deploy.artifactOf) {
+        if (!(await repos.deploys.transition(deploy.id, PENDING, 'build_in_progress', { startedAt: new Date() }))) return;
+        await emit('build_started');
+        const { startCommand, commit } = await build(service, deploy, abort.signal);
+        await repos.deploys.update(deploy.id, { startCommand: startCommand ?? null, ...commit });
+        deploy = (await repos.deploys.get(deploy.id))!;
+        await emit('build_ended', { status: 'succeeded' });
+      }
+      const details = service.details as ServiceDetails;
+      if (details.preDeployCommand && !deploy.artifactOf) {
+        phase = 'pre_deploy_failed';
+        if (!(await repos.deploys.transition(deploy.id, ['build_in_progress'], 'pre_deploy_in_progress'))) throw new DeployFailure('canceled', 'canceled');
+        const release = releaseOf(service, deploy);
+        const result = await runtime.build({
+          dir: path.join(release.artifactDir, service.rootDir), command: details.preDeployCommand, env: await envFor(service, deploy),
+          timeoutMs: deps.limits.buildTimeoutMs, signal: abort.signal, limits: { memoryMb: 1024, cpuMillicores: 1000 },
+        });
+        if (result.exitCode !== 0) throw new DeployFailure('pre_deploy_failed', `the pre-deploy command failed (${result.exitCode ?? result.signal}): ${result.output.slice(-2000)}`);
+      }
+      phase = 'update_failed';
+      const from: DeployStatus[] = deploy.artifactOf ? PENDING : ['build_in_progress', 'pre_deploy_in_progress'];
+      if (!(await repos.deploys.transition(deploy.id, from, 'update_in_progress', deploy.startedAt ? {} : { startedAt: new Date() }))) return;
+      service = (await repos.services.get(serviceId))!;
+      await goLive(service, deploy, abort.signal);
+      await emit('deploy_ended', { status: 'live' });
+      await collectGarbage(serviceId);
+    } catch (err) {
+      const failure = err instanceof DeployFailure ? err : new DeployFailure(abort.signal.aborted ? 'canceled' : phase, (err as Error).message);
+      log.warn({ serviceId, deployId: deploy.id, status: failure.status, reason: failure.message }, 'deploy failed');
+      await repos.deploys.transition(deploy.id, [...PENDING, ...IN_PROGRESS], failure.status, { failureReason: failure.message });
+      await emit('deploy_ended', { status: failure.status, reason: failure.message });
+    } finally {
+      current.delete(serviceId);
+    }
+  }
+
+  /** Runs the newest pending deploy of a service, canceling older pending ones, until none is left. */
+  function kick(serviceId: string) {
+    const loop = loops.get(serviceId);
+    if (loop) return void (loop.dirty = true);
+    const state = { dirty: true };
+    loops.set(serviceId, state);
+    void (async () => {
+      while (state.dirty) {
+        state.dirty = false;
+        const pending = await repos.deploys.inStatus(PENDING, serviceId);
+        const newest = pending.pop();
+        for (const older of pending) await repos.deploys.transition(older.id, PENDING, 'canceled', { failureReason: `superseded by ${newest!.id}` });
+        if (newest) {
+          await runDeploy(serviceId, newest);
+          state.dirty = true;
+        }
+      }
+    })()
+      .catch((err) => log.error({ err, serviceId }, 'deploy loop failed'))
+      .finally(() => loops.delete(serviceId));
+  }
+
+  async function collectGarbage(serviceId: string) {
+    const service = await repos.services.get(serviceId);
+    if (!service) return;
+    const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
+    const keep = live ? [artifactOwner(live)] : [];
+    const owners = (await repos.deploys.withArtifacts(serviceId, keep)).filter((d) => !d.artifactOf && !PENDING.includes(d.status) && !IN_PROGRESS.includes(d.status));
+    for (const old of owners.slice(Math.max(0, deps.limits.keepArtifacts - keep.length))) {
+      rmSync(layout.artifactDir(serviceId, old.id), { recursive: true, force: true });
+      await repos.deploys.update(old.id, { artifactDeleted: true });
+    }
+    const sources = await repos.deploys.listSources(serviceId);
+    for (const source of sources.slice(deps.limits.keepArtifacts)) {
+      rmSync(layout.sourceFile(serviceId, source.id), { force: true });
+      await repos.deploys.deleteSource(source.id);
+    }
+  }
+
+  const supervisor = createSupervisor({ repos, instances, events, log, releaseOf, refreshRoute, stopping, intervalMs: deps.limits.crashCheckMs, backoffMs: deps.limits.crashBackoffMs });
+
+  const engine = {
+    async trigger(service: ServiceRow, opts: { trigger: string; sourceId?: string; commitId?: string; clearCache?: boolean; artifactOf?: DeployRow }) {
+      if (service.suspenders.includes('user')) throw conflict('the service is suspended: resume it first');
+      const source = opts.sourceId ? { id: opts.sourceId } : service.repo ? undefined : await repos.deploys.latestSource(service.id);
+      if (!opts.artifactOf && !source && !service.repo) throw conflict('nothing to deploy: upload a source archive (POST …/source/upload) or set a repo');
+      const from = opts.artifactOf;
+      const deploy = await repos.deploys.insert({
+        id: newId('deploy'), serviceId: service.id, status: 'created', trigger: opts.trigger,
+        sourceId: from ? from.sourceId : (source?.id ?? null), commitId: from ? from.commitId : (opts.commitId ?? null),
+        commitMessage: from?.commitMessage ?? null, clearCache: opts.clearCache ?? false,
+        artifactOf: from ? artifactOwner(from) : null, startCommand: from?.startCommand ?? null,
+      });
+      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: deploy.id, type: 'deploy_started', details: { trigger: opts.trigger } });
+      kick(service.id);
+      return deploy;
+    },
+    async rollback(service: ServiceRow, deployId: string) {
+      const target = await repos.deploys.get(deployId);
+      if (!target || target.serviceId !== service.id) throw notFound('deploy');
+      if (!target.startCommand && service.type !== 'static_site' && service.type !== 'cron_job') throw conflict('that deploy never built: nothing to roll back to');
+      const owner = target.artifactOf ? await repos.deploys.get(target.artifactOf) : target;
+      if (!owner || owner.artifactDeleted) throw conflict('that deploy\'s artifact has been garbage-collected');
+      return engine.trigger(service, { trigger: 'rollback', artifactOf: target });
+    },
+    async cancel(deploy: DeployRow) {
+      const canceled = await repos.deploys.transition(deploy.id, PENDING, 'canceled', { failureReason: 'canceled by request' });
+      if (canceled) return canceled;
+      const running = current.get(deploy.serviceId);
+      if (running?.deployId === deploy.id && IN_PROGRESS.includes((await repos.deploys.get(deploy.id))!.status)) {
+        running.abort.abort();
+        await new Promise<void>((resolve) => { const t = setInterval(() => { if (current.get(deploy.serviceId)?.deployId !== deploy.id) { clearInterval(t); resolve(); } }, 50); });
+        return (await repos.deploys.get(deploy.id))!;
+      }
+      throw conflict(`the deploy is ${(await repos.deploys.get(deploy.id))!.status}: only queued or in-progress deploys can be canceled`);
+    },
+    /** Replaces the live deploy's instances, rolling, with no downtime. */
+    async restart(service: ServiceRow) {
+      if (!service.liveDeployId) throw conflict('the service has no live deploy to restart');
+      if (service.suspenders.includes('user')) throw conflict('the service is suspended: resume it first');
+      const live = (await repos.deploys.get(service.liveDeployId))!;
+      await rollOver(service, releaseOf(service, live), undefined, async () => service);
+      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: live.id, type: 'service_restarted' });
+    },
+    async stopAll(service: ServiceRow) {
+      current.get(service.id)?.abort.abort();
+      await refreshRoute(service);
+      await stopInstances(await instances.active({ serviceId: service.id }), graceOf(service));
+    },
+    async resume(service: ServiceRow) {
+      const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
+      if (live) await rollOver(service, releaseOf(service, live), undefined, async () => service);
+      else await refreshRoute(service);
+    },
+    async remove(service: ServiceRow) {
+      current.get(service.id)?.abort.abort();
+      routes.remove(service.slug);
+      await stopInstances(await instances.active({ serviceId: service.id }), Math.min(graceOf(service), 5000));
+      while (current.has(service.id)) await new Promise((r) => setTimeout(r, 50));
+      rmSync(layout.serviceDir(service.id), { recursive: true, force: true });
+    },
+    /** After a (re)start of Slipway: fail interrupted deploys, re-adopt live instances, resume queues. */
+    async recover() {
+      for (const d of await repos.deploys.inStatus(IN_PROGRESS)) {
+        const status: DeployStatus = d.status === 'build_in_progress' ? 'build_failed' : d.status === 'pre_deploy_in_progress' ? 'pre_deploy_failed' : 'update_failed';
+        await repos.deploys.transition(d.id, [d.status], status, { failureReason: 'interrupted: Slipway stopped while this deploy was running' });
+        await stopInstances(await instances.active({ deployId: d.id }), 1000);
+      }
+      for (const service of await repos.services.listRunnable()) await refreshRoute(service);
+      await supervisor.check();
+      for (const d of await repos.deploys.inStatus(PENDING)) kick(d.serviceId);
+      supervisor.start();
+    },
+    refreshRoute,
+    async close() {
+      supervisor.stop();
+      for (const run of current.values()) run.abort.abort();
+      while (current.size) await new Promise((r) => setTimeout(r, 50));
+      await Promise.all(draining);
+    },
+  } satisfies DeployPort & Record<string, unknown>;
+  return engine;
+}
+export type DeployEngine = ReturnType<typeof createDeployEngine>;

@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { InstanceHandle, Runtime } from '../../runtime/types.js';
+import type { DeployRow } from '../../store/repos/deploys.js';
+import type { InstanceRepo, InstanceRow } from '../../store/repos/instances.js';
+import type { ServiceRow } from '../../store/repos/services.js';
+import { PLAN_LIMITS, type ServiceDetails } from '../services/details.js';
+import type { Layout } from './layout.js';
+
+/** What an instance runs: the deploy's artifact and start command, with the env built for it. */
+export interface Release {
+  service: ServiceRow;
+  deploy: DeployRow;
+  artifactDir: string;
+  startCommand: string;
+  /** The full environment for one instance (platform + service variables). */
+  env(instance: { id: string; port?: number }): Promise<Record<string, string>>;
+}
+
+const handleOf = (row: InstanceRow) => ({ pid: row.pid ?? 0, startTime: row.startTime ?? '' });
+const HEALTH_TIMEOUT_CAP_MS = 10 * 60_000;
+
+/** Starts, health-checks and stops the processes of a deploy (DESIGN.md §7 "Update"). */
+export function createInstances(deps: { repo: InstanceRepo; runtime: Runtime; layout: Layout; healthTimeoutMs: number }) {
+  const { repo, runtime, layout } = deps;
+
+  async function startOne(release: Release, signal?: AbortSignal, existing?: InstanceRow): Promise<InstanceRow> {
+    const { service, deploy } = release;
+    const details = service.details as ServiceDetails;
+    const needsPort = service.type === 'web_service' || service.type === 'private_service';
+    const id = existing?.id ?? `${service.id}-${randomBytes(4).toString('hex').slice(0, 5)}`;
+    const port = needsPort ? await runtime.freePort() : undefined;
+    const instanceDir = layout.instanceDir(service.id, id);
+    mkdirSync(path.join(instanceDir, 'tmp'), { recursive: true });
+    const row = existing
+      ? { ...existing, port: port ?? null, status: 'starting' as const }
+      : await repo.insert({ id, serviceId: service.id, deployId: deploy.id, status: 'starting', port: port ?? null });
+    let handle: InstanceHandle | undefined;
+    try {
+      handle = await runtime.start({
+        instanceId: id, serviceId: service.id, deployId: deploy.id, instanceDir,
+        command: release.startCommand,
+        env: await release.env({ id, port }),
+        sandbox: { appDir: release.artifactDir, workDir: service.rootDir, writableDirs: [path.join(instanceDir, 'tmp')] },
+        limits: PLAN_LIMITS[details.plan],
+      });
+      await repo.update(id, { pid: handle.pid, startTime: handle.startTime, port: port ?? null, startedAt: handle.startedAt, status: 'starting' });
+      if (port !== undefined) {
+        const timeoutMs = Math.min(deps.healthTimeoutMs, HEALTH_TIMEOUT_CAP_MS);
+        await runtime.waitHealthy({ handle, port, path: service.type === 'web_service' ? details.healthCheckPath || undefined : undefined, timeoutMs, signal });
+      } else {
+        // A worker has no port: being alive a moment after start is its health.
+        await new Promise((r) => setTimeout(r, 1000));
+        if (!runtime.isAlive(handle)) throw new Error('the process exited right after starting');
+      }
+      await repo.update(id, { status: 'running' });
+      return { ...row, pid: handle.pid, startTime: handle.startTime, port: port ?? null, status: 'running' };
+    } catch (err) {
+      if (handle) await runtime.stop(handle, 1000);
+      await repo.update(id, { status: 'failed', stoppedAt: new Date() });
+      throw err;
+    }
+  }
+
+  return {
+    /** Starts `count` instances and waits until all are healthy; on failure none is left running. */
+    async start(release: Release, count: number, signal?: AbortSignal): Promise<InstanceRow[]> {
+      const results = await Promise.allSettled(Array.from({ length: count }, () => startOne(release, signal)));
+      const started = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) {
+        await this.stop(started, 1000);
+        throw failed.reason;
+      }
+      return started;
+    },
+    /** Replaces one crashed instance in place (same id, new process). */
+    restart: (release: Release, row: InstanceRow) => startOne(release, undefined, row),
+    /** SIGTERM, then SIGKILL after `graceMs`, for each instance in parallel. */
+    async stop(rows: InstanceRow[], graceMs: number): Promise<void> {
+      await Promise.all(
+        rows.map(async (row) => {
+          if (row.pid) await runtime.stop(handleOf(row), graceMs);
+          await repo.update(row.id, { status: 'stopped', stoppedAt: new Date() });
+        }),
+      );
+    },
+    isAlive: (row: InstanceRow) => !!row.pid && runtime.isAlive(handleOf(row)),
+    active: (filter: { serviceId?: string; deployId?: string } = {}) => repo.active(filter),
+    markFailed: (row: InstanceRow) => repo.update(row.id, { status: 'failed', stoppedAt: new Date() }),
+    bumpRestarts: (row: InstanceRow) => repo.update(row.id, { restarts: row.restarts + 1 }),
+  };
+}
+export type Instances = ReturnType<typeof createInstances>;

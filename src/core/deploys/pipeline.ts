@@ -1,0 +1,85 @@
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { extractArchive } from '../../lib/archive.js';
+import { run } from '../../lib/exec.js';
+import type { Runtime } from '../../runtime/types.js';
+import type { DeployRepo, DeployRow, DeployStatus } from '../../store/repos/deploys.js';
+import type { ServiceRow } from '../../store/repos/services.js';
+import { PLAN_LIMITS, type ServiceDetails } from '../services/details.js';
+import { buildCommandFor, gitCheckoutCommand, gitCloneCommand, gitHeadCommand, startCommandFor } from './commands.js';
+import type { Layout } from './layout.js';
+
+export interface PipelineLimits {
+  buildTimeoutMs: number;
+  archive: { maxFiles: number; maxBytes: number };
+}
+
+/** A step failed: the deploy ends in `status` with `reason` (and the build output so far). */
+export class DeployFailure extends Error {
+  constructor(readonly status: DeployStatus, reason: string) {
+    super(reason);
+  }
+}
+
+const OUTPUT_TAIL = 64 * 1024;
+
+/** Fetch and build (DESIGN.md §7 "Build"): fills the deploy's artifact dir and picks its start command. */
+export function createBuilder(deps: { repo: DeployRepo; runtime: Runtime; layout: Layout; limits: PipelineLimits; buildEnv(service: ServiceRow, deploy: DeployRow): Promise<Record<string, string>> }) {
+  const { repo, runtime, layout, limits } = deps;
+
+  async function fetchSource(service: ServiceRow, deploy: DeployRow, dir: string, signal: AbortSignal): Promise<Partial<DeployRow>> {
+    if (deploy.sourceId) {
+      await extractArchive(layout.sourceFile(service.id, deploy.sourceId), dir, limits.archive).catch((err: Error) => {
+        throw new DeployFailure('build_failed', `the uploaded archive could not be unpacked: ${err.message}`);
+      });
+      return {};
+    }
+    if (!service.repo) throw new DeployFailure('build_failed', 'nothing to deploy: upload a source archive or set a repo');
+    const git = async (cmd: Parameters<typeof run>[0], what: string) => {
+      const result = await run(cmd, { timeoutMs: limits.buildTimeoutMs, signal });
+      if (result.exitCode !== 0) throw new DeployFailure('build_failed', `${what} failed: ${result.output.trim().slice(-2000)}`);
+      return result.output;
+    };
+    await git(gitCloneCommand(service.repo, dir, { branch: service.branch ?? undefined, commitId: deploy.commitId ?? undefined }), 'git clone');
+    if (deploy.commitId) await git(gitCheckoutCommand(dir, deploy.commitId), `git checkout ${deploy.commitId}`);
+    const [commitId, ...subject] = (await git(gitHeadCommand(dir), 'git log')).trim().split('\n');
+    rmSync(path.join(dir, '.git'), { recursive: true, force: true });
+    return { commitId: commitId ?? null, commitMessage: subject.join('\n') || null };
+  }
+
+  /** Returns the start command (undefined for static sites and cron jobs that need none yet). */
+  return async function build(service: ServiceRow, deploy: DeployRow, signal: AbortSignal): Promise<{ startCommand?: string; commit: Partial<DeployRow> }> {
+    const details = service.details as ServiceDetails;
+    const dir = layout.artifactDir(service.id, deploy.id);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(path.dirname(dir), { recursive: true });
+    const commit = await fetchSource(service, deploy, dir, signal);
+    if (!existsSync(dir)) mkdirSync(dir, { recursive: true });
+    const workDir = path.join(dir, service.rootDir);
+    if (!existsSync(workDir)) throw new DeployFailure('build_failed', `rootDir "${service.rootDir}" is not in the source`);
+
+    const command = buildCommandFor(workDir, details);
+    let output = '';
+    if (command) {
+      const result = await runtime.build({
+        dir: workDir, command, env: await deps.buildEnv(service, deploy), timeoutMs: limits.buildTimeoutMs, signal,
+        limits: PLAN_LIMITS[details.plan],
+        onOutput: (chunk) => {
+          output = (output + chunk).slice(-OUTPUT_TAIL);
+        },
+      });
+      await repo.update(deploy.id, { buildOutput: output || result.output.slice(-OUTPUT_TAIL) });
+      if (result.canceled) throw new DeployFailure('canceled', 'canceled during the build');
+      if (result.timedOut) throw new DeployFailure('build_failed', `the build did not finish within ${Math.round(limits.buildTimeoutMs / 1000)} s`);
+      if (result.exitCode !== 0) throw new DeployFailure('build_failed', `the build command exited with ${result.exitCode ?? result.signal}`);
+    }
+    if (service.type === 'static_site') {
+      if (!existsSync(path.join(workDir, details.publishPath))) throw new DeployFailure('build_failed', `publishPath "${details.publishPath}" does not exist after the build`);
+      return { commit };
+    }
+    const startCommand = startCommandFor(workDir, details);
+    if (!startCommand) throw new DeployFailure('build_failed', 'no start command: set envSpecificDetails.startCommand, add a Procfile web: line or an npm start script');
+    return { startCommand, commit };
+  };
+}
+export type Builder = ReturnType<typeof createBuilder>;

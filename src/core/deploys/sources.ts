@@ -1,0 +1,54 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream, mkdirSync, renameSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { detectArchiveFormat, extractArchive, type ArchiveLimits } from '../../lib/archive.js';
+import { AppError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import type { DeployRepo, SourceRow } from '../../store/repos/deploys.js';
+import type { Layout } from './layout.js';
+
+/**
+ * Stores an uploaded source archive: streamed to disk with its SHA-256 under a size limit,
+ * then unpacked once into a scratch dir to reject hostile archives before anything is kept.
+ */
+export function createSourceStore(deps: { repo: Pick<DeployRepo, 'insertSource'>; layout: Layout; maxUploadBytes: number; archive: ArchiveLimits }) {
+  const { layout } = deps;
+  return async function saveUpload(serviceId: string, body: Readable): Promise<SourceRow> {
+    const incoming = layout.uploadTmp(serviceId);
+    mkdirSync(incoming, { recursive: true });
+    const tmp = path.join(incoming, randomBytes(8).toString('hex'));
+    const hash = createHash('sha256');
+    let size = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        size += chunk.length;
+        if (size > deps.maxUploadBytes) return done(new AppError('payload_too_large', `the archive is larger than ${deps.maxUploadBytes} bytes`));
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(body, meter, createWriteStream(tmp, { mode: 0o600 }));
+      if (size === 0) throw new AppError('bad_request', 'the upload is empty: send a .tar.gz or .zip archive as the body');
+      if (!(await detectArchiveFormat(tmp))) throw new AppError('bad_request', 'not a .tar.gz/.tgz or .zip archive');
+      const scratch = `${tmp}.check`;
+      try {
+        await extractArchive(tmp, scratch, deps.archive);
+      } finally {
+        rmSync(scratch, { recursive: true, force: true });
+      }
+      const id = newId('source');
+      renameSync(tmp, layout.sourceFile(serviceId, id));
+      return await deps.repo.insertSource({ id, serviceId, sha256: hash.digest('hex'), sizeBytes: size });
+    } catch (err) {
+      rmSync(tmp, { force: true });
+      body.resume(); // drain what the client still sends, so it reads our error
+      if (err instanceof AppError) throw err;
+      if ((err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE' || (err as Error).message === 'aborted') throw new AppError('bad_request', 'the upload was interrupted');
+      throw err;
+    }
+  };
+}
+export type SaveUpload = ReturnType<typeof createSourceStore>;

@@ -1,0 +1,19 @@
+import { newId } from '../lib/ids.js';
+import type { EventRepo } from '../store/repos/events.js';
+
+/** One transition of a service or deploy (DESIGN.md §7): the feed webhooks and the dashboard read. */
+export interface ServiceEvent {
+  workspaceId: string;
+  serviceId: string;
+  deployId?: string;
+  type: string;
+  details?: Record<string, unknown>;
+}
+
+export function createEvents(repo: Pick<EventRepo, 'insert'>) {
+  return {
+    record: (e: ServiceEvent) =>
+      repo.insert({ id: newId('event'), workspaceId: e.workspaceId, serviceId: e.serviceId, deployId: e.deployId ?? null, type: e.type, details: e.details ?? {} }),
+  };
+}
+export type Events = ReturnType<typeof createEvents>;

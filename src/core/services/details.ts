@@ -1,0 +1,95 @@
+import { badRequest } from '../../lib/errors.js';
+import type { Limits } from '../../runtime/types.js';
+
+export const SERVICE_TYPES = ['web_service', 'private_service', 'background_worker', 'cron_job', 'static_site'] as const;
+export type ServiceType = (typeof SERVICE_TYPES)[number];
+export const RUNTIMES = ['node', 'python', 'ruby', 'go', 'rust', 'elixir', 'docker', 'image'] as const;
+/** Runtimes the local runtime can run natively; docker/image need a container engine. */
+const NATIVE_RUNTIMES = new Set(['node', 'python', 'ruby', 'go', 'rust', 'elixir']);
+export const PLANS = ['free', 'starter', 'starter_plus', 'standard', 'standard_plus', 'pro', 'pro_plus', 'pro_max', 'pro_ultra'] as const;
+export type Plan = (typeof PLANS)[number];
+
+/** Memory and CPU per instance, as Render sizes its instance types. */
+export const PLAN_LIMITS: Record<Plan, Limits> = {
+  free: { memoryMb: 512, cpuMillicores: 100 },
+  starter: { memoryMb: 512, cpuMillicores: 500 },
+  starter_plus: { memoryMb: 1024, cpuMillicores: 1000 },
+  standard: { memoryMb: 2048, cpuMillicores: 1000 },
+  standard_plus: { memoryMb: 3072, cpuMillicores: 1500 },
+  pro: { memoryMb: 4096, cpuMillicores: 2000 },
+  pro_plus: { memoryMb: 8192, cpuMillicores: 4000 },
+  pro_max: { memoryMb: 16384, cpuMillicores: 4000 },
+  pro_ultra: { memoryMb: 32768, cpuMillicores: 8000 },
+};
+
+/** A service's settings as stored (services.details); '' means "detect" for commands. */
+export interface ServiceDetails {
+  runtime: string;
+  plan: Plan;
+  region: string;
+  numInstances: number;
+  healthCheckPath: string;
+  buildCommand: string;
+  startCommand: string;
+  preDeployCommand: string;
+  maxShutdownDelaySeconds: number;
+  schedule: string;
+  publishPath: string;
+}
+
+/** Render's `serviceDetails` input (POST and PATCH), flattened by `mergeDetails`. */
+export interface ServiceDetailsInput {
+  runtime?: string;
+  env?: string;
+  plan?: string;
+  region?: string;
+  numInstances?: number;
+  healthCheckPath?: string;
+  buildCommand?: string;
+  publishPath?: string;
+  preDeployCommand?: string;
+  maxShutdownDelaySeconds?: number;
+  schedule?: string;
+  envSpecificDetails?: { buildCommand?: string; startCommand?: string; preDeployCommand?: string };
+}
+
+const DEFAULTS: ServiceDetails = {
+  runtime: 'node', plan: 'starter', region: 'oregon', numInstances: 1, healthCheckPath: '', buildCommand: '',
+  startCommand: '', preDeployCommand: '', maxShutdownDelaySeconds: 30, schedule: '', publishPath: '',
+};
+
+const CRON_FIELD = /^(\*|\d+(-\d+)?)(\/\d+)?(,(\*|\d+(-\d+)?)(\/\d+)?)*$/;
+
+/** Applies `input` over `base` (defaults on create) and checks the result for `type`. */
+export function mergeDetails(type: ServiceType, input: ServiceDetailsInput | undefined, base: ServiceDetails = DEFAULTS): ServiceDetails {
+  const i = input ?? {};
+  const env = i.envSpecificDetails ?? {};
+  const next: ServiceDetails = {
+    ...base,
+    ...pick(i, ['plan', 'region', 'numInstances', 'healthCheckPath', 'maxShutdownDelaySeconds', 'schedule', 'publishPath', 'preDeployCommand']),
+    runtime: i.runtime ?? i.env ?? base.runtime,
+    buildCommand: env.buildCommand ?? i.buildCommand ?? base.buildCommand,
+    startCommand: env.startCommand ?? base.startCommand,
+    preDeployCommand: env.preDeployCommand ?? i.preDeployCommand ?? base.preDeployCommand,
+  } as ServiceDetails;
+  if (type === 'static_site') next.publishPath ||= 'public';
+  if (type !== 'static_site' && !NATIVE_RUNTIMES.has(next.runtime)) {
+    throw badRequest(`runtime "${next.runtime}" needs a container engine, which the local runtime does not have; use one of ${[...NATIVE_RUNTIMES].join(', ')}`);
+  }
+  if (!(PLANS as readonly string[]).includes(next.plan)) throw badRequest(`plan must be one of ${PLANS.join(', ')}`);
+  if (type === 'cron_job') {
+    const fields = next.schedule.trim().split(/\s+/);
+    if (fields.length !== 5 || !fields.every((f) => CRON_FIELD.test(f))) throw badRequest('serviceDetails.schedule must be a 5-field cron expression, e.g. "*/5 * * * *"');
+  }
+  if (next.healthCheckPath && !next.healthCheckPath.startsWith('/')) throw badRequest('serviceDetails.healthCheckPath must start with "/"');
+  if (next.publishPath && (next.publishPath.startsWith('/') || next.publishPath.split('/').includes('..'))) {
+    throw badRequest('serviceDetails.publishPath must be a relative path inside the repository');
+  }
+  return next;
+}
+
+function pick<T extends object, K extends keyof T>(obj: T, keys: K[]): Partial<T> {
+  const out: Partial<T> = {};
+  for (const k of keys) if (obj[k] !== undefined) out[k] = obj[k];
+  return out;
+}
