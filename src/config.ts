@@ -23,6 +23,21 @@ export interface Config {
   sessionTtlDays: number;
   inviteTtlDays: number;
   oauth: Record<OAuthProvider, { clientId: string; clientSecret: string } | undefined>;
+  /** Interface the app router listens on. */
+  routerHost: string;
+  /** Largest source archive accepted by POST …/source/upload. */
+  maxUploadBytes: number;
+  /** Unpacked limits for a source archive (zip/tar bombs). */
+  archiveMaxFiles: number;
+  archiveMaxBytes: number;
+  buildTimeoutSeconds: number;
+  healthCheckTimeoutSeconds: number;
+  /** Artifacts (and uploaded sources) kept per service for rollback; older ones are deleted. */
+  keepArtifacts: number;
+  /** How often the supervisor looks for crashed instances. */
+  crashCheckMs: number;
+  /** First restart delay after a crash; it doubles per crash in the window (max 60 s). */
+  crashBackoffMs: number;
 }
 
 export const OAUTH_PROVIDERS = ['github', 'google', 'apple'] as const;
@@ -65,6 +80,15 @@ export function loadConfig(env: Env = process.env): Config {
     authAccountAttemptsPer10Minutes: int(env, 'SLIPWAY_AUTH_ACCOUNT_ATTEMPTS_PER_10_MINUTES', 10),
     sessionTtlDays: int(env, 'SLIPWAY_SESSION_TTL_DAYS', 30),
     inviteTtlDays: int(env, 'SLIPWAY_INVITE_TTL_DAYS', 7),
+    routerHost: env.SLIPWAY_ROUTER_HOST || host,
+    maxUploadBytes: int(env, 'SLIPWAY_MAX_UPLOAD_BYTES', 100 * 1024 * 1024),
+    archiveMaxFiles: int(env, 'SLIPWAY_ARCHIVE_MAX_FILES', 50_000),
+    archiveMaxBytes: int(env, 'SLIPWAY_ARCHIVE_MAX_BYTES', 1024 * 1024 * 1024),
+    buildTimeoutSeconds: int(env, 'SLIPWAY_BUILD_TIMEOUT_SECONDS', 900),
+    healthCheckTimeoutSeconds: int(env, 'SLIPWAY_HEALTH_CHECK_TIMEOUT_SECONDS', 300),
+    keepArtifacts: Math.max(1, int(env, 'SLIPWAY_KEEP_ARTIFACTS', 5)),
+    crashCheckMs: Math.max(100, int(env, 'SLIPWAY_CRASH_CHECK_MS', 1000)),
+    crashBackoffMs: int(env, 'SLIPWAY_CRASH_BACKOFF_MS', 1000),
     oauth: {
       github: oauthProvider(env, 'github'),
       google: oauthProvider(env, 'google'),

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import type { Config } from './config.js';
 import { createAccess } from './core/access.js';
 import { createApiKeys } from './core/api-keys.js';
@@ -12,11 +13,23 @@ import { startQueue, type Queue } from './jobs/queue.js';
 import { lockDataDir } from './lib/data-dir-lock.js';
 import { createSecretBox, loadSecretKey } from './lib/secret-box.js';
 import { openStore, type Store } from './store/db.js';
+import { createDeployEngine } from './core/deploys/engine.js';
+import type { AppUrls } from './core/deploys/env.js';
+import { createLayout } from './core/deploys/layout.js';
+import { createRouteTable } from './core/deploys/route-table.js';
+import { createSourceStore } from './core/deploys/sources.js';
+import { createEvents } from './core/events.js';
+import { createEnvVars } from './core/services/env-vars.js';
+import { createServices } from './core/services/services.js';
+import { startRouter } from './router/router.js';
+import { createLocalRuntime } from './runtime/local/index.js';
 import { createRepos, inTransaction } from './store/repos/index.js';
 
 export interface Slipway {
   app: FastifyInstance;
   url: string;
+  /** Where apps answer: `http://<slug>.<apps domain>:<port>`. */
+  routerPort: number;
   store: Store;
   queue: Queue;
   /** Stops taking requests, lets in-flight ones finish, then closes the queue and the store. */
@@ -41,6 +54,35 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const queue = await startQueue(store.executeSql, (err) => app?.log.error({ err }, 'job queue error'));
     cleanup.push(() => queue.stop());
 
+    // The runtime and the deploy engine log as the system, outside any request.
+    const systemLog = options.log === false
+      ? pino({ enabled: false })
+      : pino({ level: options.log?.level ?? config.logLevel, base: { component: 'system' } }, options.log?.stream ?? process.stdout);
+    const runtime = await createLocalRuntime({ dataDir: config.dataDir, log: systemLog });
+    const routes = createRouteTable(config.appsDomain);
+    let routerPort = config.routerPort;
+    const urls: AppUrls = {
+      externalHostname: (slug) => `${slug}.${config.appsDomain}`,
+      externalUrl: (slug) => `http://${slug}.${config.appsDomain}:${routerPort}`,
+      dashboardUrl: (id) => `${config.publicUrl}/services/${id}`,
+    };
+    const events = createEvents(repos.events);
+    const envVars = createEnvVars({ repo: repos.envVars, box: secretBox });
+    const layout = createLayout(config.dataDir);
+    const archive = { maxFiles: config.archiveMaxFiles, maxBytes: config.archiveMaxBytes };
+    const engine = createDeployEngine({
+      repos, transact, runtime, layout, routes, events, envVars, urls,
+      limits: {
+        buildTimeoutMs: config.buildTimeoutSeconds * 1000, healthTimeoutMs: config.healthCheckTimeoutSeconds * 1000,
+        keepArtifacts: config.keepArtifacts, crashCheckMs: config.crashCheckMs, crashBackoffMs: config.crashBackoffMs, archive,
+      },
+      log: systemLog,
+    });
+    cleanup.push(() => engine.close());
+    const router = await startRouter({ host: config.routerHost, port: config.routerPort, resolve: routes.resolve });
+    routerPort = router.port;
+    cleanup.push(() => router.close());
+
     const access = createAccess(repos.workspaces);
     app = await buildApp(
       {
@@ -53,6 +95,11 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         audit: createAuditLog(repos.audit),
         repos,
         secretBox,
+        services: createServices({ repos, transact, envVars, events, deploys: engine }),
+        envVars,
+        engine,
+        saveUpload: createSourceStore({ repo: repos.deploys, layout, maxUploadBytes: config.maxUploadBytes, archive }),
+        urls,
         health: { store: () => store.ping(), queue: () => queue.ping(), storeKind: store.kind },
       },
       options,
@@ -69,10 +116,11 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       }
     });
     await scheduleMaintenance(queue.boss, repos);
+    await engine.recover();
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
-    return { app, url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`, store, queue, close: closeAll };
+    return { app, routerPort, url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`, store, queue, close: closeAll };
   } catch (err) {
     await closeAll().catch(() => undefined);
     throw err;

@@ -15,8 +15,12 @@ import { redactUrl } from './plugins/redact.js';
 import { registerRoutes } from './route.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditLogRoutes } from './routes/audit-logs.js';
+import { deployRoutes } from './routes/deploys.js';
+import { envVarRoutes } from './routes/env-vars.js';
 import { authRoutes } from './routes/auth.js';
 import { healthRoutes } from './routes/health.js';
+import { serviceRoutes } from './routes/services.js';
+import { registerUploadParsers, sourceUploadRoutes } from './routes/source-upload.js';
 import { teamRoutes } from './routes/team.js';
 import { userRoutes } from './routes/users.js';
 import { workspaceRoutes } from './routes/workspaces.js';
@@ -66,6 +70,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
   registerIdempotency(app, { repo: deps.repos.idempotency, box: deps.secretBox });
   registerAudit(app, deps.audit);
   await registerOpenApi(app, deps.config.publicUrl);
+  await registerUploadParsers(app, deps.config.maxUploadBytes);
 
   registerRoutes(app, [
     ...healthRoutes(deps),
@@ -75,6 +80,10 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...workspaceRoutes(deps),
     ...teamRoutes(deps),
     ...auditLogRoutes(deps),
+    ...serviceRoutes(deps),
+    ...deployRoutes(deps),
+    ...envVarRoutes(deps),
+    ...sourceUploadRoutes(deps),
   ]);
   return app;
 }

@@ -3,6 +3,11 @@ import type { ApiKeys } from '../core/api-keys.js';
 import type { AuditLog } from '../core/audit.js';
 import type { Auth } from '../core/auth.js';
 import type { Team } from '../core/team.js';
+import type { DeployEngine } from '../core/deploys/engine.js';
+import type { AppUrls } from '../core/deploys/env.js';
+import type { SaveUpload } from '../core/deploys/sources.js';
+import type { EnvVars } from '../core/services/env-vars.js';
+import type { Services } from '../core/services/services.js';
 import type { Config } from '../config.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import type { Repos } from '../store/repos/index.js';
@@ -17,7 +22,12 @@ export interface HttpDeps {
   apiKeys: ApiKeys;
   team: Team;
   audit: AuditLog;
-  repos: Pick<Repos, 'users' | 'workspaces' | 'idempotency'>;
+  repos: Pick<Repos, 'users' | 'workspaces' | 'idempotency' | 'deploys'>;
+  services: Services;
+  envVars: EnvVars;
+  engine: DeployEngine;
+  saveUpload: SaveUpload;
+  urls: AppUrls;
   secretBox: SecretBox;
   health: { store(): Promise<void>; queue(): Promise<void>; storeKind: string };
 }

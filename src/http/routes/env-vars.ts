@@ -1,0 +1,81 @@
+import { Type } from '@sinclair/typebox';
+import { platformEnv } from '../../core/deploys/env.js';
+import type { HttpDeps } from '../deps.js';
+import { defineRoute } from '../route.js';
+import { IdParam, NoContent } from '../schemas/common.js';
+import { EnvVarInputArray } from '../schemas/services.js';
+import { loadService, ServiceParams } from './services.js';
+
+const EnvVar = Type.Object({ key: Type.String(), value: Type.String() }, { title: 'envVar' });
+const EnvVarList = Type.Array(Type.Object({ envVar: EnvVar, cursor: Type.String() }));
+const KeyParams = Type.Object({ serviceId: IdParam, envVarKey: Type.String({ minLength: 1, maxLength: 256 }) });
+const withCursors = (vars: Array<{ key: string; value: string }>) => vars.map((envVar) => ({ envVar, cursor: Buffer.from(envVar.key).toString('base64url') }));
+
+/** A service's own variables (values sealed at rest) and the platform's (DESIGN.md §8). */
+export function envVarRoutes(deps: HttpDeps) {
+  const { envVars, repos, urls } = deps;
+  return [
+    defineRoute({
+      method: 'GET', url: '/v1/services/:serviceId/env-vars', summary: 'List a service\'s environment variables (values are secrets: developers and up)', tags: ['Env vars'],
+      access: 'developer',
+      schema: { params: ServiceParams, response: { 200: EnvVarList } },
+      handler: async (req) => withCursors(await envVars.list((await loadService(deps, req, req.params.serviceId)).id)),
+    }),
+    defineRoute({
+      method: 'PUT', url: '/v1/services/:serviceId/env-vars', summary: 'Replace all of a service\'s environment variables', tags: ['Env vars'],
+      access: 'developer', audit: 'UpdateEnvVarsEvent',
+      schema: { params: ServiceParams, body: EnvVarInputArray, response: { 200: EnvVarList } },
+      handler: async (req) => {
+        const service = await loadService(deps, req, req.params.serviceId);
+        await envVars.replace(service.id, req.body);
+        return withCursors(await envVars.list(service.id));
+      },
+    }),
+    defineRoute({
+      method: 'GET', url: '/v1/services/:serviceId/env-vars/:envVarKey', summary: 'Retrieve one environment variable', tags: ['Env vars'],
+      access: 'developer',
+      schema: { params: KeyParams, response: { 200: EnvVar } },
+      handler: async (req) => envVars.get((await loadService(deps, req, req.params.serviceId)).id, req.params.envVarKey),
+    }),
+    defineRoute({
+      method: 'PUT', url: '/v1/services/:serviceId/env-vars/:envVarKey', summary: 'Add or update one environment variable', tags: ['Env vars'],
+      access: 'developer', audit: 'UpdateEnvVarsEvent',
+      schema: {
+        params: KeyParams,
+        body: Type.Union([Type.Object({ value: Type.String({ maxLength: 65536 }) }), Type.Object({ generateValue: Type.Boolean() })]),
+        response: { 200: EnvVar },
+      },
+      handler: async (req) => {
+        const service = await loadService(deps, req, req.params.serviceId);
+        return envVars.put(service.id, { key: req.params.envVarKey, ...req.body } as Parameters<typeof envVars.put>[1]);
+      },
+    }),
+    defineRoute({
+      method: 'DELETE', url: '/v1/services/:serviceId/env-vars/:envVarKey', summary: 'Delete one environment variable', tags: ['Env vars'],
+      access: 'developer', audit: 'DeleteEnvVarsEvent',
+      schema: { params: KeyParams, response: { 204: NoContent } },
+      handler: async (req, reply) => {
+        await envVars.delete((await loadService(deps, req, req.params.serviceId)).id, req.params.envVarKey);
+        return reply.code(204).send(null);
+      },
+    }),
+    defineRoute({
+      method: 'GET', url: '/v1/services/:serviceId/platform-env', summary: 'The variables Slipway injects into every instance', tags: ['Env vars'],
+      access: 'viewer',
+      schema: {
+        params: ServiceParams,
+        response: { 200: Type.Array(Type.Object({ key: Type.String(), value: Type.Union([Type.String(), Type.Null()]), perInstance: Type.Boolean() })) },
+      },
+      handler: async (req) => {
+        const service = await loadService(deps, req, req.params.serviceId);
+        const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
+        const env = platformEnv(service, live, urls);
+        const perInstance = new Set(['PORT', 'SLIPWAY_INSTANCE_ID']);
+        return Object.entries(env)
+          .filter(([key, value]) => value !== undefined || perInstance.has(key))
+          .filter(([key]) => key !== 'PORT' || service.type === 'web_service' || service.type === 'private_service')
+          .map(([key, value]) => ({ key, value: value ?? null, perInstance: perInstance.has(key) }));
+      },
+    }),
+  ];
+}

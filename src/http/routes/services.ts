@@ -1,0 +1,115 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import { decodeCursor, envelope } from '../../lib/cursor.js';
+import { badRequest } from '../../lib/errors.js';
+import type { HttpDeps } from '../deps.js';
+import { principalOf } from '../guard.js';
+import { defineRoute } from '../route.js';
+import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, NoContent, Timestamp } from '../schemas/common.js';
+import { ServiceBody, serviceBody, ServicePATCH, ServicePOST } from '../schemas/services.js';
+
+const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
+export const ServiceParams = Type.Object({ serviceId: IdParam });
+const date = (v: string | undefined) => (v ? new Date(v) : undefined);
+
+/** The service, if the caller may act on it with the route's role; 404 otherwise. */
+export async function loadService({ guard, services }: Pick<HttpDeps, 'guard' | 'services'>, req: FastifyRequest, serviceId: string) {
+  const service = await services.get(serviceId);
+  await guard.resource(req, service.workspaceId, 'service');
+  req.auditInfo.target = service.id;
+  return service;
+}
+
+/** Services: Render's CRUD plus suspend/resume/restart (DESIGN.md §6). */
+export function serviceRoutes(deps: HttpDeps) {
+  const { guard, services, urls } = deps;
+  const body = (row: Parameters<typeof serviceBody>[0]) => serviceBody(row, urls);
+
+  const load = (req: FastifyRequest, serviceId: string) => loadService(deps, req, serviceId);
+
+  return [
+    defineRoute({
+      method: 'POST', url: '/v1/services', summary: 'Create a service (and start its first deploy when it has a repo)', tags: ['Services'],
+      access: 'developer', audit: 'CreateServerEvent',
+      schema: { body: ServicePOST, response: { 201: Type.Object({ service: ServiceBody, deployId: Type.Optional(Type.String()) }, { title: 'serviceAndDeploy' }) } },
+      handler: async (req, reply) => {
+        const { workspaceId } = await guard.context(req, req.body.ownerId);
+        const { service, deployId } = await services.create(workspaceId, req.body);
+        req.auditInfo.target = service.id;
+        return reply.code(201).send({ service: body(service), ...(deployId ? { deployId } : {}) });
+      },
+    }),
+    defineRoute({
+      method: 'GET', url: '/v1/services', summary: 'List services, newest first', tags: ['Services'],
+      access: 'viewer',
+      schema: {
+        querystring: Type.Object({
+          ownerId: StringList, name: StringList, type: StringList, environmentId: StringList,
+          suspended: Type.Optional(Type.Array(Type.Union([Type.Literal('suspended'), Type.Literal('not_suspended')]), { maxItems: 2 })),
+          createdBefore: Type.Optional(Timestamp), createdAfter: Type.Optional(Timestamp),
+          updatedBefore: Type.Optional(Timestamp), updatedAfter: Type.Optional(Timestamp),
+          ...ListQuery,
+        }),
+        response: { 200: Envelope('service', ServiceBody) },
+      },
+      handler: async (req) => {
+        const q = req.query;
+        const p = principalOf(req);
+        // Without ownerId: the caller's default workspace (the operator sees every workspace).
+        const workspaceIds = q.ownerId?.length
+          ? await Promise.all(q.ownerId.map(async (id) => (await guard.context(req, id)).workspaceId))
+          : p.kind === 'operator' ? undefined : [(await guard.context(req, undefined)).workspaceId];
+        if (q.createdAfter && q.createdBefore && q.createdAfter > q.createdBefore) throw badRequest('createdAfter must not be after createdBefore');
+        const rows = await services.list({
+          workspaceIds, name: q.name, type: q.type, environmentId: q.environmentId, suspended: q.suspended,
+          createdAfter: date(q.createdAfter), createdBefore: date(q.createdBefore), updatedAfter: date(q.updatedAfter), updatedBefore: date(q.updatedBefore),
+          beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
+        });
+        return envelope('service', rows.map(body));
+      },
+    }),
+    defineRoute({
+      method: 'GET', url: '/v1/services/:serviceId', summary: 'Retrieve a service', tags: ['Services'],
+      access: 'viewer',
+      schema: { params: ServiceParams, response: { 200: ServiceBody } },
+      handler: async (req) => body(await load(req, req.params.serviceId)),
+    }),
+    defineRoute({
+      method: 'PATCH', url: '/v1/services/:serviceId', summary: 'Update a service (takes effect on the next deploy)', tags: ['Services'],
+      access: 'developer', audit: 'UpdateServiceNameEvent',
+      schema: { params: ServiceParams, body: ServicePATCH, response: { 200: ServiceBody } },
+      handler: async (req) => body(await services.update(await load(req, req.params.serviceId), req.body)),
+    }),
+    defineRoute({
+      method: 'DELETE', url: '/v1/services/:serviceId', summary: 'Delete a service: stops everything and removes its data', tags: ['Services'],
+      access: 'developer', audit: 'DeleteServerEvent',
+      schema: { params: ServiceParams, response: { 204: NoContent } },
+      handler: async (req, reply) => {
+        await services.remove(await load(req, req.params.serviceId));
+        return reply.code(204).send(null);
+      },
+    }),
+    defineRoute({
+      method: 'POST', url: '/v1/services/:serviceId/suspend', summary: 'Suspend a service: stops its instances, answers 503', tags: ['Services'],
+      access: 'developer', audit: 'SuspendServiceEvent',
+      schema: { params: ServiceParams, response: { 202: ServiceBody } },
+      handler: async (req, reply) => reply.code(202).send(body(await services.suspend(await load(req, req.params.serviceId)))),
+    }),
+    defineRoute({
+      method: 'POST', url: '/v1/services/:serviceId/resume', summary: 'Resume a suspended service', tags: ['Services'],
+      access: 'developer', audit: 'ResumeServiceEvent',
+      schema: { params: ServiceParams, response: { 202: ServiceBody } },
+      handler: async (req, reply) => reply.code(202).send(body(await services.resume(await load(req, req.params.serviceId)))),
+    }),
+    defineRoute({
+      method: 'POST', url: '/v1/services/:serviceId/restart', summary: 'Restart the live instances, rolling, with no downtime', tags: ['Services'],
+      access: 'developer', audit: 'RestartServiceEvent',
+      schema: { params: ServiceParams, response: { 200: ServiceBody } },
+      handler: async (req) => {
+        const service = await load(req, req.params.serviceId);
+        await deps.engine.restart(service);
+        return body(service);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,122 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { PLANS, RUNTIMES, SERVICE_TYPES, type ServiceDetails } from '../../core/services/details.js';
+import type { AppUrls } from '../../core/deploys/env.js';
+import type { DeployRow } from '../../store/repos/deploys.js';
+import type { ServiceRow } from '../../store/repos/services.js';
+import { Timestamp } from './common.js';
+
+const Enum = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
+const Command = Type.String({ maxLength: 4096 });
+
+export const ServiceName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
+export const AutoDeploy = Type.Union([Type.Literal('yes'), Type.Literal('no')]);
+const GitUrl = Type.String({ minLength: 1, maxLength: 2048 });
+const RootDir = Type.String({ maxLength: 1024 });
+
+/** Render's serviceDetails (POST/PATCH): one loose object covering every service type. */
+export const ServiceDetailsInput = Type.Object({
+  runtime: Type.Optional(Enum(RUNTIMES)),
+  env: Type.Optional(Enum(RUNTIMES)),
+  plan: Type.Optional(Enum(PLANS)),
+  region: Type.Optional(Type.String({ maxLength: 50 })),
+  numInstances: Type.Optional(Type.Integer({ minimum: 1, maximum: 20 })),
+  healthCheckPath: Type.Optional(Type.String({ maxLength: 1024 })),
+  buildCommand: Type.Optional(Command),
+  publishPath: Type.Optional(Type.String({ maxLength: 1024 })),
+  preDeployCommand: Type.Optional(Command),
+  maxShutdownDelaySeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 300 })),
+  schedule: Type.Optional(Type.String({ maxLength: 200 })),
+  envSpecificDetails: Type.Optional(
+    Type.Object({ buildCommand: Type.Optional(Command), startCommand: Type.Optional(Command), preDeployCommand: Type.Optional(Command) }),
+  ),
+});
+
+export const EnvVarInput = Type.Union([
+  Type.Object({ key: Type.String({ minLength: 1, maxLength: 256 }), value: Type.String({ maxLength: 65536 }) }, { additionalProperties: false }),
+  Type.Object({ key: Type.String({ minLength: 1, maxLength: 256 }), generateValue: Type.Boolean() }, { additionalProperties: false }),
+]);
+export const EnvVarInputArray = Type.Array(EnvVarInput, { maxItems: 500 });
+
+export const ServicePOST = Type.Object({
+  type: Enum(SERVICE_TYPES),
+  name: ServiceName,
+  ownerId: Type.Optional(Type.String({ maxLength: 64 })),
+  repo: Type.Optional(GitUrl),
+  branch: Type.Optional(Type.String({ maxLength: 255 })),
+  rootDir: Type.Optional(RootDir),
+  autoDeploy: Type.Optional(AutoDeploy),
+  environmentId: Type.Optional(Type.String({ maxLength: 64 })),
+  envVars: Type.Optional(EnvVarInputArray),
+  serviceDetails: Type.Optional(ServiceDetailsInput),
+});
+export type ServicePOST = Static<typeof ServicePOST>;
+
+export const ServicePATCH = Type.Object({
+  name: Type.Optional(ServiceName),
+  repo: Type.Optional(Type.String({ maxLength: 2048 })),
+  branch: Type.Optional(Type.String({ maxLength: 255 })),
+  rootDir: Type.Optional(RootDir),
+  autoDeploy: Type.Optional(AutoDeploy),
+  serviceDetails: Type.Optional(ServiceDetailsInput),
+});
+
+/** Render's `service`; serviceDetails carries the fields of the service's type. */
+export const ServiceBody = Type.Object(
+  {
+    id: Type.String(), name: Type.String(), ownerId: Type.String(), type: Type.String(), slug: Type.String(),
+    repo: Type.Optional(Type.String()), branch: Type.Optional(Type.String()), rootDir: Type.String(),
+    autoDeploy: AutoDeploy, notifyOnFail: Type.String(), environmentId: Type.Optional(Type.String()),
+    suspended: Type.Union([Type.Literal('suspended'), Type.Literal('not_suspended')]),
+    suspenders: Type.Array(Type.String()),
+    dashboardUrl: Type.String(), createdAt: Timestamp, updatedAt: Timestamp,
+    serviceDetails: Type.Record(Type.String(), Type.Unknown()),
+  },
+  { title: 'service' },
+);
+
+export function serviceBody(row: ServiceRow, urls: Pick<AppUrls, 'externalUrl' | 'dashboardUrl'>) {
+  const d = row.details as ServiceDetails;
+  const native = { buildCommand: d.buildCommand, startCommand: d.startCommand, ...(d.preDeployCommand ? { preDeployCommand: d.preDeployCommand } : {}) };
+  const common = { env: d.runtime, runtime: d.runtime, envSpecificDetails: native, plan: d.plan, region: d.region, buildPlan: 'starter' };
+  const url = urls.externalUrl(row.slug);
+  const details: Record<string, unknown> =
+    row.type === 'static_site' ? { buildCommand: d.buildCommand, publishPath: d.publishPath, url, buildPlan: 'starter' }
+    : row.type === 'cron_job' ? { ...common, schedule: d.schedule }
+    : row.type === 'background_worker' ? { ...common, numInstances: d.numInstances, maxShutdownDelaySeconds: d.maxShutdownDelaySeconds }
+    : {
+        ...common, numInstances: d.numInstances, maxShutdownDelaySeconds: d.maxShutdownDelaySeconds, openPorts: [],
+        url: row.type === 'web_service' ? url : '', ...(row.type === 'web_service' ? { healthCheckPath: d.healthCheckPath } : {}),
+      };
+  return {
+    id: row.id, name: row.name, ownerId: row.workspaceId, type: row.type, slug: row.slug,
+    ...(row.repo ? { repo: row.repo } : {}), ...(row.branch ? { branch: row.branch } : {}), rootDir: row.rootDir,
+    autoDeploy: row.autoDeploy, notifyOnFail: 'default', ...(row.environmentId ? { environmentId: row.environmentId } : {}),
+    suspended: row.suspenders.length ? ('suspended' as const) : ('not_suspended' as const), suspenders: row.suspenders,
+    dashboardUrl: urls.dashboardUrl(row.id), createdAt: row.createdAt.toISOString(), updatedAt: row.updatedAt.toISOString(),
+    serviceDetails: details,
+  };
+}
+
+/** Render's `deploy`, plus Slipway's build output and failure reason. */
+export const DeployBody = Type.Object(
+  {
+    id: Type.String(), status: Type.String(), trigger: Type.String(),
+    commit: Type.Optional(Type.Object({ id: Type.String(), message: Type.Optional(Type.String()) })),
+    createdAt: Timestamp, updatedAt: Timestamp, startedAt: Type.Optional(Timestamp), finishedAt: Type.Optional(Timestamp),
+    rollbackOf: Type.Optional(Type.String()), sourceId: Type.Optional(Type.String()),
+    failureReason: Type.Optional(Type.String()), buildOutput: Type.Optional(Type.String()),
+  },
+  { title: 'deploy' },
+);
+
+export function deployBody(d: DeployRow, opts: { withOutput?: boolean } = {}) {
+  return {
+    id: d.id, status: d.status, trigger: d.trigger,
+    ...(d.commitId ? { commit: { id: d.commitId, ...(d.commitMessage ? { message: d.commitMessage } : {}) } } : {}),
+    createdAt: d.createdAt.toISOString(), updatedAt: d.updatedAt.toISOString(),
+    ...(d.startedAt ? { startedAt: d.startedAt.toISOString() } : {}), ...(d.finishedAt ? { finishedAt: d.finishedAt.toISOString() } : {}),
+    ...(d.artifactOf && d.trigger === 'rollback' ? { rollbackOf: d.artifactOf } : {}), ...(d.sourceId ? { sourceId: d.sourceId } : {}),
+    ...(d.failureReason ? { failureReason: d.failureReason } : {}),
+    ...(opts.withOutput && d.buildOutput ? { buildOutput: d.buildOutput } : {}),
+  };
+}
