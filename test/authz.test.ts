@@ -5,6 +5,7 @@
  * `fixtures` below.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packFixture, upload } from './helpers/apps.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 import { addMember, client, createApiKey, signUp, uniqueEmail, type Caller, type Client, type Reply, type TestUser } from './helpers/client.js';
 
@@ -117,7 +118,14 @@ beforeAll(async () => {
     return res.body as { id: string; token: string };
   };
   const [invA, invB] = [await invite(), await invite()];
-  fixtures = { apiKeyId: key.id, ownerId: ownerA.workspaceId, userId: viewer.id, inviteId: invA.id, token: invB.token };
+  const service = await api.post('/v1/services', { type: 'static_site', name: 'authz-site', envVars: [{ key: 'FIXTURE', value: 'x' }], serviceDetails: { publishPath: 'public' } }, ownerA);
+  if (service.status !== 201) throw new Error(`service failed: ${service.status} ${service.text}`);
+  const source = await upload(api, ownerA, service.body.service.id, await packFixture('static-site'));
+  if (source.status !== 201) throw new Error(`upload failed: ${source.status} ${source.text}`);
+  fixtures = {
+    apiKeyId: key.id, ownerId: ownerA.workspaceId, userId: viewer.id, inviteId: invA.id, token: invB.token,
+    serviceId: service.body.service.id, deployId: source.body.deployId, envVarKey: 'FIXTURE',
+  };
 });
 afterAll(() => server?.close());
 

@@ -19,7 +19,7 @@ export function client(baseUrl: string) {
   async function call<T = any>(
     method: string,
     path: string,
-    opts: Caller & { body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+    opts: Caller & { body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string> } = {},
   ): Promise<Reply<T>> {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
@@ -27,13 +27,13 @@ export function client(baseUrl: string) {
       headers.cookie = `slipway_session=${opts.cookie}`;
       headers['x-requested-with'] ??= 'test'; // passes the CSRF check, as a script would
     }
-    let body: string | undefined;
+    let body: string | Uint8Array | undefined;
     if (opts.raw !== undefined) body = opts.raw;
     else if (opts.body !== undefined) {
       body = JSON.stringify(opts.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(baseUrl + path, { method, headers, body });
+    const res = await fetch(baseUrl + path, { method, headers, body: body as BodyInit | undefined });
     const text = await res.text();
     let parsed: unknown = undefined;
     try {

@@ -43,6 +43,18 @@ export async function createTestDatabase(adminUrl: string): Promise<{ url: strin
   };
 }
 
+/** SIGKILLs the process group of every instance the store knows. */
+export async function killApps(slipway: Slipway) {
+  const { rows } = await slipway.store.executeSql(`select pid from instances where pid is not null and status in ('starting', 'running')`);
+  for (const { pid } of rows) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
 /** Boots the real server on a random port with a temp data dir (and a fresh database in Postgres mode). */
 export async function bootServer(
   env: Record<string, string> = {},
@@ -57,6 +69,10 @@ export async function bootServer(
     SLIPWAY_PORT: '0',
     SLIPWAY_AUTH_RATE_LIMIT_PER_MINUTE: '1000',
     SLIPWAY_AUTH_ACCOUNT_ATTEMPTS_PER_10_MINUTES: '1000',
+    SLIPWAY_ROUTER_PORT: '0',
+    SLIPWAY_HEALTH_CHECK_TIMEOUT_SECONDS: '10',
+    SLIPWAY_CRASH_CHECK_MS: '200',
+    SLIPWAY_CRASH_BACKOFF_MS: '100',
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...env,
   });
@@ -75,6 +91,8 @@ export async function bootServer(
     databaseUrl,
     stop,
     async close() {
+      // Apps outlive Slipway by design; a test's apps must not outlive the test.
+      if (!stopped) await killApps(slipway).catch(() => undefined);
       await stop();
       await database?.drop();
       rmSync(dataDir, { recursive: true, force: true });

@@ -1,0 +1,145 @@
+/**
+ * Deploy speed and zero downtime on the fixture Node app (no build step): trigger->live and
+ * rollback->live times, restart duration, failed requests under load during back-to-back
+ * deploys, and router throughput against the same app hit directly (the ratio).
+ */
+import autocannon from 'autocannon';
+import http from 'node:http';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import * as tar from 'tar';
+import { freePort, log, repoRoot, startSlipway, table } from './lib.js';
+
+const SMOKE = process.env.BENCH_SMOKE === '1';
+const DEPLOYS = SMOKE ? 3 : 20;
+const LOAD_S = SMOKE ? 2 : 10;
+
+async function archive(): Promise<Buffer> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-app-'));
+  cpSync(path.join(repoRoot, 'test/fixtures/apps/node-web'), dir, { recursive: true });
+  await tar.c({ gzip: true, cwd: dir, file: `${dir}.tgz`, portable: true }, ['.']);
+  const data = readFileSync(`${dir}.tgz`);
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(`${dir}.tgz`);
+  return data;
+}
+
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)]!;
+const median = (values: number[]) => percentile(values, 50);
+
+async function main() {
+  const routerPort = await freePort();
+  const slipway = await startSlipway({ SLIPWAY_ROUTER_PORT: String(routerPort) });
+  const host = (slug: string) => `${slug}.localhost:${routerPort}`;
+  try {
+    const register = await fetch(`${slipway.url}/v1/auth/register`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `bench-${Date.now()}@example.com`, password: 'correct horse battery', name: 'Bench' }),
+    });
+    const cookie = /slipway_session=([^;]+)/.exec(register.headers.get('set-cookie') ?? '')![1]!;
+    const call = async (method: string, url: string, body?: unknown, raw?: Buffer) => {
+      const headers: Record<string, string> = { cookie: `slipway_session=${cookie}`, 'x-requested-with': 'bench' };
+      if (raw) headers['content-type'] = 'application/gzip';
+      else if (body !== undefined) headers['content-type'] = 'application/json';
+      const res = await fetch(`${slipway.url}${url}`, { method, headers, body: (raw ?? (body === undefined ? undefined : JSON.stringify(body))) as BodyInit | undefined });
+      const json = await res.json().catch(() => undefined);
+      if (res.status >= 400) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
+      return json as any;
+    };
+    const waitLive = async (serviceId: string, deployId: string) => {
+      for (;;) {
+        const d = await call('GET', `/v1/services/${serviceId}/deploys/${deployId}`);
+        if (d.status === 'live') return;
+        if (['build_failed', 'update_failed', 'canceled', 'pre_deploy_failed'].includes(d.status)) throw new Error(`deploy ${deployId} ended ${d.status}: ${d.failureReason}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    const { service } = await call('POST', '/v1/services', { type: 'web_service', name: 'bench-app', serviceDetails: { runtime: 'node', healthCheckPath: '/healthz', numInstances: 1 } });
+    const first = await call('POST', `/v1/services/${service.id}/source/upload`, undefined, await archive());
+    await waitLive(service.id, first.deployId);
+
+    const timed = async (work: () => Promise<void>) => {
+      const start = performance.now();
+      await work();
+      return performance.now() - start;
+    };
+    const deployTimes: number[] = [];
+    const deployIds: string[] = [first.deployId];
+    for (let i = 0; i < DEPLOYS; i++) {
+      deployTimes.push(await timed(async () => {
+        const d = await call('POST', `/v1/services/${service.id}/deploys`, {});
+        deployIds.push(d.id);
+        await waitLive(service.id, d.id);
+      }));
+    }
+    // Back and forth between the two newest builds: each rollback starts a kept artifact, no build.
+    const rollbackTimes: number[] = [];
+    for (let i = 0; i < Math.min(5, DEPLOYS); i++) {
+      rollbackTimes.push(await timed(async () => {
+        const d = await call('POST', `/v1/services/${service.id}/rollback`, { deployId: deployIds[deployIds.length - 1 - (i % 2)]! });
+        await waitLive(service.id, d.id);
+      }));
+    }
+    const restartTimes: number[] = [];
+    for (let i = 0; i < Math.min(5, DEPLOYS); i++) restartTimes.push(await timed(() => call('POST', `/v1/services/${service.id}/restart`)));
+
+    // Failed requests while deploying back to back under load through the router.
+    let deploying = true;
+    let finish: (r: autocannon.Result) => void = () => undefined;
+    const loadDone = new Promise<autocannon.Result>((resolve) => (finish = resolve));
+    const underLoad = autocannon({ url: `http://127.0.0.1:${routerPort}/`, headers: { host: host(service.slug) }, connections: 20, duration: 3600 }, (err, r) => {
+      if (err) throw err;
+      finish(r);
+    });
+    const loadDeploys = (async () => {
+      for (let i = 0; i < DEPLOYS; i++) await waitLive(service.id, (await call('POST', `/v1/services/${service.id}/deploys`, {})).id);
+      deploying = false;
+      underLoad.stop();
+    })();
+    const loadResult = await loadDone;
+    await loadDeploys;
+    if (deploying) throw new Error('load ended before the deploys');
+    const failed = loadResult.errors + loadResult.timeouts + loadResult.non2xx;
+
+    // Router vs direct, same app, same connections.
+    const direct = await new Promise<{ env: { PORT: string } }>((resolve, reject) => {
+      // Through the router once, to learn the instance's own port.
+      http.get({ host: '127.0.0.1', port: routerPort, path: '/', headers: { host: host(service.slug) } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolve(JSON.parse(text)));
+      }).on('error', reject);
+    });
+    const measure = (url: string, headers: Record<string, string> = {}) => autocannon({ url, headers, connections: 50, duration: LOAD_S });
+    const viaDirect = await measure(`http://127.0.0.1:${direct.env.PORT}/`);
+    const viaRouter = await measure(`http://127.0.0.1:${routerPort}/`, { host: host(service.slug) });
+    await call('DELETE', `/v1/services/${service.id}`);
+
+    const results = {
+      deploys: DEPLOYS,
+      triggerToLiveMs: { median: Math.round(median(deployTimes)), p95: Math.round(percentile(deployTimes, 95)) },
+      rollbackToLiveMs: { median: Math.round(median(rollbackTimes)) },
+      restartMs: { median: Math.round(median(restartTimes)) },
+      underLoad: { requests: loadResult.requests.total, failed },
+      router: { reqPerSec: Math.round(viaRouter.requests.average), p99Ms: viaRouter.latency.p99, errors: viaRouter.errors + viaRouter.non2xx },
+      direct: { reqPerSec: Math.round(viaDirect.requests.average), p99Ms: viaDirect.latency.p99 },
+      routerRatio: Number((viaRouter.requests.average / viaDirect.requests.average).toFixed(3)),
+    };
+    log(table(['measure', 'value', 'target'], [
+      ['trigger->live median (ms)', results.triggerToLiveMs.median, '<= 1500'],
+      ['trigger->live p95 (ms)', results.triggerToLiveMs.p95, ''],
+      ['rollback->live median (ms)', results.rollbackToLiveMs.median, '<= 1000'],
+      ['restart median (ms)', results.restartMs.median, ''],
+      [`failed requests during ${DEPLOYS} deploys`, `${failed} of ${loadResult.requests.total}`, '0'],
+      ['router req/s (p99 ms)', `${results.router.reqPerSec} (${results.router.p99Ms})`, ''],
+      ['direct req/s (p99 ms)', `${results.direct.reqPerSec} (${results.direct.p99Ms})`, ''],
+      ['router / direct', results.routerRatio, '>= 0.6'],
+    ]));
+    console.log(JSON.stringify({ bench: 'deploy', smoke: SMOKE, ...results }));
+    if (failed > 0 || results.router.errors > 0) process.exitCode = 1;
+  } finally {
+    await slipway.stop();
+  }
+}
+
+await main();

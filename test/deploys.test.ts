@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest';
+import http from 'node:http';
+import { deployFixture, finished, packFixture, processesOf, upload, viaRouter } from './helpers/apps.js';
+import { signUp } from './helpers/client.js';
+import { waitFor } from './helpers/process.js';
+import { useServer } from './helpers/server.js';
+
+const t = useServer();
+const router = (slug: string, path = '/', opts = {}) => viaRouter(t.server.slipway.routerPort, slug, path, opts);
+
+describe('deploys of uploaded archives', () => {
+  it('builds, runs and routes a Node app, with platform and service env, through the router', async () => {
+    const owner = await signUp(t.api);
+    const { service, deploy } = await deployFixture(t.api, owner, 'node-web', { envVars: [{ key: 'GREETING', value: 'hello' }], serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' } });
+    expect(deploy).toMatchObject({ status: 'live', trigger: 'new_commit', finishedAt: expect.any(String) });
+    const res = await router(service.slug, '/hello');
+    expect(res.status).toBe(200);
+    const body = res.json();
+    expect(body.env).toMatchObject({
+      GREETING: 'hello', SLIPWAY: 'true', SLIPWAY_SERVICE_ID: service.id, SLIPWAY_DEPLOY_ID: deploy.id, SLIPWAY_SERVICE_TYPE: 'web_service',
+      SLIPWAY_EXTERNAL_HOSTNAME: `${service.slug}.localhost`, PORT: expect.stringMatching(/^\d+$/),
+    });
+    expect(body.env.SLIPWAY_INSTANCE_ID).toMatch(new RegExp(`^${service.id}-`));
+    expect(body.headers['x-forwarded-for']).toBeTruthy();
+    expect(body.headers.host).toBe(`${service.slug}.localhost:${t.server.slipway.routerPort}`);
+    // Nothing of Slipway's own environment leaks into the app.
+    expect(Object.keys(body.env).filter((k) => k.startsWith('SLIPWAY_') && !/^SLIPWAY_(SERVICE|EXTERNAL|INSTANCE|DEPLOY|GIT)/.test(k))).toEqual([]);
+
+    const unknown = await router('no-such-app');
+    expect(unknown.status).toBe(404);
+  });
+
+  it('rolls back to an earlier artifact without rebuilding; a failed deploy leaves the previous one live', async () => {
+    const owner = await signUp(t.api);
+    const first = await deployFixture(t.api, owner, 'node-web', {}, { VERSION: 'v1' });
+    const { service } = first;
+    expect((await router(service.slug)).json().version).toBe('v1');
+
+    const second = await upload(t.api, owner, service.id, await packFixture('node-web', { VERSION: 'v2' }));
+    expect((await finished(t.api, owner, service.id, second.body.deployId)).status).toBe('live');
+    expect((await router(service.slug)).json().version).toBe('v2');
+    expect((await t.api.get(`/v1/services/${service.id}/deploys/${first.deploy.id}`, owner)).body.status).toBe('deactivated');
+
+    // A broken build: the previous deploy keeps serving.
+    const broken = await upload(t.api, owner, service.id, await packFixture('crash-on-start'));
+    const failed = await finished(t.api, owner, service.id, broken.body.deployId);
+    expect(failed.status).toBe('update_failed');
+    expect(failed.failureReason).toMatch(/healthy|exited/);
+    expect((await router(service.slug)).json().version).toBe('v2');
+
+    const rollback = await t.api.post(`/v1/services/${service.id}/rollback`, { deployId: first.deploy.id }, owner);
+    expect(rollback.status).toBe(201);
+    expect(rollback.body.trigger).toBe('rollback');
+    const done = await finished(t.api, owner, service.id, rollback.body.id);
+    expect(done.status).toBe('live');
+    expect(done.buildOutput).toBeUndefined();
+    expect((await router(service.slug)).json().version).toBe('v1');
+    expect((await t.api.post(`/v1/services/${service.id}/rollback`, { deployId: 'dep-00000000000000000000' }, owner)).status).toBe(404);
+
+    const list = await t.api.get(`/v1/services/${service.id}/deploys?status=live`, owner);
+    expect(list.body.map((i: any) => i.deploy.id)).toEqual([rollback.body.id]);
+  });
+
+  it('ends a deploy whose app never gets healthy as update_failed within the time limit', async () => {
+    const owner = await signUp(t.api);
+    const started = Date.now();
+    const { deploy } = await deployFixture(t.api, owner, 'never-healthy');
+    expect(deploy.status).toBe('update_failed');
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
+  it('serves a static site from its artifact and honours a Procfile web line', async () => {
+    const owner = await signUp(t.api);
+    const site = await deployFixture(t.api, owner, 'static-site', { type: 'static_site', serviceDetails: { publishPath: 'public' } });
+    expect(site.deploy.status).toBe('live');
+    const page = await router(site.service.slug, '/');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Hello from a static site');
+    expect((await router(site.service.slug, '/style.css')).headers['content-type']).toMatch(/text\/css/);
+
+    const proc = await deployFixture(t.api, owner, 'procfile-web');
+    expect(proc.deploy.status).toBe('live');
+    expect((await router(proc.service.slug)).text).toBe('procfile true');
+  });
+
+  it('suspends (503 page, processes stopped), resumes, and deletes without leaving processes', async () => {
+    const owner = await signUp(t.api);
+    const { service } = await deployFixture(t.api, owner, 'node-web');
+    expect(processesOf(service.id).length).toBeGreaterThan(0);
+    const suspended = await t.api.post(`/v1/services/${service.id}/suspend`, undefined, owner);
+    expect(suspended.status).toBe(202);
+    expect(suspended.body).toMatchObject({ suspended: 'suspended', suspenders: ['user'] });
+    const page = await router(service.slug);
+    expect(page.status).toBe(503);
+    expect(page.text).toMatch(/suspended/i);
+    await waitFor('the instance to stop', async () => processesOf(service.id).length === 0);
+    expect((await t.api.post(`/v1/services/${service.id}/deploys`, {}, owner)).status).toBe(409);
+
+    const resumed = await t.api.post(`/v1/services/${service.id}/resume`, undefined, owner);
+    expect(resumed.body).toMatchObject({ suspended: 'not_suspended', suspenders: [] });
+    expect((await router(service.slug)).status).toBe(200);
+    expect(processesOf(service.id).length).toBeGreaterThan(0);
+
+    expect((await t.api.delete(`/v1/services/${service.id}`, owner)).status).toBe(204);
+    await waitFor('no process left', async () => processesOf(service.id).length === 0);
+    expect((await router(service.slug)).status).toBe(404);
+  });
+
+  it('rejects hostile archives with 400 and keeps nothing; unsupported bodies get 415', async () => {
+    const owner = await signUp(t.api);
+    const { service } = (await t.api.post('/v1/services', { type: 'web_service', name: 'hostile', autoDeploy: 'no', serviceDetails: { runtime: 'node' } }, owner)).body;
+    const tarSlip = await import('./helpers/hostile.js').then((m) => m.tarWithEntry('../escape.txt'));
+    const res = await upload(t.api, owner, service.id, tarSlip);
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('bad_request');
+    expect((await upload(t.api, owner, service.id, Buffer.from('not an archive at all'))).status).toBe(400);
+    expect((await t.api.call('POST', `/v1/services/${service.id}/source/upload`, { ...owner, raw: 'x', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
+    const { rows } = await t.server.slipway.store.executeSql('select id from sources where service_id = $1', [service.id]);
+    expect(rows).toEqual([]);
+    const ok = await upload(t.api, owner, service.id, await packFixture('node-web'));
+    expect(ok.status).toBe(201);
+    expect(ok.body).toMatchObject({ id: expect.stringMatching(/^src-/), sha256: expect.stringMatching(/^[0-9a-f]{64}$/), sizeBytes: expect.any(Number) });
+    expect(ok.body.deployId).toBeUndefined(); // autoDeploy: no
+  });
+
+  it('runs one deploy at a time: of several queued triggers only the newest runs', async () => {
+    const owner = await signUp(t.api);
+    const { service } = await deployFixture(t.api, owner, 'node-web', {}, { VERSION: 'base' });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await t.api.post(`/v1/services/${service.id}/deploys`, {}, owner)).body.id);
+    await finished(t.api, owner, service.id, ids[3]!);
+    const statuses = await Promise.all(ids.map(async (id) => (await finished(t.api, owner, service.id, id)).status));
+    // The newest is live; the ones still queued behind the first were canceled, never run.
+    expect(statuses[3]).toBe('live');
+    const earlier = statuses.slice(0, 3);
+    expect(earlier.filter((st) => st === 'canceled').length).toBeGreaterThanOrEqual(2);
+    expect(earlier.every((st) => st === 'canceled' || st === 'deactivated')).toBe(true);
+  });
+
+  it('keeps serving during a restart and a redeploy under constant load (0 failed requests)', async () => {
+    const owner = await signUp(t.api);
+    const { service } = await deployFixture(t.api, owner, 'node-web', { serviceDetails: { runtime: 'node', numInstances: 2, healthCheckPath: '/healthz' } });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+    let stop = false;
+    let ok = 0;
+    const failures: string[] = [];
+    const load = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        const r = await router(service.slug, '/?delay=5', { agent }).catch((e: Error) => ({ status: 0, text: e.message }));
+        if (r.status === 200) ok++;
+        else failures.push(`${r.status} ${r.text.slice(0, 80)}`);
+      }
+    });
+    const before = new Set<string>();
+    for (let i = 0; i < 4; i++) before.add((await router(service.slug)).json().instance);
+    expect(before.size).toBe(2); // round robin across both instances
+    expect((await t.api.post(`/v1/services/${service.id}/restart`, undefined, owner)).status).toBe(200);
+    const redeploy = await t.api.post(`/v1/services/${service.id}/deploys`, {}, owner);
+    expect((await finished(t.api, owner, service.id, redeploy.body.id)).status).toBe('live');
+    stop = true;
+    await Promise.all(load);
+    agent.destroy();
+    expect(failures).toEqual([]);
+    expect(ok).toBeGreaterThan(50);
+    const after = (await router(service.slug)).json().instance;
+    expect(before.has(after)).toBe(false);
+  });
+});

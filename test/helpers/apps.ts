@@ -1,0 +1,96 @@
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import * as tar from 'tar';
+import type { Caller, Client } from './client.js';
+import { REPO_ROOT, waitFor } from './process.js';
+
+export const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/apps');
+
+/** A .tar.gz of a fixture app, with `extra` files added or replaced (e.g. a VERSION). */
+export async function packFixture(name: string, extra: Record<string, string> = {}): Promise<Buffer> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'slipway-fixture-'));
+  try {
+    cpSync(path.join(FIXTURES, name), dir, { recursive: true });
+    for (const [file, content] of Object.entries(extra)) writeFileSync(path.join(dir, file), content);
+    const out = `${dir}.tgz`;
+    await tar.c({ gzip: true, cwd: dir, file: out, portable: true }, ['.']);
+    const data = readFileSync(out);
+    rmSync(out);
+    return data;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function upload(api: Client, as: Caller, serviceId: string, archive: Uint8Array, contentType = 'application/gzip') {
+  return api.call('POST', `/v1/services/${serviceId}/source/upload`, { ...as, raw: archive, headers: { 'content-type': contentType } });
+}
+
+const DONE = new Set(['live', 'deactivated', 'build_failed', 'pre_deploy_failed', 'update_failed', 'canceled']);
+
+/** Polls a deploy until it ends (any final status); returns it. */
+export async function finished(api: Client, as: Caller, serviceId: string, deployId: string, timeoutMs = 60_000) {
+  return waitFor(`deploy ${deployId} to finish`, async () => {
+    const res = await api.get(`/v1/services/${serviceId}/deploys/${deployId}`, as);
+    return DONE.has(res.body?.status) ? res.body : undefined;
+  }, timeoutMs, 50);
+}
+
+/** Creates a service and deploys a fixture archive; returns the service and its live deploy. */
+export async function deployFixture(api: Client, as: Caller, fixture: string, service: Record<string, unknown> = {}, extra: Record<string, string> = {}) {
+  const created = await api.post('/v1/services', { type: 'web_service', name: `${fixture}-${Math.random().toString(36).slice(2, 8)}`, serviceDetails: { runtime: 'node' }, ...service }, as);
+  if (created.status !== 201) throw new Error(`create service: ${created.status} ${created.text}`);
+  const svc = created.body.service;
+  const up = await upload(api, as, svc.id, await packFixture(fixture, extra));
+  if (up.status !== 201) throw new Error(`upload: ${up.status} ${up.text}`);
+  const deploy = await finished(api, as, svc.id, up.body.deployId);
+  return { service: svc, deploy, sourceId: up.body.id as string };
+}
+
+export interface RouterReply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  json(): any;
+}
+
+/** A request through Slipway's router for `<slug>.localhost`, the way a browser would send it. */
+export function viaRouter(routerPort: number, slug: string, urlPath = '/', opts: { method?: string; agent?: http.Agent; timeoutMs?: number } = {}): Promise<RouterReply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port: routerPort, path: urlPath, method: opts.method ?? 'GET', headers: { host: `${slug}.localhost:${routerPort}` }, agent: opts.agent },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.setTimeout(opts.timeoutMs ?? 10_000, () => req.destroy(new Error(`router request ${urlPath} timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * Host pids of the processes running for a service, found by the SLIPWAY_SERVICE_ID in their
+ * environment (apps see their own pid namespace in the sandbox, so their `process.pid` is no use here).
+ */
+export function processesOf(serviceId: string): number[] {
+  const needle = `SLIPWAY_SERVICE_ID=${serviceId}\0`;
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/environ`, 'latin1').includes(needle)) pids.push(Number(entry));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return pids;
+}
