@@ -19,7 +19,7 @@ describe('crashes', () => {
       return r?.status === 200 && r.json().boot !== first ? r.json().boot : undefined;
     }, 15_000);
     expect(second).not.toBe(first);
-    const events = await t.server.slipway.store.executeSql(`select type from events where service_id = $1 and type = 'instance_crashed'`, [service.id]);
+    const events = await t.server.slipway.store.executeSql(`select type from events where service_id = $1 and type = 'server_failed'`, [service.id]);
     expect(events.rows.length).toBeGreaterThanOrEqual(1);
 
     // Keep killing it: after five crashes in the window the service is flagged.

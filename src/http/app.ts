@@ -17,6 +17,7 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditLogRoutes } from './routes/audit-logs.js';
 import { deployRoutes } from './routes/deploys.js';
 import { envVarRoutes } from './routes/env-vars.js';
+import { eventRoutes } from './routes/events.js';
 import { authRoutes } from './routes/auth.js';
 import { healthRoutes } from './routes/health.js';
 import { serviceRoutes } from './routes/services.js';
@@ -83,6 +84,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...serviceRoutes(deps),
     ...deployRoutes(deps),
     ...envVarRoutes(deps),
+    ...eventRoutes(deps),
     ...sourceUploadRoutes(deps),
   ]);
   return app;

@@ -22,7 +22,7 @@ export interface HttpDeps {
   apiKeys: ApiKeys;
   team: Team;
   audit: AuditLog;
-  repos: Pick<Repos, 'users' | 'workspaces' | 'idempotency' | 'deploys'>;
+  repos: Pick<Repos, 'users' | 'workspaces' | 'idempotency' | 'deploys' | 'events'>;
   services: Services;
   envVars: EnvVars;
   engine: DeployEngine;

@@ -240,7 +240,7 @@ export function createDeployEngine(deps: EngineDeps) {
       if (service.suspenders.includes('user')) throw conflict('the service is suspended: resume it first');
       const live = (await repos.deploys.get(service.liveDeployId))!;
       await rollOver(service, releaseOf(service, live), undefined, async () => service);
-      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: live.id, type: 'service_restarted' });
+      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: live.id, type: 'server_restarted', details: { triggeredByUser: null } });
     },
     async stopAll(service: ServiceRow) {
       current.get(service.id)?.abort.abort();

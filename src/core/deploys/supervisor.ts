@@ -38,7 +38,7 @@ export function createSupervisor(deps: {
     const recent = [...(crashes.get(service.id) ?? []).filter((t) => now - t < CRASH_WINDOW_MS), now];
     crashes.set(service.id, recent);
     restartAt.set(row.id, now + Math.min(MAX_BACKOFF_MS, deps.backoffMs * 2 ** (recent.length - 1)));
-    await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: row.deployId, type: 'instance_crashed', details: { instanceId: row.id, restarts: row.restarts } });
+    await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: row.deployId, type: 'server_failed', details: { instanceID: row.id, reason: { earlyExit: true }, restarts: row.restarts } });
     if (recent.length >= CRASHLOOP_THRESHOLD && !service.suspenders.includes('stuck_crashlooping')) {
       await repos.services.update(service.id, { suspenders: [...service.suspenders, 'stuck_crashlooping'] });
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_crashlooping', details: { crashes: recent.length } });

@@ -1,6 +1,7 @@
-import { and, desc, eq, lt } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt } from 'drizzle-orm';
 import type { Db } from '../db.js';
 import { events } from '../schema.js';
+import { within } from './filters.js';
 
 export type EventRow = typeof events.$inferSelect;
 
@@ -10,11 +11,18 @@ export function createEventRepo(db: Db) {
       await db.insert(events).values(row);
     },
     /** A service's events, newest first. */
-    list(serviceId: string, opts: { beforeId?: string; limit: number }): Promise<EventRow[]> {
+    list(serviceId: string, opts: { types?: string[]; startTime?: Date; endTime?: Date; beforeId?: string; limit: number }): Promise<EventRow[]> {
       return db
         .select()
         .from(events)
-        .where(and(eq(events.serviceId, serviceId), opts.beforeId ? lt(events.id, opts.beforeId) : undefined))
+        .where(
+          and(
+            eq(events.serviceId, serviceId),
+            opts.types?.length ? inArray(events.type, opts.types) : undefined,
+            within(events.createdAt, opts.startTime, opts.endTime),
+            opts.beforeId ? lt(events.id, opts.beforeId) : undefined,
+          ),
+        )
         .orderBy(desc(events.id))
         .limit(opts.limit);
     },

@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { deployFixture, finished, packFixture, upload, viaRouter } from './helpers/apps.js';
+import { signUp } from './helpers/client.js';
+import { waitFor } from './helpers/process.js';
+import { useServer } from './helpers/server.js';
+
+const t = useServer({ SLIPWAY_BUILD_TIMEOUT_SECONDS: '3', SLIPWAY_KEEP_ARTIFACTS: '2' });
+const router = (slug: string) => viaRouter(t.server.slipway.routerPort, slug);
+const trigger = async (owner: { cookie: string }, serviceId: string) => (await t.api.post(`/v1/services/${serviceId}/deploys`, {}, owner)).body;
+
+describe('the deploy lifecycle', () => {
+  it('runs npm run build before start, and records the build output', async () => {
+    const owner = await signUp(t.api);
+    const { service, deploy } = await deployFixture(t.api, owner, 'node-build');
+    expect(deploy.status).toBe('live');
+    expect(deploy.buildOutput).toContain('build step done');
+    expect((await router(service.slug)).text).toMatch(/^built at /);
+  });
+
+  it('accepts a multipart upload and records its SHA-256', async () => {
+    const owner = await signUp(t.api);
+    const { service } = (await t.api.post('/v1/services', { type: 'web_service', name: 'multipart', autoDeploy: 'no', serviceDetails: { runtime: 'node' } }, owner)).body;
+    const archive = await packFixture('node-web');
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(archive)]), 'app.tgz');
+    const res = await fetch(`${t.server.url}/v1/services/${service.id}/source/upload`, { method: 'POST', body: form, headers: { cookie: `slipway_session=${owner.cookie}`, 'x-requested-with': 't' } });
+    expect(res.status).toBe(201);
+    const body = await res.json();
+    expect(body.sha256).toBe(createHash('sha256').update(archive).digest('hex'));
+    expect(body.sizeBytes).toBe(archive.length);
+  });
+
+  it('ends a hanging build as build_failed at the time limit, and cancels a running one on request', async () => {
+    const owner = await signUp(t.api);
+    const started = Date.now();
+    const { service, deploy: timedOut } = await deployFixture(t.api, owner, 'node-web', { serviceDetails: { runtime: 'node', envSpecificDetails: { buildCommand: 'sleep 30' } } });
+    expect(timedOut.status).toBe('build_failed');
+    expect(timedOut.failureReason).toMatch(/within 3 s/);
+    expect(Date.now() - started).toBeLessThan(15_000);
+
+    const running = await trigger(owner, service.id);
+    await waitFor('the build to start', async () => (await t.api.get(`/v1/services/${service.id}/deploys/${running.id}`, owner)).body.status === 'build_in_progress');
+    const canceled = await t.api.post(`/v1/services/${service.id}/deploys/${running.id}/cancel`, undefined, owner);
+    expect(canceled.status).toBe(200);
+    expect(canceled.body.status).toBe('canceled');
+    expect((await t.api.post(`/v1/services/${service.id}/deploys/${running.id}/cancel`, undefined, owner)).status).toBe(409);
+  });
+
+  it('fails a deploy whose pre-deploy command fails, keeping the previous deploy live', async () => {
+    const owner = await signUp(t.api);
+    const { service } = await deployFixture(t.api, owner, 'node-web', {}, { VERSION: 'v1' });
+    await t.api.patch(`/v1/services/${service.id}`, { serviceDetails: { preDeployCommand: 'echo migrating; exit 3' } }, owner);
+    const up = await upload(t.api, owner, service.id, await packFixture('node-web', { VERSION: 'v2' }));
+    const failed = await finished(t.api, owner, service.id, up.body.deployId);
+    expect(failed.status).toBe('pre_deploy_failed');
+    expect(failed.failureReason).toMatch(/migrating/);
+    expect((await router(service.slug)).json().version).toBe('v1');
+  });
+
+  it('collects artifacts beyond the newest kept ones; rolling back to a collected one is a 409', async () => {
+    const owner = await signUp(t.api);
+    const { service, deploy: first } = await deployFixture(t.api, owner, 'node-web');
+    for (let i = 0; i < 3; i++) expect((await finished(t.api, owner, service.id, (await trigger(owner, service.id)).id)).status).toBe('live');
+    const artifacts = readdirSync(path.join(t.server.dataDir, 'services', service.id, 'artifacts'));
+    expect(artifacts).toHaveLength(2);
+    expect(artifacts).not.toContain(first.id);
+    const res = await t.api.post(`/v1/services/${service.id}/rollback`, { deployId: first.id }, owner);
+    expect(res.status).toBe(409);
+    expect(res.body.message).toMatch(/garbage-collected/);
+  });
+
+  it('records every transition as a Render service event', async () => {
+    const owner = await signUp(t.api);
+    const { service, deploy } = await deployFixture(t.api, owner, 'node-web');
+    await t.api.post(`/v1/services/${service.id}/restart`, undefined, owner);
+    const res = await t.api.get(`/v1/services/${service.id}/events?limit=100`, owner);
+    expect(res.status).toBe(200);
+    const types = res.body.map((i: any) => i.event.type);
+    expect(types).toEqual(expect.arrayContaining(['server_restarted', 'deploy_ended', 'build_ended', 'build_started', 'deploy_started']));
+    const ended = res.body.find((i: any) => i.event.type === 'deploy_ended').event;
+    expect(ended).toMatchObject({ serviceId: service.id, details: { deployId: deploy.id, status: 'live' }, id: expect.stringMatching(/^evt-/) });
+    const only = await t.api.get(`/v1/services/${service.id}/events?type=server_restarted`, owner);
+    expect(only.body.map((i: any) => i.event.type)).toEqual(['server_restarted']);
+  });
+});
