@@ -1,4 +1,4 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -126,12 +126,14 @@ describe('sandboxedCommand (pure)', () => {
         '--perms', '0755', '--dir', '/data/app', '--ro-bind', '/data/app', '/data/app',
         '--perms', '0755', '--dir', '/data/i1/home', '--bind', '/data/i1/home', '/data/i1/home',
         '--unshare-pid', '--unshare-ipc', '--unshare-uts',
-        '--chdir', '/data/app/web', '--clearenv', '--setenv', 'PORT', '3000', '--setenv', 'HOME', '/data/i1/home',
+        '--chdir', '/data/app/web', '--clearenv', '--args', '3',
         '--',
         '/usr/bin/setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--no-new-privs', '--',
         '/bin/sh', '-c', REAPER_SCRIPT, 'slipway-app', 'node server.js',
       ],
       env: {},
+      // The environment travels on fd 3, never on the command line (/proc/<pid>/cmdline is world-readable).
+      fd3Args: ['--setenv', 'PORT', '3000', '--setenv', 'HOME', '/data/i1/home'],
     });
   });
 
@@ -184,6 +186,15 @@ describe('local runtime', () => {
     const env = await get<Record<string, string>>(port, '/env');
     // HOME is the runtime's default; PWD is set by /bin/sh itself.
     expect(env).toEqual({ ...spec.env, HOME: path.join(spec.instanceDir, 'home'), PWD: appDir });
+    // Env values (secrets) never show on a command line: any local user can read those in /proc.
+    const cmdlines = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      } catch {
+        return '';
+      }
+    });
+    expect(cmdlines.filter((c) => c.includes('hello world'))).toEqual([]);
     const id = await get<{ uid: number; gid: number; cwd: string }>(port, '/id');
     expect(id.cwd).toBe(appDir);
     if (IS_ROOT) expect([id.uid, id.gid]).toEqual([65534, 65534]);

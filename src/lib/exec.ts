@@ -1,4 +1,5 @@
-import { spawn, type SpawnOptions } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import { closeSync, openSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 
@@ -11,6 +12,11 @@ export interface Command {
   env?: Record<string, string>;
   uid?: number;
   gid?: number;
+  /**
+   * Arguments the program reads from file descriptor 3, NUL-separated (bwrap's `--args 3`): kept
+   * off the command line, which every local user can read in /proc/<pid>/cmdline.
+   */
+  fd3Args?: string[];
 }
 
 export interface RunResult {
@@ -41,6 +47,15 @@ export function killGroup(pid: number, signal: NodeJS.Signals): void {
   } catch {
     // no such group any more
   }
+}
+
+/** fd 3 of the child, when it reads arguments from it. */
+const fd3 = (cmd: Command): Array<'pipe'> => (cmd.fd3Args ? ['pipe'] : []);
+function sendFd3Args(cmd: Command, child: ChildProcess) {
+  if (!cmd.fd3Args) return;
+  const pipe = child.stdio[3] as Writable | null;
+  pipe?.on('error', () => undefined); // a child that exits before reading: its exit status tells
+  pipe?.end(cmd.fd3Args.map((a) => `${a}\0`).join(''));
 }
 
 /** detached: a session and process group of its own (without a terminal), so the group can be signalled as a whole. */
@@ -99,7 +114,8 @@ function lineChunker(emit: (chunk: string) => void) {
  */
 export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', 'pipe', 'pipe', ...fd3(cmd)] });
+    sendFd3Args(cmd, child);
     const tail = new OutputTail(opts.maxOutputBytes ?? 256 * 1024);
     const emit = (chunk: string) => {
       tail.push(chunk);
@@ -175,7 +191,8 @@ export function spawnDetached(
   const stdoutFd = openSync(files.stdoutPath, 'a', 0o640);
   const stderrFd = openSync(files.stderrPath, 'a', 0o640);
   try {
-    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', stdoutFd, stderrFd] });
+    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', stdoutFd, stderrFd, ...fd3(cmd)] });
+    sendFd3Args(cmd, child);
     child.once('exit', onExit);
     child.unref();
     return new Promise((resolve, reject) => {

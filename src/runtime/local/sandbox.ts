@@ -62,6 +62,7 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
   }
   let env: Record<string, string> | undefined = proc.env;
   let cwd: string | undefined = proc.cwd;
+  let fd3Args: string[] | undefined;
   if (bwrap) {
     argv = [
       bwrap.path,
@@ -77,11 +78,13 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
       '--unshare-pid', '--unshare-ipc', '--unshare-uts',
       '--chdir', proc.cwd,
       '--clearenv',
-      ...Object.entries(proc.env).flatMap(([name, value]) => ['--setenv', name, value]),
+      // The environment (secrets included) comes through fd 3, not the command line.
+      '--args', '3',
       '--',
       ...argv,
     ];
     // bwrap itself needs neither: the command's environment and cwd are set inside.
+    fd3Args = Object.entries(proc.env).flatMap(([name, value]) => ['--setenv', name, value]);
     env = {};
     cwd = undefined;
   }
@@ -89,5 +92,5 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
     argv = ['/bin/sh', '-c', cgroupJoinScript(proc.cgroupProcsFiles), 'slipway-cgroup-join', ...argv];
   }
   const [file, ...args] = argv as [string, ...string[]];
-  return { file, args, env, ...(cwd === undefined ? {} : { cwd }) };
+  return { file, args, env, ...(cwd === undefined ? {} : { cwd }), ...(fd3Args ? { fd3Args } : {}) };
 }
