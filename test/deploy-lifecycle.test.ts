@@ -85,4 +85,25 @@ describe('the deploy lifecycle', () => {
     const only = await t.api.get(`/v1/services/${service.id}/events?type=server_restarted`, owner);
     expect(only.body.map((i: any) => i.event.type)).toEqual(['server_restarted']);
   });
+
+  it('runs a cron job on its schedule, recording each run and its exit status', async () => {
+    const owner = await signUp(t.api);
+    const cron = (name: string, startCommand: string) =>
+      deployFixture(t.api, owner, 'worker', { type: 'cron_job', name, serviceDetails: { runtime: 'node', schedule: '*/1 * * * * *', envSpecificDetails: { startCommand } } });
+    const ok = await cron('nightly', 'node -e "console.log(process.env.SLIPWAY_SERVICE_TYPE)"');
+    const failing = await cron('broken', 'exit 3');
+    expect([ok.deploy.status, failing.deploy.status]).toEqual(['live', 'live']);
+    const runEnds = (serviceId: string) => waitFor(`two runs of ${serviceId}`, async () => {
+      const res = await t.api.get(`/v1/services/${serviceId}/events?type=cron_job_run_ended`, owner);
+      return res.body.length >= 2 ? res.body.map((i: any) => i.event.details) : undefined;
+    }, 15_000);
+    for (const d of await runEnds(ok.service.id)) expect(d).toMatchObject({ status: 'successful', cronJobRunId: expect.stringMatching(/^srv-/) });
+    for (const d of await runEnds(failing.service.id)) expect(d).toMatchObject({ status: 'unsuccessful', reason: { nonZeroExit: 3 } });
+    // Suspended, it stops running.
+    await t.api.post(`/v1/services/${ok.service.id}/suspend`, undefined, owner);
+    const before = (await t.api.get(`/v1/services/${ok.service.id}/events?type=cron_job_run_started&limit=100`, owner)).body.length;
+    await new Promise((r) => setTimeout(r, 2500));
+    const after = (await t.api.get(`/v1/services/${ok.service.id}/events?type=cron_job_run_started&limit=100`, owner)).body.length;
+    expect(after - before).toBeLessThanOrEqual(1); // at most one that was already starting
+  });
 });

@@ -16,6 +16,7 @@ import { createInstances, type Release } from './instances.js';
 import type { Layout } from './layout.js';
 import { createBuilder, DeployFailure, type PipelineLimits } from './pipeline.js';
 import type { RouteTable } from './route-table.js';
+import { createCronRunner } from './cron.js';
 import { createSupervisor } from './supervisor.js';
 
 export interface EngineDeps {
@@ -197,6 +198,7 @@ export function createDeployEngine(deps: EngineDeps) {
     }
   }
 
+  const cron = createCronRunner({ repos, instances, events, log, releaseOf, intervalMs: Math.min(1000, deps.limits.crashCheckMs) });
   const supervisor = createSupervisor({ repos, instances, events, log, releaseOf, refreshRoute, stopping, intervalMs: deps.limits.crashCheckMs, backoffMs: deps.limits.crashBackoffMs });
 
   const engine = {
@@ -270,10 +272,12 @@ export function createDeployEngine(deps: EngineDeps) {
       await supervisor.check();
       for (const d of await repos.deploys.inStatus(PENDING)) kick(d.serviceId);
       supervisor.start();
+      cron.start();
     },
     refreshRoute,
     async close() {
       supervisor.stop();
+      await cron.stop();
       for (const run of current.values()) run.abort.abort();
       while (current.size) await new Promise((r) => setTimeout(r, 50));
       await Promise.all(draining);

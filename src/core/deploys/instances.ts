@@ -75,6 +75,29 @@ export function createInstances(deps: { repo: InstanceRepo; runtime: Runtime; la
       }
       return started;
     },
+    /**
+     * One run of a cron job: started like an instance, without a port or health check. Its exit
+     * status is written to a file in the instance dir, since the process may outlive this Slipway.
+     */
+    async runOnce(release: Release): Promise<{ row: InstanceRow; exitCodeFile: string }> {
+      const { service, deploy } = release;
+      const id = `${service.id}-${randomBytes(4).toString('hex').slice(0, 5)}`;
+      const instanceDir = layout.instanceDir(service.id, id);
+      const statusDir = path.join(instanceDir, 'status');
+      mkdirSync(statusDir, { recursive: true });
+      const row = await repo.insert({ id, serviceId: service.id, deployId: deploy.id, status: 'starting' });
+      const exitCodeFile = path.join(statusDir, 'exit-code');
+      const handle = await runtime.start({
+        instanceId: id, serviceId: service.id, deployId: deploy.id, instanceDir,
+        // A subshell, so that an `exit` or `exec` in the command still lets the status be written.
+        command: `(\n${release.startCommand}\n)\necho $? > "$SLIPWAY_RUN_STATUS_DIR/exit-code"`,
+        env: { ...(await release.env({ id })), SLIPWAY_RUN_STATUS_DIR: statusDir },
+        sandbox: { appDir: release.artifactDir, workDir: service.rootDir, writableDirs: [statusDir] },
+        limits: PLAN_LIMITS[(service.details as ServiceDetails).plan],
+      });
+      await repo.update(id, { pid: handle.pid, startTime: handle.startTime, startedAt: handle.startedAt, status: 'running' });
+      return { row: { ...row, pid: handle.pid, startTime: handle.startTime, status: 'running' }, exitCodeFile };
+    },
     /** Replaces one crashed instance in place (same id, new process). */
     restart: (release: Release, row: InstanceRow) => startOne(release, undefined, row),
     /** SIGTERM, then SIGKILL after `graceMs`, for each instance in parallel. */

@@ -1,3 +1,4 @@
+import { CronExpressionParser } from 'cron-parser';
 import { badRequest } from '../../lib/errors.js';
 import type { Limits } from '../../runtime/types.js';
 
@@ -58,7 +59,6 @@ const DEFAULTS: ServiceDetails = {
   startCommand: '', preDeployCommand: '', maxShutdownDelaySeconds: 30, schedule: '', publishPath: '',
 };
 
-const CRON_FIELD = /^(\*|\d+(-\d+)?)(\/\d+)?(,(\*|\d+(-\d+)?)(\/\d+)?)*$/;
 
 /** Applies `input` over `base` (defaults on create) and checks the result for `type`. */
 export function mergeDetails(type: ServiceType, input: ServiceDetailsInput | undefined, base: ServiceDetails = DEFAULTS): ServiceDetails {
@@ -78,8 +78,7 @@ export function mergeDetails(type: ServiceType, input: ServiceDetailsInput | und
   }
   if (!(PLANS as readonly string[]).includes(next.plan)) throw badRequest(`plan must be one of ${PLANS.join(', ')}`);
   if (type === 'cron_job') {
-    const fields = next.schedule.trim().split(/\s+/);
-    if (fields.length !== 5 || !fields.every((f) => CRON_FIELD.test(f))) throw badRequest('serviceDetails.schedule must be a 5-field cron expression, e.g. "*/5 * * * *"');
+    if (!isCronSchedule(next.schedule)) throw badRequest('serviceDetails.schedule must be a cron expression: 5 fields, e.g. "*/5 * * * *" (or 6 with seconds first)');
   }
   if (next.healthCheckPath && !next.healthCheckPath.startsWith('/')) throw badRequest('serviceDetails.healthCheckPath must start with "/"');
   if (next.publishPath && (next.publishPath.startsWith('/') || next.publishPath.split('/').includes('..'))) {
@@ -93,3 +92,18 @@ function pick<T extends object, K extends keyof T>(obj: T, keys: K[]): Partial<T
   for (const k of keys) if (obj[k] !== undefined) out[k] = obj[k];
   return out;
 }
+
+/** Render's 5-field cron, or 6 fields with seconds first (a Slipway extension for sub-minute jobs). */
+export function isCronSchedule(schedule: string): boolean {
+  const fields = schedule.trim().split(/\s+/).length;
+  if (fields !== 5 && fields !== 6) return false;
+  try {
+    CronExpressionParser.parse(schedule, { strict: false });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The first time `schedule` fires strictly after `after`. */
+export const nextCronRun = (schedule: string, after: Date): Date => CronExpressionParser.parse(schedule, { currentDate: after }).next().toDate();
