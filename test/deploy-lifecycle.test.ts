@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deployFixture, finished, packFixture, upload, viaRouter } from './helpers/apps.js';
+import { deployFixture, finished, packFixture, processesOf, upload, viaRouter } from './helpers/apps.js';
 import { signUp } from './helpers/client.js';
 import { waitFor } from './helpers/process.js';
 import { useServer } from './helpers/server.js';
@@ -105,5 +105,19 @@ describe('the deploy lifecycle', () => {
     await new Promise((r) => setTimeout(r, 2500));
     const after = (await t.api.get(`/v1/services/${ok.service.id}/events?type=cron_job_run_started&limit=100`, owner)).body.length;
     expect(after - before).toBeLessThanOrEqual(1); // at most one that was already starting
+  });
+
+  it('SIGKILLs an old instance that ignores SIGTERM after maxShutdownDelaySeconds', async () => {
+    const owner = await signUp(t.api);
+    const { service } = await deployFixture(t.api, owner, 'ignore-sigterm', { serviceDetails: { runtime: 'node', maxShutdownDelaySeconds: 1, envSpecificDetails: { startCommand: 'node server.js' } } });
+    const one = processesOf(service.id).length;
+    expect(one).toBeGreaterThan(0);
+    expect((await finished(t.api, owner, service.id, (await trigger(owner, service.id)).id)).status).toBe('live');
+    const liveAt = Date.now();
+    expect((await router(service.slug)).text).toBe('stubborn');
+    await waitFor('the old instance to be killed', async () => processesOf(service.id).length === one, 6000, 50);
+    const gone = Date.now() - liveAt;
+    expect(gone).toBeGreaterThan(500); // it really ignored SIGTERM ...
+    expect(gone).toBeLessThan(4000); // ... and was killed about a second later
   });
 });
