@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -7,7 +8,7 @@ import { signUp } from './helpers/client.js';
 import { waitFor } from './helpers/process.js';
 import { useServer } from './helpers/server.js';
 
-const t = useServer({ SLIPWAY_BUILD_TIMEOUT_SECONDS: '3', SLIPWAY_KEEP_ARTIFACTS: '2' });
+const t = useServer({ SLIPWAY_BUILD_TIMEOUT_SECONDS: '3', SLIPWAY_KEEP_ARTIFACTS: '2', SLIPWAY_MAX_UPLOAD_BYTES: String(256 * 1024) });
 const router = (slug: string) => viaRouter(t.server.slipway.routerPort, slug);
 const trigger = async (owner: { cookie: string }, serviceId: string) => (await t.api.post(`/v1/services/${serviceId}/deploys`, {}, owner)).body;
 
@@ -119,5 +120,16 @@ describe('the deploy lifecycle', () => {
     const gone = Date.now() - liveAt;
     expect(gone).toBeGreaterThan(500); // it really ignored SIGTERM ...
     expect(gone).toBeLessThan(4000); // ... and was killed about a second later
+  });
+
+  it('refuses an archive over the upload limit with 413, keeping nothing', async () => {
+    const owner = await signUp(t.api);
+    const { service } = (await t.api.post('/v1/services', { type: 'web_service', name: 'too-big', serviceDetails: { runtime: 'node' } }, owner)).body;
+    const res = await upload(t.api, owner, service.id, gzipSync(randomBytes(300 * 1024)));
+    expect(res.status).toBe(413);
+    expect(res.body.code).toBe('payload_too_large');
+    const { rows } = await t.server.slipway.store.executeSql('select id from sources where service_id = $1', [service.id]);
+    expect(rows).toEqual([]);
+    expect(readdirSync(path.join(t.server.dataDir, 'services', service.id, 'sources', '.incoming'))).toEqual([]);
   });
 });

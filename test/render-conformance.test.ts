@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootServer, type TestServer } from './helpers/server.js';
 import { addMember, client, createApiKey, sessionCookie, signUp, uniqueEmail, type Client, type TestUser } from './helpers/client.js';
 import { loadRenderReference } from './helpers/render-reference.js';
+import { deployFixture } from './helpers/apps.js';
 
 const renderDoc = loadRenderReference();
 
@@ -22,6 +23,19 @@ if (renderDoc) {
   withSlipwayEvents.components.schemas.auditLog.properties.event.enum.push(...SLIPWAY_EVENTS);
   ajv.addSchema(renderDoc, 'render');
   ajv.addSchema(withSlipwayEvents, 'render-with-slipway-events');
+  // Render's serviceDetails is a oneOf that a web service's details match twice (web and
+  // private share every field); the details are checked against their type's own schema instead.
+  const looseDetails = structuredClone(renderDoc);
+  looseDetails.components.schemas.service.properties.serviceDetails = { type: 'object' };
+  ajv.addSchema(looseDetails, 'render-loose-details');
+}
+const DETAILS_SCHEMA: Record<string, string> = {
+  web_service: 'webServiceDetails', private_service: 'privateServiceDetails', background_worker: 'backgroundWorkerDetails',
+  static_site: 'staticSiteDetails', cron_job: 'cronJobDetails',
+};
+/** Render's `service`, with serviceDetails held to the schema of the service's type. */
+function serviceViolations(body: { type: string; serviceDetails: unknown }): string[] {
+  return [...violations(component('service', 'render-loose-details'), body), ...violations(component(DETAILS_SCHEMA[body.type]!), body.serviceDetails)];
 }
 
 function validator(ref: string): ValidateFunction {
@@ -157,5 +171,47 @@ describe.skipIf(!renderDoc)('conformance with Render\'s public API schemas', () 
         expect(new Set(entries.map((e) => e.auditLog.actor.type))).toEqual(new Set(['user', 'rest_api']));
       });
     }
+  });
+
+  describe('services and deploys are Render\'s', () => {
+    const renderBody = (method: string, renderPath: string, status = '200', doc = 'render') =>
+      validator(`${doc}#/paths/${renderPath.replaceAll('/', '~1').replaceAll('{', '%7B').replaceAll('}', '%7D')}/${method}/responses/${status}/content/application~1json/schema`);
+    let deployed: Awaited<ReturnType<typeof deployFixture>>;
+    beforeAll(async () => {
+      deployed = await deployFixture(api, owner, 'node-web', { envVars: [{ key: 'GREETING', value: 'hi' }] });
+    });
+
+    it('POST /v1/services answers Render\'s serviceAndDeploy; GET one and the list are Render\'s service', async () => {
+      for (const type of ['web_service', 'private_service', 'background_worker', 'static_site', 'cron_job']) {
+        const details = type === 'cron_job' ? { runtime: 'node', schedule: '0 3 * * *' } : type === 'static_site' ? {} : { runtime: 'node' };
+        const created = await api.post('/v1/services', { type, name: `conf-${type}`, autoDeploy: 'no', serviceDetails: details }, owner);
+        expect(created.status, created.text).toBe(201);
+        expect(violations(renderBody('post', '/services', '201', 'render-loose-details'), created.body), type).toEqual([]);
+        expect(serviceViolations(created.body.service), type).toEqual([]);
+      }
+      const one = await api.get(`/v1/services/${deployed.service.id}`, owner);
+      expect(serviceViolations(one.body)).toEqual([]);
+      const list = await api.get('/v1/services?limit=100', owner);
+      expect(list.body.length).toBeGreaterThanOrEqual(6);
+      expect(violations(renderBody('get', '/services', '200', 'render-loose-details'), list.body)).toEqual([]);
+      for (const item of list.body) expect(serviceViolations(item.service), item.service.type).toEqual([]);
+    });
+
+    it('deploys, env vars and events are Render\'s', async () => {
+      const { service, deploy } = deployed;
+      expect(violations(component('deploy'), (await api.get(`/v1/services/${service.id}/deploys/${deploy.id}`, owner)).body)).toEqual([]);
+      expect(violations(renderBody('get', '/services/{serviceId}/deploys'), (await api.get(`/v1/services/${service.id}/deploys`, owner)).body)).toEqual([]);
+      const triggered = await api.post(`/v1/services/${service.id}/deploys`, { clearCache: 'do_not_clear' }, owner);
+      expect(violations(renderBody('post', '/services/{serviceId}/deploys', '201'), triggered.body)).toEqual([]);
+      expect(violations(renderBody('get', '/services/{serviceId}/env-vars'), (await api.get(`/v1/services/${service.id}/env-vars`, owner)).body)).toEqual([]);
+      expect(violations(component('envVar'), (await api.get(`/v1/services/${service.id}/env-vars/GREETING`, owner)).body)).toEqual([]);
+      // Event details follow Render's per-type fields loosely (a oneOf Ajv cannot pin down); the envelope is exact.
+      const events = await api.get(`/v1/services/${service.id}/events`, owner);
+      expect(events.body.length).toBeGreaterThan(0);
+      for (const item of events.body) {
+        expect(Object.keys(item).sort()).toEqual(['cursor', 'event']);
+        expect(Object.keys(item.event).sort()).toEqual(['details', 'id', 'serviceId', 'timestamp', 'type']);
+      }
+    });
   });
 });
