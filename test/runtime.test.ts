@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { run } from '../src/lib/exec.js';
-import { limitFiles } from '../src/runtime/local/cgroups.js';
+import { detectCgroups, limitFiles } from '../src/runtime/local/cgroups.js';
 import { createLocalRuntime } from '../src/runtime/local/index.js';
 import { descendantsOf, isRunning, readStat, type ProcStat } from '../src/runtime/local/proc.js';
 import { cgroupJoinScript, REAPER_SCRIPT, sandboxedCommand, type SandboxedProcess, type SandboxPolicy } from '../src/runtime/local/sandbox.js';
@@ -236,6 +236,23 @@ describe('local runtime', () => {
     const memoryGroup = path.dirname(cgroupFile(handle.pid, 'memory', 'x'));
     await runtime.stop(handle, 1000);
     expect(existsSync(memoryGroup)).toBe(false);
+  });
+
+  it.skipIf(!cgroupsWritable)('sweeps empty groups left behind, never one with a process in it (skipped when cgroups are not writable)', async () => {
+    const cgroups = (await detectCgroups([]))!;
+    const empty = cgroups.create('sweep-test-empty', LIMITS);
+    const { handle, port } = await startApp();
+    await runtime.waitHealthy({ handle, port, path: '/health', timeoutMs: 10_000 });
+    const busy = path.dirname(cgroupFile(handle.pid, 'memory', 'x'));
+    cgroups.sweepEmpty(0);
+    for (const dir of empty) expect(existsSync(dir)).toBe(false);
+    expect(existsSync(busy)).toBe(true);
+    expect(runtime.isAlive(handle)).toBe(true);
+    // A fresh group (another Slipway may be about to join it) is left alone by the default age.
+    const fresh = cgroups.create('sweep-test-fresh', LIMITS);
+    cgroups.sweepEmpty();
+    for (const dir of fresh) expect(existsSync(dir)).toBe(true);
+    await cgroups.remove(fresh);
   });
 
   it.skipIf(!cgroupsWritable)('kills an app that allocates more than its memory limit (skipped when cgroups are not writable)', async () => {

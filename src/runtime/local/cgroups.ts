@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Limits } from '../types.js';
 
@@ -84,6 +84,35 @@ export class Cgroups {
       }
     }
     return [...pids];
+  }
+
+  /**
+   * Removes empty groups left by instances that exited while no Slipway was running (or by a
+   * build killed with it). Only groups older than `minAgeMs`: another Slipway on this machine
+   * may have just created one its process has not joined yet.
+   */
+  sweepEmpty(minAgeMs = 60_000): number {
+    let removed = 0;
+    for (const hierarchy of this.hierarchies) {
+      const parent = path.join(hierarchy.root, PARENT);
+      let names: string[] = [];
+      try {
+        names = readdirSync(parent, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+      } catch {
+        continue;
+      }
+      for (const name of names) {
+        const dir = path.join(parent, name);
+        try {
+          if (Date.now() - statSync(dir).mtimeMs < minAgeMs) continue;
+          rmdirSync(dir); // refused (EBUSY) while a process is in it
+          removed++;
+        } catch {
+          // in use, or already gone
+        }
+      }
+    }
+    return removed;
   }
 
   /** Removes the group, waiting up to `waitMs` for its last processes to leave; returns the dirs that could not be removed. */

@@ -19,6 +19,7 @@ export async function createLocalRuntime(options: { dataDir: string; log?: Runti
     `runtime: sandbox ${capabilities.sandbox}, apps run as ${capabilities.runAsUser?.name ?? "Slipway's user"}, limits via cgroups ${capabilities.cgroups}`,
   );
   for (const note of capabilities.notes) log?.warn({ note }, `runtime: ${note}`);
+  cgroups?.sweepEmpty();
 
   const deps: LocalDeps = { policy, cgroups, log };
   return {
