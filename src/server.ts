@@ -18,6 +18,7 @@ import type { AppUrls } from './core/deploys/env.js';
 import { createLayout } from './core/deploys/layout.js';
 import { createRouteTable } from './core/deploys/route-table.js';
 import { createSourceStore } from './core/deploys/sources.js';
+import { createEnvGroups } from './core/env-groups.js';
 import { createEvents } from './core/events.js';
 import { createEnvVars } from './core/services/env-vars.js';
 import { createServices } from './core/services/services.js';
@@ -70,8 +71,9 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const envVars = createEnvVars({ repo: repos.envVars, box: secretBox });
     const layout = createLayout(config.dataDir);
     const archive = { maxFiles: config.archiveMaxFiles, maxBytes: config.archiveMaxBytes };
+    const envGroups = createEnvGroups({ repos, transact, box: secretBox });
     const engine = createDeployEngine({
-      repos, transact, runtime, layout, routes, events, envVars, urls,
+      repos, transact, runtime, layout, routes, events, urls, layersOf: envGroups.layersOf,
       limits: {
         buildTimeoutMs: config.buildTimeoutSeconds * 1000, healthTimeoutMs: config.healthCheckTimeoutSeconds * 1000,
         keepArtifacts: config.keepArtifacts, crashCheckMs: config.crashCheckMs, crashBackoffMs: config.crashBackoffMs, archive,
@@ -97,6 +99,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         secretBox,
         services: createServices({ repos, transact, envVars, events, deploys: engine }),
         envVars,
+        envGroups,
         engine,
         saveUpload: createSourceStore({ repo: repos.deploys, layout, maxUploadBytes: config.maxUploadBytes, archive }),
         urls,

@@ -122,7 +122,10 @@ beforeAll(async () => {
   if (service.status !== 201) throw new Error(`service failed: ${service.status} ${service.text}`);
   const source = await upload(api, ownerA, service.body.service.id, await packFixture('static-site'));
   if (source.status !== 201) throw new Error(`upload failed: ${source.status} ${source.text}`);
+  const group = await api.post('/v1/env-groups', { name: 'authz-group', envVars: [{ key: 'FIXTURE', value: 'x' }], serviceIds: [service.body.service.id] }, ownerA);
+  if (group.status !== 201) throw new Error(`env group failed: ${group.status} ${group.text}`);
   fixtures = {
+    envGroupId: group.body.id,
     apiKeyId: key.id, ownerId: ownerA.workspaceId, userId: viewer.id, inviteId: invA.id, token: invB.token,
     serviceId: service.body.service.id, deployId: source.body.deployId, envVarKey: 'FIXTURE',
   };

@@ -213,5 +213,14 @@ describe.skipIf(!renderDoc)('conformance with Render\'s public API schemas', () 
         expect(Object.keys(item.event).sort()).toEqual(['details', 'id', 'serviceId', 'timestamp', 'type']);
       }
     });
+
+    it('env groups are Render\'s envGroup and envGroupMeta', async () => {
+      const created = await api.post('/v1/env-groups', { name: 'conformance', envVars: [{ key: 'K', value: 'v' }], serviceIds: [deployed.service.id] }, owner);
+      expect(violations(renderBody('post', '/env-groups', '201'), created.body)).toEqual([]);
+      expect(violations(component('envGroup'), (await api.get(`/v1/env-groups/${created.body.id}`, owner)).body)).toEqual([]);
+      expect(violations(renderBody('get', '/env-groups'), (await api.get('/v1/env-groups', owner)).body)).toEqual([]);
+      const linked = await api.post(`/v1/env-groups/${created.body.id}/services/${deployed.service.id}`, undefined, owner);
+      expect(violations(renderBody('post', '/env-groups/{envGroupId}/services/{serviceId}'), linked.body)).toEqual([]);
+    });
   });
 });

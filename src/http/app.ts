@@ -16,6 +16,7 @@ import { registerRoutes } from './route.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditLogRoutes } from './routes/audit-logs.js';
 import { deployRoutes } from './routes/deploys.js';
+import { envGroupRoutes } from './routes/env-groups.js';
 import { envVarRoutes } from './routes/env-vars.js';
 import { eventRoutes } from './routes/events.js';
 import { authRoutes } from './routes/auth.js';
@@ -85,6 +86,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...deployRoutes(deps),
     ...envVarRoutes(deps),
     ...eventRoutes(deps),
+    ...envGroupRoutes(deps),
     ...sourceUploadRoutes(deps),
   ]);
   return app;

@@ -221,3 +221,39 @@ export const events = pgTable(
   },
   (t) => [index('events_service_idx').on(t.serviceId, t.id), index('events_workspace_idx').on(t.workspaceId, t.id)],
 );
+
+export const envGroups = pgTable(
+  'env_groups',
+  {
+    id: text('id').primaryKey(),
+    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    environmentId: text('environment_id'),
+    createdAt: createdAt(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('env_groups_workspace_name_key').on(t.workspaceId, t.name), index('env_groups_workspace_idx').on(t.workspaceId, t.id)],
+);
+
+export const envGroupVars = pgTable(
+  'env_group_vars',
+  {
+    groupId: text('group_id').notNull().references(() => envGroups.id, { onDelete: 'cascade' }),
+    key: text('key').notNull(),
+    /** The value sealed with the secret box (AES-256-GCM). */
+    sealedValue: text('sealed_value').notNull(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.groupId, t.key] })],
+);
+
+/** A service's linked groups; `linkedAt` orders them (later links win on the same key). */
+export const envGroupLinks = pgTable(
+  'env_group_links',
+  {
+    groupId: text('group_id').notNull().references(() => envGroups.id, { onDelete: 'cascade' }),
+    serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+    linkedAt: ts('linked_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.groupId, t.serviceId] }), index('env_group_links_service_idx').on(t.serviceId)],
+);

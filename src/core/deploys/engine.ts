@@ -9,7 +9,7 @@ import type { InstanceRow } from '../../store/repos/instances.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { Events } from '../events.js';
 import type { ServiceDetails } from '../services/details.js';
-import type { EnvVars } from '../services/env-vars.js';
+import type { EnvLayer } from '../env-groups.js';
 import type { DeployPort } from '../services/services.js';
 import { mergeEnv, platformEnv, type AppUrls } from './env.js';
 import { createInstances, type Release } from './instances.js';
@@ -26,7 +26,8 @@ export interface EngineDeps {
   layout: Layout;
   routes: RouteTable;
   events: Events;
-  envVars: EnvVars;
+  /** The service's variables above the platform's, in precedence order. */
+  layersOf(serviceId: string): Promise<EnvLayer[]>;
   urls: AppUrls;
   limits: PipelineLimits & { healthTimeoutMs: number; keepArtifacts: number; crashCheckMs: number; crashBackoffMs: number };
   log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
@@ -40,7 +41,7 @@ export function createDeployEngine(deps: EngineDeps) {
   const { repos, runtime, layout, routes, events, log } = deps;
   const instances = createInstances({ repo: repos.instances, runtime, layout, healthTimeoutMs: deps.limits.healthTimeoutMs });
   const envFor = async (service: ServiceRow, deploy: DeployRow | undefined, instance?: { id: string; port?: number }) =>
-    mergeEnv(platformEnv(service, deploy, deps.urls, instance), await deps.envVars.list(service.id));
+    mergeEnv(platformEnv(service, deploy, deps.urls, instance), await deps.layersOf(service.id));
   const build = createBuilder({ repo: repos.deploys, runtime, layout, limits: deps.limits, buildEnv: (s, d) => envFor(s, d) });
   const current = new Map<string, { deployId: string; abort: AbortController }>();
   const loops = new Map<string, { dirty: boolean }>();

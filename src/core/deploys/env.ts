@@ -40,10 +40,10 @@ export const BASE_ENV: Record<string, string> = {
   LANG: 'C.UTF-8',
 };
 
-/** platform < service variables; undefined platform entries are left out. */
-export function mergeEnv(platform: Record<string, string | undefined>, own: Array<{ key: string; value: string }>): Record<string, string> {
+/** platform < each layer in order (env groups by link order, then the service's own); undefined platform entries are left out. */
+export function mergeEnv(platform: Record<string, string | undefined>, layers: Array<{ vars: Array<{ key: string; value: string }> }>): Record<string, string> {
   const env: Record<string, string> = { ...BASE_ENV };
   for (const [k, v] of Object.entries(platform)) if (v !== undefined) env[k] = v;
-  for (const { key, value } of own) env[key] = value;
+  for (const layer of layers) for (const { key, value } of layer.vars) env[key] = value;
   return env;
 }

@@ -7,7 +7,11 @@ import { EnvVarInputArray } from '../schemas/services.js';
 import { loadService, ServiceParams } from './services.js';
 
 const EnvVar = Type.Object({ key: Type.String(), value: Type.String() }, { title: 'envVar' });
-const EnvVarList = Type.Array(Type.Object({ envVar: EnvVar, cursor: Type.String() }));
+const EnvVarList = Type.Array(Type.Object({
+  envVar: EnvVar, cursor: Type.String(),
+  source: Type.Optional(Type.String({ description: 'with resolved=true: platform, envGroup:<id> or service' })),
+}));
+const MASK = '********';
 const KeyParams = Type.Object({ serviceId: IdParam, envVarKey: Type.String({ minLength: 1, maxLength: 256 }) });
 const withCursors = (vars: Array<{ key: string; value: string }>) => vars.map((envVar) => ({ envVar, cursor: Buffer.from(envVar.key).toString('base64url') }));
 
@@ -16,10 +20,25 @@ export function envVarRoutes(deps: HttpDeps) {
   const { envVars, repos, urls } = deps;
   return [
     defineRoute({
-      method: 'GET', url: '/v1/services/:serviceId/env-vars', summary: 'List a service\'s environment variables (values are secrets: developers and up)', tags: ['Env vars'],
+      method: 'GET', url: '/v1/services/:serviceId/env-vars',
+      summary: 'List a service\'s environment variables (developers and up); `resolved=true`: everything the app sees, each with its source',
+      tags: ['Env vars'],
       access: 'developer',
-      schema: { params: ServiceParams, response: { 200: EnvVarList } },
-      handler: async (req) => withCursors(await envVars.list((await loadService(deps, req, req.params.serviceId)).id)),
+      schema: { params: ServiceParams, querystring: Type.Object({ resolved: Type.Optional(Type.Boolean()) }), response: { 200: EnvVarList } },
+      handler: async (req) => {
+        const service = await loadService(deps, req, req.params.serviceId);
+        if (!req.query.resolved) return withCursors(await envVars.list(service.id));
+        // Group and service values are secrets: shown to admins and owners, masked for developers.
+        const { role } = await deps.guard.resource(req, service.workspaceId, 'service');
+        const reveal = role === 'owner' || role === 'admin';
+        const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
+        const resolved = new Map<string, { value: string; source: string }>();
+        for (const [key, value] of Object.entries(platformEnv(service, live, urls))) if (value !== undefined) resolved.set(key, { value, source: 'platform' });
+        for (const layer of await deps.envGroups.layersOf(service.id)) {
+          for (const v of layer.vars) resolved.set(v.key, { value: reveal ? v.value : MASK, source: layer.source });
+        }
+        return [...resolved].sort(([a], [b]) => a.localeCompare(b)).map(([key, { value, source }]) => ({ ...withCursors([{ key, value }])[0]!, source }));
+      },
     }),
     defineRoute({
       method: 'PUT', url: '/v1/services/:serviceId/env-vars', summary: 'Replace all of a service\'s environment variables', tags: ['Env vars'],

@@ -1,32 +1,47 @@
-import { asc, eq, and } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
+import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db.js';
-import { envVars } from '../schema.js';
+import { envGroupVars, envVars } from '../schema.js';
 
-export type EnvVarRow = typeof envVars.$inferSelect;
+export interface SealedVar {
+  key: string;
+  /** The value sealed with the secret box (AES-256-GCM). */
+  sealedValue: string;
+}
 
-export function createEnvVarRepo(db: Db) {
+/**
+ * Sealed key/value variables owned by one row of another table: a service's own variables
+ * (env_vars) or an env group's (env_group_vars). Both tables have the same shape.
+ */
+function createSealedVarRepo(db: Db, table: typeof envVars | typeof envGroupVars, ownerColumn: 'serviceId' | 'groupId') {
+  const t = table as typeof envVars; // same columns; only the owner column's name differs
+  const owner = (table as unknown as Record<string, PgColumn>)[ownerColumn]!;
+  const row = (ownerId: string, v: SealedVar) => ({ [ownerColumn]: ownerId, key: v.key, sealedValue: v.sealedValue }) as unknown as typeof envVars.$inferInsert;
   return {
-    list(serviceId: string): Promise<EnvVarRow[]> {
-      return db.select().from(envVars).where(eq(envVars.serviceId, serviceId)).orderBy(asc(envVars.key));
+    list(ownerId: string): Promise<SealedVar[]> {
+      return db.select({ key: t.key, sealedValue: t.sealedValue }).from(t).where(eq(owner, ownerId)).orderBy(asc(t.key));
     },
-    async get(serviceId: string, key: string): Promise<EnvVarRow | undefined> {
-      const [row] = await db.select().from(envVars).where(and(eq(envVars.serviceId, serviceId), eq(envVars.key, key))).limit(1);
-      return row;
+    async get(ownerId: string, key: string): Promise<SealedVar | undefined> {
+      const [found] = await db.select({ key: t.key, sealedValue: t.sealedValue }).from(t).where(and(eq(owner, ownerId), eq(t.key, key))).limit(1);
+      return found;
     },
-    async put(serviceId: string, key: string, sealedValue: string): Promise<void> {
+    async put(ownerId: string, key: string, sealedValue: string): Promise<void> {
       await db
-        .insert(envVars)
-        .values({ serviceId, key, sealedValue })
-        .onConflictDoUpdate({ target: [envVars.serviceId, envVars.key], set: { sealedValue, updatedAt: new Date() } });
+        .insert(t)
+        .values(row(ownerId, { key, sealedValue }))
+        .onConflictDoUpdate({ target: [owner, t.key], set: { sealedValue, updatedAt: new Date() } });
     },
     /** Replaces the whole set (call inside a transaction). */
-    async replace(serviceId: string, rows: Array<{ key: string; sealedValue: string }>): Promise<void> {
-      await db.delete(envVars).where(eq(envVars.serviceId, serviceId));
-      if (rows.length) await db.insert(envVars).values(rows.map((r) => ({ serviceId, ...r })));
+    async replace(ownerId: string, rows: SealedVar[]): Promise<void> {
+      await db.delete(t).where(eq(owner, ownerId));
+      if (rows.length) await db.insert(t).values(rows.map((r) => row(ownerId, r)));
     },
-    async delete(serviceId: string, key: string): Promise<boolean> {
-      return (await db.delete(envVars).where(and(eq(envVars.serviceId, serviceId), eq(envVars.key, key))).returning({ key: envVars.key })).length > 0;
+    async delete(ownerId: string, key: string): Promise<boolean> {
+      return (await db.delete(t).where(and(eq(owner, ownerId), eq(t.key, key))).returning({ key: t.key })).length > 0;
     },
   };
 }
-export type EnvVarRepo = ReturnType<typeof createEnvVarRepo>;
+export type EnvVarRepo = ReturnType<typeof createSealedVarRepo>;
+
+export const createEnvVarRepo = (db: Db) => createSealedVarRepo(db, envVars, 'serviceId');
+export const createEnvGroupVarRepo = (db: Db) => createSealedVarRepo(db, envGroupVars, 'groupId');

@@ -2,7 +2,8 @@ import type { Db } from '../db.js';
 import { createApiKeyRepo } from './api-keys.js';
 import { createAuditRepo } from './audit.js';
 import { createDeployRepo } from './deploys.js';
-import { createEnvVarRepo } from './env-vars.js';
+import { createEnvGroupRepo } from './env-groups.js';
+import { createEnvGroupVarRepo, createEnvVarRepo } from './env-vars.js';
 import { createEventRepo } from './events.js';
 import { createIdempotencyRepo } from './idempotency.js';
 import { createInstanceRepo } from './instances.js';
@@ -25,6 +26,8 @@ export function createRepos(db: Db) {
     services: createServiceRepo(db),
     deploys: createDeployRepo(db),
     envVars: createEnvVarRepo(db),
+    envGroups: createEnvGroupRepo(db),
+    envGroupVars: createEnvGroupVarRepo(db),
     instances: createInstanceRepo(db),
     events: createEventRepo(db),
   };

@@ -1,0 +1,85 @@
+import { conflict, notFound } from '../lib/errors.js';
+import { newId } from '../lib/ids.js';
+import type { SecretBox } from '../lib/secret-box.js';
+import { isUniqueViolation } from '../store/db.js';
+import type { EnvGroupQuery, EnvGroupRow } from '../store/repos/env-groups.js';
+import type { Repos, Transact } from '../store/repos/index.js';
+import { createEnvVars, type EnvVarInput } from './services/env-vars.js';
+
+/** Render's serviceTypeShort, used in an env group's serviceLinks. */
+const SHORT_TYPE = { web_service: 'web', private_service: 'pserv', background_worker: 'worker', cron_job: 'cron', static_site: 'static' } as const;
+
+/** One layer of a service's environment, in precedence order (later wins). */
+export interface EnvLayer {
+  source: string;
+  vars: Array<{ key: string; value: string }>;
+}
+
+/**
+ * Env groups: named sets of variables (sealed at rest) linked to services. A service sees
+ * platform < its groups in link order < its own variables.
+ */
+export function createEnvGroups(deps: { repos: Pick<Repos, 'envGroups' | 'envGroupVars' | 'envVars' | 'services'>; transact: Transact; box: SecretBox }) {
+  const { repos, transact, box } = deps;
+  const groupVars = createEnvVars({ repo: repos.envGroupVars, box });
+  const serviceVars = createEnvVars({ repo: repos.envVars, box });
+
+  async function get(id: string): Promise<EnvGroupRow> {
+    const group = await repos.envGroups.get(id);
+    if (!group) throw notFound('env group');
+    return group;
+  }
+  /** A service of the group's workspace, else 404 (never another workspace's). */
+  async function serviceIn(workspaceId: string, serviceId: string) {
+    const service = await repos.services.get(serviceId);
+    if (!service || service.workspaceId !== workspaceId) throw notFound(`service ${serviceId}`);
+    return service;
+  }
+  const named = <T>(name: string) => (err: unknown): T => {
+    throw isUniqueViolation(err) ? conflict(`an env group named "${name}" already exists in this workspace`) : err;
+  };
+
+  return {
+    get,
+    list: (q: EnvGroupQuery) => repos.envGroups.list(q),
+    async create(workspaceId: string, input: { name: string; envVars: EnvVarInput[]; serviceIds?: string[]; environmentId?: string }) {
+      for (const id of input.serviceIds ?? []) await serviceIn(workspaceId, id);
+      return transact(async (tx) => {
+        const group = await tx.envGroups.insert({ id: newId('envGroup'), workspaceId, name: input.name, environmentId: input.environmentId ?? null }).catch(named<EnvGroupRow>(input.name));
+        await groupVars.replace(group.id, input.envVars, tx.envGroupVars);
+        for (const serviceId of input.serviceIds ?? []) await tx.envGroups.link(group.id, serviceId);
+        return group;
+      });
+    },
+    rename: async (group: EnvGroupRow, name: string) => (await repos.envGroups.update(group.id, { name }).catch(named<undefined>(name)))!,
+    remove: (group: EnvGroupRow) => repos.envGroups.delete(group.id),
+    vars: groupVars,
+    touch: (group: EnvGroupRow) => repos.envGroups.update(group.id, {}),
+    async link(group: EnvGroupRow, serviceId: string) {
+      await repos.envGroups.link(group.id, (await serviceIn(group.workspaceId, serviceId)).id);
+    },
+    async unlink(group: EnvGroupRow, serviceId: string) {
+      if (!(await repos.envGroups.unlink(group.id, serviceId))) throw notFound(`link to service ${serviceId}`);
+    },
+    /** Render's envGroup: metadata, linked services and (opened) variables. */
+    async body(group: EnvGroupRow) {
+      return {
+        id: group.id, name: group.name, ownerId: group.workspaceId,
+        ...(group.environmentId ? { environmentId: group.environmentId } : {}),
+        createdAt: group.createdAt.toISOString(), updatedAt: group.updatedAt.toISOString(),
+        serviceLinks: (await repos.envGroups.linkedServices(group.id)).map((l) => ({ ...l, type: SHORT_TYPE[l.type] })),
+        envVars: await groupVars.list(group.id),
+        secretFiles: [] as never[],
+      };
+    },
+    /** A service's variables below the platform's: its groups in link order, then its own. */
+    async layersOf(serviceId: string): Promise<EnvLayer[]> {
+      const groups = await repos.envGroups.groupsOf(serviceId);
+      const layers: EnvLayer[] = [];
+      for (const group of groups) layers.push({ source: `envGroup:${group.id}`, vars: await groupVars.list(group.id) });
+      layers.push({ source: 'service', vars: await serviceVars.list(serviceId) });
+      return layers;
+    },
+  };
+}
+export type EnvGroups = ReturnType<typeof createEnvGroups>;

@@ -1,0 +1,163 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import { decodeCursor } from '../../lib/cursor.js';
+import type { HttpDeps } from '../deps.js';
+import { principalOf } from '../guard.js';
+import { defineRoute } from '../route.js';
+import { DEFAULT_LIMIT, IdParam, ListQuery, NoContent, Timestamp } from '../schemas/common.js';
+import { EnvVarInputArray } from '../schemas/services.js';
+
+const GroupParams = Type.Object({ envGroupId: IdParam });
+const KeyParams = Type.Object({ envGroupId: IdParam, envVarKey: Type.String({ minLength: 1, maxLength: 256 }) });
+const LinkParams = Type.Object({ envGroupId: IdParam, serviceId: IdParam });
+const GroupName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
+const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
+const EnvVar = Type.Object({ key: Type.String(), value: Type.String() });
+const Meta = {
+  id: Type.String(), name: Type.String(), ownerId: Type.String(), environmentId: Type.Optional(Type.String()),
+  createdAt: Timestamp, updatedAt: Timestamp,
+  serviceLinks: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), type: Type.String() })),
+};
+const EnvGroupMeta = Type.Object(Meta, { title: 'envGroupMeta' });
+const EnvGroupBody = Type.Object({ ...Meta, envVars: Type.Array(EnvVar), secretFiles: Type.Array(Type.Unknown()) }, { title: 'envGroup' });
+const date = (v: string | undefined) => (v ? new Date(v) : undefined);
+
+/** Env groups (Render's routes, plus PUT …/env-vars to replace the set). */
+export function envGroupRoutes(deps: HttpDeps) {
+  const { guard, envGroups } = deps;
+  async function load(req: FastifyRequest, id: string) {
+    const group = await envGroups.get(id);
+    await guard.resource(req, group.workspaceId, 'env group');
+    req.auditInfo.target = group.id;
+    return group;
+  }
+  /** Changes to a group's variables or links bump its updatedAt and answer the whole group. */
+  const changed = async (group: Awaited<ReturnType<typeof load>>) => envGroups.body((await envGroups.touch(group)) ?? group);
+
+  return [
+    defineRoute({
+      method: 'POST', url: '/v1/env-groups', summary: 'Create an env group (optionally linked to services)', tags: ['Env groups'],
+      access: 'developer', audit: 'CreateEnvGroupEvent',
+      schema: {
+        body: Type.Object({
+          name: GroupName, ownerId: Type.Optional(Type.String({ maxLength: 64 })), envVars: EnvVarInputArray,
+          serviceIds: Type.Optional(Type.Array(IdParam, { maxItems: 100 })), environmentId: Type.Optional(Type.String({ maxLength: 64 })),
+        }),
+        response: { 201: EnvGroupBody },
+      },
+      handler: async (req, reply) => {
+        const { workspaceId } = await guard.context(req, req.body.ownerId);
+        const group = await envGroups.create(workspaceId, req.body);
+        req.auditInfo.target = group.id;
+        return reply.code(201).send(await envGroups.body(group));
+      },
+    }),
+    defineRoute({
+      method: 'GET', url: '/v1/env-groups', summary: 'List env groups, newest first (Render: a bare array of envGroupMeta)', tags: ['Env groups'],
+      access: 'viewer',
+      schema: {
+        querystring: Type.Object({
+          ownerId: StringList, name: StringList, environmentId: StringList,
+          createdBefore: Type.Optional(Timestamp), createdAfter: Type.Optional(Timestamp), updatedBefore: Type.Optional(Timestamp), updatedAfter: Type.Optional(Timestamp),
+          ...ListQuery,
+        }),
+        response: { 200: Type.Array(EnvGroupMeta) },
+      },
+      handler: async (req) => {
+        const q = req.query;
+        const workspaceIds = q.ownerId?.length
+          ? await Promise.all(q.ownerId.map(async (id) => (await guard.context(req, id)).workspaceId))
+          : principalOf(req).kind === 'operator' ? undefined : [(await guard.context(req, undefined)).workspaceId];
+        const rows = await envGroups.list({
+          workspaceIds, name: q.name, environmentId: q.environmentId,
+          createdAfter: date(q.createdAfter), createdBefore: date(q.createdBefore), updatedAfter: date(q.updatedAfter), updatedBefore: date(q.updatedBefore),
+          beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
+        });
+        return Promise.all(rows.map(async (g) => { const { envVars: _v, secretFiles: _s, ...meta } = await envGroups.body(g); return meta; }));
+      },
+    }),
+    defineRoute({
+      method: 'GET', url: '/v1/env-groups/:envGroupId', summary: 'Retrieve an env group with its variables (developers and up)', tags: ['Env groups'],
+      access: 'developer',
+      schema: { params: GroupParams, response: { 200: EnvGroupBody } },
+      handler: async (req) => envGroups.body(await load(req, req.params.envGroupId)),
+    }),
+    defineRoute({
+      method: 'PATCH', url: '/v1/env-groups/:envGroupId', summary: 'Rename an env group', tags: ['Env groups'],
+      access: 'developer', audit: 'UpdateEnvGroupEvent',
+      schema: { params: GroupParams, body: Type.Object({ name: GroupName }), response: { 200: EnvGroupBody } },
+      handler: async (req) => envGroups.body(await envGroups.rename(await load(req, req.params.envGroupId), req.body.name)),
+    }),
+    defineRoute({
+      method: 'DELETE', url: '/v1/env-groups/:envGroupId', summary: 'Delete an env group (unlinks it from its services)', tags: ['Env groups'],
+      access: 'developer', audit: 'DeleteEnvGroupEvent',
+      schema: { params: GroupParams, response: { 204: NoContent } },
+      handler: async (req, reply) => {
+        await envGroups.remove(await load(req, req.params.envGroupId));
+        return reply.code(204).send(null);
+      },
+    }),
+    defineRoute({
+      method: 'PUT', url: '/v1/env-groups/:envGroupId/env-vars', summary: 'Replace all of an env group\'s variables', tags: ['Env groups'],
+      access: 'developer', audit: 'UpdateEnvGroupEvent',
+      schema: { params: GroupParams, body: EnvVarInputArray, response: { 200: EnvGroupBody } },
+      handler: async (req) => {
+        const group = await load(req, req.params.envGroupId);
+        await envGroups.vars.replace(group.id, req.body);
+        return changed(group);
+      },
+    }),
+    defineRoute({
+      method: 'GET', url: '/v1/env-groups/:envGroupId/env-vars/:envVarKey', summary: 'Retrieve one variable of an env group', tags: ['Env groups'],
+      access: 'developer',
+      schema: { params: KeyParams, response: { 200: EnvVar } },
+      handler: async (req) => envGroups.vars.get((await load(req, req.params.envGroupId)).id, req.params.envVarKey),
+    }),
+    defineRoute({
+      method: 'PUT', url: '/v1/env-groups/:envGroupId/env-vars/:envVarKey', summary: 'Add or update one variable of an env group', tags: ['Env groups'],
+      access: 'developer', audit: 'UpdateEnvGroupEvent',
+      schema: {
+        params: KeyParams,
+        body: Type.Union([Type.Object({ value: Type.String({ maxLength: 65536 }) }), Type.Object({ generateValue: Type.Boolean() })]),
+        response: { 200: EnvGroupBody },
+      },
+      handler: async (req) => {
+        const group = await load(req, req.params.envGroupId);
+        await envGroups.vars.put(group.id, { key: req.params.envVarKey, ...req.body } as Parameters<typeof envGroups.vars.put>[1]);
+        return changed(group);
+      },
+    }),
+    defineRoute({
+      method: 'DELETE', url: '/v1/env-groups/:envGroupId/env-vars/:envVarKey', summary: 'Delete one variable of an env group', tags: ['Env groups'],
+      access: 'developer', audit: 'UpdateEnvGroupEvent',
+      schema: { params: KeyParams, response: { 204: NoContent } },
+      handler: async (req, reply) => {
+        const group = await load(req, req.params.envGroupId);
+        await envGroups.vars.delete(group.id, req.params.envVarKey);
+        await envGroups.touch(group);
+        return reply.code(204).send(null);
+      },
+    }),
+    defineRoute({
+      method: 'POST', url: '/v1/env-groups/:envGroupId/services/:serviceId', summary: 'Link an env group to a service (applies on its next deploy or restart)', tags: ['Env groups'],
+      access: 'developer', audit: 'LinkEnvGroupEvent',
+      schema: { params: LinkParams, response: { 200: EnvGroupBody } },
+      handler: async (req) => {
+        const group = await load(req, req.params.envGroupId);
+        await envGroups.link(group, req.params.serviceId);
+        return changed(group);
+      },
+    }),
+    defineRoute({
+      method: 'DELETE', url: '/v1/env-groups/:envGroupId/services/:serviceId', summary: 'Unlink an env group from a service', tags: ['Env groups'],
+      access: 'developer', audit: 'UnlinkEnvGroupEvent',
+      schema: { params: LinkParams, response: { 204: NoContent } },
+      handler: async (req, reply) => {
+        const group = await load(req, req.params.envGroupId);
+        await envGroups.unlink(group, req.params.serviceId);
+        await envGroups.touch(group);
+        return reply.code(204).send(null);
+      },
+    }),
+  ];
+}
