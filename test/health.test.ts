@@ -110,6 +110,9 @@ describe('health while Postgres is unreachable', () => {
       { name: 'store', status: 'down' },
       { name: 'queue', status: 'down' },
     ]);
+    // Long enough for the background loops (crash supervisor, cron; every 200 ms here) to hit
+    // the outage: they must log and retry, never leave an unhandled rejection that ends the process.
+    await sleep(1000);
 
     await comeBack();
     const up = await pollHealth(api, 200, 10_000);

@@ -67,7 +67,12 @@ export function createCronRunner(deps: {
 
   async function tick() {
     const now = new Date();
-    const jobs = (await repos.services.listRunnable()).filter((s) => s.type === 'cron_job');
+    // A store outage must not become an unhandled rejection (it would end the process): log it, retry next tick.
+    const runnable = await repos.services.listRunnable().catch((err: Error) => {
+      log.error({ err: err.message }, 'cron: cannot read services');
+      return [];
+    });
+    const jobs = runnable.filter((s) => s.type === 'cron_job');
     for (const id of [...due.keys(), ...running.keys()]) {
       if (!jobs.some((s) => s.id === id)) {
         due.delete(id);

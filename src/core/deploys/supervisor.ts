@@ -76,7 +76,12 @@ export function createSupervisor(deps: {
   }
 
   async function check() {
-    for (const service of await repos.services.listRunnable()) {
+    // A store outage must not become an unhandled rejection (it would end the process): log it, retry next tick.
+    const runnable = await repos.services.listRunnable().catch((err: Error) => {
+      log.error({ err: err.message }, 'supervisor: cannot read services');
+      return [];
+    });
+    for (const service of runnable) {
       await checkService(service).catch((err: Error) => log.error({ serviceId: service.id, err: err.message }, 'supervisor check failed'));
     }
   }
