@@ -132,4 +132,11 @@ describe('the deploy lifecycle', () => {
     expect(rows).toEqual([]);
     expect(readdirSync(path.join(t.server.dataDir, 'services', service.id, 'sources', '.incoming'))).toEqual([]);
   });
+
+  it('refuses a build that points publishPath outside the source with a symlink', async () => {
+    const owner = await signUp(t.api);
+    const { deploy } = await deployFixture(t.api, owner, 'static-site', { type: 'static_site', serviceDetails: { publishPath: 'site', buildCommand: 'ln -s / site' } });
+    expect(deploy.status).toBe('build_failed');
+    expect(deploy.failureReason).toMatch(/publishPath "site" leads outside the source/);
+  });
 });

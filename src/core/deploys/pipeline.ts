@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { extractArchive } from '../../lib/archive.js';
 import { run } from '../../lib/exec.js';
@@ -22,6 +22,22 @@ export class DeployFailure extends Error {
 }
 
 const OUTPUT_TAIL = 64 * 1024;
+
+/**
+ * `dir` exists and really lies inside `root`, symlinks resolved: a repo or a build could
+ * otherwise point rootDir or publishPath at the data dir or `/` (the build would be handed
+ * it, or the router would serve it).
+ */
+function checkInside(root: string, dir: string, what: string) {
+  let real: string;
+  try {
+    real = realpathSync(dir);
+  } catch {
+    throw new DeployFailure('build_failed', `${what} is not in the source`);
+  }
+  const realRoot = realpathSync(root);
+  if (real !== realRoot && !real.startsWith(realRoot + path.sep)) throw new DeployFailure('build_failed', `${what} leads outside the source (a symlink?)`);
+}
 
 /** Fetch and build (DESIGN.md §7 "Build"): fills the deploy's artifact dir and picks its start command. */
 export function createBuilder(deps: { repo: DeployRepo; runtime: Runtime; layout: Layout; limits: PipelineLimits; buildEnv(service: ServiceRow, deploy: DeployRow): Promise<Record<string, string>> }) {
@@ -56,7 +72,7 @@ export function createBuilder(deps: { repo: DeployRepo; runtime: Runtime; layout
     const commit = await fetchSource(service, deploy, dir, signal);
     if (!existsSync(dir)) mkdirSync(dir, { recursive: true });
     const workDir = path.join(dir, service.rootDir);
-    if (!existsSync(workDir)) throw new DeployFailure('build_failed', `rootDir "${service.rootDir}" is not in the source`);
+    checkInside(dir, workDir, `rootDir "${service.rootDir}"`);
 
     const command = buildCommandFor(workDir, details);
     let output = '';
@@ -73,8 +89,9 @@ export function createBuilder(deps: { repo: DeployRepo; runtime: Runtime; layout
       if (result.timedOut) throw new DeployFailure('build_failed', `the build did not finish within ${Math.round(limits.buildTimeoutMs / 1000)} s`);
       if (result.exitCode !== 0) throw new DeployFailure('build_failed', `the build command exited with ${result.exitCode ?? result.signal}`);
     }
+    checkInside(dir, workDir, `rootDir "${service.rootDir}"`); // the build may have replaced it
     if (service.type === 'static_site') {
-      if (!existsSync(path.join(workDir, details.publishPath))) throw new DeployFailure('build_failed', `publishPath "${details.publishPath}" does not exist after the build`);
+      checkInside(dir, path.join(workDir, details.publishPath), `publishPath "${details.publishPath}"`);
       return { commit };
     }
     const startCommand = startCommandFor(workDir, details);
