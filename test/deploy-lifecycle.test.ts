@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { deployFixture, finished, packFixture, processesOf, upload, viaRouter } from './helpers/apps.js';
@@ -138,5 +138,30 @@ describe('the deploy lifecycle', () => {
     const { deploy } = await deployFixture(t.api, owner, 'static-site', { type: 'static_site', serviceDetails: { publishPath: 'site', buildCommand: 'ln -s / site' } });
     expect(deploy.status).toBe('build_failed');
     expect(deploy.failureReason).toMatch(/publishPath "site" leads outside the source/);
+  });
+
+  it('deleting a service mid-build cancels its queue and leaves no process, route or file', async () => {
+    const owner = await signUp(t.api);
+    const { service } = await deployFixture(t.api, owner, 'node-web');
+    await t.api.patch(`/v1/services/${service.id}`, { serviceDetails: { envSpecificDetails: { buildCommand: 'sleep 2' } } }, owner);
+    const building = await trigger(owner, service.id);
+    const queued = await trigger(owner, service.id);
+    await waitFor('the build to start', async () => (await t.api.get(`/v1/services/${service.id}/deploys/${building.id}`, owner)).body.status === 'build_in_progress');
+    expect(queued.status).toBe('created');
+    expect((await t.api.delete(`/v1/services/${service.id}`, owner)).status).toBe(204);
+    await new Promise((r) => setTimeout(r, 2500)); // longer than the build would have taken
+    expect(processesOf(service.id)).toEqual([]);
+    expect((await router(service.slug)).status).toBe(404);
+    expect(existsSync(path.join(t.server.dataDir, 'services', service.id))).toBe(false);
+  });
+
+  it('rolls back only to a deploy that went live', async () => {
+    const owner = await signUp(t.api);
+    const { service } = await deployFixture(t.api, owner, 'node-web');
+    const broken = await upload(t.api, owner, service.id, await packFixture('crash-on-start'));
+    expect((await finished(t.api, owner, service.id, broken.body.deployId)).status).toBe('update_failed');
+    const res = await t.api.post(`/v1/services/${service.id}/rollback`, { deployId: broken.body.deployId }, owner);
+    expect(res.status).toBe(409);
+    expect(res.body.message).toMatch(/update_failed/);
   });
 });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { Repos } from '../../store/repos/index.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
@@ -10,6 +10,7 @@ import type { Instances, Release } from './instances.js';
 interface Run {
   row: InstanceRow;
   exitCodeFile: string;
+  instanceDir: string;
 }
 
 /**
@@ -39,6 +40,7 @@ export function createCronRunner(deps: {
       code = undefined; // killed before it could write its status
     }
     await instances.stop([run.row], 0);
+    rmSync(run.instanceDir, { recursive: true, force: true }); // one dir per run would pile up
     const status = code === 0 ? 'successful' : 'unsuccessful';
     await events.record({
       workspaceId: service.workspaceId, serviceId: service.id, deployId: run.row.deployId, type: 'cron_job_run_ended',

@@ -17,6 +17,8 @@ import type { Layout } from './layout.js';
 import { createBuilder, DeployFailure, type PipelineLimits } from './pipeline.js';
 import type { RouteTable } from './route-table.js';
 import { createCronRunner } from './cron.js';
+import { createGarbageCollector } from './gc.js';
+import { createServiceLocks } from './service-lock.js';
 import { createSupervisor } from './supervisor.js';
 
 export interface EngineDeps {
@@ -46,6 +48,9 @@ export function createDeployEngine(deps: EngineDeps) {
   const current = new Map<string, { deployId: string; abort: AbortController }>();
   const loops = new Map<string, { dirty: boolean }>();
   const stopping = new Set<string>();
+  const removing = new Set<string>();
+  const withServiceLock = createServiceLocks();
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   const artifactOwner = (d: DeployRow) => d.artifactOf ?? d.id;
   const releaseOf = (service: ServiceRow, deploy: DeployRow): Release => ({
@@ -77,24 +82,36 @@ export function createDeployEngine(deps: EngineDeps) {
   }
   const graceOf = (service: ServiceRow) => (service.details as ServiceDetails).maxShutdownDelaySeconds * 1000;
 
-  /** Starts the release's instances, switches traffic to them, then drains and stops the others. */
-  async function rollOver(service: ServiceRow, release: Release, signal: AbortSignal | undefined, switchPointer: () => Promise<ServiceRow>) {
-    const needsProcesses = service.type !== 'static_site' && service.type !== 'cron_job';
-    const before = await instances.active({ serviceId: service.id });
-    const started = needsProcesses && !service.suspenders.includes('user')
-      ? await instances.start(release, (service.details as ServiceDetails).numInstances, signal).catch((err: Error) => {
-          throw new DeployFailure('update_failed', `instances did not become healthy: ${err.message}`);
-        })
-      : [];
-    if (signal?.aborted) {
-      await stopInstances(started, 1000);
-      throw new DeployFailure('canceled', 'canceled before going live');
-    }
-    const switched = await switchPointer();
-    before.forEach((r) => stopping.add(r.id)); // out of the route before they are stopped
-    await refreshRoute(switched);
-    drain(stopInstances(before, graceOf(service)));
-    return switched;
+  /**
+   * Starts the release's instances, switches traffic to them, then drains and stops the others.
+   * Under the service's lock, on the service as it is now (`deploy` undefined: its live deploy).
+   */
+  function rollOver(serviceId: string, deploy: DeployRow | undefined, signal: AbortSignal | undefined, switchPointer: (s: ServiceRow) => Promise<ServiceRow>) {
+    return withServiceLock(serviceId, async () => {
+      const service = await repos.services.get(serviceId);
+      if (!service || removing.has(serviceId)) throw new DeployFailure('canceled', 'the service was deleted');
+      const release = deploy ?? (service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined);
+      if (!release) throw conflict('the service has no live deploy');
+      const needsProcesses = service.type !== 'static_site' && service.type !== 'cron_job';
+      const before = await instances.active({ serviceId });
+      const started = needsProcesses && !service.suspenders.includes('user')
+        ? await instances.start(releaseOf(service, release), (service.details as ServiceDetails).numInstances, signal).catch((err: Error) => {
+            throw new DeployFailure('update_failed', `instances did not become healthy: ${err.message}`);
+          })
+        : [];
+      let switched: ServiceRow;
+      try {
+        if (signal?.aborted) throw new DeployFailure('canceled', 'canceled before going live');
+        switched = await switchPointer(service);
+      } catch (err) {
+        await stopInstances(started, 1000);
+        throw err;
+      }
+      before.forEach((r) => stopping.add(r.id)); // out of the route before they are stopped
+      await refreshRoute(switched);
+      drain(stopInstances(before, graceOf(service)));
+      return switched;
+    });
   }
 
   // Old instances drain (SIGTERM, up to maxShutdownDelaySeconds) after the switch, off the
@@ -105,13 +122,15 @@ export function createDeployEngine(deps: EngineDeps) {
     draining.add(tracked);
   }
 
-  async function goLive(service: ServiceRow, deploy: DeployRow, signal: AbortSignal) {
-    await rollOver(service, releaseOf(service, deploy), signal, () =>
+  async function goLive(serviceId: string, deploy: DeployRow, signal: AbortSignal) {
+    await rollOver(serviceId, deploy, signal, (service) =>
       deps.transact(async (tx) => {
         const live = await tx.deploys.transition(deploy.id, ['update_in_progress'], 'live');
         if (!live) throw new DeployFailure('canceled', 'canceled before going live');
         if (service.liveDeployId && service.liveDeployId !== deploy.id) await tx.deploys.transition(service.liveDeployId, ['live'], 'deactivated');
-        return (await tx.services.update(service.id, { liveDeployId: deploy.id }))!;
+        // A healthy new deploy ends a crash loop.
+        const suspenders = service.suspenders.filter((s) => s !== 'stuck_crashlooping');
+        return (await tx.services.update(service.id, { liveDeployId: deploy.id, suspenders }))!;
       }),
     );
   }
@@ -121,9 +140,12 @@ export function createDeployEngine(deps: EngineDeps) {
     current.set(serviceId, { deployId: deploy.id, abort });
     const emit = (type: string, details?: Record<string, unknown>) =>
       events.record({ workspaceId: service.workspaceId, serviceId, deployId: deploy.id, type, details });
-    let service = (await repos.services.get(serviceId))!;
+    let service!: ServiceRow;
     let phase: DeployStatus = 'build_failed';
     try {
+      const found = await repos.services.get(serviceId);
+      if (!found) return;
+      service = found;
       if (!deploy.artifactOf) {
         if (!(await repos.deploys.transition(deploy.id, PENDING, 'build_in_progress', { startedAt: new Date() }))) return;
         await emit('build_started');
@@ -146,15 +168,16 @@ export function createDeployEngine(deps: EngineDeps) {
       phase = 'update_failed';
       const from: DeployStatus[] = deploy.artifactOf ? PENDING : ['build_in_progress', 'pre_deploy_in_progress'];
       if (!(await repos.deploys.transition(deploy.id, from, 'update_in_progress', deploy.startedAt ? {} : { startedAt: new Date() }))) return;
-      service = (await repos.services.get(serviceId))!;
-      await goLive(service, deploy, abort.signal);
+      await goLive(serviceId, deploy, abort.signal);
       await emit('deploy_ended', { status: 'live' });
       await collectGarbage(serviceId);
     } catch (err) {
-      const failure = err instanceof DeployFailure ? err : new DeployFailure(abort.signal.aborted ? 'canceled' : phase, (err as Error).message);
+      const failure = abort.signal.aborted
+        ? new DeployFailure('canceled', 'canceled')
+        : err instanceof DeployFailure ? err : new DeployFailure(phase, (err as Error).message);
       log.warn({ serviceId, deployId: deploy.id, status: failure.status, reason: failure.message }, 'deploy failed');
       await repos.deploys.transition(deploy.id, [...PENDING, ...IN_PROGRESS], failure.status, { failureReason: failure.message });
-      await emit('deploy_ended', { status: failure.status, reason: failure.message });
+      if (service) await emit('deploy_ended', { status: failure.status, reason: failure.message });
     } finally {
       current.delete(serviceId);
     }
@@ -167,7 +190,7 @@ export function createDeployEngine(deps: EngineDeps) {
     const state = { dirty: true };
     loops.set(serviceId, state);
     void (async () => {
-      while (state.dirty) {
+      while (state.dirty && !removing.has(serviceId)) {
         state.dirty = false;
         const pending = await repos.deploys.inStatus(PENDING, serviceId);
         const newest = pending.pop();
@@ -178,29 +201,17 @@ export function createDeployEngine(deps: EngineDeps) {
         }
       }
     })()
-      .catch((err) => log.error({ err, serviceId }, 'deploy loop failed'))
+      .catch((err) => {
+        log.error({ err, serviceId }, 'deploy loop failed; retrying in a second');
+        setTimeout(() => removing.has(serviceId) || kick(serviceId), 1000).unref();
+      })
       .finally(() => loops.delete(serviceId));
   }
 
-  async function collectGarbage(serviceId: string) {
-    const service = await repos.services.get(serviceId);
-    if (!service) return;
-    const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
-    const keep = live ? [artifactOwner(live)] : [];
-    const owners = (await repos.deploys.withArtifacts(serviceId, keep)).filter((d) => !d.artifactOf && !PENDING.includes(d.status) && !IN_PROGRESS.includes(d.status));
-    for (const old of owners.slice(Math.max(0, deps.limits.keepArtifacts - keep.length))) {
-      rmSync(layout.artifactDir(serviceId, old.id), { recursive: true, force: true });
-      await repos.deploys.update(old.id, { artifactDeleted: true });
-    }
-    const sources = await repos.deploys.listSources(serviceId);
-    for (const source of sources.slice(deps.limits.keepArtifacts)) {
-      rmSync(layout.sourceFile(serviceId, source.id), { force: true });
-      await repos.deploys.deleteSource(source.id);
-    }
-  }
+  const collectGarbage = createGarbageCollector({ repos, layout, keep: deps.limits.keepArtifacts });
 
   const cron = createCronRunner({ repos, instances, events, log, releaseOf, intervalMs: Math.min(1000, deps.limits.crashCheckMs) });
-  const supervisor = createSupervisor({ repos, instances, events, log, releaseOf, refreshRoute, stopping, intervalMs: deps.limits.crashCheckMs, backoffMs: deps.limits.crashBackoffMs });
+  const supervisor = createSupervisor({ repos, instances, events, log, releaseOf, refreshRoute, stopping, withServiceLock, intervalMs: deps.limits.crashCheckMs, backoffMs: deps.limits.crashBackoffMs });
 
   const engine = {
     async trigger(service: ServiceRow, opts: { trigger: string; sourceId?: string; commitId?: string; clearCache?: boolean; artifactOf?: DeployRow }) {
@@ -221,7 +232,7 @@ export function createDeployEngine(deps: EngineDeps) {
     async rollback(service: ServiceRow, deployId: string) {
       const target = await repos.deploys.get(deployId);
       if (!target || target.serviceId !== service.id) throw notFound('deploy');
-      if (!target.startCommand && service.type !== 'static_site' && service.type !== 'cron_job') throw conflict('that deploy never built: nothing to roll back to');
+      if (target.status !== 'live' && target.status !== 'deactivated') throw conflict(`that deploy is ${target.status}: only a deploy that went live can be rolled back to`);
       const owner = target.artifactOf ? await repos.deploys.get(target.artifactOf) : target;
       if (!owner || owner.artifactDeleted) throw conflict('that deploy\'s artifact has been garbage-collected');
       return engine.trigger(service, { trigger: 'rollback', artifactOf: target });
@@ -232,7 +243,7 @@ export function createDeployEngine(deps: EngineDeps) {
       const running = current.get(deploy.serviceId);
       if (running?.deployId === deploy.id && IN_PROGRESS.includes((await repos.deploys.get(deploy.id))!.status)) {
         running.abort.abort();
-        await new Promise<void>((resolve) => { const t = setInterval(() => { if (current.get(deploy.serviceId)?.deployId !== deploy.id) { clearInterval(t); resolve(); } }, 50); });
+        for (let waited = 0; current.get(deploy.serviceId)?.deployId === deploy.id && waited < 30_000; waited += 50) await sleep(50);
         return (await repos.deploys.get(deploy.id))!;
       }
       throw conflict(`the deploy is ${(await repos.deploys.get(deploy.id))!.status}: only queued or in-progress deploys can be canceled`);
@@ -241,34 +252,50 @@ export function createDeployEngine(deps: EngineDeps) {
     async restart(service: ServiceRow) {
       if (!service.liveDeployId) throw conflict('the service has no live deploy to restart');
       if (service.suspenders.includes('user')) throw conflict('the service is suspended: resume it first');
-      const live = (await repos.deploys.get(service.liveDeployId))!;
-      await rollOver(service, releaseOf(service, live), undefined, async () => service);
-      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: live.id, type: 'server_restarted', details: { triggeredByUser: null } });
+      await rollOver(service.id, undefined, undefined, async (fresh) => fresh);
+      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: service.liveDeployId, type: 'server_restarted', details: { triggeredByUser: null } });
     },
     async stopAll(service: ServiceRow) {
       current.get(service.id)?.abort.abort();
-      await refreshRoute(service);
-      await stopInstances(await instances.active({ serviceId: service.id }), graceOf(service));
+      await withServiceLock(service.id, async () => {
+        await refreshRoute(service);
+        await stopInstances(await instances.active({ serviceId: service.id }), graceOf(service));
+      });
     },
     async resume(service: ServiceRow) {
-      const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
-      if (live) await rollOver(service, releaseOf(service, live), undefined, async () => service);
+      if (service.liveDeployId) await rollOver(service.id, undefined, undefined, async (fresh) => fresh);
       else await refreshRoute(service);
     },
+    /** Cancels queued deploys, stops the running one and every instance, then removes the files. */
     async remove(service: ServiceRow) {
-      current.get(service.id)?.abort.abort();
-      routes.remove(service.slug);
-      await stopInstances(await instances.active({ serviceId: service.id }), Math.min(graceOf(service), 5000));
-      while (current.has(service.id)) await new Promise((r) => setTimeout(r, 50));
-      rmSync(layout.serviceDir(service.id), { recursive: true, force: true });
+      removing.add(service.id);
+      try {
+        for (const d of await repos.deploys.inStatus(PENDING, service.id)) await repos.deploys.transition(d.id, PENDING, 'canceled', { failureReason: 'the service was deleted' });
+        current.get(service.id)?.abort.abort();
+        while (loops.has(service.id)) await sleep(50);
+        routes.remove(service.slug);
+        await withServiceLock(service.id, async () => stopInstances(await instances.active({ serviceId: service.id }), Math.min(graceOf(service), 5000)));
+        await Promise.all(draining);
+        rmSync(layout.serviceDir(service.id), { recursive: true, force: true });
+      } finally {
+        removing.delete(service.id);
+      }
     },
     /** After a (re)start of Slipway: fail interrupted deploys, re-adopt live instances, resume queues. */
     async recover() {
       for (const d of await repos.deploys.inStatus(IN_PROGRESS)) {
         const status: DeployStatus = d.status === 'build_in_progress' ? 'build_failed' : d.status === 'pre_deploy_in_progress' ? 'pre_deploy_failed' : 'update_failed';
         await repos.deploys.transition(d.id, [d.status], status, { failureReason: 'interrupted: Slipway stopped while this deploy was running' });
-        await stopInstances(await instances.active({ deployId: d.id }), 1000);
       }
+      // Processes that should not be running: an old deploy's (its drain was cut short), the
+      // interrupted deploy's, half-started ones, cron runs cut off. The supervisor refills.
+      const strays: InstanceRow[] = [];
+      for (const row of await instances.active()) {
+        const service = await repos.services.get(row.serviceId);
+        const wanted = service && row.status === 'running' && row.deployId === service.liveDeployId && service.type !== 'cron_job' && !service.suspenders.includes('user');
+        if (!wanted) strays.push(row);
+      }
+      await stopInstances(strays, 1000);
       for (const service of await repos.services.listRunnable()) await refreshRoute(service);
       await supervisor.check();
       for (const d of await repos.deploys.inStatus(PENDING)) kick(d.serviceId);

@@ -79,7 +79,7 @@ export function createInstances(deps: { repo: InstanceRepo; runtime: Runtime; la
      * One run of a cron job: started like an instance, without a port or health check. Its exit
      * status is written to a file in the instance dir, since the process may outlive this Slipway.
      */
-    async runOnce(release: Release): Promise<{ row: InstanceRow; exitCodeFile: string }> {
+    async runOnce(release: Release): Promise<{ row: InstanceRow; exitCodeFile: string; instanceDir: string }> {
       const { service, deploy } = release;
       const id = `${service.id}-${randomBytes(4).toString('hex').slice(0, 5)}`;
       const instanceDir = layout.instanceDir(service.id, id);
@@ -96,7 +96,7 @@ export function createInstances(deps: { repo: InstanceRepo; runtime: Runtime; la
         limits: PLAN_LIMITS[(service.details as ServiceDetails).plan],
       });
       await repo.update(id, { pid: handle.pid, startTime: handle.startTime, startedAt: handle.startedAt, status: 'running' });
-      return { row: { ...row, pid: handle.pid, startTime: handle.startTime, status: 'running' }, exitCodeFile };
+      return { row: { ...row, pid: handle.pid, startTime: handle.startTime, status: 'running' }, exitCodeFile, instanceDir };
     },
     /** Replaces one crashed instance in place (same id, new process). */
     restart: (release: Release, row: InstanceRow) => startOne(release, undefined, row),

@@ -1,10 +1,10 @@
 import type { Repos } from '../../store/repos/index.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
-import type { InstanceRow } from '../../store/repos/instances.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { Events } from '../events.js';
 import type { ServiceDetails } from '../services/details.js';
 import type { Instances, Release } from './instances.js';
+import type { WithServiceLock } from './service-lock.js';
 
 /** Crashes within this window count towards `stuck_crashlooping`. */
 const CRASH_WINDOW_MS = 10 * 60_000;
@@ -24,29 +24,34 @@ export function createSupervisor(deps: {
   releaseOf(service: ServiceRow, deploy: DeployRow): Release;
   refreshRoute(service: ServiceRow): Promise<void>;
   stopping: Set<string>;
+  withServiceLock: WithServiceLock;
   intervalMs: number;
   backoffMs: number;
 }) {
   const { repos, instances, events, log } = deps;
   const crashes = new Map<string, number[]>(); // serviceId -> crash times
   const restartAt = new Map<string, number>(); // instanceId -> earliest restart time
+  const replaceAt = new Map<string, number>(); // serviceId -> earliest time to replace lost instances
   let timer: NodeJS.Timeout | undefined;
   let checking: Promise<void> | undefined;
 
-  async function crashed(service: ServiceRow, row: InstanceRow) {
+  /** Counts a crash (or a failed start) and returns when the next attempt may be made. */
+  async function crashed(service: ServiceRow, deployId: string, details: Record<string, unknown>): Promise<number> {
     const now = Date.now();
     const recent = [...(crashes.get(service.id) ?? []).filter((t) => now - t < CRASH_WINDOW_MS), now];
     crashes.set(service.id, recent);
-    restartAt.set(row.id, now + Math.min(MAX_BACKOFF_MS, deps.backoffMs * 2 ** (recent.length - 1)));
-    await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: row.deployId, type: 'server_failed', details: { instanceID: row.id, reason: { earlyExit: true }, restarts: row.restarts } });
+    await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId, type: 'server_failed', details });
     if (recent.length >= CRASHLOOP_THRESHOLD && !service.suspenders.includes('stuck_crashlooping')) {
       await repos.services.update(service.id, { suspenders: [...service.suspenders, 'stuck_crashlooping'] });
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_crashlooping', details: { crashes: recent.length } });
     }
+    return now + Math.min(MAX_BACKOFF_MS, deps.backoffMs * 2 ** (recent.length - 1));
   }
 
-  async function checkService(service: ServiceRow) {
-    if (!service.liveDeployId || service.suspenders.includes('user') || service.type === 'static_site' || service.type === 'cron_job') return;
+  async function checkService(serviceId: string) {
+    // Re-read under the lock: a deploy, restart or suspend may have just changed the service.
+    const service = await repos.services.get(serviceId);
+    if (!service?.liveDeployId || service.suspenders.includes('user') || service.type === 'static_site' || service.type === 'cron_job') return;
     const live = await repos.deploys.get(service.liveDeployId);
     if (!live) return;
     const rows = (await instances.active({ deployId: live.id })).filter((r) => !deps.stopping.has(r.id));
@@ -54,7 +59,7 @@ export function createSupervisor(deps: {
     for (const row of rows) {
       if (row.status !== 'running' || instances.isAlive(row)) continue;
       if (!restartAt.has(row.id)) {
-        await crashed(service, row);
+        restartAt.set(row.id, await crashed(service, row.deployId, { instanceID: row.id, reason: { earlyExit: true }, restarts: row.restarts }));
         changed = true;
       }
       if (Date.now() < restartAt.get(row.id)!) continue;
@@ -67,9 +72,13 @@ export function createSupervisor(deps: {
       changed = true;
     }
     // Instances lost for good (failed restarts, or gone while Slipway was down) are replaced.
+    // Failed replacements count as crashes and wait out the same backoff.
     const missing = (service.details as ServiceDetails).numInstances - (await instances.active({ deployId: live.id })).length;
-    if (missing > 0) {
-      await instances.start(deps.releaseOf(service, live), missing).catch((err: Error) => log.warn({ serviceId: service.id, err: err.message }, 'replacing lost instances failed'));
+    if (missing > 0 && Date.now() >= (replaceAt.get(service.id) ?? 0)) {
+      await instances.start(deps.releaseOf(service, live), missing).catch(async (err: Error) => {
+        log.warn({ serviceId: service.id, err: err.message }, 'replacing lost instances failed');
+        replaceAt.set(service.id, await crashed(service, live.id, { reason: { unhealthy: err.message } }));
+      });
       changed = true;
     }
     if (changed) await deps.refreshRoute((await repos.services.get(service.id)) ?? service);
@@ -82,7 +91,8 @@ export function createSupervisor(deps: {
       return [];
     });
     for (const service of runnable) {
-      await checkService(service).catch((err: Error) => log.error({ serviceId: service.id, err: err.message }, 'supervisor check failed'));
+      if (!service.liveDeployId || service.suspenders.includes('user') || service.type === 'static_site' || service.type === 'cron_job') continue;
+      await deps.withServiceLock(service.id, () => checkService(service.id)).catch((err: Error) => log.error({ serviceId: service.id, err: err.message }, 'supervisor check failed'));
     }
   }
 
