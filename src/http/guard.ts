@@ -23,6 +23,14 @@ export function createGuard(access: Access) {
       if (!workspaceId) throw badRequest('ownerId is required with the operator token');
       return workspace(request, workspaceId, 'workspace');
     },
+    /**
+     * The workspaces a list acts on: those named by `ownerId` (each checked), else the
+     * caller's default one; undefined (every workspace) for the operator without ownerId.
+     */
+    async listScope(request: FastifyRequest, ownerIds: string[] | undefined): Promise<string[] | undefined> {
+      if (ownerIds?.length) return Promise.all(ownerIds.map(async (id) => (await this.context(request, id)).workspaceId));
+      return principalOf(request).kind === 'operator' ? undefined : [(await this.context(request, undefined)).workspaceId];
+    },
     /** The workspace that owns an existing resource: 404 when the caller cannot see it. */
     resource: (request: FastifyRequest, workspaceId: string, what: string) => workspace(request, workspaceId, what),
   };

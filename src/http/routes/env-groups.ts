@@ -2,7 +2,6 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { decodeCursor } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
-import { principalOf } from '../guard.js';
 import { defineRoute } from '../route.js';
 import { DEFAULT_LIMIT, IdParam, ListQuery, NoContent, Timestamp } from '../schemas/common.js';
 import { EnvVarInputArray } from '../schemas/services.js';
@@ -65,9 +64,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       },
       handler: async (req) => {
         const q = req.query;
-        const workspaceIds = q.ownerId?.length
-          ? await Promise.all(q.ownerId.map(async (id) => (await guard.context(req, id)).workspaceId))
-          : principalOf(req).kind === 'operator' ? undefined : [(await guard.context(req, undefined)).workspaceId];
+        const workspaceIds = await guard.listScope(req, q.ownerId);
         const rows = await envGroups.list({
           workspaceIds, name: q.name, environmentId: q.environmentId,
           createdAfter: date(q.createdAfter), createdBefore: date(q.createdBefore), updatedAfter: date(q.updatedAfter), updatedBefore: date(q.updatedBefore),

@@ -3,7 +3,6 @@ import type { FastifyRequest } from 'fastify';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
 import { badRequest } from '../../lib/errors.js';
 import type { HttpDeps } from '../deps.js';
-import { principalOf } from '../guard.js';
 import { defineRoute } from '../route.js';
 import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, NoContent, Timestamp } from '../schemas/common.js';
 import { ServiceBody, serviceBody, ServicePATCH, ServicePOST } from '../schemas/services.js';
@@ -54,11 +53,7 @@ export function serviceRoutes(deps: HttpDeps) {
       },
       handler: async (req) => {
         const q = req.query;
-        const p = principalOf(req);
-        // Without ownerId: the caller's default workspace (the operator sees every workspace).
-        const workspaceIds = q.ownerId?.length
-          ? await Promise.all(q.ownerId.map(async (id) => (await guard.context(req, id)).workspaceId))
-          : p.kind === 'operator' ? undefined : [(await guard.context(req, undefined)).workspaceId];
+        const workspaceIds = await guard.listScope(req, q.ownerId);
         if (q.createdAfter && q.createdBefore && q.createdAfter > q.createdBefore) throw badRequest('createdAfter must not be after createdBefore');
         const rows = await services.list({
           workspaceIds, name: q.name, type: q.type, environmentId: q.environmentId, suspended: q.suspended,

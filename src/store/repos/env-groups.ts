@@ -1,20 +1,14 @@
 import { and, asc, desc, eq, inArray, lt } from 'drizzle-orm';
 import type { Db } from '../db.js';
 import { envGroupLinks, envGroups, services } from '../schema.js';
-import { within } from './filters.js';
+import { within, type ListWindow } from './filters.js';
 
 export type EnvGroupRow = typeof envGroups.$inferSelect;
 
-export interface EnvGroupQuery {
+export interface EnvGroupQuery extends ListWindow {
   workspaceIds?: string[];
   name?: string[];
   environmentId?: string[];
-  createdAfter?: Date;
-  createdBefore?: Date;
-  updatedAfter?: Date;
-  updatedBefore?: Date;
-  beforeId?: string;
-  limit: number;
 }
 
 export function createEnvGroupRepo(db: Db) {

@@ -1,23 +1,17 @@
 import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
 import { services } from '../schema.js';
-import { within } from './filters.js';
+import { within, type ListWindow } from './filters.js';
 
 export type ServiceRow = typeof services.$inferSelect;
 export type ServiceInsert = typeof services.$inferInsert;
 
-export interface ServiceQuery {
+export interface ServiceQuery extends ListWindow {
   workspaceIds?: string[];
   name?: string[];
   type?: string[];
   suspended?: Array<'suspended' | 'not_suspended'>;
   environmentId?: string[];
-  createdAfter?: Date;
-  createdBefore?: Date;
-  updatedAfter?: Date;
-  updatedBefore?: Date;
-  beforeId?: string;
-  limit: number;
 }
 
 export function createServiceRepo(db: Db) {
