@@ -164,4 +164,19 @@ describe('the deploy lifecycle', () => {
     expect(res.status).toBe(409);
     expect(res.body.message).toMatch(/update_failed/);
   });
+
+  it('applies a new numInstances to the running deploy: extras stop, missing ones start', async () => {
+    const owner = await signUp(t.api);
+    const { service } = await deployFixture(t.api, owner, 'node-web', { serviceDetails: { runtime: 'node', numInstances: 2 } });
+    const instancesSeen = async (n: number) => {
+      const ids = new Set<string>();
+      for (let i = 0; i < n; i++) ids.add((await router(service.slug)).json().instance);
+      return ids.size;
+    };
+    expect(await instancesSeen(6)).toBe(2);
+    await t.api.patch(`/v1/services/${service.id}`, { serviceDetails: { numInstances: 1 } }, owner);
+    await waitFor('one instance left', async () => (await instancesSeen(4)) === 1, 10_000, 200);
+    await t.api.patch(`/v1/services/${service.id}`, { serviceDetails: { numInstances: 3 } }, owner);
+    await waitFor('three instances serving', async () => (await instancesSeen(9)) === 3, 10_000, 200);
+  });
 });

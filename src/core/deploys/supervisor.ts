@@ -72,8 +72,18 @@ export function createSupervisor(deps: {
       changed = true;
     }
     // Instances lost for good (failed restarts, or gone while Slipway was down) are replaced.
-    // Failed replacements count as crashes and wait out the same backoff.
-    const missing = (service.details as ServiceDetails).numInstances - (await instances.active({ deployId: live.id })).length;
+    // Failed replacements count as crashes and wait out the same backoff; extras (from a
+    // crash at an odd moment, or numInstances lowered) are stopped, newest first.
+    const active = await instances.active({ deployId: live.id });
+    const wanted = (service.details as ServiceDetails).numInstances;
+    if (active.length > wanted) {
+      const extras = active.filter((r) => !deps.stopping.has(r.id)).sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0)).slice(0, active.length - wanted);
+      extras.forEach((r) => deps.stopping.add(r.id));
+      await deps.refreshRoute(service);
+      await instances.stop(extras, (service.details as ServiceDetails).maxShutdownDelaySeconds * 1000).finally(() => extras.forEach((r) => deps.stopping.delete(r.id)));
+      changed = true;
+    }
+    const missing = wanted - active.length;
     if (missing > 0 && Date.now() >= (replaceAt.get(service.id) ?? 0)) {
       await instances.start(deps.releaseOf(service, live), missing).catch(async (err: Error) => {
         log.warn({ serviceId: service.id, err: err.message }, 'replacing lost instances failed');

@@ -70,7 +70,7 @@ export function serviceRoutes(deps: HttpDeps) {
       handler: async (req) => body(await load(req, req.params.serviceId)),
     }),
     defineRoute({
-      method: 'PATCH', url: '/v1/services/:serviceId', summary: 'Update a service (takes effect on the next deploy)', tags: ['Services'],
+      method: 'PATCH', url: '/v1/services/:serviceId', summary: 'Update a service (numInstances applies at once; commands and the rest on the next deploy)', tags: ['Services'],
       access: 'developer', audit: 'UpdateServiceNameEvent',
       schema: { params: ServiceParams, body: ServicePATCH, response: { 200: ServiceBody } },
       handler: async (req) => body(await services.update(await load(req, req.params.serviceId), req.body)),
