@@ -23,6 +23,8 @@ export function createCronRunner(deps: {
   events: Events;
   log: { warn(o: object, m?: string): void; error(o: object, m?: string): void };
   releaseOf(service: ServiceRow, deploy: DeployRow): Release;
+  /** Services being deleted: no new runs. */
+  removing: Set<string>;
   intervalMs: number;
 }) {
   const { repos, instances, events, log } = deps;
@@ -59,7 +61,7 @@ export function createCronRunner(deps: {
     }
     if (now < next.at) return;
     due.set(service.id, { schedule, at: nextCronRun(schedule, now) });
-    if (running.has(service.id) || service.suspenders.length || !service.liveDeployId) return;
+    if (running.has(service.id) || service.suspenders.length || !service.liveDeployId || deps.removing.has(service.id)) return;
     const live = await repos.deploys.get(service.liveDeployId);
     if (!live) return;
     const run = await instances.runOnce(deps.releaseOf(service, live));

@@ -59,6 +59,7 @@ export function createDeployEngine(deps: EngineDeps) {
   });
 
   async function refreshRoute(service: ServiceRow) {
+    if (removing.has(service.id)) return void routes.remove(service.slug);
     const details = service.details as ServiceDetails;
     if (service.suspenders.includes('user')) return routes.setSuspended(service.slug, service.id);
     const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
@@ -210,8 +211,8 @@ export function createDeployEngine(deps: EngineDeps) {
 
   const collectGarbage = createGarbageCollector({ repos, layout, keep: deps.limits.keepArtifacts });
 
-  const cron = createCronRunner({ repos, instances, events, log, releaseOf, intervalMs: Math.min(1000, deps.limits.crashCheckMs) });
-  const supervisor = createSupervisor({ repos, instances, events, log, releaseOf, refreshRoute, stopping, withServiceLock, intervalMs: deps.limits.crashCheckMs, backoffMs: deps.limits.crashBackoffMs });
+  const cron = createCronRunner({ repos, instances, events, log, releaseOf, removing, intervalMs: Math.min(1000, deps.limits.crashCheckMs) });
+  const supervisor = createSupervisor({ repos, instances, events, log, releaseOf, refreshRoute, stopping, removing, withServiceLock, intervalMs: deps.limits.crashCheckMs, backoffMs: deps.limits.crashBackoffMs });
 
   const engine = {
     async trigger(service: ServiceRow, opts: { trigger: string; sourceId?: string; commitId?: string; clearCache?: boolean; artifactOf?: DeployRow }) {
@@ -266,19 +267,26 @@ export function createDeployEngine(deps: EngineDeps) {
       if (service.liveDeployId) await rollOver(service.id, undefined, undefined, async (fresh) => fresh);
       else await refreshRoute(service);
     },
-    /** Cancels queued deploys, stops the running one and every instance, then removes the files. */
+    /**
+     * Cancels queued deploys, stops the running one and every instance, then removes the files.
+     * The id stays in `removing` for good (ids are never reused): nothing may touch the service
+     * again, not even a supervisor pass racing the deletion of its row.
+     */
     async remove(service: ServiceRow) {
       removing.add(service.id);
       try {
         for (const d of await repos.deploys.inStatus(PENDING, service.id)) await repos.deploys.transition(d.id, PENDING, 'canceled', { failureReason: 'the service was deleted' });
         current.get(service.id)?.abort.abort();
         while (loops.has(service.id)) await sleep(50);
-        routes.remove(service.slug);
-        await withServiceLock(service.id, async () => stopInstances(await instances.active({ serviceId: service.id }), Math.min(graceOf(service), 5000)));
+        await withServiceLock(service.id, async () => {
+          routes.remove(service.slug);
+          await stopInstances(await instances.active({ serviceId: service.id }), Math.min(graceOf(service), 5000));
+        });
         await Promise.all(draining);
         rmSync(layout.serviceDir(service.id), { recursive: true, force: true });
-      } finally {
-        removing.delete(service.id);
+      } catch (err) {
+        removing.delete(service.id); // the delete failed: the service lives on
+        throw err;
       }
     },
     /** After a (re)start of Slipway: fail interrupted deploys, re-adopt live instances, resume queues. */

@@ -24,6 +24,8 @@ export function createSupervisor(deps: {
   releaseOf(service: ServiceRow, deploy: DeployRow): Release;
   refreshRoute(service: ServiceRow): Promise<void>;
   stopping: Set<string>;
+  /** Services being deleted: left alone. */
+  removing: Set<string>;
   withServiceLock: WithServiceLock;
   intervalMs: number;
   backoffMs: number;
@@ -51,7 +53,7 @@ export function createSupervisor(deps: {
   async function checkService(serviceId: string) {
     // Re-read under the lock: a deploy, restart or suspend may have just changed the service.
     const service = await repos.services.get(serviceId);
-    if (!service?.liveDeployId || service.suspenders.includes('user') || service.type === 'static_site' || service.type === 'cron_job') return;
+    if (!service?.liveDeployId || deps.removing.has(serviceId) || service.suspenders.includes('user') || service.type === 'static_site' || service.type === 'cron_job') return;
     const live = await repos.deploys.get(service.liveDeployId);
     if (!live) return;
     const rows = (await instances.active({ deployId: live.id })).filter((r) => !deps.stopping.has(r.id));
