@@ -144,6 +144,9 @@ describe('deploys of uploaded archives', () => {
     let stop = false;
     let ok = 0;
     const failures: string[] = [];
+    const before = new Set<string>();
+    for (let i = 0; i < 4; i++) before.add((await router(service.slug)).json().instance);
+    expect(before.size).toBe(2); // round robin across both instances (sampled before the load shares the turns)
     const load = Array.from({ length: 8 }, async () => {
       while (!stop) {
         const r = await router(service.slug, '/?delay=5', { agent }).catch((e: Error) => ({ status: 0, text: e.message }));
@@ -151,9 +154,7 @@ describe('deploys of uploaded archives', () => {
         else failures.push(`${r.status} ${r.text.slice(0, 80)}`);
       }
     });
-    const before = new Set<string>();
-    for (let i = 0; i < 4; i++) before.add((await router(service.slug)).json().instance);
-    expect(before.size).toBe(2); // round robin across both instances
+    await new Promise((r) => setTimeout(r, 300)); // the load is flowing before the switch
     expect((await t.api.post(`/v1/services/${service.id}/restart`, undefined, owner)).status).toBe(200);
     const redeploy = await t.api.post(`/v1/services/${service.id}/deploys`, {}, owner);
     expect((await finished(t.api, owner, service.id, redeploy.body.id)).status).toBe('live');

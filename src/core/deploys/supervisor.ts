@@ -76,10 +76,11 @@ export function createSupervisor(deps: {
     // Instances lost for good (failed restarts, or gone while Slipway was down) are replaced.
     // Failed replacements count as crashes and wait out the same backoff; extras (from a
     // crash at an odd moment, or numInstances lowered) are stopped, newest first.
-    const active = await instances.active({ deployId: live.id });
+    // Instances already draining (a rollover's old ones) count for nothing either way.
+    const active = (await instances.active({ deployId: live.id })).filter((r) => !deps.stopping.has(r.id));
     const wanted = (service.details as ServiceDetails).numInstances;
     if (active.length > wanted) {
-      const extras = active.filter((r) => !deps.stopping.has(r.id)).sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0)).slice(0, active.length - wanted);
+      const extras = active.sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0)).slice(0, active.length - wanted);
       extras.forEach((r) => deps.stopping.add(r.id));
       await deps.refreshRoute(service);
       await instances.stop(extras, (service.details as ServiceDetails).maxShutdownDelaySeconds * 1000).finally(() => extras.forEach((r) => deps.stopping.delete(r.id)));
