@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import http from 'node:http';
 import { deployFixture, finished, packFixture, processesOf, upload, viaRouter } from './helpers/apps.js';
 import { signUp } from './helpers/client.js';
+import { rawTarGz } from './helpers/hostile.js';
 import { waitFor } from './helpers/process.js';
 import { useServer } from './helpers/server.js';
 
@@ -109,7 +110,7 @@ describe('deploys of uploaded archives', () => {
   it('rejects hostile archives with 400 and keeps nothing; unsupported bodies get 415', async () => {
     const owner = await signUp(t.api);
     const { service } = (await t.api.post('/v1/services', { type: 'web_service', name: 'hostile', autoDeploy: 'no', serviceDetails: { runtime: 'node' } }, owner)).body;
-    const tarSlip = await import('./helpers/hostile.js').then((m) => m.tarWithEntry('../escape.txt'));
+    const tarSlip = rawTarGz([{ name: '../escape.txt', data: Buffer.from('pwned') }]);
     const res = await upload(t.api, owner, service.id, tarSlip);
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('bad_request');
