@@ -35,6 +35,10 @@ export function createEnvGroups(deps: { repos: Pick<Repos, 'envGroups' | 'envGro
     if (!service || service.workspaceId !== workspaceId) throw notFound(`service ${serviceId}`);
     return service;
   }
+  async function changed(group: EnvGroupRow, change: () => Promise<unknown>): Promise<EnvGroupRow> {
+    await change();
+    return (await repos.envGroups.update(group.id, {})) ?? group;
+  }
   const named = <T>(name: string) => (err: unknown): T => {
     throw isUniqueViolation(err) ? conflict(`an env group named "${name}" already exists in this workspace`) : err;
   };
@@ -53,14 +57,17 @@ export function createEnvGroups(deps: { repos: Pick<Repos, 'envGroups' | 'envGro
     },
     rename: async (group: EnvGroupRow, name: string) => (await repos.envGroups.update(group.id, { name }).catch(named<undefined>(name)))!,
     remove: (group: EnvGroupRow) => repos.envGroups.delete(group.id),
-    vars: groupVars,
-    touch: (group: EnvGroupRow) => repos.envGroups.update(group.id, {}),
-    async link(group: EnvGroupRow, serviceId: string) {
-      await repos.envGroups.link(group.id, (await serviceIn(group.workspaceId, serviceId)).id);
-    },
-    async unlink(group: EnvGroupRow, serviceId: string) {
-      if (!(await repos.envGroups.unlink(group.id, serviceId))) throw notFound(`link to service ${serviceId}`);
-    },
+    getVar: (group: EnvGroupRow, key: string) => groupVars.get(group.id, key),
+    // Every change to a group's variables or links bumps its updatedAt; each returns the group as it is now.
+    replaceVars: (group: EnvGroupRow, inputs: EnvVarInput[]) => changed(group, () => groupVars.replace(group.id, inputs)),
+    putVar: (group: EnvGroupRow, input: EnvVarInput) => changed(group, () => groupVars.put(group.id, input)),
+    deleteVar: (group: EnvGroupRow, key: string) => changed(group, () => groupVars.delete(group.id, key)),
+    link: (group: EnvGroupRow, serviceId: string) =>
+      changed(group, async () => repos.envGroups.link(group.id, (await serviceIn(group.workspaceId, serviceId)).id)),
+    unlink: (group: EnvGroupRow, serviceId: string) =>
+      changed(group, async () => {
+        if (!(await repos.envGroups.unlink(group.id, serviceId))) throw notFound(`link to service ${serviceId}`);
+      }),
     /** Render's envGroup: metadata, linked services and (opened) variables. */
     async body(group: EnvGroupRow) {
       return {

@@ -23,6 +23,8 @@ export function createCronRunner(deps: {
   events: Events;
   log: { warn(o: object, m?: string): void; error(o: object, m?: string): void };
   releaseOf(service: ServiceRow, deploy: DeployRow): Release;
+  /** Services with a live deploy; [] (logged) while the store is unreachable. */
+  runnable(): Promise<ServiceRow[]>;
   /** Services being deleted: no new runs. */
   removing: Set<string>;
   intervalMs: number;
@@ -71,12 +73,7 @@ export function createCronRunner(deps: {
 
   async function tick() {
     const now = new Date();
-    // A store outage must not become an unhandled rejection (it would end the process): log it, retry next tick.
-    const runnable = await repos.services.listRunnable().catch((err: Error) => {
-      log.error({ err: err.message }, 'cron: cannot read services');
-      return [];
-    });
-    const jobs = runnable.filter((s) => s.type === 'cron_job');
+    const jobs = (await deps.runnable()).filter((s) => s.type === 'cron_job');
     for (const id of [...due.keys(), ...running.keys()]) {
       if (!jobs.some((s) => s.id === id)) {
         due.delete(id);

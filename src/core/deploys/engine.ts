@@ -211,8 +211,15 @@ export function createDeployEngine(deps: EngineDeps) {
 
   const collectGarbage = createGarbageCollector({ repos, layout, keep: deps.limits.keepArtifacts });
 
-  const cron = createCronRunner({ repos, instances, events, log, releaseOf, removing, intervalMs: Math.min(1000, deps.limits.crashCheckMs) });
-  const supervisor = createSupervisor({ repos, instances, events, log, releaseOf, refreshRoute, stopping, removing, withServiceLock, intervalMs: deps.limits.crashCheckMs, backoffMs: deps.limits.crashBackoffMs });
+  // The background loops' view of the services: a store outage must not become an unhandled
+  // rejection (it would end the process), so it is logged and the loops retry on their next tick.
+  const runnable = () =>
+    repos.services.listRunnable().catch((err: Error) => {
+      log.error({ err: err.message }, 'cannot read services; retrying on the next tick');
+      return [];
+    });
+  const cron = createCronRunner({ repos, instances, events, log, releaseOf, runnable, removing, intervalMs: Math.min(1000, deps.limits.crashCheckMs) });
+  const supervisor = createSupervisor({ repos, instances, events, log, releaseOf, runnable, refreshRoute, stopping, removing, withServiceLock, intervalMs: deps.limits.crashCheckMs, backoffMs: deps.limits.crashBackoffMs });
 
   const engine = {
     async trigger(service: ServiceRow, opts: { trigger: string; sourceId?: string; commitId?: string; clearCache?: boolean; artifactOf?: DeployRow }) {

@@ -22,6 +22,8 @@ export function createSupervisor(deps: {
   events: Events;
   log: { warn(o: object, m?: string): void; error(o: object, m?: string): void };
   releaseOf(service: ServiceRow, deploy: DeployRow): Release;
+  /** Services with a live deploy; [] (logged) while the store is unreachable. */
+  runnable(): Promise<ServiceRow[]>;
   refreshRoute(service: ServiceRow): Promise<void>;
   stopping: Set<string>;
   /** Services being deleted: left alone. */
@@ -98,12 +100,7 @@ export function createSupervisor(deps: {
   }
 
   async function check() {
-    // A store outage must not become an unhandled rejection (it would end the process): log it, retry next tick.
-    const runnable = await repos.services.listRunnable().catch((err: Error) => {
-      log.error({ err: err.message }, 'supervisor: cannot read services');
-      return [];
-    });
-    for (const service of runnable) {
+    for (const service of await deps.runnable()) {
       if (!service.liveDeployId || service.suspenders.includes('user') || service.type === 'static_site' || service.type === 'cron_job') continue;
       await deps.withServiceLock(service.id, () => checkService(service.id)).catch((err: Error) => log.error({ serviceId: service.id, err: err.message }, 'supervisor check failed'));
     }

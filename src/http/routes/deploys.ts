@@ -4,13 +4,12 @@ import { notFound } from '../../lib/errors.js';
 import type { DeployStatus } from '../../store/repos/deploys.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, Timestamp } from '../schemas/common.js';
+import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, Timestamp, toDate } from '../schemas/common.js';
 import { DeployBody, deployBody } from '../schemas/services.js';
 import { loadService, ServiceParams } from './services.js';
 
 const DEPLOY_STATUSES = ['created', 'queued', 'build_in_progress', 'pre_deploy_in_progress', 'update_in_progress', 'live', 'deactivated', 'build_failed', 'pre_deploy_failed', 'update_failed', 'canceled'] as const;
 const DeployParams = Type.Object({ serviceId: IdParam, deployId: IdParam });
-const date = (v: string | undefined) => (v ? new Date(v) : undefined);
 
 /** Deploys: trigger, list, get, cancel, and rollback (DESIGN.md §7). */
 export function deployRoutes(deps: HttpDeps) {
@@ -63,7 +62,7 @@ export function deployRoutes(deps: HttpDeps) {
         const q = req.query;
         const rows = await repos.deploys.list({
           serviceId: service.id, status: q.status as DeployStatus[] | undefined,
-          createdAfter: date(q.createdAfter), createdBefore: date(q.createdBefore), finishedAfter: date(q.finishedAfter), finishedBefore: date(q.finishedBefore),
+          createdAfter: toDate(q.createdAfter), createdBefore: toDate(q.createdBefore), finishedAfter: toDate(q.finishedAfter), finishedBefore: toDate(q.finishedBefore),
           beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
         });
         return envelope('deploy', rows.map((d) => deployBody(d)));

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { decodeCursor } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { DEFAULT_LIMIT, IdParam, ListQuery, NoContent, Timestamp } from '../schemas/common.js';
+import { DEFAULT_LIMIT, IdParam, ListQuery, NoContent, Timestamp, toDate } from '../schemas/common.js';
 import { EnvVarInputArray } from '../schemas/services.js';
 
 const GroupParams = Type.Object({ envGroupId: IdParam });
@@ -19,7 +19,6 @@ const Meta = {
 };
 const EnvGroupMeta = Type.Object(Meta, { title: 'envGroupMeta' });
 const EnvGroupBody = Type.Object({ ...Meta, envVars: Type.Array(EnvVar), secretFiles: Type.Array(Type.Unknown()) }, { title: 'envGroup' });
-const date = (v: string | undefined) => (v ? new Date(v) : undefined);
 
 /** Env groups (Render's routes, plus PUT …/env-vars to replace the set). */
 export function envGroupRoutes(deps: HttpDeps) {
@@ -30,8 +29,6 @@ export function envGroupRoutes(deps: HttpDeps) {
     req.auditInfo.target = group.id;
     return group;
   }
-  /** Changes to a group's variables or links bump its updatedAt and answer the whole group. */
-  const changed = async (group: Awaited<ReturnType<typeof load>>) => envGroups.body((await envGroups.touch(group)) ?? group);
 
   return [
     defineRoute({
@@ -67,7 +64,7 @@ export function envGroupRoutes(deps: HttpDeps) {
         const workspaceIds = await guard.listScope(req, q.ownerId);
         const rows = await envGroups.list({
           workspaceIds, name: q.name, environmentId: q.environmentId,
-          createdAfter: date(q.createdAfter), createdBefore: date(q.createdBefore), updatedAfter: date(q.updatedAfter), updatedBefore: date(q.updatedBefore),
+          createdAfter: toDate(q.createdAfter), createdBefore: toDate(q.createdBefore), updatedAfter: toDate(q.updatedAfter), updatedBefore: toDate(q.updatedBefore),
           beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
         });
         return Promise.all(rows.map(async (g) => { const { envVars: _v, secretFiles: _s, ...meta } = await envGroups.body(g); return meta; }));
@@ -99,16 +96,14 @@ export function envGroupRoutes(deps: HttpDeps) {
       access: 'developer', audit: 'UpdateEnvGroupEvent',
       schema: { params: GroupParams, body: EnvVarInputArray, response: { 200: EnvGroupBody } },
       handler: async (req) => {
-        const group = await load(req, req.params.envGroupId);
-        await envGroups.vars.replace(group.id, req.body);
-        return changed(group);
+        return envGroups.body(await envGroups.replaceVars(await load(req, req.params.envGroupId), req.body));
       },
     }),
     defineRoute({
       method: 'GET', url: '/v1/env-groups/:envGroupId/env-vars/:envVarKey', summary: 'Retrieve one variable of an env group', tags: ['Env groups'],
       access: 'developer',
       schema: { params: KeyParams, response: { 200: EnvVar } },
-      handler: async (req) => envGroups.vars.get((await load(req, req.params.envGroupId)).id, req.params.envVarKey),
+      handler: async (req) => envGroups.getVar(await load(req, req.params.envGroupId), req.params.envVarKey),
     }),
     defineRoute({
       method: 'PUT', url: '/v1/env-groups/:envGroupId/env-vars/:envVarKey', summary: 'Add or update one variable of an env group', tags: ['Env groups'],
@@ -120,8 +115,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       },
       handler: async (req) => {
         const group = await load(req, req.params.envGroupId);
-        await envGroups.vars.put(group.id, { key: req.params.envVarKey, ...req.body } as Parameters<typeof envGroups.vars.put>[1]);
-        return changed(group);
+        return envGroups.body(await envGroups.putVar(group, { key: req.params.envVarKey, ...req.body } as Parameters<typeof envGroups.putVar>[1]));
       },
     }),
     defineRoute({
@@ -129,9 +123,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       access: 'developer', audit: 'UpdateEnvGroupEvent',
       schema: { params: KeyParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
-        const group = await load(req, req.params.envGroupId);
-        await envGroups.vars.delete(group.id, req.params.envVarKey);
-        await envGroups.touch(group);
+        await envGroups.deleteVar(await load(req, req.params.envGroupId), req.params.envVarKey);
         return reply.code(204).send(null);
       },
     }),
@@ -140,9 +132,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       access: 'developer', audit: 'LinkEnvGroupEvent',
       schema: { params: LinkParams, response: { 200: EnvGroupBody } },
       handler: async (req) => {
-        const group = await load(req, req.params.envGroupId);
-        await envGroups.link(group, req.params.serviceId);
-        return changed(group);
+        return envGroups.body(await envGroups.link(await load(req, req.params.envGroupId), req.params.serviceId));
       },
     }),
     defineRoute({
@@ -150,9 +140,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       access: 'developer', audit: 'UnlinkEnvGroupEvent',
       schema: { params: LinkParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
-        const group = await load(req, req.params.envGroupId);
-        await envGroups.unlink(group, req.params.serviceId);
-        await envGroups.touch(group);
+        await envGroups.unlink(await load(req, req.params.envGroupId), req.params.serviceId);
         return reply.code(204).send(null);
       },
     }),

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { DEFAULT_LIMIT, Envelope, ListQuery, Timestamp } from '../schemas/common.js';
+import { DEFAULT_LIMIT, Envelope, ListQuery, Timestamp, toDate } from '../schemas/common.js';
 import { loadService, ServiceParams } from './services.js';
 
 /** Render's service event: every transition of a service and its deploys (DESIGN.md §7). */
@@ -28,7 +28,7 @@ export function eventRoutes(deps: HttpDeps) {
         const service = await loadService(deps, req, req.params.serviceId);
         const q = req.query;
         const rows = await deps.repos.events.list(service.id, {
-          types: q.type, startTime: q.startTime ? new Date(q.startTime) : undefined, endTime: q.endTime ? new Date(q.endTime) : undefined,
+          types: q.type, startTime: toDate(q.startTime), endTime: toDate(q.endTime),
           beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
         });
         return envelope('event', rows.map((e) => ({

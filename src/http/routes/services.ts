@@ -4,12 +4,11 @@ import { decodeCursor, envelope } from '../../lib/cursor.js';
 import { badRequest } from '../../lib/errors.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, NoContent, Timestamp } from '../schemas/common.js';
+import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, NoContent, Timestamp, toDate } from '../schemas/common.js';
 import { ServiceBody, serviceBody, ServicePATCH, ServicePOST } from '../schemas/services.js';
 
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
 export const ServiceParams = Type.Object({ serviceId: IdParam });
-const date = (v: string | undefined) => (v ? new Date(v) : undefined);
 
 /** The service, if the caller may act on it with the route's role; 404 otherwise. */
 export async function loadService({ guard, services }: Pick<HttpDeps, 'guard' | 'services'>, req: FastifyRequest, serviceId: string) {
@@ -57,7 +56,7 @@ export function serviceRoutes(deps: HttpDeps) {
         if (q.createdAfter && q.createdBefore && q.createdAfter > q.createdBefore) throw badRequest('createdAfter must not be after createdBefore');
         const rows = await services.list({
           workspaceIds, name: q.name, type: q.type, environmentId: q.environmentId, suspended: q.suspended,
-          createdAfter: date(q.createdAfter), createdBefore: date(q.createdBefore), updatedAfter: date(q.updatedAfter), updatedBefore: date(q.updatedBefore),
+          createdAfter: toDate(q.createdAfter), createdBefore: toDate(q.createdBefore), updatedAfter: toDate(q.updatedAfter), updatedBefore: toDate(q.updatedBefore),
           beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
         });
         return envelope('service', rows.map(body));

@@ -11,6 +11,8 @@ export const ErrorBody = Type.Object(
 );
 
 export const Timestamp = Type.String({ format: 'date-time' });
+/** An optional Timestamp query parameter as a Date. */
+export const toDate = (value: string | undefined) => (value ? new Date(value) : undefined);
 export const Role = Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('developer'), Type.Literal('viewer')]);
 export const Email = Type.String({ format: 'email', maxLength: 254 });
 export const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
