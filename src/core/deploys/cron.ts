@@ -1,11 +1,8 @@
 import { readFileSync, rmSync } from 'node:fs';
-import type { DeployRow } from '../../store/repos/deploys.js';
-import type { Repos } from '../../store/repos/index.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import type { Events } from '../events.js';
 import { nextCronRun, type ServiceDetails } from '../services/details.js';
-import type { Instances, Release } from './instances.js';
+import type { LoopDeps } from './instances.js';
 
 interface Run {
   row: InstanceRow;
@@ -17,18 +14,7 @@ interface Run {
  * Runs live cron jobs on their schedule: one run at a time per job (a run still going when the
  * next is due makes that one skip, as Render does), each recorded as start/end events.
  */
-export function createCronRunner(deps: {
-  repos: Pick<Repos, 'services' | 'deploys'>;
-  instances: Instances;
-  events: Events;
-  log: { warn(o: object, m?: string): void; error(o: object, m?: string): void };
-  releaseOf(service: ServiceRow, deploy: DeployRow): Release;
-  /** Services with a live deploy; [] (logged) while the store is unreachable. */
-  runnable(): Promise<ServiceRow[]>;
-  /** Services being deleted: no new runs. */
-  removing: Set<string>;
-  intervalMs: number;
-}) {
+export function createCronRunner(deps: LoopDeps) {
   const { repos, instances, events, log } = deps;
   const due = new Map<string, { schedule: string; at: Date }>(); // serviceId -> next run
   const running = new Map<string, Run>();

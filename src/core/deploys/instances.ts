@@ -4,6 +4,8 @@ import path from 'node:path';
 import type { InstanceHandle, Runtime } from '../../runtime/types.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { InstanceRepo, InstanceRow } from '../../store/repos/instances.js';
+import type { Repos } from '../../store/repos/index.js';
+import type { Events } from '../events.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { PLAN_LIMITS, type ServiceDetails } from '../services/details.js';
 import type { Layout } from './layout.js';
@@ -116,3 +118,17 @@ export function createInstances(deps: { repo: InstanceRepo; runtime: Runtime; la
   };
 }
 export type Instances = ReturnType<typeof createInstances>;
+
+/** What the engine's background loops (crash supervisor, cron runner) are given. */
+export interface LoopDeps {
+  repos: Pick<Repos, 'services' | 'deploys'>;
+  instances: Instances;
+  events: Events;
+  log: { warn(o: object, m?: string): void; error(o: object, m?: string): void };
+  releaseOf(service: ServiceRow, deploy: DeployRow): Release;
+  /** Services with a live deploy; [] (logged) while the store is unreachable. */
+  runnable(): Promise<ServiceRow[]>;
+  /** Services being deleted: left alone. */
+  removing: Set<string>;
+  intervalMs: number;
+}

@@ -1,9 +1,6 @@
-import type { Repos } from '../../store/repos/index.js';
-import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import type { Events } from '../events.js';
 import type { ServiceDetails } from '../services/details.js';
-import type { Instances, Release } from './instances.js';
+import type { LoopDeps } from './instances.js';
 import type { WithServiceLock } from './service-lock.js';
 
 /** Crashes within this window count towards `stuck_crashlooping`. */
@@ -16,20 +13,10 @@ const MAX_BACKOFF_MS = 60_000;
  * backoff, and a service that keeps crashing gets `stuck_crashlooping` in its suspenders.
  * It also fills in missing instances (after a restart of Slipway found some gone).
  */
-export function createSupervisor(deps: {
-  repos: Pick<Repos, 'services' | 'deploys'>;
-  instances: Instances;
-  events: Events;
-  log: { warn(o: object, m?: string): void; error(o: object, m?: string): void };
-  releaseOf(service: ServiceRow, deploy: DeployRow): Release;
-  /** Services with a live deploy; [] (logged) while the store is unreachable. */
-  runnable(): Promise<ServiceRow[]>;
+export function createSupervisor(deps: LoopDeps & {
   refreshRoute(service: ServiceRow): Promise<void>;
   stopping: Set<string>;
-  /** Services being deleted: left alone. */
-  removing: Set<string>;
   withServiceLock: WithServiceLock;
-  intervalMs: number;
   backoffMs: number;
 }) {
   const { repos, instances, events, log } = deps;
