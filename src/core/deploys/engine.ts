@@ -58,11 +58,12 @@ export function createDeployEngine(deps: EngineDeps) {
     env: (instance) => envFor(service, deploy, instance),
   });
 
-  async function refreshRoute(service: ServiceRow) {
+  /** Points the router at the service's live deploy, or at `deploy` when it is about to become live. */
+  async function refreshRoute(service: ServiceRow, deploy?: DeployRow) {
     if (removing.has(service.id)) return void routes.remove(service.slug);
     const details = service.details as ServiceDetails;
     if (service.suspenders.includes('user')) return routes.setSuspended(service.slug, service.id);
-    const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
+    const live = deploy ?? (service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined);
     if (service.type === 'static_site') {
       if (live) return routes.setStatic(service.slug, service.id, path.join(layout.artifactDir(service.id, artifactOwner(live)), service.rootDir, details.publishPath));
       return routes.setInstances(service.slug, service.id, []);
@@ -103,8 +104,11 @@ export function createDeployEngine(deps: EngineDeps) {
       let switched: ServiceRow;
       try {
         if (signal?.aborted) throw new DeployFailure('canceled', 'canceled before going live');
+        // Traffic moves before the deploy is reported live, so whoever sees `live` reaches it.
+        await refreshRoute(service, release);
         switched = await switchPointer(service);
       } catch (err) {
+        await refreshRoute(service); // back to what is still live
         await stopInstances(started, 1000);
         throw err;
       }
