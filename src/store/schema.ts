@@ -1,4 +1,4 @@
-import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, type AnyPgColumn } from 'drizzle-orm/pg-core';
 
 // Timestamps are timestamptz, read back as Date; ids are time-ordered text (lib/ids.ts).
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -126,7 +126,7 @@ export const services = pgTable(
     branch: text('branch'),
     rootDir: text('root_dir').notNull().default(''),
     autoDeploy: text('auto_deploy', { enum: ['yes', 'no'] }).notNull(),
-    environmentId: text('environment_id'),
+    environmentId: text('environment_id').references((): AnyPgColumn => environments.id, { onDelete: 'restrict' }),
     /** The type's settings (runtime, plan, commands, ...): see core/service-details.ts. */
     details: jsonb('details').notNull(),
     /** Render's `suspenders`: empty when running. */
@@ -135,7 +135,10 @@ export const services = pgTable(
     createdAt: createdAt(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('services_slug_key').on(t.slug), uniqueIndex('services_workspace_name_key').on(t.workspaceId, t.name), index('services_workspace_idx').on(t.workspaceId, t.id)],
+  (t) => [
+    uniqueIndex('services_slug_key').on(t.slug), uniqueIndex('services_workspace_name_key').on(t.workspaceId, t.name), index('services_workspace_idx').on(t.workspaceId, t.id),
+    index('services_environment_idx').on(t.environmentId),
+  ],
 );
 
 export const sources = pgTable(
@@ -183,8 +186,10 @@ export const envVars = pgTable(
   {
     serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
     key: text('key').notNull(),
-    /** The value sealed with the secret box (AES-256-GCM). */
+    /** The value sealed with the secret box (AES-256-GCM); empty when `ref` is set. */
     sealedValue: text('sealed_value').notNull(),
+    /** `fromDatabase` / `fromKeyValue`: resolved when a deploy or restart builds the environment. */
+    ref: jsonb('ref').$type<EnvVarRef>(),
     createdAt: createdAt(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
@@ -215,11 +220,16 @@ export const events = pgTable(
     workspaceId: text('workspace_id').notNull(),
     serviceId: text('service_id'),
     deployId: text('deploy_id'),
+    /** Set instead of serviceId for a datastore's events. */
+    datastoreId: text('datastore_id'),
     type: text('type').notNull(),
     details: jsonb('details').notNull().default({}),
     createdAt: createdAt(),
   },
-  (t) => [index('events_service_idx').on(t.serviceId, t.id), index('events_workspace_idx').on(t.workspaceId, t.id)],
+  (t) => [
+    index('events_service_idx').on(t.serviceId, t.id), index('events_workspace_idx').on(t.workspaceId, t.id),
+    index('events_datastore_idx').on(t.datastoreId, t.id),
+  ],
 );
 
 export const envGroups = pgTable(
@@ -228,11 +238,14 @@ export const envGroups = pgTable(
     id: text('id').primaryKey(),
     workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
-    environmentId: text('environment_id'),
+    environmentId: text('environment_id').references((): AnyPgColumn => environments.id, { onDelete: 'restrict' }),
     createdAt: createdAt(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('env_groups_workspace_name_key').on(t.workspaceId, t.name), index('env_groups_workspace_idx').on(t.workspaceId, t.id)],
+  (t) => [
+    uniqueIndex('env_groups_workspace_name_key').on(t.workspaceId, t.name), index('env_groups_workspace_idx').on(t.workspaceId, t.id),
+    index('env_groups_environment_idx').on(t.environmentId),
+  ],
 );
 
 export const envGroupVars = pgTable(
@@ -240,8 +253,9 @@ export const envGroupVars = pgTable(
   {
     groupId: text('group_id').notNull().references(() => envGroups.id, { onDelete: 'cascade' }),
     key: text('key').notNull(),
-    /** The value sealed with the secret box (AES-256-GCM). */
+    /** The value sealed with the secret box (AES-256-GCM); empty when `ref` is set. */
     sealedValue: text('sealed_value').notNull(),
+    ref: jsonb('ref').$type<EnvVarRef>(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.groupId, t.key] })],
@@ -256,4 +270,77 @@ export const envGroupLinks = pgTable(
     linkedAt: ts('linked_at').notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.groupId, t.serviceId] }), index('env_group_links_service_idx').on(t.serviceId)],
+);
+
+/** A reference from an env var to a datastore's connection detail, resolved at deploy time. */
+export interface EnvVarRef {
+  kind: 'postgres' | 'keyValue';
+  id: string;
+  property: 'connectionString' | 'host' | 'port' | 'user' | 'password' | 'database';
+}
+
+export const projects = pgTable(
+  'projects',
+  {
+    id: text('id').primaryKey(),
+    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    createdAt: createdAt(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('projects_workspace_idx').on(t.workspaceId, t.id)],
+);
+
+export const environments = pgTable(
+  'environments',
+  {
+    id: text('id').primaryKey(),
+    projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    protectedStatus: text('protected_status', { enum: ['protected', 'unprotected'] }).notNull().default('unprotected'),
+    networkIsolationEnabled: boolean('network_isolation_enabled').notNull().default(false),
+    ipAllowList: jsonb('ip_allow_list').$type<Array<{ cidrBlock: string; description: string }>>().notNull().default([]),
+    createdAt: createdAt(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('environments_project_name_key').on(t.projectId, t.name), index('environments_workspace_idx').on(t.workspaceId, t.id)],
+);
+
+/**
+ * Postgres (`dpg-…`) and key-value (`red-…`) datastores: desired state (status, suspended) plus
+ * where the provisioner put it (host, port, provisioner state such as a pid).
+ */
+export const datastores = pgTable(
+  'datastores',
+  {
+    id: text('id').primaryKey(),
+    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    kind: text('kind', { enum: ['postgres', 'keyValue'] }).notNull(),
+    name: text('name').notNull(),
+    plan: text('plan').notNull(),
+    /** Postgres major version, or the key-value server's version. */
+    version: text('version').notNull(),
+    environmentId: text('environment_id').references((): AnyPgColumn => environments.id, { onDelete: 'restrict' }),
+    /** Which provisioner owns it: local | cluster (postgres) | shared (key-value). */
+    provisioner: text('provisioner').notNull(),
+    status: text('status', {
+      enum: ['creating', 'available', 'unavailable', 'suspended', 'config_restart', 'recovery_failed', 'recovery_in_progress', 'updating_instance', 'unknown'],
+    }).notNull(),
+    /** Render's `suspended`: 'suspended' | 'not_suspended'. */
+    suspended: boolean('suspended').notNull().default(false),
+    databaseName: text('database_name'),
+    databaseUser: text('database_user'),
+    /** The password sealed with the secret box. */
+    sealedPassword: text('sealed_password').notNull(),
+    maxmemoryPolicy: text('maxmemory_policy'),
+    ipAllowList: jsonb('ip_allow_list').$type<Array<{ cidrBlock: string; description: string }>>().notNull().default([]),
+    host: text('host'),
+    port: integer('port'),
+    /** What the provisioner needs to find it again (pid, start time, key prefix, ...). */
+    provisionerState: jsonb('provisioner_state').$type<Record<string, unknown>>().notNull().default({}),
+    createdAt: createdAt(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('datastores_workspace_idx').on(t.workspaceId, t.kind, t.id), index('datastores_status_idx').on(t.status), index('datastores_environment_idx').on(t.environmentId)],
 );

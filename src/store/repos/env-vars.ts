@@ -1,12 +1,13 @@
-import { and, asc, eq } from 'drizzle-orm';
+import { and, asc, eq, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db.js';
-import { envGroupVars, envVars } from '../schema.js';
+import { envGroupVars, envVars, type EnvVarRef } from '../schema.js';
 
 export interface SealedVar {
   key: string;
-  /** The value sealed with the secret box (AES-256-GCM). */
+  /** The value sealed with the secret box (AES-256-GCM); '' for a reference. */
   sealedValue: string;
+  ref: EnvVarRef | null;
 }
 
 /**
@@ -16,20 +17,26 @@ export interface SealedVar {
 function createSealedVarRepo(db: Db, table: typeof envVars | typeof envGroupVars, ownerColumn: 'serviceId' | 'groupId') {
   const t = table as typeof envVars; // same columns; only the owner column's name differs
   const owner = (table as unknown as Record<string, PgColumn>)[ownerColumn]!;
-  const row = (ownerId: string, v: SealedVar) => ({ [ownerColumn]: ownerId, key: v.key, sealedValue: v.sealedValue }) as unknown as typeof envVars.$inferInsert;
+  const row = (ownerId: string, v: SealedVar) => ({ [ownerColumn]: ownerId, key: v.key, sealedValue: v.sealedValue, ref: v.ref }) as unknown as typeof envVars.$inferInsert;
+  const columns = { key: t.key, sealedValue: t.sealedValue, ref: t.ref };
   return {
     list(ownerId: string): Promise<SealedVar[]> {
-      return db.select({ key: t.key, sealedValue: t.sealedValue }).from(t).where(eq(owner, ownerId)).orderBy(asc(t.key));
+      return db.select(columns).from(t).where(eq(owner, ownerId)).orderBy(asc(t.key));
     },
     async get(ownerId: string, key: string): Promise<SealedVar | undefined> {
-      const [found] = await db.select({ key: t.key, sealedValue: t.sealedValue }).from(t).where(and(eq(owner, ownerId), eq(t.key, key))).limit(1);
+      const [found] = await db.select(columns).from(t).where(and(eq(owner, ownerId), eq(t.key, key))).limit(1);
       return found;
     },
-    async put(ownerId: string, key: string, sealedValue: string): Promise<void> {
+    async put(ownerId: string, v: SealedVar): Promise<void> {
       await db
         .insert(t)
-        .values(row(ownerId, { key, sealedValue }))
-        .onConflictDoUpdate({ target: [owner, t.key], set: { sealedValue, updatedAt: new Date() } });
+        .values(row(ownerId, v))
+        .onConflictDoUpdate({ target: [owner, t.key], set: { sealedValue: v.sealedValue, ref: v.ref, updatedAt: new Date() } });
+    },
+    /** Owners (service or group ids) with a variable referencing the datastore. */
+    async referencing(datastoreId: string): Promise<string[]> {
+      const rows = await db.selectDistinct({ owner }).from(t).where(sql`${t.ref}->>'id' = ${datastoreId}`);
+      return rows.map((r) => r.owner as string);
     },
     /** Replaces the whole set (call inside a transaction). */
     async replace(ownerId: string, rows: SealedVar[]): Promise<void> {

@@ -10,14 +10,14 @@ export function createEventRepo(db: Db) {
     async insert(row: typeof events.$inferInsert): Promise<void> {
       await db.insert(events).values(row);
     },
-    /** A service's events, newest first. */
-    list(serviceId: string, opts: { types?: string[]; startTime?: Date; endTime?: Date; beforeId?: string; limit: number }): Promise<EventRow[]> {
+    /** A service's (or a datastore's) events, newest first. */
+    list(about: { serviceId: string } | { datastoreId: string }, opts: { types?: string[]; startTime?: Date; endTime?: Date; beforeId?: string; limit: number }): Promise<EventRow[]> {
       return db
         .select()
         .from(events)
         .where(
           and(
-            eq(events.serviceId, serviceId),
+            'serviceId' in about ? eq(events.serviceId, about.serviceId) : eq(events.datastoreId, about.datastoreId),
             opts.types?.length ? inArray(events.type, opts.types) : undefined,
             within(events.createdAt, opts.startTime, opts.endTime),
             opts.beforeId ? lt(events.id, opts.beforeId) : undefined,

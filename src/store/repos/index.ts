@@ -1,6 +1,7 @@
 import type { Db } from '../db.js';
 import { createApiKeyRepo } from './api-keys.js';
 import { createAuditRepo } from './audit.js';
+import { createDatastoreRepo } from './datastores.js';
 import { createDeployRepo } from './deploys.js';
 import { createEnvGroupRepo } from './env-groups.js';
 import { createEnvGroupVarRepo, createEnvVarRepo } from './env-vars.js';
@@ -8,6 +9,7 @@ import { createEventRepo } from './events.js';
 import { createIdempotencyRepo } from './idempotency.js';
 import { createInstanceRepo } from './instances.js';
 import { createInviteRepo } from './invites.js';
+import { createProjectRepo } from './projects.js';
 import { createServiceRepo } from './services.js';
 import { createSessionRepo } from './sessions.js';
 import { createUserRepo } from './users.js';
@@ -30,6 +32,8 @@ export function createRepos(db: Db) {
     envGroupVars: createEnvGroupVarRepo(db),
     instances: createInstanceRepo(db),
     events: createEventRepo(db),
+    projects: createProjectRepo(db),
+    datastores: createDatastoreRepo(db),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

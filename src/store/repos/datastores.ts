@@ -1,0 +1,63 @@
+import { and, desc, eq, inArray, lt } from 'drizzle-orm';
+import type { Db } from '../db.js';
+import { datastores } from '../schema.js';
+import { within, type ListWindow } from './filters.js';
+
+export type DatastoreRow = typeof datastores.$inferSelect;
+export type DatastoreInsert = typeof datastores.$inferInsert;
+export type DatastoreKind = DatastoreRow['kind'];
+export type DatastoreStatus = DatastoreRow['status'];
+
+export interface DatastoreQuery extends ListWindow {
+  kind: DatastoreKind;
+  workspaceIds?: string[];
+  name?: string[];
+  environmentId?: string[];
+  suspended?: Array<'suspended' | 'not_suspended'>;
+}
+
+export function createDatastoreRepo(db: Db) {
+  return {
+    async insert(row: DatastoreInsert): Promise<DatastoreRow> {
+      const [inserted] = await db.insert(datastores).values(row).returning();
+      return inserted!;
+    },
+    async get(id: string): Promise<DatastoreRow | undefined> {
+      const [row] = await db.select().from(datastores).where(eq(datastores.id, id)).limit(1);
+      return row;
+    },
+    /** Newest first, with Render's filters. */
+    list(q: DatastoreQuery): Promise<DatastoreRow[]> {
+      const suspended = q.suspended?.length === 1 ? q.suspended[0] : undefined;
+      return db
+        .select()
+        .from(datastores)
+        .where(
+          and(
+            eq(datastores.kind, q.kind),
+            q.workspaceIds ? inArray(datastores.workspaceId, q.workspaceIds) : undefined,
+            q.name?.length ? inArray(datastores.name, q.name) : undefined,
+            q.environmentId?.length ? inArray(datastores.environmentId, q.environmentId) : undefined,
+            suspended ? eq(datastores.suspended, suspended === 'suspended') : undefined,
+            within(datastores.createdAt, q.createdAfter, q.createdBefore),
+            within(datastores.updatedAt, q.updatedAfter, q.updatedBefore),
+            q.beforeId ? lt(datastores.id, q.beforeId) : undefined,
+          ),
+        )
+        .orderBy(desc(datastores.id))
+        .limit(q.limit);
+    },
+    /** Every datastore, for the reconciler (a few per machine, not millions). */
+    all(): Promise<DatastoreRow[]> {
+      return db.select().from(datastores).orderBy(datastores.id);
+    },
+    async update(id: string, patch: Partial<DatastoreInsert>): Promise<DatastoreRow | undefined> {
+      const [row] = await db.update(datastores).set({ ...patch, updatedAt: new Date() }).where(eq(datastores.id, id)).returning();
+      return row;
+    },
+    async delete(id: string): Promise<boolean> {
+      return (await db.delete(datastores).where(eq(datastores.id, id)).returning({ id: datastores.id })).length > 0;
+    },
+  };
+}
+export type DatastoreRepo = ReturnType<typeof createDatastoreRepo>;
