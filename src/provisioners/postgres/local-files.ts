@@ -1,0 +1,166 @@
+import {
+  chmodSync, chownSync, closeSync, existsSync, fchownSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { run, type Command } from '../../lib/exec.js';
+import type { PostgresSpec } from '../types.js';
+import type { PostgresInstall } from './binaries.js';
+import { asRunUser, chownTreeCommand, copyTreeCommand, initdbCommand, syncCommand, type DirAccess, type RunContext, type RunUser } from './commands.js';
+import { hbaConf, identConf, postgresqlConf } from './server-files.js';
+
+/**
+ * Where one local datastore lives. `dir` is Slipway's (0700; the server's log); pgdata and the socket dir inside it are
+ * the run user's, the only dirs it gets (so it cannot swap the log for a symlink that root would then write through).
+ */
+export interface DatastoreLayout {
+  dir: string;
+  pgdata: string;
+  socketDir: string;
+  /** A short symlink to socketDir under the tmp dir, when socketDir's path is too long for a unix socket. */
+  socketLink: string | undefined;
+  log: string;
+}
+
+/** sun_path holds 107 bytes and a NUL; the socket file inside the dir is `.s.PGSQL.<port>`. */
+const SOCKET_PATH_MAX = 107;
+const SOCKET_FILE_MAX = '/.s.PGSQL.65535'.length;
+
+export function datastoreLayout(dataDir: string, id: string): DatastoreLayout {
+  const dir = path.join(dataDir, 'datastores', id);
+  const socketDir = path.join(dir, 'socket');
+  const fits = socketDir.length + SOCKET_FILE_MAX <= SOCKET_PATH_MAX;
+  return { dir, pgdata: path.join(dir, 'pgdata'), socketDir, socketLink: fits ? undefined : path.join(os.tmpdir(), `slipway-pg-${id}`), log: path.join(dir, 'postgres.log') };
+}
+
+/** The socket dir as the server and its clients name it. */
+export const socketPathOf = (layout: DatastoreLayout): string => layout.socketLink ?? layout.socketDir;
+
+async function runChecked(cmd: Command, what: string): Promise<void> {
+  const result = await run(cmd, { timeoutMs: 120_000 });
+  if (result.exitCode === 0) return;
+  const how = result.timedOut ? 'timed out' : `exit ${result.exitCode ?? result.signal}`;
+  throw new Error(`${what} failed (${how}): ${result.output.trim().slice(-2000)}`);
+}
+
+/** By mode bits; the run user has no supplementary groups (they are cleared when switching to it). */
+function canTraverse(dir: string, user: RunUser): boolean {
+  const { mode, uid, gid } = statSync(dir);
+  if (uid === user.uid) return (mode & 0o100) !== 0;
+  if (gid === user.gid) return (mode & 0o010) !== 0;
+  return (mode & 0o001) !== 0;
+}
+
+const isUnder = (dir: string, parent: string) => dir.startsWith(parent + path.sep);
+
+/**
+ * How the run user gets to `own` (and `others`, e.g. a socket dir elsewhere): the topmost dir above `own` it cannot
+ * traverse (the data dir, 0700, or one of its parents) is covered in its namespace, with only these dirs bound back.
+ */
+export function dirAccess(ctx: RunContext, own: string, others: string[] = []): DirAccess {
+  const { runAs } = ctx;
+  if (!runAs) return { hide: undefined, keep: [] };
+  const above: string[] = [];
+  for (let dir = path.dirname(own); !above.includes(dir); dir = path.dirname(dir)) above.unshift(dir);
+  const hide = above.find((dir) => !canTraverse(dir, runAs));
+  if (hide === '/') throw new Error(`the user ${runAs.uid} cannot traverse /`);
+  return { hide, keep: hide ? [own, ...others.filter((dir) => isUnder(dir, hide) && !isUnder(dir, own))] : [] };
+}
+
+/** A 0700 dir, the run user's when `owned` (always inside a dir of Slipway's, so nobody else can swap it for a link). */
+export function privateDir(ctx: RunContext, dir: string, owned: boolean): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (owned && ctx.runAs) chownSync(dir, ctx.runAs.uid, ctx.runAs.gid);
+  chmodSync(dir, 0o700);
+}
+
+/** The short alias of the socket dir in the shared tmp dir: a link of Slipway's (sticky /tmp: nobody else can replace it). */
+export function linkSocketDir(layout: DatastoreLayout): void {
+  const link = layout.socketLink;
+  if (!link) return;
+  const found = lstatSync(link, { throwIfNoEntry: false });
+  if (found?.isSymbolicLink() && found.uid === process.getuid?.() && readlinkSync(link) === layout.socketDir) return;
+  if (found) rmSync(link, { recursive: true, force: true }); // someone else's, or stale
+  symlinkSync(layout.socketDir, link);
+}
+
+export function unlinkSocketDir(layout: DatastoreLayout): void {
+  const found = layout.socketLink ? lstatSync(layout.socketLink, { throwIfNoEntry: false }) : undefined;
+  if (layout.socketLink && found?.isSymbolicLink() && found.uid === process.getuid?.()) rmSync(layout.socketLink);
+}
+
+/** Replaces a file in the run user's dir without following a link it may have put there: a new file, renamed over. */
+function writeRunUserFile(ctx: RunContext, file: string, text: string): void {
+  const temp = `${file}.slipway-new`;
+  rmSync(temp, { force: true });
+  const fd = openSync(temp, 'wx', 0o600);
+  try {
+    writeSync(fd, text);
+    if (ctx.runAs) fchownSync(fd, ctx.runAs.uid, ctx.runAs.gid);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temp, file);
+}
+
+/** Writes the server's config files; true when any changed (a running server needs a restart to see them). */
+export function writeServerFiles(ctx: RunContext, spec: PostgresSpec, layout: DatastoreLayout, port: number, adminOsUser: string): boolean {
+  const files = {
+    'postgresql.conf': postgresqlConf({ port, socketDir: socketPathOf(layout), size: spec.size }),
+    'pg_hba.conf': hbaConf(spec),
+    'pg_ident.conf': identConf(adminOsUser),
+  };
+  let changed = false;
+  for (const [name, text] of Object.entries(files)) {
+    const file = path.join(layout.pgdata, name);
+    if (lstatSync(file, { throwIfNoEntry: false })?.isFile() && readFileSync(file, 'utf8') === text) continue;
+    writeRunUserFile(ctx, file, text);
+    changed = true;
+  }
+  return changed;
+}
+
+/**
+ * initdb is most of the cost of a new server, so it runs once per major into a template cluster that every datastore
+ * copies. A template exists only once complete (built aside, then renamed into place).
+ */
+export function createTemplates(ctx: RunContext) {
+  const root = path.join(ctx.dataDir, 'datastores', '.templates');
+  const building = new Map<string, Promise<string>>();
+
+  async function build(install: PostgresInstall): Promise<string> {
+    const dir = path.join(root, install.major);
+    if (existsSync(dir)) return path.join(dir, 'pgdata');
+    mkdirSync(root, { recursive: true, mode: 0o700 });
+    const work = `${dir}.building`;
+    rmSync(work, { recursive: true, force: true }); // a build cut short
+    privateDir(ctx, work, true);
+    await runChecked(asRunUser(ctx, dirAccess(ctx, work), initdbCommand(install, path.join(work, 'pgdata'))), `initdb (PostgreSQL ${install.major})`);
+    renameSync(work, dir);
+    return path.join(dir, 'pgdata');
+  }
+
+  /** The template's pgdata, built on first use (concurrent callers share one build). */
+  function template(install: PostgresInstall): Promise<string> {
+    let pending = building.get(install.major);
+    if (!pending) {
+      pending = build(install);
+      building.set(install.major, pending);
+      pending.catch(() => building.delete(install.major));
+    }
+    return pending;
+  }
+
+  /** A fresh cluster at layout.pgdata, copied from the template and flushed to disk; appears only once complete. */
+  async function copyInto(install: PostgresInstall, layout: DatastoreLayout): Promise<void> {
+    const from = await template(install);
+    const work = `${layout.pgdata}.copy`;
+    rmSync(work, { recursive: true, force: true });
+    await runChecked(copyTreeCommand(from, work), 'copying the template cluster');
+    if (ctx.runAs && statSync(work).uid !== ctx.runAs.uid) await runChecked(chownTreeCommand(work, ctx.runAs), 'handing the new cluster to its user');
+    await runChecked(asRunUser(ctx, dirAccess(ctx, work), syncCommand(install, work)), 'syncing the new cluster to disk');
+    renameSync(work, layout.pgdata);
+  }
+
+  return { copyInto };
+}

@@ -1,0 +1,74 @@
+import type { PlanSize, PostgresSpec } from '../types.js';
+import { SUPERUSER } from './commands.js';
+
+/** The ident map that lets Slipway's OS user (and only it) in as the superuser, over the private socket. */
+const ADMIN_MAP = 'slipway';
+
+/** A string in postgresql.conf / pg_hba.conf syntax. */
+const confString = (value: string) => `'${value.replaceAll("'", "''")}'`;
+const hbaName = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+export interface ServerSettings {
+  port: number;
+  socketDir: string;
+  size: PlanSize;
+}
+
+/**
+ * The whole postgresql.conf, rewritten before every start (so a plan change is a rewrite and a restart). Small-server
+ * defaults; memory from the plan: shared_buffers a quarter of it (at least 16 MB), the planner told about the rest.
+ * Superusers keep a few of max_connections for themselves (Slipway's administration), as on any Postgres.
+ */
+export function postgresqlConf({ port, socketDir, size }: ServerSettings): string {
+  const mb = (n: number) => `${Math.max(1, Math.floor(n))}MB`;
+  const settings: Record<string, string | number> = {
+    listen_addresses: confString('127.0.0.1'),
+    port,
+    unix_socket_directories: confString(socketDir),
+    unix_socket_permissions: '0700',
+    max_connections: size.maxConnections,
+    superuser_reserved_connections: Math.max(0, Math.min(3, size.maxConnections - 1)),
+    shared_buffers: mb(Math.max(16, size.memoryMb / 4)),
+    effective_cache_size: mb(Math.max(32, (size.memoryMb * 3) / 4)),
+    maintenance_work_mem: mb(Math.min(256, Math.max(16, size.memoryMb / 16))),
+    work_mem: '4MB',
+    max_wal_size: '512MB',
+    min_wal_size: '64MB',
+    password_encryption: 'scram-sha-256',
+    dynamic_shared_memory_type: 'posix',
+    huge_pages: 'off',
+    logging_collector: 'off',
+    log_destination: confString('stderr'),
+    log_line_prefix: confString('%m [%p] %q%u@%d '),
+    log_checkpoints: 'off',
+    log_timezone: confString('UTC'),
+    timezone: confString('UTC'),
+    datestyle: confString('iso, mdy'),
+    lc_messages: confString('C.UTF-8'),
+    lc_monetary: confString('C.UTF-8'),
+    lc_numeric: confString('C.UTF-8'),
+    lc_time: confString('C.UTF-8'),
+    default_text_search_config: confString('pg_catalog.english'),
+  };
+  const lines = Object.entries(settings).map(([name, value]) => `${name} = ${value}`);
+  return ['# Written by Slipway before every start: changes here are overwritten (the plan decides the sizes).', ...lines, ''].join('\n');
+}
+
+/**
+ * Over TCP only the datastore's user, only to its database, only with a SCRAM password. The superuser only over the
+ * unix socket (a 0700 dir of the run user), and only for Slipway's own OS user (peer authentication through the map).
+ */
+export function hbaConf(spec: Pick<PostgresSpec, 'databaseName' | 'databaseUser'>): string {
+  const db = hbaName(spec.databaseName);
+  const user = hbaName(spec.databaseUser);
+  return [
+    '# Written by Slipway before every start.',
+    `local all ${hbaName(SUPERUSER)} peer map=${ADMIN_MAP}`,
+    `host ${db} ${user} 127.0.0.1/32 scram-sha-256`,
+    `host ${db} ${user} ::1/128 scram-sha-256`,
+    '',
+  ].join('\n');
+}
+
+export const identConf = (adminOsUser: string): string =>
+  ['# Written by Slipway before every start.', `${ADMIN_MAP} ${hbaName(adminOsUser)} ${hbaName(SUPERUSER)}`, ''].join('\n');
