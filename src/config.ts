@@ -38,6 +38,14 @@ export interface Config {
   crashCheckMs: number;
   /** First restart delay after a crash; it doubles per crash in the window (max 60 s). */
   crashBackoffMs: number;
+  /** Postgres datastores as role+database on this existing server (the `cluster` provisioner) instead of local servers. */
+  postgresAdminUrl: string | undefined;
+  /** Key-value datastores as ACL users on this existing Redis (the `shared` provisioner) instead of local servers. */
+  redisAdminUrl: string | undefined;
+  /** Run Postgres and key-value servers on this machine when no admin URL is set (off: such datastores answer 501). */
+  localDatastores: boolean;
+  /** How often datastores are checked (and restarted when down). */
+  datastoreCheckMs: number;
 }
 
 export const OAUTH_PROVIDERS = ['github', 'google', 'apple'] as const;
@@ -89,6 +97,10 @@ export function loadConfig(env: Env = process.env): Config {
     keepArtifacts: Math.max(1, int(env, 'SLIPWAY_KEEP_ARTIFACTS', 5)),
     crashCheckMs: Math.max(100, int(env, 'SLIPWAY_CRASH_CHECK_MS', 1000)),
     crashBackoffMs: int(env, 'SLIPWAY_CRASH_BACKOFF_MS', 1000),
+    postgresAdminUrl: env.SLIPWAY_POSTGRES_ADMIN_URL || undefined,
+    redisAdminUrl: env.SLIPWAY_REDIS_ADMIN_URL || undefined,
+    localDatastores: env.SLIPWAY_LOCAL_DATASTORES !== '0' && env.SLIPWAY_LOCAL_DATASTORES !== 'false',
+    datastoreCheckMs: Math.max(100, int(env, 'SLIPWAY_DATASTORE_CHECK_MS', 5000)),
     oauth: {
       github: oauthProvider(env, 'github'),
       google: oauthProvider(env, 'google'),

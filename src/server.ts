@@ -18,10 +18,14 @@ import type { AppUrls } from './core/deploys/env.js';
 import { createLayout } from './core/deploys/layout.js';
 import { createRouteTable } from './core/deploys/route-table.js';
 import { createSourceStore } from './core/deploys/sources.js';
+import { createDatastores } from './core/datastores/datastores.js';
 import { createEnvGroups } from './core/env-groups.js';
 import { createEvents } from './core/events.js';
+import { createProjects } from './core/projects.js';
 import { createEnvVars } from './core/services/env-vars.js';
 import { createServices } from './core/services/services.js';
+import { createKeyValueProvisioner, KEY_VALUE_NOT_CONFIGURED } from './provisioners/keyvalue/index.js';
+import { createPostgresProvisioner, POSTGRES_NOT_CONFIGURED } from './provisioners/postgres/index.js';
 import { startRouter } from './router/router.js';
 import { createLocalRuntime } from './runtime/local/index.js';
 import { createRepos, inTransaction } from './store/repos/index.js';
@@ -68,10 +72,27 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       dashboardUrl: (id) => `${config.publicUrl}/services/${id}`,
     };
     const events = createEvents(repos.events);
-    const envVars = createEnvVars({ repo: repos.envVars, box: secretBox });
     const layout = createLayout(config.dataDir);
     const archive = { maxFiles: config.archiveMaxFiles, maxBytes: config.archiveMaxBytes };
-    const envGroups = createEnvGroups({ repos, transact, box: secretBox });
+    const projects = createProjects({ repos, transact });
+    const { assertEnvironment } = projects;
+    // Datastore servers run as the apps' unprivileged user (initdb refuses root).
+    const runAs = runtime.capabilities.runAsUser;
+    const datastores = createDatastores({
+      repo: repos.datastores, box: secretBox, events, checkMs: config.datastoreCheckMs, log: systemLog, assertEnvironment,
+      referencesTo: async (id) => [...(await repos.envVars.referencing(id)), ...(await repos.envGroupVars.referencing(id))],
+      provisioners: {
+        postgres: config.postgresAdminUrl || config.localDatastores
+          ? createPostgresProvisioner({ dataDir: config.dataDir, adminUrl: config.postgresAdminUrl, runAs }) : undefined,
+        keyValue: config.redisAdminUrl || config.localDatastores
+          ? createKeyValueProvisioner({ dataDir: config.dataDir, adminUrl: config.redisAdminUrl, runAs }) : undefined,
+        missing: { postgres: POSTGRES_NOT_CONFIGURED, keyValue: KEY_VALUE_NOT_CONFIGURED },
+      },
+    });
+    cleanup.push(() => datastores.close());
+    const refs = datastores.refs;
+    const envVars = createEnvVars({ repo: repos.envVars, box: secretBox, refs });
+    const envGroups = createEnvGroups({ repos, transact, box: secretBox, assertEnvironment, refs });
     const engine = createDeployEngine({
       repos, transact, runtime, layout, routes, events, urls, layersOf: envGroups.layersOf,
       limits: {
@@ -97,9 +118,11 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         audit: createAuditLog(repos.audit),
         repos,
         secretBox,
-        services: createServices({ repos, transact, envVars, events, deploys: engine }),
+        services: createServices({ repos, transact, envVars, events, deploys: engine, assertEnvironment }),
         envVars,
         envGroups,
+        projects,
+        datastores,
         engine,
         saveUpload: createSourceStore({ repo: repos.deploys, layout, maxUploadBytes: config.maxUploadBytes, archive }),
         urls,
@@ -120,6 +143,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     });
     await scheduleMaintenance(queue.boss, repos);
     await engine.recover();
+    await datastores.start();
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;

@@ -17,7 +17,7 @@ interface Schema {
 }
 interface Op {
   name: string; method: string; path: string; access: Access; isPublic: boolean;
-  pathParams: string[]; ownerIdQuery: boolean; body?: { contentType: string; schema?: Schema };
+  pathParams: string[]; ownerIdQuery: boolean; requiredQuery: string[]; body?: { contentType: string; schema?: Schema };
 }
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -46,6 +46,7 @@ function operations(document: any): Op[] {
         isPublic: Array.isArray(op.security) && op.security.length === 0,
         pathParams: params.filter((p) => p.in === 'path').map((p) => p.name),
         ownerIdQuery: params.some((p) => p.in === 'query' && p.name === 'ownerId'),
+        requiredQuery: params.filter((p) => p.in === 'query' && p.required).map((p) => p.name),
         body: op.requestBody ? { contentType: contentType ?? 'application/json', schema: content[contentType!]?.schema } : undefined,
       });
     }
@@ -89,10 +90,12 @@ function send(op: Op, as: Caller, opts: { ownerId?: string; overrides?: Record<s
   const missing = missingFixtures(op);
   if (missing.length) throw new Error(`${op.name}: no fixture for path parameter(s) ${missing.join(', ')}; add them to \`fixtures\` in test/authz.test.ts`);
   let url = op.path.replace(/\{(\w+)\}/g, (_, p: string) => encodeURIComponent(fixtures[p]!));
-  if (opts.ownerId && op.ownerIdQuery) url += `?ownerId=${encodeURIComponent(opts.ownerId)}`;
+  // Required query parameters and body fields named like a path parameter get its fixture (an id in A's workspace).
+  const query = [...op.requiredQuery.map((q) => [q, fixtures[q] ?? 'x']), ...(opts.ownerId && op.ownerIdQuery ? [['ownerId', opts.ownerId]] : [])];
+  if (query.length) url += `?${new URLSearchParams(query)}`;
   if (!op.body) return api.call(op.method, url, as);
   if (op.body.contentType !== 'application/json') return api.call(op.method, url, { ...as, raw: 'x', headers: { 'content-type': op.body.contentType } });
-  const body = sample(op.body.schema ?? { type: 'object' }, '', opts.overrides ?? {});
+  const body = sample(op.body.schema ?? { type: 'object' }, '', { ...fixtures, ...opts.overrides });
   if (opts.ownerId && op.body.schema?.properties?.ownerId) body.ownerId = opts.ownerId;
   return api.call(op.method, url, { ...as, body });
 }
@@ -124,8 +127,15 @@ beforeAll(async () => {
   if (source.status !== 201) throw new Error(`upload failed: ${source.status} ${source.text}`);
   const group = await api.post('/v1/env-groups', { name: 'authz-group', envVars: [{ key: 'FIXTURE', value: 'x' }], serviceIds: [service.body.service.id] }, ownerA);
   if (group.status !== 201) throw new Error(`env group failed: ${group.status} ${group.text}`);
+  const project = await api.post('/v1/projects', { name: 'authz-project', environments: [{ name: 'production' }] }, ownerA);
+  if (project.status !== 201) throw new Error(`project failed: ${project.status} ${project.text}`);
+  // Datastores (real servers start in the background; nothing here waits for them).
+  const postgres = await api.post('/v1/postgres', { name: 'authz-db', plan: 'free' }, ownerA);
+  const keyValue = await api.post('/v1/key-value', { name: 'authz-kv', plan: 'free' }, ownerA);
+  if (postgres.status !== 201 || keyValue.status !== 201) throw new Error(`datastores failed: ${postgres.text} ${keyValue.text}`);
   fixtures = {
-    envGroupId: group.body.id,
+    postgresId: postgres.body.id, keyValueId: keyValue.body.id,
+    envGroupId: group.body.id, projectId: project.body.id, environmentId: project.body.environmentIds[0],
     apiKeyId: key.id, ownerId: ownerA.workspaceId, userId: viewer.id, inviteId: invA.id, token: invB.token,
     serviceId: service.body.service.id, deployId: source.body.deployId, envVarKey: 'FIXTURE',
   };

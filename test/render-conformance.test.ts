@@ -222,5 +222,26 @@ describe.skipIf(!renderDoc)('conformance with Render\'s public API schemas', () 
       const linked = await api.post(`/v1/env-groups/${created.body.id}/services/${deployed.service.id}`, undefined, owner);
       expect(violations(renderBody('post', '/env-groups/{envGroupId}/services/{serviceId}'), linked.body)).toEqual([]);
     });
+
+    it('projects and environments are Render\'s project, environment and their envelopes', async () => {
+      const created = await api.post('/v1/projects', { name: 'conformance', environments: [{ name: 'production', ipAllowList: [{ cidrBlock: '10.0.0.0/8', description: 'vpn' }] }] }, owner);
+      expect(violations(renderBody('post', '/projects', '201'), created.body)).toEqual([]);
+      expect(violations(renderBody('get', '/projects/{projectId}'), (await api.get(`/v1/projects/${created.body.id}`, owner)).body)).toEqual([]);
+      expect(violations(renderBody('patch', '/projects/{projectId}'), (await api.patch(`/v1/projects/${created.body.id}`, { name: 'conformed' }, owner)).body)).toEqual([]);
+      const env = await api.post('/v1/environments', { name: 'staging', projectId: created.body.id }, owner);
+      expect(violations(renderBody('post', '/environments', '201'), env.body)).toEqual([]);
+      const moved = await api.post(`/v1/environments/${env.body.id}/resources`, { resourceIds: [deployed.service.id] }, owner);
+      expect(moved.body.serviceIds).toEqual([deployed.service.id]);
+      expect(violations(renderBody('post', '/environments/{environmentId}/resources'), moved.body)).toEqual([]);
+      expect(violations(renderBody('patch', '/environments/{environmentId}'), (await api.patch(`/v1/environments/${env.body.id}`, { name: 'qa' }, owner)).body)).toEqual([]);
+      const lists = [await api.get('/v1/projects', owner), await api.get(`/v1/environments?projectId=${created.body.id}`, owner)];
+      expect(violations(renderBody('get', '/projects'), lists[0]!.body)).toEqual([]);
+      expect(violations(renderBody('get', '/environments'), lists[1]!.body)).toEqual([]);
+      for (const [list, key] of [[lists[0]!, 'project'], [lists[1]!, 'environment']] as const) {
+        expect(list.body.length).toBeGreaterThan(0);
+        for (const item of list.body) expect(Object.keys(item).sort()).toEqual(['cursor', key].sort());
+      }
+      expect((await api.delete(`/v1/environments/${env.body.id}/resources?resourceIds=${deployed.service.id}`, owner)).status).toBe(204);
+    });
   });
 });

@@ -4,7 +4,7 @@ import type { SecretBox } from '../lib/secret-box.js';
 import { isUniqueViolation } from '../store/db.js';
 import type { EnvGroupQuery, EnvGroupRow } from '../store/repos/env-groups.js';
 import type { Repos, Transact } from '../store/repos/index.js';
-import { createEnvVars, type EnvVarInput } from './services/env-vars.js';
+import { createEnvVars, type EnvVarInput, type RefPort } from './services/env-vars.js';
 
 /** Render's serviceTypeShort, used in an env group's serviceLinks. */
 const SHORT_TYPE = { web_service: 'web', private_service: 'pserv', background_worker: 'worker', cron_job: 'cron', static_site: 'static' } as const;
@@ -19,10 +19,14 @@ export interface EnvLayer {
  * Env groups: named sets of variables (sealed at rest) linked to services. A service sees
  * platform < its groups in link order < its own variables.
  */
-export function createEnvGroups(deps: { repos: Pick<Repos, 'envGroups' | 'envGroupVars' | 'envVars' | 'services'>; transact: Transact; box: SecretBox }) {
-  const { repos, transact, box } = deps;
-  const groupVars = createEnvVars({ repo: repos.envGroupVars, box });
-  const serviceVars = createEnvVars({ repo: repos.envVars, box });
+export function createEnvGroups(deps: {
+  repos: Pick<Repos, 'envGroups' | 'envGroupVars' | 'envVars' | 'services'>; transact: Transact; box: SecretBox; refs: RefPort;
+  /** 404 unless the environment is in the workspace (core/projects.ts). */
+  assertEnvironment: (workspaceId: string, environmentId: string) => Promise<void>;
+}) {
+  const { repos, transact, box, refs } = deps;
+  const groupVars = createEnvVars({ repo: repos.envGroupVars, box, refs });
+  const serviceVars = createEnvVars({ repo: repos.envVars, box, refs });
 
   async function get(id: string): Promise<EnvGroupRow> {
     const group = await repos.envGroups.get(id);
@@ -48,9 +52,11 @@ export function createEnvGroups(deps: { repos: Pick<Repos, 'envGroups' | 'envGro
     list: (q: EnvGroupQuery) => repos.envGroups.list(q),
     async create(workspaceId: string, input: { name: string; envVars: EnvVarInput[]; serviceIds?: string[]; environmentId?: string }) {
       for (const id of input.serviceIds ?? []) await serviceIn(workspaceId, id);
+      if (input.environmentId) await deps.assertEnvironment(workspaceId, input.environmentId);
+      const vars = await groupVars.prepare(workspaceId, input.envVars);
       return transact(async (tx) => {
         const group = await tx.envGroups.insert({ id: newId('envGroup'), workspaceId, name: input.name, environmentId: input.environmentId ?? null }).catch(named<EnvGroupRow>(input.name));
-        await groupVars.replace(group.id, input.envVars, tx.envGroupVars);
+        await groupVars.write(group.id, vars, tx.envGroupVars);
         for (const serviceId of input.serviceIds ?? []) await tx.envGroups.link(group.id, serviceId);
         return group;
       });
@@ -59,8 +65,8 @@ export function createEnvGroups(deps: { repos: Pick<Repos, 'envGroups' | 'envGro
     remove: (group: EnvGroupRow) => repos.envGroups.delete(group.id),
     getVar: (group: EnvGroupRow, key: string) => groupVars.get(group.id, key),
     // Every change to a group's variables or links bumps its updatedAt; each returns the group as it is now.
-    replaceVars: (group: EnvGroupRow, inputs: EnvVarInput[]) => changed(group, () => groupVars.replace(group.id, inputs)),
-    putVar: (group: EnvGroupRow, input: EnvVarInput) => changed(group, () => groupVars.put(group.id, input)),
+    replaceVars: (group: EnvGroupRow, inputs: EnvVarInput[]) => changed(group, () => groupVars.replace(group, inputs)),
+    putVar: (group: EnvGroupRow, input: EnvVarInput) => changed(group, () => groupVars.put(group, input)),
     deleteVar: (group: EnvGroupRow, key: string) => changed(group, () => groupVars.delete(group.id, key)),
     link: (group: EnvGroupRow, serviceId: string) =>
       changed(group, async () => repos.envGroups.link(group.id, (await serviceIn(group.workspaceId, serviceId)).id)),
@@ -83,8 +89,8 @@ export function createEnvGroups(deps: { repos: Pick<Repos, 'envGroups' | 'envGro
     async layersOf(serviceId: string): Promise<EnvLayer[]> {
       const groups = await repos.envGroups.groupsOf(serviceId);
       const layers: EnvLayer[] = [];
-      for (const group of groups) layers.push({ source: `envGroup:${group.id}`, vars: await groupVars.list(group.id) });
-      layers.push({ source: 'service', vars: await serviceVars.list(serviceId) });
+      for (const group of groups) layers.push({ source: `envGroup:${group.id}`, vars: await groupVars.list(group.id, true) });
+      layers.push({ source: 'service', vars: await serviceVars.list(serviceId, true) });
       return layers;
     },
   };

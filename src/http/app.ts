@@ -15,12 +15,14 @@ import { redactUrl } from './plugins/redact.js';
 import { registerRoutes } from './route.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditLogRoutes } from './routes/audit-logs.js';
+import { datastoreRoutes } from './routes/datastores.js';
 import { deployRoutes } from './routes/deploys.js';
 import { envGroupRoutes } from './routes/env-groups.js';
 import { envVarRoutes } from './routes/env-vars.js';
 import { eventRoutes } from './routes/events.js';
 import { authRoutes } from './routes/auth.js';
 import { healthRoutes } from './routes/health.js';
+import { projectRoutes } from './routes/projects.js';
 import { serviceRoutes } from './routes/services.js';
 import { registerUploadParsers, sourceUploadRoutes } from './routes/source-upload.js';
 import { teamRoutes } from './routes/team.js';
@@ -87,6 +89,8 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...envVarRoutes(deps),
     ...eventRoutes(deps),
     ...envGroupRoutes(deps),
+    ...projectRoutes(deps),
+    ...datastoreRoutes(deps),
     ...sourceUploadRoutes(deps),
   ]);
   return app;

@@ -7,7 +7,9 @@ import type { DeployEngine } from '../core/deploys/engine.js';
 import type { AppUrls } from '../core/deploys/env.js';
 import type { SaveUpload } from '../core/deploys/sources.js';
 import type { EnvVars } from '../core/services/env-vars.js';
+import type { Datastores } from '../core/datastores/datastores.js';
 import type { EnvGroups } from '../core/env-groups.js';
+import type { Projects } from '../core/projects.js';
 import type { Services } from '../core/services/services.js';
 import type { Config } from '../config.js';
 import type { SecretBox } from '../lib/secret-box.js';
@@ -27,6 +29,8 @@ export interface HttpDeps {
   services: Services;
   envVars: EnvVars;
   envGroups: EnvGroups;
+  projects: Projects;
+  datastores: Datastores;
   engine: DeployEngine;
   saveUpload: SaveUpload;
   urls: AppUrls;

@@ -55,6 +55,20 @@ export async function killApps(slipway: Slipway) {
   }
 }
 
+/** SIGKILLs every local datastore server the store knows (they outlive Slipway by design, like apps). */
+export async function killDatastores(slipway: Slipway) {
+  const { rows } = await slipway.store.executeSql(`select provisioner_state->>'pid' as pid from datastores where provisioner = 'local'`);
+  for (const { pid } of rows) {
+    for (const target of [-Number(pid), Number(pid)]) {
+      try {
+        if (pid) process.kill(target, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
 /** Boots the real server on a random port with a temp data dir (and a fresh database in Postgres mode). */
 export async function bootServer(
   env: Record<string, string> = {},
@@ -93,6 +107,7 @@ export async function bootServer(
     async close() {
       // Apps outlive Slipway by design; a test's apps must not outlive the test.
       if (!stopped) await killApps(slipway).catch(() => undefined);
+      if (!stopped) await killDatastores(slipway).catch(() => undefined);
       await stop();
       await database?.drop();
       rmSync(dataDir, { recursive: true, force: true });

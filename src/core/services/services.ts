@@ -52,7 +52,11 @@ async function uniqueSlug(name: string, taken: (slug: string) => Promise<boolean
   }
 }
 
-export function createServices(deps: { repos: Pick<Repos, 'services'>; transact: Transact; envVars: EnvVars; events: Events; deploys: DeployPort }) {
+export function createServices(deps: {
+  repos: Pick<Repos, 'services'>; transact: Transact; envVars: EnvVars; events: Events; deploys: DeployPort;
+  /** 404 unless the environment is in the workspace (core/projects.ts). */
+  assertEnvironment: (workspaceId: string, environmentId: string) => Promise<void>;
+}) {
   const { repos, transact, envVars, events, deploys } = deps;
 
   async function get(id: string): Promise<ServiceRow> {
@@ -68,7 +72,9 @@ export function createServices(deps: { repos: Pick<Repos, 'services'>; transact:
     /** Creates the service; with a repo and autoDeploy it starts the first deploy (Render's serviceAndDeploy). */
     async create(workspaceId: string, input: ServiceInput): Promise<{ service: ServiceRow; deployId?: string }> {
       const details = mergeDetails(input.type, input.serviceDetails);
+      if (input.environmentId) await deps.assertEnvironment(workspaceId, input.environmentId);
       const slug = await uniqueSlug(input.name, repos.services.slugTaken);
+      const vars = await envVars.prepare(workspaceId, input.envVars ?? []);
       const service = await transact(async (tx) => {
         const row = await tx.services
           .insert({
@@ -80,7 +86,7 @@ export function createServices(deps: { repos: Pick<Repos, 'services'>; transact:
           .catch((err: unknown) => {
             throw isUniqueViolation(err) ? conflict(`a service named "${input.name}" already exists in this workspace`) : err;
           });
-        await envVars.replace(row.id, input.envVars ?? [], tx.envVars);
+        await envVars.write(row.id, vars, tx.envVars);
         return row;
       });
       await events.record({ workspaceId, serviceId: service.id, type: 'service_created', details: { name: service.name, type: service.type } });

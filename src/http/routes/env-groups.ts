@@ -4,14 +4,14 @@ import { decodeCursor } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { DEFAULT_LIMIT, IdParam, ListQuery, NoContent, Timestamp, toDate } from '../schemas/common.js';
-import { EnvVarInputArray } from '../schemas/services.js';
+import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/services.js';
 
 const GroupParams = Type.Object({ envGroupId: IdParam });
 const KeyParams = Type.Object({ envGroupId: IdParam, envVarKey: Type.String({ minLength: 1, maxLength: 256 }) });
 const LinkParams = Type.Object({ envGroupId: IdParam, serviceId: IdParam });
 const GroupName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
-const EnvVar = Type.Object({ key: Type.String(), value: Type.String() });
+const EnvVar = EnvVarBody;
 const Meta = {
   id: Type.String(), name: Type.String(), ownerId: Type.String(), environmentId: Type.Optional(Type.String()),
   createdAt: Timestamp, updatedAt: Timestamp,
@@ -110,7 +110,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       access: 'developer', audit: 'UpdateEnvGroupEvent',
       schema: {
         params: KeyParams,
-        body: Type.Union([Type.Object({ value: Type.String({ maxLength: 65536 }) }), Type.Object({ generateValue: Type.Boolean() })]),
+        body: EnvVarValueInput,
         response: { 200: EnvGroupBody },
       },
       handler: async (req) => {

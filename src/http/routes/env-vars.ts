@@ -3,10 +3,10 @@ import { platformEnv } from '../../core/deploys/env.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { IdParam, NoContent } from '../schemas/common.js';
-import { EnvVarInputArray } from '../schemas/services.js';
+import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/services.js';
 import { loadService, ServiceParams } from './services.js';
 
-const EnvVar = Type.Object({ key: Type.String(), value: Type.String() }, { title: 'envVar' });
+const EnvVar = EnvVarBody;
 const EnvVarList = Type.Array(Type.Object({
   envVar: EnvVar, cursor: Type.String(),
   source: Type.Optional(Type.String({ description: 'with resolved=true: platform, envGroup:<id> or service' })),
@@ -46,7 +46,7 @@ export function envVarRoutes(deps: HttpDeps) {
       schema: { params: ServiceParams, body: EnvVarInputArray, response: { 200: EnvVarList } },
       handler: async (req) => {
         const service = await loadService(deps, req, req.params.serviceId);
-        await envVars.replace(service.id, req.body);
+        await envVars.replace(service, req.body);
         return withCursors(await envVars.list(service.id));
       },
     }),
@@ -61,12 +61,12 @@ export function envVarRoutes(deps: HttpDeps) {
       access: 'developer', audit: 'UpdateEnvVarsEvent',
       schema: {
         params: KeyParams,
-        body: Type.Union([Type.Object({ value: Type.String({ maxLength: 65536 }) }), Type.Object({ generateValue: Type.Boolean() })]),
+        body: EnvVarValueInput,
         response: { 200: EnvVar },
       },
       handler: async (req) => {
         const service = await loadService(deps, req, req.params.serviceId);
-        return envVars.put(service.id, { key: req.params.envVarKey, ...req.body } as Parameters<typeof envVars.put>[1]);
+        return envVars.put(service, { key: req.params.envVarKey, ...req.body } as Parameters<typeof envVars.put>[1]);
       },
     }),
     defineRoute({

@@ -31,10 +31,29 @@ export const ServiceDetailsInput = Type.Object({
   ),
 });
 
+const EnvKey = Type.String({ minLength: 1, maxLength: 256 });
+const REF_PROPERTIES = ['connectionString', 'host', 'port', 'user', 'password', 'database'] as const;
+/** A datastore reference: `{id, property}`, resolved when the app's environment is built. */
+export const EnvVarRefInput = Type.Object(
+  { id: Type.String({ minLength: 1, maxLength: 64 }), property: Type.Union(REF_PROPERTIES.map((p) => Type.Literal(p))) },
+  { additionalProperties: false },
+);
 export const EnvVarInput = Type.Union([
-  Type.Object({ key: Type.String({ minLength: 1, maxLength: 256 }), value: Type.String({ maxLength: 65536 }) }, { additionalProperties: false }),
-  Type.Object({ key: Type.String({ minLength: 1, maxLength: 256 }), generateValue: Type.Boolean() }, { additionalProperties: false }),
+  Type.Object({ key: EnvKey, value: Type.String({ maxLength: 65536 }) }, { additionalProperties: false }),
+  Type.Object({ key: EnvKey, generateValue: Type.Boolean() }, { additionalProperties: false }),
+  Type.Object({ key: EnvKey, fromDatabase: EnvVarRefInput }, { additionalProperties: false }),
+  Type.Object({ key: EnvKey, fromKeyValue: EnvVarRefInput }, { additionalProperties: false }),
 ]);
+/** The body of a single-key PUT: the input without its key. */
+export const EnvVarValueInput = Type.Union([
+  Type.Object({ value: Type.String({ maxLength: 65536 }) }), Type.Object({ generateValue: Type.Boolean() }),
+  Type.Object({ fromDatabase: EnvVarRefInput }), Type.Object({ fromKeyValue: EnvVarRefInput }),
+]);
+/** Render's envVar, plus the reference a value comes from. */
+export const EnvVarBody = Type.Object(
+  { key: Type.String(), value: Type.String(), fromDatabase: Type.Optional(EnvVarRefInput), fromKeyValue: Type.Optional(EnvVarRefInput) },
+  { title: 'envVar' },
+);
 export const EnvVarInputArray = Type.Array(EnvVarInput, { maxItems: 500 });
 
 export const ServicePOST = Type.Object({

@@ -1,0 +1,182 @@
+import { randomBytes } from 'node:crypto';
+import { AppError, conflict, notFound } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import type { SecretBox } from '../../lib/secret-box.js';
+import type { KeyValueProvisioner, KeyValueSpec, PostgresProvisioner, PostgresSpec } from '../../provisioners/types.js';
+import type { DatastoreKind, DatastoreQuery, DatastoreRepo, DatastoreRow } from '../../store/repos/datastores.js';
+import type { EnvVarRef } from '../../store/schema.js';
+import type { Events } from '../events.js';
+import { checkIdentifier, defaultIdentifier, keyValueSize, postgresSize, redisPolicy } from './plans.js';
+import { createDatastoreReconciler, placementOf, type DatastoreDriver } from './reconciler.js';
+
+export interface Provisioners {
+  postgres?: PostgresProvisioner;
+  keyValue?: KeyValueProvisioner;
+  /** Why one is missing, and how to enable it (the 501's message). */
+  missing: { postgres: string; keyValue: string };
+}
+
+type IpAllowList = Array<{ cidrBlock: string; description: string }>;
+export interface PostgresInput { name: string; plan: string; version?: string; databaseName?: string; databaseUser?: string; environmentId?: string; ipAllowList?: IpAllowList }
+export interface KeyValueInput { name: string; plan: string; maxmemoryPolicy?: string; environmentId?: string; ipAllowList?: IpAllowList }
+export type DatastorePatch = { name?: string; plan?: string; maxmemoryPolicy?: string; ipAllowList?: IpAllowList };
+
+export interface DatastoreDeps {
+  repo: DatastoreRepo;
+  /** Env vars (service or group) that reference a datastore: a referenced one cannot be deleted. */
+  referencesTo(datastoreId: string): Promise<string[]>;
+  assertEnvironment(workspaceId: string, environmentId: string): Promise<void>;
+  provisioners: Provisioners;
+  box: SecretBox;
+  events: Events;
+  checkMs: number;
+  log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
+}
+
+const WHAT = { postgres: 'postgres instance', keyValue: 'key value instance' } as const;
+
+/**
+ * Postgres and key-value datastores: the API's intent goes into rows, and the reconciler makes the
+ * provisioners match (create, suspend, resume, restart, crash repair). Deletion is done in the call.
+ */
+export function createDatastores(deps: DatastoreDeps) {
+  const { repo, provisioners, box, events } = deps;
+  const password = (row: DatastoreRow) => box.open(row.sealedPassword);
+  const specOf = (row: DatastoreRow): PostgresSpec | KeyValueSpec =>
+    row.kind === 'postgres'
+      ? { id: row.id, version: row.version, databaseName: row.databaseName!, databaseUser: row.databaseUser!, password: password(row), size: postgresSize(row.plan) }
+      : { id: row.id, user: row.id, password: password(row), size: keyValueSize(row.plan), maxmemoryPolicy: redisPolicy(row.maxmemoryPolicy ?? 'allkeys_lru') };
+  const driver: DatastoreDriver = {
+    provisioner: (row) => {
+      const p = row.kind === 'postgres' ? provisioners.postgres : provisioners.keyValue;
+      // A row made by another provisioner (the configuration changed since) is left alone.
+      return p && p.kind === row.provisioner ? p : undefined;
+    },
+    spec: specOf,
+  };
+  const reconciler = createDatastoreReconciler({ repo, driver, events, checkMs: deps.checkMs, log: deps.log });
+
+  function provisionerFor(kind: DatastoreKind) {
+    const p = kind === 'postgres' ? provisioners.postgres : provisioners.keyValue;
+    if (!p) throw new AppError('not_configured', provisioners.missing[kind]);
+    return p;
+  }
+  async function get(kind: DatastoreKind, id: string): Promise<DatastoreRow> {
+    const row = await repo.get(id);
+    if (!row || row.kind !== kind) throw notFound(WHAT[kind]);
+    return row;
+  }
+  async function insert(workspaceId: string, row: Omit<Parameters<DatastoreRepo['insert']>[0], 'workspaceId' | 'status' | 'sealedPassword'>) {
+    if (row.environmentId) await deps.assertEnvironment(workspaceId, row.environmentId);
+    const created = await repo.insert({ ...row, workspaceId, status: 'creating', sealedPassword: box.seal(randomBytes(24).toString('base64url')) });
+    await events.record({ workspaceId, datastoreId: created.id, type: 'datastore_created', details: { kind: created.kind } });
+    reconciler.kick(created.id);
+    return created;
+  }
+  async function change(row: DatastoreRow, patch: Partial<DatastoreRow>, opts: { restart?: boolean } = {}) {
+    const updated = (await repo.update(row.id, patch)) ?? row;
+    reconciler.kick(row.id, opts);
+    return updated;
+  }
+
+  return {
+    get,
+    list: (q: DatastoreQuery) => repo.list(q),
+    password,
+    start: () => reconciler.start(),
+    close: () => reconciler.close(),
+    createPostgres(workspaceId: string, input: PostgresInput) {
+      const provisioner = provisionerFor('postgres');
+      postgresSize(input.plan);
+      const versions = provisioner.versions();
+      const version = input.version ?? versions[versions.length - 1]!;
+      if (!versions.includes(version)) {
+        throw new AppError('validation_failed', 'invalid version', [{ field: 'version', message: `Postgres ${version} is not available here; available: ${versions.join(', ')}` }]);
+      }
+      return insert(workspaceId, {
+        id: newId('postgres'), kind: 'postgres', name: input.name, plan: input.plan, version, provisioner: provisioner.kind,
+        databaseName: checkIdentifier('databaseName', input.databaseName ?? defaultIdentifier(input.name)),
+        databaseUser: checkIdentifier('databaseUser', input.databaseUser ?? defaultIdentifier(input.name)),
+        environmentId: input.environmentId ?? null, ipAllowList: input.ipAllowList ?? [],
+      });
+    },
+    createKeyValue(workspaceId: string, input: KeyValueInput) {
+      const provisioner = provisionerFor('keyValue');
+      keyValueSize(input.plan);
+      return insert(workspaceId, {
+        id: newId('keyValue'), kind: 'keyValue', name: input.name, plan: input.plan, version: provisioner.versions()[0] ?? 'unknown',
+        provisioner: provisioner.kind, maxmemoryPolicy: input.maxmemoryPolicy ?? 'allkeys_lru',
+        environmentId: input.environmentId ?? null, ipAllowList: input.ipAllowList ?? [],
+      });
+    },
+    /** Name and allow list change the row; plan and eviction policy are applied to the running server. */
+    update(row: DatastoreRow, patch: DatastorePatch) {
+      if (patch.plan !== undefined) (row.kind === 'postgres' ? postgresSize : keyValueSize)(patch.plan);
+      const applies = (patch.plan !== undefined && patch.plan !== row.plan) || (patch.maxmemoryPolicy !== undefined && patch.maxmemoryPolicy !== row.maxmemoryPolicy);
+      const busy = row.suspended || row.status === 'creating';
+      return change(row, { ...patch, ...(applies && !busy ? { status: 'config_restart' as const } : {}) });
+    },
+    suspend: (row: DatastoreRow) => change(row, { suspended: true }),
+    resume: (row: DatastoreRow) => change(row, { suspended: false }),
+    restart(row: DatastoreRow) {
+      if (row.suspended || row.status === 'creating') throw conflict(`the ${WHAT[row.kind]} is ${row.suspended ? 'suspended' : 'still being created'}`);
+      return change(row, {}, { restart: true });
+    },
+    /** Stops it and removes its data, unless an env var still references it. */
+    async remove(row: DatastoreRow) {
+      const refs = await deps.referencesTo(row.id);
+      if (refs.length) throw conflict(`${row.id} is referenced by environment variables of ${refs.join(', ')}; remove those first`);
+      await reconciler.exclusive(row.id, async () => {
+        const placement = placementOf(row);
+        const provisioner = driver.provisioner(row);
+        if (placement && provisioner) await provisioner.destroy(specOf(row), placement);
+        if (!(await repo.delete(row.id))) throw notFound(WHAT[row.kind]);
+      });
+      await events.record({ workspaceId: row.workspaceId, datastoreId: row.id, type: 'datastore_deleted', details: { kind: row.kind } });
+    },
+    connection,
+    /** Env var references (`fromDatabase`, `fromKeyValue`) to datastores. */
+    refs: {
+      async check(workspaceId: string, ref: EnvVarRef) {
+        const row = await repo.get(ref.id);
+        const field = ref.kind === 'postgres' ? 'fromDatabase' : 'fromKeyValue';
+        if (!row || row.kind !== ref.kind || row.workspaceId !== workspaceId) {
+          throw new AppError('validation_failed', 'invalid environment variables', [{ field: `${field}.id`, message: `${ref.id} is not a ${WHAT[ref.kind]} of this workspace` }]);
+        }
+        if (ref.kind === 'keyValue' && ref.property === 'database') {
+          throw new AppError('validation_failed', 'invalid environment variables', [{ field: `${field}.property`, message: 'a key value instance has no database' }]);
+        }
+      },
+      async resolve(ref: EnvVarRef) {
+        const row = await repo.get(ref.id);
+        if (!row) throw new Error(`${ref.id} no longer exists`);
+        return refValue(ref.kind, connection(row), ref.property);
+      },
+    },
+  };
+
+  /** Where and how to connect (Render's connection-info, plus the parts for `fromDatabase`). */
+  function connection(row: DatastoreRow) {
+    const placement = placementOf(row);
+    if (!placement) throw conflict(`the ${WHAT[row.kind]} is still being created`);
+    const user = row.kind === 'postgres' ? row.databaseUser! : row.id;
+    return { host: placement.host, port: placement.port, user, password: password(row), database: row.databaseName ?? undefined, keyPrefix: placement.state.keyPrefix as string | undefined };
+  }
+}
+export type Datastores = ReturnType<typeof createDatastores>;
+
+/** The value an env var reference stands for. */
+export function refValue(kind: EnvVarRef['kind'], c: ReturnType<Datastores['connection']>, property: EnvVarRef['property']): string {
+  const auth = `${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}`;
+  switch (property) {
+    case 'connectionString':
+      return kind === 'postgres' ? `postgresql://${auth}@${c.host}:${c.port}/${c.database}` : `redis://${auth}@${c.host}:${c.port}`;
+    case 'host': return c.host;
+    case 'port': return String(c.port);
+    case 'user': return c.user;
+    case 'password': return c.password;
+    case 'database':
+      if (c.database === undefined) throw new AppError('validation_failed', 'a key value instance has no database');
+      return c.database;
+  }
+}

@@ -1,0 +1,127 @@
+import type { Placement, Provisioner } from '../../provisioners/types.js';
+import type { DatastoreRepo, DatastoreRow, DatastoreStatus } from '../../store/repos/datastores.js';
+import type { Events } from '../events.js';
+import { createServiceLocks } from '../deploys/service-lock.js';
+
+/** What the reconciler needs to act on one row: its provisioner and the spec it takes. */
+export interface DatastoreDriver {
+  provisioner(row: DatastoreRow): Provisioner<unknown> | undefined;
+  spec(row: DatastoreRow): unknown;
+}
+
+export interface ReconcilerDeps {
+  repo: Pick<DatastoreRepo, 'get' | 'all' | 'update'>;
+  driver: DatastoreDriver;
+  events: Events;
+  checkMs: number;
+  log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
+}
+
+const MAX_BACKOFF_MS = 60_000;
+export const placementOf = (row: DatastoreRow): Placement | undefined =>
+  row.host && row.port ? { host: row.host, port: row.port, state: row.provisionerState } : undefined;
+
+/**
+ * Converges every datastore on its row (desired state): creates what is `creating`, stops what is
+ * suspended, starts what should serve, and restarts a datastore that stopped answering. Each step is
+ * safe to re-run, so a control plane killed mid-way picks up where it was on its next pass.
+ * Work on one datastore is serialised; a failing one is retried with backoff.
+ */
+export function createDatastoreReconciler(deps: ReconcilerDeps) {
+  const { repo, driver, events, log } = deps;
+  const withLock = createServiceLocks();
+  const failures = new Map<string, { count: number; retryAt: number }>();
+  const restarts = new Set<string>();
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  async function setStatus(row: DatastoreRow, status: DatastoreStatus, type?: string, patch: Partial<DatastoreRow> = {}) {
+    const updated = (await repo.update(row.id, { ...patch, status })) ?? row;
+    if (type && (status !== row.status || type === 'datastore_restarted')) {
+      await events.record({ workspaceId: row.workspaceId, datastoreId: row.id, type, details: { kind: row.kind, status } });
+    }
+    return updated;
+  }
+  const placed = (p: Placement) => ({ host: p.host, port: p.port, provisionerState: p.state });
+
+  async function converge(row: DatastoreRow) {
+    const provisioner = driver.provisioner(row);
+    if (!provisioner) {
+      if (row.status !== 'unknown') log.warn({ datastoreId: row.id, provisioner: row.provisioner }, 'datastore provisioner is not configured here');
+      return setStatus(row, 'unknown');
+    }
+    const spec = driver.spec(row);
+    const placement = placementOf(row);
+    if (row.suspended) {
+      if (row.status === 'suspended') return row;
+      if (placement) await provisioner.stop(spec, placement);
+      return setStatus(row, 'suspended', 'datastore_suspended');
+    }
+    if (!placement || row.status === 'creating') {
+      return setStatus(row, 'available', 'datastore_available', placed(await provisioner.create(spec)));
+    }
+    if (restarts.delete(row.id)) {
+      await provisioner.stop(spec, placement);
+      return setStatus(row, 'available', 'datastore_restarted', placed(await provisioner.start(spec, placement)));
+    }
+    if (row.status === 'suspended') return setStatus(row, 'available', 'datastore_resumed', placed(await provisioner.start(spec, placement)));
+    if (row.status === 'config_restart') return setStatus(row, 'available', 'datastore_updated', placed(await provisioner.update(spec, placement)));
+    if (await provisioner.check(spec, placement)) return row.status === 'available' ? row : setStatus(row, 'available', 'datastore_available');
+    // Not answering: say so, then bring it back from its data.
+    const down = row.status === 'unavailable' ? row : await setStatus(row, 'unavailable', 'datastore_unavailable');
+    log.warn({ datastoreId: row.id }, 'datastore is not answering; restarting it');
+    const started = await provisioner.start(spec, placement);
+    if (!(await provisioner.check(spec, started))) return repo.update(row.id, placed(started));
+    return setStatus(down, 'available', 'datastore_available', placed(started));
+  }
+
+  async function reconcile(id: string, force = false) {
+    const failed = failures.get(id);
+    if (!force && failed && Date.now() < failed.retryAt) return;
+    await withLock(id, async () => {
+      const row = await repo.get(id);
+      if (!row || closed) return;
+      try {
+        await converge(row);
+        failures.delete(id);
+      } catch (err) {
+        const count = (failures.get(id)?.count ?? 0) + 1;
+        failures.set(id, { count, retryAt: Date.now() + Math.min(MAX_BACKOFF_MS, deps.checkMs * 2 ** (count - 1)) });
+        log.error({ err, datastoreId: id, attempt: count }, 'datastore step failed; will retry');
+        if (row.status === 'available') await setStatus(row, 'unavailable', 'datastore_unavailable').catch(() => undefined);
+      }
+    });
+  }
+
+  async function pass() {
+    try {
+      for (const row of await repo.all()) await reconcile(row.id);
+    } catch (err) {
+      log.error({ err }, 'datastore reconciler pass failed (store unreachable?); will retry');
+    }
+  }
+
+  return {
+    /** Runs one pass now (re-adopting what runs, restarting what does not), then one every checkMs. */
+    async start() {
+      await pass();
+      const loop = async () => {
+        await pass();
+        if (!closed) timer = setTimeout(loop, deps.checkMs);
+      };
+      timer = setTimeout(loop, deps.checkMs);
+    },
+    /** Converges one datastore now (after an API change), in the background. */
+    kick(id: string, opts: { restart?: boolean } = {}) {
+      if (opts.restart) restarts.add(id);
+      void reconcile(id, true);
+    },
+    /** Runs `work` while no step runs on that datastore (delete). */
+    exclusive: <T>(id: string, work: () => Promise<T>) => withLock(id, work),
+    close() {
+      closed = true;
+      clearTimeout(timer);
+    },
+  };
+}
+export type DatastoreReconciler = ReturnType<typeof createDatastoreReconciler>;
