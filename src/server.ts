@@ -41,6 +41,8 @@ export interface Slipway {
   close(): Promise<void>;
 }
 
+const LOCAL_OFF = 'Datastore servers on this machine are turned off (SLIPWAY_LOCAL_DATASTORES=0): set';
+
 /** The composition root: config -> store -> queue -> core -> http (DESIGN.md §3). */
 export async function startSlipway(config: Config, options: LogOptions = {}): Promise<Slipway> {
   const unlock = lockDataDir(config.dataDir);
@@ -86,7 +88,9 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
           ? createPostgresProvisioner({ dataDir: config.dataDir, adminUrl: config.postgresAdminUrl, runAs }) : undefined,
         keyValue: config.redisAdminUrl || config.localDatastores
           ? createKeyValueProvisioner({ dataDir: config.dataDir, adminUrl: config.redisAdminUrl, runAs }) : undefined,
-        missing: { postgres: POSTGRES_NOT_CONFIGURED, keyValue: KEY_VALUE_NOT_CONFIGURED },
+        missing: config.localDatastores
+          ? { postgres: POSTGRES_NOT_CONFIGURED, keyValue: KEY_VALUE_NOT_CONFIGURED }
+          : { postgres: `${LOCAL_OFF} SLIPWAY_POSTGRES_ADMIN_URL to use an existing server.`, keyValue: `${LOCAL_OFF} SLIPWAY_REDIS_ADMIN_URL to use an existing server.` },
       },
     });
     cleanup.push(() => datastores.close());

@@ -15,6 +15,11 @@ import { hasPostgresServer, hasRedisServer, requireOrSkip, untilStatus } from '.
 const pgOk = requireOrSkip('postgres/initdb', hasPostgresServer());
 const redisOk = requireOrSkip('redis-server', hasRedisServer());
 
+/** The pid Slipway keeps for a local datastore's server. */
+async function serverPid(id: string): Promise<number> {
+  const { rows } = await server.slipway.store.executeSql(`select provisioner_state->>'pid' as pid from datastores where id = $1`, [id]);
+  return Number(rows[0].pid);
+}
 const eventTypes = async (api: Client, as: Caller, url: string) => ((await api.get(`${url}/events?limit=100`, as)).body as Array<{ event: { type: string } }>).map((e) => e.event.type);
 
 let server: TestServer;
@@ -27,11 +32,12 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-/** Restarts the server on the same data dir and store; datastore servers keep running meanwhile. */
-async function restartServer() {
+/** Restarts the server on the same data dir and store; datastore servers keep running meanwhile (unless `whileDown` stops them). */
+async function restartServer(whileDown: () => Promise<void> | void = () => undefined) {
   const first = server;
   const { dataDir, databaseUrl } = first;
   await first.stop();
+  await whileDown();
   const next = await bootServer({ SLIPWAY_DATASTORE_CHECK_MS: '300' }, { dataDir, databaseUrl });
   // The new server's close() must clean the same dirs the first one made.
   next.close = async () => {
@@ -77,13 +83,31 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
       }
     };
 
+    // Slipway restarts: the server is re-adopted. And when it died while Slipway was down, it is started from its data.
     await restartServer();
     expect((await api.get(url, owner)).body.status).toBe('available');
     expect(await read()).toEqual(['kept']);
+    const pid = await serverPid(created.body.id);
+    await restartServer(() => void process.kill(pid, 'SIGKILL'));
+    expect((await api.get(url, owner)).body.status).toBe('available');
+    expect(await read()).toEqual(['kept']);
+    expect(await serverPid(created.body.id)).not.toBe(pid);
+
+    // Restart and a plan change (applied with a restart), data intact.
+    expect((await api.post(`${url}/restart`, undefined, owner)).status).toBe(202);
+    await waitFor('the restart', async () => (await eventTypes(api, owner, url)).includes('datastore_restarted'));
+    const patched = await api.patch(url, { plan: 'basic_1gb', name: 'main db (bigger)' }, owner);
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ plan: 'basic_1gb', name: 'main db (bigger)' });
+    await waitFor('the new plan', async () => (await eventTypes(api, owner, url)).includes('datastore_updated'));
+    const c = new pg.Client({ connectionString: info.externalConnectionString });
+    await c.connect();
+    expect((await c.query('show shared_buffers')).rows[0].shared_buffers).toBe('256MB');
+    await c.end();
+    expect(await read()).toEqual(['kept']);
 
     // A crash of the server: unavailable, then restarted from its data.
-    const { rows } = await server.slipway.store.executeSql(`select provisioner_state->>'pid' as pid from datastores where id = $1`, [created.body.id]);
-    process.kill(Number(rows[0].pid), 'SIGKILL');
+    process.kill(await serverPid(created.body.id), 'SIGKILL');
     await waitFor('the crash to be noticed and repaired', async () => {
       const types = await eventTypes(api, owner, url);
       return types.includes('datastore_unavailable') && types[0] === 'datastore_available';
@@ -122,8 +146,15 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
     const malformed = await api.call('POST', '/v1/postgres', { ...owner, raw: '{"name": ', headers: { 'content-type': 'application/json' } });
     expect(malformed.status).toBe(400);
 
-    const created = (await api.post('/v1/postgres', { name: 'mine', plan: 'free' }, owner)).body;
+    // In an environment: listed by it and listed in it.
+    const project = (await api.post('/v1/projects', { name: 'p', environments: [{ name: 'production' }] }, owner)).body;
+    const environmentId = project.environmentIds[0];
+    const created = (await api.post('/v1/postgres', { name: 'mine', plan: 'free', environmentId }, owner)).body;
+    expect(created.environmentId).toBe(environmentId);
+    expect((await api.get(`/v1/postgres?environmentId=${environmentId}`, owner)).body.map((e: { postgres: { id: string } }) => e.postgres.id)).toEqual([created.id]);
+    expect((await api.get(`/v1/environments/${environmentId}`, owner)).body.databasesIds).toEqual([created.id]);
     const stranger = await signUp(api);
+    expect((await api.post('/v1/postgres', { name: 'x', plan: 'free', environmentId }, stranger)).status).toBe(404);
     for (const route of ['', '/connection-info', '/events']) expect((await api.get(`/v1/postgres/${created.id}${route}`, stranger)).status).toBe(404);
     expect((await api.delete(`/v1/postgres/${created.id}`, stranger)).status).toBe(404);
     expect((await api.get('/v1/postgres', stranger)).body).toEqual([]);
@@ -133,6 +164,25 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
     await untilStatus(api, owner, `/v1/postgres/${created.id}`, 'available');
     expect((await api.delete(`/v1/postgres/${created.id}`, owner)).status).toBe(204);
   }, 60_000);
+});
+
+describe('without a provisioner', () => {
+  it('answers 501 not_configured, saying how to enable datastores', async () => {
+    const off = await bootServer({ SLIPWAY_LOCAL_DATASTORES: '0' });
+    try {
+      const offApi = client(off.url);
+      const user = await signUp(offApi);
+      for (const [url, body] of [['/v1/postgres', { name: 'x', plan: 'free' }], ['/v1/key-value', { name: 'x', plan: 'free' }]] as const) {
+        const res = await offApi.post(url, body, user);
+        expect(res.status).toBe(501);
+        expect(res.body.code).toBe('not_configured');
+        expect(res.body.message).toMatch(/SLIPWAY_(POSTGRES|REDIS)_ADMIN_URL/);
+      }
+      expect((await offApi.get('/v1/postgres', user)).body).toEqual([]);
+    } finally {
+      await off.close();
+    }
+  });
 });
 
 describe.skipIf(!redisOk)('key-value (local servers)', () => {

@@ -89,6 +89,8 @@ export function createDatastores(deps: DatastoreDeps) {
       const provisioner = provisionerFor('postgres');
       postgresSize(input.plan);
       const versions = provisioner.versions();
+      // A cluster provisioner learns its server's version just after boot.
+      if (!versions.length) throw new AppError('unavailable', 'the Postgres server has not answered yet; try again shortly');
       const version = input.version ?? versions[versions.length - 1]!;
       if (!versions.includes(version)) {
         throw new AppError('validation_failed', 'invalid version', [{ field: 'version', message: `Postgres ${version} is not available here; available: ${versions.join(', ')}` }]);
