@@ -1,4 +1,4 @@
-import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, type AnyPgColumn } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, boolean, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, type AnyPgColumn } from 'drizzle-orm/pg-core';
 
 // Timestamps are timestamptz, read back as Date; ids are time-ordered text (lib/ids.ts).
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -343,4 +343,97 @@ export const datastores = pgTable(
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
   (t) => [index('datastores_workspace_idx').on(t.workspaceId, t.kind, t.id), index('datastores_status_idx').on(t.status), index('datastores_environment_idx').on(t.environmentId)],
+);
+
+/**
+ * Log entries (Render's log shape): app stdout/stderr, build and pre-deploy output, router
+ * requests. `id` is the global insertion order, the resume point of a log stream.
+ */
+export const logs = pgTable(
+  'logs',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    workspaceId: text('workspace_id').notNull(),
+    /** The service (label `resource`). */
+    resourceId: text('resource_id').notNull(),
+    instanceId: text('instance_id'),
+    deployId: text('deploy_id'),
+    type: text('type', { enum: ['app', 'build', 'request'] }).notNull(),
+    level: text('level').notNull(),
+    message: text('message').notNull(),
+    method: text('method'),
+    path: text('path'),
+    statusCode: integer('status_code'),
+    host: text('host'),
+    /** Request duration and bytes sent, for `request` entries. */
+    durationMs: doublePrecision('duration_ms'),
+    bytes: bigint('bytes', { mode: 'number' }),
+    timestamp: ts('timestamp').notNull(),
+  },
+  (t) => [
+    index('logs_resource_time_idx').on(t.resourceId, t.timestamp, t.id),
+    index('logs_workspace_time_idx').on(t.workspaceId, t.timestamp, t.id),
+    index('logs_time_idx').on(t.timestamp),
+  ],
+);
+
+/** Where the log collector is in each instance's output files, so a restart neither loses nor repeats lines. */
+export const logOffsets = pgTable('log_offsets', {
+  /** `<instance id>:stdout` or `<instance id>:stderr`. */
+  stream: text('stream').primaryKey(),
+  offset: bigint('offset', { mode: 'number' }).notNull(),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+});
+
+/**
+ * CPU and memory samples per instance; `resolution` 0 = raw samples, 60 / 3600 = roll-ups
+ * (averages, with max and min) made when raw samples expire.
+ */
+export const metricSamples = pgTable(
+  'metric_samples',
+  {
+    serviceId: text('service_id').notNull(),
+    instanceId: text('instance_id').notNull(),
+    resolution: integer('resolution').notNull().default(0),
+    timestamp: ts('timestamp').notNull(),
+    /** Percent of one core. */
+    cpuPercent: doublePrecision('cpu_percent').notNull(),
+    cpuMax: doublePrecision('cpu_max'),
+    cpuMin: doublePrecision('cpu_min'),
+    /** RSS of the whole process tree. */
+    memoryBytes: bigint('memory_bytes', { mode: 'number' }).notNull(),
+    memoryMax: bigint('memory_max', { mode: 'number' }),
+    memoryMin: bigint('memory_min', { mode: 'number' }),
+    /** The instance cgroup's memory.current, where cgroups are available. */
+    cgroupMemoryBytes: bigint('cgroup_memory_bytes', { mode: 'number' }),
+  },
+  (t) => [primaryKey({ columns: [t.instanceId, t.resolution, t.timestamp] }), index('metric_samples_service_idx').on(t.serviceId, t.resolution, t.timestamp)],
+);
+
+/**
+ * The usage ledger, append-only: one row per metered stretch of a source (an instance's
+ * running time, a build, a service's router bytes, a datastore's serving time). A stretch
+ * starts where the source's previous one ended (unique on source, kind and start), so
+ * metering again after a crash can neither skip nor double-count.
+ */
+export const usageEntries = pgTable(
+  'usage_entries',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    workspaceId: text('workspace_id').notNull(),
+    /** The service or datastore billed. */
+    resourceId: text('resource_id').notNull(),
+    /** What was metered: an instance, deploy (build), service (bandwidth) or datastore id. */
+    sourceId: text('source_id').notNull(),
+    kind: text('kind', { enum: ['instance_seconds', 'build_seconds', 'bandwidth_bytes', 'datastore_seconds'] }).notNull(),
+    plan: text('plan').notNull(),
+    quantity: doublePrecision('quantity').notNull(),
+    startedAt: ts('started_at').notNull(),
+    endedAt: ts('ended_at').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('usage_entries_source_key').on(t.sourceId, t.kind, t.startedAt),
+    index('usage_entries_workspace_idx').on(t.workspaceId, t.endedAt),
+  ],
 );
