@@ -25,6 +25,7 @@ export function freePort(): Promise<number> {
 
 export interface RunningSlipway {
   url: string;
+  pid: number;
   /** Stops the child (SIGTERM, then SIGKILL) and removes its temp data dir. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -93,7 +94,7 @@ export async function startSlipway(extraEnv: Record<string, string> = {}): Promi
     await stop();
     throw err;
   }
-  return { url, stop };
+  return { url, pid: child.pid!, stop };
 }
 
 async function waitForHealth(url: string, child: ChildProcess, output: () => string): Promise<void> {

@@ -40,7 +40,10 @@ function checkInside(root: string, dir: string, what: string) {
 }
 
 /** Fetch and build (DESIGN.md §7 "Build"): fills the deploy's artifact dir and picks its start command. */
-export function createBuilder(deps: { repo: DeployRepo; runtime: Runtime; layout: Layout; limits: PipelineLimits; buildEnv(service: ServiceRow, deploy: DeployRow): Promise<Record<string, string>> }) {
+/** Where build and pre-deploy output lines go (the log store, type `build`). */
+export type BuildLog = (service: ServiceRow, deployId: string) => { write(chunk: string): void; end(): void };
+
+export function createBuilder(deps: { repo: DeployRepo; runtime: Runtime; layout: Layout; limits: PipelineLimits; buildEnv(service: ServiceRow, deploy: DeployRow): Promise<Record<string, string>>; buildLog?: BuildLog }) {
   const { repo, runtime, layout, limits } = deps;
 
   async function fetchSource(service: ServiceRow, deploy: DeployRow, dir: string, signal: AbortSignal): Promise<Partial<DeployRow>> {
@@ -77,13 +80,16 @@ export function createBuilder(deps: { repo: DeployRepo; runtime: Runtime; layout
     const command = buildCommandFor(workDir, details);
     let output = '';
     if (command) {
+      const toLog = deps.buildLog?.(service, deploy.id);
       const result = await runtime.build({
         dir: workDir, command, env: await deps.buildEnv(service, deploy), timeoutMs: limits.buildTimeoutMs, signal,
         limits: PLAN_LIMITS[details.plan],
         onOutput: (chunk) => {
           output = (output + chunk).slice(-OUTPUT_TAIL);
+          toLog?.write(chunk);
         },
       });
+      toLog?.end();
       await repo.update(deploy.id, { buildOutput: output || result.output.slice(-OUTPUT_TAIL) });
       if (result.canceled) throw new DeployFailure('canceled', 'canceled during the build');
       if (result.timedOut) throw new DeployFailure('build_failed', `the build did not finish within ${Math.round(limits.buildTimeoutMs / 1000)} s`);

@@ -1,0 +1,96 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import { AppError, badRequest, notFound } from '../../lib/errors.js';
+import { parseLogFilter, type LogQuery, type ParsedLogFilter } from '../../observability/logs/filters.js';
+import { queryLogs } from '../../observability/logs/query.js';
+import type { HttpDeps } from '../deps.js';
+import { defineRoute } from '../route.js';
+import { OwnerIdQuery, Timestamp } from '../schemas/common.js';
+
+const Values = (description: string) => Type.Optional(Type.Array(Type.String({ maxLength: 512 }), { maxItems: 50, description }));
+const FILTERS = {
+  ownerId: OwnerIdQuery,
+  resource: Values('Service ids (default: every service of the workspace)'),
+  instance: Values('Instance ids'),
+  type: Values('app | build | request'),
+  level: Values('Levels; `*` wildcards and /regex/ allowed'),
+  text: Values('Substring of the message; `*` wildcards and /regex/ allowed'),
+  method: Values('Request method (request logs)'),
+  statusCode: Values('Status code (request logs), e.g. 200, 5*, /^4/'),
+  path: Values('Request path (request logs)'),
+  host: Values('Request host (request logs)'),
+  startTime: Type.Optional(Timestamp),
+  endTime: Type.Optional(Timestamp),
+};
+const Label = Type.Object({ name: Type.String(), value: Type.String() });
+const LogEntry = Type.Object(
+  { id: Type.String(), message: Type.String(), timestamp: Timestamp, labels: Type.Array(Label) },
+  { title: 'logEntry', description: 'Render\'s log entry; also each message of /v1/logs/subscribe' },
+);
+const LogsPage = Type.Object({ hasMore: Type.Boolean(), nextStartTime: Timestamp, nextEndTime: Timestamp, logs: Type.Array(LogEntry) });
+
+/** Postgres refused a regular expression JS accepted (their dialects differ slightly). */
+const isBadRegex = (err: unknown) => {
+  const e = err as { code?: string; cause?: { code?: string } };
+  return e?.code === '2201B' || e?.cause?.code === '2201B';
+};
+
+export function logRoutes({ guard, repos, logs }: HttpDeps) {
+  /** The caller's workspace and the validated filter; another workspace's service answers 404. */
+  async function prepare(req: FastifyRequest, q: LogQuery & { ownerId?: string }): Promise<ParsedLogFilter> {
+    const { workspaceId } = await guard.context(req, q.ownerId);
+    for (const id of new Set(q.resource ?? [])) {
+      const service = await repos.services.get(id);
+      if (!service || service.workspaceId !== workspaceId) throw notFound(`resource ${id}`);
+    }
+    return parseLogFilter(workspaceId, q);
+  }
+
+  return [
+    defineRoute({
+      method: 'GET', url: '/v1/logs', summary: 'List logs (Render: list-logs)', tags: ['Logs'],
+      access: 'viewer',
+      schema: {
+        querystring: Type.Object({
+          ...FILTERS,
+          direction: Type.Optional(Type.Union([Type.Literal('forward'), Type.Literal('backward')], { default: 'backward' })),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+        }),
+        response: { 200: LogsPage },
+      },
+      handler: async (req) => {
+        try {
+          return await queryLogs(repos.logs, await prepare(req, req.query), req.query);
+        } catch (err) {
+          if (isBadRegex(err)) throw badRequest(`invalid regular expression: ${(err as Error).message}`);
+          throw err;
+        }
+      },
+    }),
+    defineRoute({
+      method: 'GET', url: '/v1/logs/subscribe',
+      summary: 'Subscribe to logs over a WebSocket (Render: subscribe-logs): one log entry per message; close code 4008 = too slow, reconnect with afterId',
+      tags: ['Logs'],
+      access: 'viewer',
+      schema: {
+        querystring: Type.Object({
+          ...FILTERS,
+          afterId: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$', description: 'Resume after this entry id (the last one received)' })),
+        }),
+        response: { 101: LogEntry },
+      },
+      handler: async (req) => {
+        const parsed = await prepare(req, req.query);
+        return { parsed, from: { afterId: req.query.afterId, startTime: req.query.startTime } };
+      },
+      websocket: (socket, prepared) => {
+        const { parsed, from } = prepared as { parsed: ParsedLogFilter; from: { afterId?: string; startTime?: string } };
+        try {
+          logs.subscribe(socket, parsed, from);
+        } catch (err) {
+          socket.close(1008, err instanceof AppError ? err.message.slice(0, 120) : 'bad request');
+        }
+      },
+    }),
+  ];
+}

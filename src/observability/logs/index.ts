@@ -1,0 +1,84 @@
+import type { WebSocket } from 'ws';
+import type { RequestRecord } from '../../router/router.js';
+import type { LogRepo, NewLogEntry } from '../../store/repos/logs.js';
+import { createLogCollector, type TailedInstance } from './collector.js';
+import { parseTimeUs, type ParsedLogFilter } from './filters.js';
+import { createLogHub } from './hub.js';
+import { createLineSplitter, levelOf } from './lines.js';
+import { createLogSink } from './sink.js';
+import { openLogStream } from './stream.js';
+
+export interface LogsDeps {
+  repo: LogRepo;
+  /** The workspace of a service (request entries carry only the service id); undefined when it is gone. */
+  workspaceOf(serviceId: string): Promise<string | undefined>;
+  instances(): Promise<TailedInstance[]>;
+  instanceDir(serviceId: string, instanceId: string): string;
+  /** Postgres: other Slipway processes share the store (NOTIFY on write, LISTEN via `listen`). */
+  shared: boolean;
+  settings: { pollMs: number; flushMs: number; streamBufferBytes: number; pingMs: number };
+  log: { warn(o: object, m?: string): void };
+}
+
+/** The log store's moving parts: the file collector, build and request logging, the fan-out hub, subscriptions. */
+export function createLogs(deps: LogsDeps) {
+  const { repo, settings } = deps;
+  const hub = createLogHub({ repo, pollMs: deps.shared ? 1000 : 5000, log: deps.log });
+  const sink = createLogSink({ repo, flushMs: settings.flushMs, notify: deps.shared, onCommitted: () => hub.poke(), log: deps.log });
+  const collector = createLogCollector({ repo, sink, instances: deps.instances, instanceDir: deps.instanceDir, pollMs: settings.pollMs, log: deps.log });
+  const workspaces = new Map<string, string | undefined>();
+
+  async function requestEntry(r: RequestRecord, timeMs: number): Promise<NewLogEntry | undefined> {
+    if (!workspaces.has(r.serviceId)) workspaces.set(r.serviceId, await deps.workspaceOf(r.serviceId));
+    const workspaceId = workspaces.get(r.serviceId);
+    if (!workspaceId) return undefined;
+    const path = r.path.slice(0, 2048);
+    return {
+      workspaceId, resourceId: r.serviceId, type: 'request', level: r.statusCode >= 500 ? 'error' : 'info',
+      message: `${r.method} ${path} ${r.statusCode} ${r.durationMs.toFixed(1)}ms ${r.bytesOut}B`,
+      method: r.method.slice(0, 32), path, statusCode: r.statusCode, host: r.host.slice(0, 255), durationMs: r.durationMs, bytes: r.bytesOut, timeMs,
+    };
+  }
+
+  return {
+    hub,
+    sink,
+    async start() {
+      await hub.start();
+      collector.start();
+    },
+    /** Stops collecting and writes what is pending. */
+    async close() {
+      await collector.stop();
+      await sink.close();
+      await hub.close();
+    },
+    /** The router's per-request hook (type `request`). */
+    onRequest(r: RequestRecord) {
+      requestEntry(r, Date.now())
+        .then((e) => e && sink.push([e]))
+        .catch((err) => deps.log.warn({ err }, 'request log failed'));
+    },
+    /** Build and pre-deploy output of one deploy (type `build`), fed in chunks; `end()` flushes an unfinished last line. */
+    buildLog(service: { id: string; workspaceId: string }, deployId: string) {
+      const splitter = createLineSplitter();
+      const push = (lines: string[]) =>
+        sink.push(lines.map((message) => ({
+          workspaceId: service.workspaceId, resourceId: service.id, deployId, type: 'build' as const, level: levelOf(message, 'info'), message, timeMs: Date.now(),
+        })));
+      return {
+        write: (chunk: string) => push(splitter.push(Buffer.from(chunk, 'utf8'))),
+        end: () => push(splitter.flush()),
+      };
+    },
+    /** Serves one WebSocket subscription (validated and authorized by the caller). */
+    subscribe(socket: WebSocket, parsed: ParsedLogFilter, from: { afterId?: string; startTime?: string }) {
+      openLogStream(
+        { hub, repo, bufferBytes: settings.streamBufferBytes, pingMs: settings.pingMs },
+        socket,
+        { parsed, afterId: from.afterId !== undefined ? Number(from.afterId) : undefined, startUs: from.startTime ? parseTimeUs(from.startTime, 'startTime') : undefined },
+      );
+    },
+  };
+}
+export type Logs = ReturnType<typeof createLogs>;

@@ -1,0 +1,116 @@
+import type { WebSocket } from 'ws';
+import type { LogRepo, LogRow } from '../../store/repos/logs.js';
+import { logEntryBody, type ParsedLogFilter } from './filters.js';
+import type { LogHub } from './hub.js';
+
+/** Close code for a subscriber that does not read fast enough: reconnect with `afterId` = the last id received. */
+export const SLOW_CONSUMER_CLOSE = 4008;
+const REPLAY_PAGE = 500;
+/** A live row is the same object for every subscriber of a process: serialized once. */
+const serialized = new WeakMap<LogRow, string>();
+const toJson = (row: LogRow) => {
+  let json = serialized.get(row);
+  if (json === undefined) serialized.set(row, (json = JSON.stringify(logEntryBody(row))));
+  return json;
+};
+/** How long a replay waits for the client to read what was sent before giving up on it. */
+const DRAIN_WAIT_MS = 2000;
+
+export interface LogStreamDeps {
+  hub: LogHub;
+  repo: Pick<LogRepo, 'after' | 'idBefore'>;
+  /** Bytes queued for one subscriber before it is closed with SLOW_CONSUMER_CLOSE. */
+  bufferBytes: number;
+  pingMs: number;
+}
+
+export interface LogStreamStart {
+  parsed: ParsedLogFilter;
+  /** Resume after this entry id (exclusive). */
+  afterId?: number;
+  /** Replay from this time (µs) before tailing. */
+  startUs?: number;
+}
+
+/**
+ * One `/v1/logs/subscribe` connection: replays stored entries (after `afterId`, or from
+ * `startTime`), then tails live ones from the hub, one JSON entry per message, in id order
+ * and without duplicates. Memory is bounded: a subscriber that lets more than `bufferBytes`
+ * pile up is closed with 4008 and resumes with the last id it saw.
+ */
+export function openLogStream(deps: LogStreamDeps, socket: WebSocket, start: LogStreamStart) {
+  const { hub, repo } = deps;
+  const { parsed } = start;
+  let cursor = 0;
+  let live = false;
+  let closed = false;
+  let lastSent: string | undefined;
+
+  const close = (code: number, reason: string) => {
+    if (closed) return;
+    closed = true;
+    socket.close(code, reason);
+  };
+  const tooSlow = () =>
+    close(SLOW_CONSUMER_CLOSE, `slow consumer: reconnect with afterId=${lastSent ?? cursor}`);
+
+  function send(row: LogRow) {
+    cursor = row.id;
+    if (closed || !parsed.matches(row)) return;
+    lastSent = String(row.id);
+    socket.send(toJson(row));
+    if (socket.bufferedAmount > deps.bufferBytes) tooSlow();
+  }
+
+  const unsubscribe = hub.subscribe({
+    onRow: (row) => {
+      if (live && row.id > cursor) send(row);
+    },
+  });
+
+  async function drained(): Promise<boolean> {
+    for (let waited = 0; socket.bufferedAmount > deps.bufferBytes / 2; waited += 10) {
+      if (closed || waited > DRAIN_WAIT_MS) return false;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return !closed;
+  }
+
+  async function catchUp() {
+    cursor = start.afterId ?? (start.startUs !== undefined ? await repo.idBefore(start.startUs) : hub.lastId);
+    while (!closed) {
+      const mark = hub.lastId;
+      const page = await repo.after(cursor, REPLAY_PAGE, { ...parsed.filter, startUs: start.startUs });
+      for (const row of page) send(row);
+      if (page.length === REPLAY_PAGE) {
+        if (!(await drained())) return tooSlow();
+        continue;
+      }
+      // Everything up to `mark` was visible to that query: nothing before it is left.
+      cursor = Math.max(cursor, mark);
+      if (cursor >= hub.lastId) {
+        live = true; // from here the hub delivers (no await between the check and this line)
+        return;
+      }
+    }
+  }
+
+  let alive = true;
+  socket.on('pong', () => {
+    alive = true;
+  });
+  const pinger = setInterval(() => {
+    if (!alive) return socket.terminate(); // no pong since the last ping: the peer is gone
+    alive = false;
+    socket.ping();
+  }, deps.pingMs);
+
+  socket.on('close', () => {
+    closed = true;
+    clearInterval(pinger);
+    unsubscribe();
+  });
+  socket.on('message', () => undefined); // clients have nothing to say; their messages are ignored
+
+  catchUp().catch(() => close(1011, 'log store unavailable: reconnect later'));
+}

@@ -1,0 +1,193 @@
+import { sql, type SQL } from 'drizzle-orm';
+import type { Db } from '../db.js';
+
+/**
+ * Log entries. Timestamps are handled as microseconds since the epoch (a JS number is
+ * exact up to 2^53 µs, year 2255): every entry gets a timestamp strictly greater than the
+ * one before it (see insertBatch), so (timestamp) alone is a total order equal to the id
+ * order, and Render's time-based paging (nextStartTime/nextEndTime) neither repeats nor
+ * skips entries that were written in the same millisecond.
+ */
+export interface NewLogEntry {
+  workspaceId: string;
+  resourceId: string;
+  instanceId?: string | null;
+  deployId?: string | null;
+  type: 'app' | 'build' | 'request';
+  level: string;
+  message: string;
+  method?: string | null;
+  path?: string | null;
+  statusCode?: number | null;
+  host?: string | null;
+  durationMs?: number | null;
+  bytes?: number | null;
+  /** When the line was collected, in ms (Date.now()). */
+  timeMs: number;
+}
+
+export interface LogRow extends Omit<NewLogEntry, 'timeMs'> {
+  id: number;
+  /** Microseconds since the epoch, unique per entry. */
+  tsUs: number;
+}
+
+/** A match on one column: values are ORed; `/re/` is a regex, `*` a wildcard, otherwise exact. */
+export interface Pattern {
+  exact?: string[];
+  like?: string[];
+  regex?: string[];
+}
+
+export interface LogFilter {
+  workspaceId: string;
+  resourceIds?: string[];
+  instanceIds?: string[];
+  types?: string[];
+  level?: Pattern;
+  /** On message; plain values are substrings. */
+  text?: Pattern;
+  method?: Pattern;
+  statusCode?: Pattern;
+  path?: Pattern;
+  host?: Pattern;
+}
+
+/** Serializes writers across processes, so ids (and timestamps) become visible in order: a reader that saw id N never later finds a smaller new one. */
+const WRITE_LOCK = sql`select pg_advisory_xact_lock(hashtext('slipway.logs'))`;
+export const LOG_CHANNEL = 'slipway_logs';
+/** Rows per INSERT (Postgres allows 65535 parameters per statement). */
+export const MAX_INSERT = 2000;
+
+// Integer arithmetic: a float8 of epoch seconds cannot hold every microsecond exactly.
+const usToTimestamp = (us: number) => sql`(timestamptz 'epoch' + ${us}::bigint * interval '1 microsecond')`;
+const TS_US = sql`(extract(epoch from timestamp) * 1000000)::bigint::text`;
+const COLUMNS = sql.raw(
+  `id::text as id, workspace_id as "workspaceId", resource_id as "resourceId", instance_id as "instanceId", deploy_id as "deployId", type, level, message,
+   method, path, status_code as "statusCode", host, duration_ms as "durationMs", bytes::text as bytes`,
+);
+
+function patternSql(column: SQL, p: Pattern | undefined): SQL | undefined {
+  if (!p) return undefined;
+  const parts: SQL[] = [
+    ...(p.exact ?? []).map((v) => sql`${column} = ${v}`),
+    ...(p.like ?? []).map((v) => sql`${column} like ${v}`),
+    ...(p.regex ?? []).map((v) => sql`${column} ~ ${v}`),
+  ];
+  return parts.length ? sql`(${sql.join(parts, sql` or `)})` : undefined;
+}
+
+function whereSql(f: LogFilter, extra: SQL[]): SQL {
+  const list = (values: string[]) => sql.join(values.map((v) => sql`${v}`), sql`, `);
+  const parts = [
+    sql`workspace_id = ${f.workspaceId}`,
+    f.resourceIds?.length ? sql`resource_id in (${list(f.resourceIds)})` : undefined,
+    f.instanceIds?.length ? sql`instance_id in (${list(f.instanceIds)})` : undefined,
+    f.types?.length ? sql`type in (${list(f.types)})` : undefined,
+    patternSql(sql`level`, f.level),
+    patternSql(sql`message`, f.text),
+    patternSql(sql`method`, f.method),
+    patternSql(sql`status_code::text`, f.statusCode),
+    patternSql(sql`path`, f.path),
+    patternSql(sql`host`, f.host),
+    ...extra,
+  ].filter((p): p is SQL => p !== undefined);
+  return sql.join(parts, sql` and `);
+}
+
+function toRow(r: Record<string, unknown>): LogRow {
+  return {
+    ...(r as unknown as LogRow),
+    id: Number(r.id),
+    tsUs: Number(r.tsUs),
+    bytes: r.bytes === null || r.bytes === undefined ? null : Number(r.bytes),
+  };
+}
+
+export function createLogRepo(db: Db) {
+  const rows = async (query: SQL) => ((await db.execute(query)) as unknown as { rows: Record<string, unknown>[] }).rows;
+  return {
+    /**
+     * Inserts entries and moves stream offsets in one transaction (so a restart neither loses
+     * nor repeats lines), under the write lock; returns the largest id written (0 when none).
+     * Timestamps are made strictly increasing past the newest stored one.
+     */
+    async insertBatch(entries: NewLogEntry[], offsets: Array<{ stream: string; offset: number }>, notify: boolean): Promise<number> {
+      return db.transaction(async (tx) => {
+        const t = tx as unknown as Db;
+        await t.execute(WRITE_LOCK);
+        let maxId = 0;
+        if (entries.length) {
+          const [last] = ((await t.execute(sql`select coalesce((extract(epoch from max(timestamp)) * 1000000)::bigint, 0)::text as us from logs`)) as unknown as { rows: Array<{ us: string }> }).rows;
+          let prev = Number(last?.us ?? 0);
+          const ts = entries.map((e) => (prev = Math.max(e.timeMs * 1000, prev + 1)));
+          // Multi-row VALUES (14 parameters a row; callers send at most MAX_INSERT rows).
+          const values = entries.map((e, i) => sql`(${e.workspaceId}, ${e.resourceId}, ${e.instanceId ?? null}, ${e.deployId ?? null}, ${e.type}, ${e.level}, ${e.message},
+            ${e.method ?? null}, ${e.path ?? null}, ${e.statusCode ?? null}::int, ${e.host ?? null}, ${e.durationMs ?? null}::float8, ${e.bytes ?? null}::bigint, ${usToTimestamp(ts[i]!)})`);
+          const [inserted] = ((await t.execute(sql`
+            insert into logs (workspace_id, resource_id, instance_id, deploy_id, type, level, message, method, path, status_code, host, duration_ms, bytes, timestamp)
+            values ${sql.join(values, sql`, `)} returning id`)) as unknown as { rows: Array<{ id: string | number }> }).rows.slice(-1);
+          maxId = Number(inserted?.id ?? 0);
+        }
+        for (const o of offsets) {
+          await t.execute(sql`insert into log_offsets (stream, "offset", updated_at) values (${o.stream}, ${o.offset}, now())
+            on conflict (stream) do update set "offset" = excluded."offset", updated_at = now()`);
+        }
+        if (notify && maxId) await t.execute(sql`select pg_notify(${LOG_CHANNEL}, ${String(maxId)})`);
+        return maxId;
+      });
+    },
+    /** Instances whose output is collected: running ones, and those stopped in the last hour (their last lines). */
+    async tailable(): Promise<Array<{ instanceId: string; serviceId: string; workspaceId: string; deployId: string; active: boolean }>> {
+      return (await rows(sql`select i.id as "instanceId", i.service_id as "serviceId", s.workspace_id as "workspaceId", i.deploy_id as "deployId",
+          i.status in ('starting', 'running') as active
+        from instances i join services s on s.id = i.service_id
+        where i.status in ('starting', 'running') or i.stopped_at > now() - interval '1 hour'`)) as never;
+    },
+    async offsets(streams: string[]): Promise<Map<string, number>> {
+      if (!streams.length) return new Map();
+      const found = await rows(sql`select stream, "offset"::text as "offset" from log_offsets where stream in (${sql.join(streams.map((s) => sql`${s}`), sql`, `)})`);
+      return new Map(found.map((r) => [r.stream as string, Number(r.offset)]));
+    },
+    /** Keyset page on (timestamp) within [startUs, endUs]; newest first when backward. */
+    async page(f: LogFilter, opts: { startUs: number; endUs: number; backward: boolean; limit: number }): Promise<LogRow[]> {
+      const range = [sql`timestamp >= ${usToTimestamp(opts.startUs)}`, sql`timestamp <= ${usToTimestamp(opts.endUs)}`];
+      // logs.id, not id: a bare name in ORDER BY means the output column, which is id::text.
+      const order = opts.backward ? sql`logs.timestamp desc, logs.id desc` : sql`logs.timestamp asc, logs.id asc`;
+      return (await rows(sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${whereSql(f, range)} order by ${order} limit ${opts.limit}`)).map(toRow);
+    },
+    /** Entries after `afterId` in id order, optionally filtered (the live tail and resumes). */
+    async after(afterId: number, limit: number, f?: LogFilter & { startUs?: number }): Promise<LogRow[]> {
+      const extra = [sql`id > ${afterId}`, ...(f?.startUs ? [sql`timestamp >= ${usToTimestamp(f.startUs)}`] : [])];
+      const where = f ? whereSql(f, extra) : sql.join(extra, sql` and `);
+      return (await rows(sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${where} order by logs.id limit ${limit}`)).map(toRow);
+    },
+    /** The id just before the first entry at or after `us` (where a replay from a time starts). */
+    async idBefore(us: number): Promise<number> {
+      const [r] = await rows(sql`select id::text as id from logs where timestamp >= ${usToTimestamp(us)} order by logs.timestamp, logs.id limit 1`);
+      return r ? Number(r.id) - 1 : Number((await rows(sql`select coalesce(max(id), 0)::text as id from logs`))[0]!.id);
+    },
+    async maxId(): Promise<number> {
+      return Number((await rows(sql`select coalesce(max(id), 0)::text as id from logs`))[0]!.id);
+    },
+    async deleteOlderThan(cutoff: Date): Promise<number> {
+      return (await rows(sql`delete from logs where timestamp < ${cutoff.toISOString()} returning 1`)).length;
+    },
+    /** Deletes each service's oldest entries beyond `maxBytes` of messages (UTF-8 bytes). */
+    async deleteBeyondCap(maxBytes: number): Promise<number> {
+      const over = await rows(sql`select resource_id from logs group by resource_id having sum(octet_length(message)) > ${maxBytes}`);
+      let deleted = 0;
+      for (const { resource_id: resourceId } of over) {
+        deleted += (await rows(sql`delete from logs where id in (
+          select id from (select id, sum(octet_length(message)) over (order by timestamp desc, id desc) as running from logs where resource_id = ${resourceId as string}) t
+          where running > ${maxBytes}) returning 1`)).length;
+      }
+      return deleted;
+    },
+    /** Offsets of instances that no longer exist (their service was deleted). */
+    async deleteOrphanOffsets(): Promise<void> {
+      await db.execute(sql`delete from log_offsets where split_part(stream, ':', 1) not in (select id from instances)`);
+    },
+  };
+}
+export type LogRepo = ReturnType<typeof createLogRepo>;
