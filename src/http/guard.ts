@@ -11,7 +11,7 @@ export function createGuard(access: Access) {
   async function workspace(request: FastifyRequest, workspaceId: string, what = 'resource'): Promise<{ workspaceId: string; role: Role }> {
     const principal = principalOf(request);
     const declared = request.routeOptions.config.access;
-    const minRole: Role = declared === 'public' || declared === 'signed-in' || !declared ? 'viewer' : declared;
+    const minRole: Role = declared === 'public' || declared === 'signed-in' || declared === 'operator' || !declared ? 'viewer' : declared;
     const role = await access.roleIn(principal, workspaceId);
     if (role) request.auditInfo.workspaceId = workspaceId; // members' denied attempts show in their workspace's log
     return { workspaceId, role: access.check(role, minRole, what) };

@@ -4,13 +4,15 @@ import type {
   RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault, RouteGenericInterface,
 } from 'fastify';
 import type { Role } from '../core/principal.js';
+import { badRequest } from '../lib/errors.js';
 import { ErrorBody } from './schemas/common.js';
 
 /**
  * Who may call a route: `public` (no credentials), `signed-in` (any principal), or a
- * role: the minimum role in the workspace the request acts on (checked by `guard`).
+ * role: the minimum role in the workspace the request acts on (checked by `guard`), or
+ * `operator`: the operator token only (others get 403), for routes outside any workspace.
  */
-export type RouteAccess = 'public' | 'signed-in' | Role;
+export type RouteAccess = 'public' | 'signed-in' | 'operator' | Role;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -38,6 +40,12 @@ export interface RouteSpec<S extends FastifySchema = FastifySchema> {
   bodyLimit?: number;
   schema: S;
   handler: (req: Request<S>, reply: Reply<S>) => Promise<unknown>;
+  /**
+   * A WebSocket route (GET): `handler` runs first, before the upgrade (so auth, validation and
+   * authorization errors are plain HTTP answers), and what it returns is handed to `websocket`
+   * with the upgraded socket. A GET without an upgrade gets a 400.
+   */
+  websocket?: (socket: import('ws').WebSocket, prepared: unknown) => void;
 }
 
 export const defineRoute = <S extends FastifySchema>(spec: RouteSpec<S>): RouteSpec => spec as unknown as RouteSpec;
@@ -55,6 +63,8 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
     if (UNSAFE.has(spec.method) && !spec.audit) throw new Error(`${spec.method} ${spec.url} must declare an audit event`);
     if (UNSAFE.has(spec.method) && spec.access === 'viewer') throw new Error(`${spec.method} ${spec.url}: viewers only read`);
     const schema = spec.schema as Record<string, unknown>;
+    const ws = spec.websocket;
+    const prepared = new WeakMap<object, unknown>();
     app.route({
       method: spec.method,
       url: spec.url,
@@ -69,7 +79,20 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
         ...(spec.access === 'public' ? { security: [] } : {}),
         'x-slipway-access': spec.access,
       },
-      handler: spec.handler as never,
+      handler: (ws
+        ? async (req: FastifyRequest, reply: FastifyReply) => {
+            await spec.handler(req as never, reply as never);
+            throw badRequest('this route is a WebSocket: send an Upgrade request');
+          }
+        : spec.handler) as never,
+      ...(ws
+        ? {
+            preHandler: async (req: FastifyRequest, reply: FastifyReply) => {
+              if (req.ws) prepared.set(req.raw, await spec.handler(req as never, reply as never));
+            },
+            wsHandler: (socket: import('ws').WebSocket, req: FastifyRequest) => ws(socket, prepared.get(req.raw)),
+          }
+        : {}),
     });
   }
 }

@@ -47,11 +47,13 @@ export function registerAuthentication(app: FastifyInstance, deps: { auth: Auth;
       const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(header);
       request.principal = match ? await deps.auth.fromBearerToken(match[1]!) : undefined;
       if (!request.principal) throw unauthorized('invalid, expired or revoked bearer token');
+      if (access === 'operator' && request.principal.kind !== 'operator') throw new AppError('forbidden', 'this needs the operator token');
       return;
     }
     const cookie = request.cookies[SESSION_COOKIE];
     if (cookie) request.principal = await deps.auth.fromSessionToken(cookie);
     if (!request.principal) throw unauthorized(cookie ? 'session expired or signed out' : 'sign in or send Authorization: Bearer <API key>');
+    if (access === 'operator') throw new AppError('forbidden', 'this needs the operator token');
     if (UNSAFE.has(request.method)) checkCsrf(request, deps.publicUrl);
   });
 }

@@ -1,0 +1,42 @@
+import type PgBoss from 'pg-boss';
+import type { Repos } from '../../store/repos/index.js';
+import { createScrape, metricSamplesWritten } from '../prometheus.js';
+import { scheduleMetricsRollup } from './rollup.js';
+import { createMetricsSampler, createTrafficCounter } from './sampler.js';
+import { createMetricQueries } from './series.js';
+
+/**
+ * Metrics wired together for the composition root: the router's traffic counter, the sampler,
+ * the queries behind the routes, the roll-up job and the Prometheus scrape.
+ */
+export function createMetrics(deps: {
+  repos: Pick<Repos, 'instances' | 'metrics'>;
+  boss: PgBoss;
+  intervalMs: number;
+  log: { warn(o: object, m?: string): void };
+}) {
+  const { repos, boss } = deps;
+  const traffic = createTrafficCounter();
+  const sampler = createMetricsSampler({
+    activeInstances: () => repos.instances.active(),
+    insert: async (rows) => {
+      await repos.metrics.insert(rows);
+      metricSamplesWritten.inc(rows.length);
+    },
+    intervalMs: deps.intervalMs, log: deps.log, traffic,
+  });
+  return {
+    traffic,
+    sampler,
+    queries: createMetricQueries({ repo: repos.metrics, intervalMs: deps.intervalMs }),
+    prometheus: createScrape({
+      queueDepths: async () => Promise.all((await boss.getQueues()).map(async (q) => ({ name: q.name, size: await boss.getQueueSize(q.name) }))),
+      countsByStatus: () => repos.metrics.countsByStatus(),
+    }),
+    async start() {
+      await scheduleMetricsRollup(boss, repos.metrics);
+      sampler.start();
+    },
+    stop: () => sampler.stop(),
+  };
+}
