@@ -46,6 +46,18 @@ export interface Config {
   localDatastores: boolean;
   /** How often datastores are checked (and restarted when down). */
   datastoreCheckMs: number;
+  /** Log entries older than this are deleted (SLIPWAY_LOG_RETENTION_DAYS). */
+  logRetentionDays: number;
+  /** Per service, the oldest log entries beyond this many bytes of messages are deleted. */
+  logMaxBytesPerService: number;
+  /** Bytes queued for one /v1/logs/subscribe client before it is closed with 4008. */
+  logStreamBufferBytes: number;
+  /** How often instances' output files are checked for new lines. */
+  logPollMs: number;
+  /** How often every running instance's CPU and memory are sampled (SLIPWAY_METRICS_INTERVAL seconds, fractions allowed). */
+  metricsIntervalMs: number;
+  /** How often the usage meter appends to the ledger (SLIPWAY_USAGE_INTERVAL_SECONDS, fractions allowed). */
+  usageIntervalMs: number;
 }
 
 export const OAUTH_PROVIDERS = ['github', 'google', 'apple'] as const;
@@ -59,6 +71,14 @@ function int(env: Env, name: string, fallback: number): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return value;
+}
+
+/** A duration in seconds (fractions allowed, at least 0.1 s), as milliseconds. */
+function secondsAsMs(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isFinite(value) || value < 0.1) throw new Error(`${name} must be a number of seconds (at least 0.1), got "${raw}"`);
+  return Math.round(value * 1000);
 }
 
 function oauthProvider(env: Env, provider: OAuthProvider) {
@@ -101,6 +121,12 @@ export function loadConfig(env: Env = process.env): Config {
     redisAdminUrl: env.SLIPWAY_REDIS_ADMIN_URL || undefined,
     localDatastores: env.SLIPWAY_LOCAL_DATASTORES !== '0' && env.SLIPWAY_LOCAL_DATASTORES !== 'false',
     datastoreCheckMs: Math.max(100, int(env, 'SLIPWAY_DATASTORE_CHECK_MS', 5000)),
+    logRetentionDays: Math.max(1, int(env, 'SLIPWAY_LOG_RETENTION_DAYS', 7)),
+    logMaxBytesPerService: int(env, 'SLIPWAY_LOG_MAX_BYTES_PER_SERVICE', 100 * 1024 * 1024),
+    logStreamBufferBytes: Math.max(1024, int(env, 'SLIPWAY_LOG_STREAM_BUFFER_BYTES', 1024 * 1024)),
+    logPollMs: Math.max(10, int(env, 'SLIPWAY_LOG_POLL_MS', 50)),
+    metricsIntervalMs: secondsAsMs(env, 'SLIPWAY_METRICS_INTERVAL', 10),
+    usageIntervalMs: secondsAsMs(env, 'SLIPWAY_USAGE_INTERVAL_SECONDS', 60),
     oauth: {
       github: oauthProvider(env, 'github'),
       google: oauthProvider(env, 'google'),

@@ -27,6 +27,13 @@ import { createServices } from './core/services/services.js';
 import { createKeyValueProvisioner, KEY_VALUE_NOT_CONFIGURED } from './provisioners/keyvalue/index.js';
 import { createPostgresProvisioner, POSTGRES_NOT_CONFIGURED } from './provisioners/postgres/index.js';
 import { startRouter } from './router/router.js';
+import { scheduleLogRetention } from './jobs/log-retention.js';
+import { createLogs } from './observability/logs/index.js';
+import { listenChannel } from './store/notify.js';
+import { LOG_CHANNEL } from './store/repos/logs.js';
+import { createMetrics } from './observability/metrics/index.js';
+import { createUsage } from './observability/usage/index.js';
+import { observeDeploy } from './observability/prometheus.js';
 import { createLocalRuntime } from './runtime/local/index.js';
 import { createRepos, inTransaction } from './store/repos/index.js';
 
@@ -75,6 +82,11 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     };
     const events = createEvents(repos.events);
     const layout = createLayout(config.dataDir);
+    const logs = createLogs({
+      repo: repos.logs, instances: () => repos.logs.tailable(), instanceDir: layout.instanceDir, shared: store.kind === 'postgres', log: systemLog,
+      workspaceOf: async (id) => (await repos.services.get(id))?.workspaceId,
+      settings: { pollMs: config.logPollMs, flushMs: 5, streamBufferBytes: config.logStreamBufferBytes, pingMs: 30_000 },
+    });
     const archive = { maxFiles: config.archiveMaxFiles, maxBytes: config.archiveMaxBytes };
     const projects = createProjects({ repos, transact });
     const { assertEnvironment } = projects;
@@ -97,6 +109,11 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const refs = datastores.refs;
     const envVars = createEnvVars({ repo: repos.envVars, box: secretBox, refs });
     const envGroups = createEnvGroups({ repos, transact, box: secretBox, assertEnvironment, refs });
+    const usage = createUsage({
+      repo: repos.usage, intervalMs: config.usageIntervalMs, log: systemLog,
+      isAlive: (p) => runtime.isAlive(p),
+    });
+    cleanup.push(() => usage.meter.stop());
     const engine = createDeployEngine({
       repos, transact, runtime, layout, routes, events, urls, layersOf: envGroups.layersOf,
       limits: {
@@ -104,9 +121,21 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         keepArtifacts: config.keepArtifacts, crashCheckMs: config.crashCheckMs, crashBackoffMs: config.crashBackoffMs, archive,
       },
       log: systemLog,
+      buildLog: logs.buildLog,
+      onDeployEnded: (status, deploy) => observeDeploy(status, deploy.startedAt ?? deploy.createdAt),
+      onBuildEnded: (service, deployId, startedAt, endedAt) => usage.meter.recordBuild(service, deployId, startedAt, endedAt),
     });
     cleanup.push(() => engine.close());
-    const router = await startRouter({ host: config.routerHost, port: config.routerPort, resolve: routes.resolve });
+    const metrics = createMetrics({ repos, boss: queue.boss, intervalMs: config.metricsIntervalMs, log: systemLog });
+    cleanup.push(() => metrics.stop());
+    const router = await startRouter({
+      host: config.routerHost, port: config.routerPort, resolve: routes.resolve,
+      onRequest: (record) => {
+        metrics.traffic.record(record.serviceId, record.bytesOut);
+        usage.meter.traffic.record(record.serviceId, record.bytesOut);
+        logs.onRequest(record);
+      },
+    });
     routerPort = router.port;
     cleanup.push(() => router.close());
 
@@ -122,15 +151,20 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         audit: createAuditLog(repos.audit),
         repos,
         secretBox,
-        services: createServices({ repos, transact, envVars, events, deploys: engine, assertEnvironment }),
+        // A deleted service's instance rows go with it: meter their last stretch first (a datastore's likewise).
+        services: createServices({ repos, transact, envVars, events, deploys: { ...engine, remove: (s) => engine.remove(s).then(() => usage.meter.flush().then(() => undefined)) }, assertEnvironment }),
         envVars,
         envGroups,
         projects,
-        datastores,
+        datastores: { ...datastores, remove: async (row) => { await usage.meter.flush(); return datastores.remove(row); } },
         engine,
         saveUpload: createSourceStore({ repo: repos.deploys, layout, maxUploadBytes: config.maxUploadBytes, archive }),
         urls,
         health: { store: () => store.ping(), queue: () => queue.ping(), storeKind: store.kind },
+        logs,
+        metrics: metrics.queries,
+        prometheus: metrics.prometheus,
+        usage: usage.reports,
       },
       options,
     );
@@ -146,8 +180,18 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       }
     });
     await scheduleMaintenance(queue.boss, repos);
+    await scheduleLogRetention(queue.boss, repos.logs, { retentionDays: config.logRetentionDays, maxBytesPerService: config.logMaxBytesPerService });
+    await logs.start();
+    cleanup.push(() => logs.close());
+    // Several processes on one Postgres: lines collected by another process reach this one's subscribers.
+    if (config.databaseUrl) cleanup.push(await listenChannel(config.databaseUrl, LOG_CHANNEL, () => logs.hub.poke(), systemLog));
+    await metrics.start();
+    // Instances that died while Slipway was down are closed at their last metered moment before
+    // recovery stamps them stopped; then the meter bills everything up to now, and every interval.
+    await usage.meter.closeDead();
     await engine.recover();
     await datastores.start();
+    await usage.meter.start();
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;

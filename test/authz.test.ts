@@ -138,6 +138,7 @@ beforeAll(async () => {
     envGroupId: group.body.id, projectId: project.body.id, environmentId: project.body.environmentIds[0],
     apiKeyId: key.id, ownerId: ownerA.workspaceId, userId: viewer.id, inviteId: invA.id, token: invB.token,
     serviceId: service.body.service.id, deployId: source.body.deployId, envVarKey: 'FIXTURE',
+    metric: 'cpu', // required query of GET /v1/services/{serviceId}/metrics/history
   };
 });
 afterAll(() => server?.close());

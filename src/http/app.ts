@@ -22,10 +22,15 @@ import { envVarRoutes } from './routes/env-vars.js';
 import { eventRoutes } from './routes/events.js';
 import { authRoutes } from './routes/auth.js';
 import { healthRoutes } from './routes/health.js';
+import { logRoutes } from './routes/logs.js';
+import websocket from '@fastify/websocket';
+import { metricRoutes } from './routes/metrics.js';
+import { registerPrometheus } from './routes/prometheus.js';
 import { projectRoutes } from './routes/projects.js';
 import { serviceRoutes } from './routes/services.js';
 import { registerUploadParsers, sourceUploadRoutes } from './routes/source-upload.js';
 import { teamRoutes } from './routes/team.js';
+import { usageRoutes } from './routes/usage.js';
 import { userRoutes } from './routes/users.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 
@@ -68,6 +73,21 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     reply.header('Request-Id', request.id);
   });
   registerErrorHandling(app);
+  // First, so that its hooks know an upgrade request even when authentication refuses it
+  // (the refused upgrade's socket is then closed rather than left open).
+  await app.register(websocket, {
+    options: { maxPayload: 64 * 1024 },
+    // On shutdown, subscribers are told (1001 going away) and cut a second later: a client that
+    // never answers the close handshake must not hold the shutdown for ws's 30 s close timeout.
+    preClose(done) {
+      const clients = [...app.websocketServer.clients];
+      for (const c of clients) c.close(1001, 'server shutting down');
+      setTimeout(() => {
+        for (const c of clients) c.terminate();
+        app.websocketServer.close(() => done());
+      }, clients.length ? 1000 : 0).unref();
+    },
+  });
   await app.register(cookie);
   await registerRateLimit(app, deps.config.rateLimitPerMinute);
   registerAuthentication(app, { auth: deps.auth, publicUrl: deps.config.publicUrl });
@@ -75,6 +95,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
   registerAudit(app, deps.audit);
   await registerOpenApi(app, deps.config.publicUrl);
   await registerUploadParsers(app, deps.config.maxUploadBytes);
+  registerPrometheus(app, deps);
 
   registerRoutes(app, [
     ...healthRoutes(deps),
@@ -92,6 +113,9 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...projectRoutes(deps),
     ...datastoreRoutes(deps),
     ...sourceUploadRoutes(deps),
+    ...logRoutes(deps),
+    ...metricRoutes(deps),
+    ...usageRoutes(deps),
   ]);
   return app;
 }

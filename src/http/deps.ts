@@ -15,6 +15,9 @@ import type { Config } from '../config.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import type { Repos } from '../store/repos/index.js';
 import type { Guard } from './guard.js';
+import type { Logs } from '../observability/logs/index.js';
+import type { MetricQueries } from '../observability/metrics/series.js';
+import type { UsageReports } from '../observability/usage/report.js';
 
 /** What the HTTP layer is given by the composition root (src/main.ts). */
 export interface HttpDeps {
@@ -25,7 +28,7 @@ export interface HttpDeps {
   apiKeys: ApiKeys;
   team: Team;
   audit: AuditLog;
-  repos: Pick<Repos, 'users' | 'workspaces' | 'idempotency' | 'deploys' | 'events' | 'services'>;
+  repos: Pick<Repos, 'users' | 'workspaces' | 'idempotency' | 'deploys' | 'events' | 'services' | 'logs'>;
   services: Services;
   envVars: EnvVars;
   envGroups: EnvGroups;
@@ -36,4 +39,10 @@ export interface HttpDeps {
   urls: AppUrls;
   secretBox: SecretBox;
   health: { store(): Promise<void>; queue(): Promise<void>; storeKind: string };
+  logs: Logs;
+  metrics: MetricQueries;
+  /** GET /metrics (Prometheus text). */
+  prometheus: { contentType: string; metrics(): Promise<string> };
+  /** GET /v1/usage. */
+  usage: UsageReports;
 }

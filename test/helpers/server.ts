@@ -58,15 +58,26 @@ export async function killApps(slipway: Slipway) {
 /** SIGKILLs every local datastore server the store knows (they outlive Slipway by design, like apps). */
 export async function killDatastores(slipway: Slipway) {
   const { rows } = await slipway.store.executeSql(`select provisioner_state->>'pid' as pid from datastores where provisioner = 'local'`);
-  for (const { pid } of rows) {
-    for (const target of [-Number(pid), Number(pid)]) {
+  const alive = (target: number) => {
+    try {
+      process.kill(target, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const groups = rows.filter((r) => r.pid).map((r) => -Number(r.pid));
+  for (const group of groups) {
+    for (const target of [group, -group]) {
       try {
-        if (pid) process.kill(target, 'SIGKILL');
+        process.kill(target, 'SIGKILL');
       } catch {
         // already gone
       }
     }
   }
+  // SIGKILL is not instant: wait for the groups to go, so their files can be removed.
+  for (let waited = 0; waited < 5000 && groups.some(alive); waited += 50) await new Promise((r) => setTimeout(r, 50));
 }
 
 /** Boots the real server on a random port with a temp data dir (and a fresh database in Postgres mode). */
@@ -110,7 +121,7 @@ export async function bootServer(
       if (!stopped) await killDatastores(slipway).catch(() => undefined);
       await stop();
       await database?.drop();
-      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 });
     },
   };
 }

@@ -14,7 +14,7 @@ import type { DeployPort } from '../services/services.js';
 import { mergeEnv, platformEnv, type AppUrls } from './env.js';
 import { createInstances, type Release } from './instances.js';
 import type { Layout } from './layout.js';
-import { createBuilder, DeployFailure, type PipelineLimits } from './pipeline.js';
+import { createBuilder, DeployFailure, type BuildLog, type PipelineLimits } from './pipeline.js';
 import type { RouteTable } from './route-table.js';
 import { createCronRunner } from './cron.js';
 import { createGarbageCollector } from './gc.js';
@@ -33,6 +33,12 @@ export interface EngineDeps {
   urls: AppUrls;
   limits: PipelineLimits & { healthTimeoutMs: number; keepArtifacts: number; crashCheckMs: number; crashBackoffMs: number };
   log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
+  /** Build and pre-deploy output lines (the log store). */
+  buildLog?: BuildLog;
+  /** Told of every deploy that reaches a final status (Prometheus counters). */
+  onDeployEnded?(status: DeployStatus, deploy: DeployRow): void;
+  /** Told of every build that ran, succeeded or not (the usage meter's build-seconds). */
+  onBuildEnded?(service: ServiceRow, deployId: string, startedAt: Date, endedAt: Date): Promise<void> | void;
 }
 
 /**
@@ -44,7 +50,7 @@ export function createDeployEngine(deps: EngineDeps) {
   const instances = createInstances({ repo: repos.instances, runtime, layout, healthTimeoutMs: deps.limits.healthTimeoutMs });
   const envFor = async (service: ServiceRow, deploy: DeployRow | undefined, instance?: { id: string; port?: number }) =>
     mergeEnv(platformEnv(service, deploy, deps.urls, instance), await deps.layersOf(service.id));
-  const build = createBuilder({ repo: repos.deploys, runtime, layout, limits: deps.limits, buildEnv: (s, d) => envFor(s, d) });
+  const build = createBuilder({ repo: repos.deploys, runtime, layout, limits: deps.limits, buildEnv: (s, d) => envFor(s, d), buildLog: deps.buildLog });
   const current = new Map<string, { deployId: string; abort: AbortController }>();
   const loops = new Map<string, { dirty: boolean }>();
   const stopping = new Set<string>();
@@ -154,7 +160,8 @@ export function createDeployEngine(deps: EngineDeps) {
       if (!deploy.artifactOf) {
         if (!(await repos.deploys.transition(deploy.id, PENDING, 'build_in_progress', { startedAt: new Date() }))) return;
         await emit('build_started');
-        const { startCommand, commit } = await build(service, deploy, abort.signal);
+        const buildStart = new Date();
+        const { startCommand, commit } = await build(service, deploy, abort.signal).finally(() => deps.onBuildEnded?.(service, deploy.id, buildStart, new Date()));
         await repos.deploys.update(deploy.id, { startCommand: startCommand ?? null, ...commit });
         deploy = (await repos.deploys.get(deploy.id))!;
         await emit('build_ended', { status: 'succeeded' });
@@ -164,10 +171,12 @@ export function createDeployEngine(deps: EngineDeps) {
         phase = 'pre_deploy_failed';
         if (!(await repos.deploys.transition(deploy.id, ['build_in_progress'], 'pre_deploy_in_progress'))) throw new DeployFailure('canceled', 'canceled');
         const release = releaseOf(service, deploy);
+        const toLog = deps.buildLog?.(service, deploy.id);
         const result = await runtime.build({
           dir: path.join(release.artifactDir, service.rootDir), command: details.preDeployCommand, env: await envFor(service, deploy),
-          timeoutMs: deps.limits.buildTimeoutMs, signal: abort.signal, limits: { memoryMb: 1024, cpuMillicores: 1000 },
+          timeoutMs: deps.limits.buildTimeoutMs, signal: abort.signal, limits: { memoryMb: 1024, cpuMillicores: 1000 }, onOutput: toLog?.write,
         });
+        toLog?.end();
         if (result.exitCode !== 0) throw new DeployFailure('pre_deploy_failed', `the pre-deploy command failed (${result.exitCode ?? result.signal}): ${result.output.slice(-2000)}`);
       }
       phase = 'update_failed';
@@ -175,6 +184,7 @@ export function createDeployEngine(deps: EngineDeps) {
       if (!(await repos.deploys.transition(deploy.id, from, 'update_in_progress', deploy.startedAt ? {} : { startedAt: new Date() }))) return;
       await goLive(serviceId, deploy, abort.signal);
       await emit('deploy_ended', { status: 'live' });
+      deps.onDeployEnded?.('live', deploy);
       await collectGarbage(serviceId);
     } catch (err) {
       const failure = abort.signal.aborted
@@ -183,6 +193,7 @@ export function createDeployEngine(deps: EngineDeps) {
       log.warn({ serviceId, deployId: deploy.id, status: failure.status, reason: failure.message }, 'deploy failed');
       await repos.deploys.transition(deploy.id, [...PENDING, ...IN_PROGRESS], failure.status, { failureReason: failure.message });
       if (service) await emit('deploy_ended', { status: failure.status, reason: failure.message });
+      deps.onDeployEnded?.(failure.status, deploy);
     } finally {
       current.delete(serviceId);
     }

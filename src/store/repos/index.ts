@@ -9,9 +9,12 @@ import { createEventRepo } from './events.js';
 import { createIdempotencyRepo } from './idempotency.js';
 import { createInstanceRepo } from './instances.js';
 import { createInviteRepo } from './invites.js';
+import { createLogRepo } from './logs.js';
+import { createMetricRepo } from './metrics.js';
 import { createProjectRepo } from './projects.js';
 import { createServiceRepo } from './services.js';
 import { createSessionRepo } from './sessions.js';
+import { createUsageRepo } from './usage.js';
 import { createUserRepo } from './users.js';
 import { createWorkspaceRepo } from './workspaces.js';
 
@@ -34,6 +37,9 @@ export function createRepos(db: Db) {
     events: createEventRepo(db),
     projects: createProjectRepo(db),
     datastores: createDatastoreRepo(db),
+    logs: createLogRepo(db),
+    metrics: createMetricRepo(db),
+    usage: createUsageRepo(db),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

@@ -1,0 +1,172 @@
+import type { LastStretch, UsageInsert, UsageRepo } from '../../store/repos/usage.js';
+import { createTrafficCounter } from '../metrics/sampler.js';
+
+export interface MeterDeps {
+  repo: Pick<UsageRepo, 'append' | 'lastStretches' | 'meterableInstances' | 'meterableDatastores' | 'serviceWorkspaces'>;
+  /** Whether an instance's process is alive (the runtime's check, guarded against pid reuse). */
+  isAlive(process: { pid: number; startTime: string }): boolean;
+  intervalMs: number;
+  log: { warn(o: object, m?: string): void };
+  now?: () => Date;
+}
+
+const ACTIVE = new Set(['starting', 'running']);
+const seconds = (from: Date, to: Date) => (to.getTime() - from.getTime()) / 1000;
+const later = (a: Date, b: Date) => (a > b ? a : b);
+const earlier = (a: Date, b: Date) => (a < b ? a : b);
+/** A zero-length entry at `at`: the source's time after it is not billed (see LastStretch.closed). */
+const closing = (base: Omit<UsageInsert, 'quantity' | 'startedAt' | 'endedAt'>, at: Date): UsageInsert => ({ ...base, quantity: 0, startedAt: at, endedAt: at });
+
+/**
+ * The usage meter: appends to the ledger, each tick, every source's stretch from where its
+ * previous stretch ended (read back from the ledger, never from memory) to now or to its stop.
+ * A tick repeated, or run by two processes at once, adds nothing: the ledger is unique on
+ * (source, kind, start) and a conflicting insert is a no-op.
+ *
+ * - Instances: billed from their process start until Slipway stops them (`stopped_at`), crash
+ *   restarts included. An instance found dead at boot (it died while Slipway was down, at an
+ *   unknown time) is closed at the last time the meter saw it alive, before recovery stamps it
+ *   stopped "now"; one that kept running is billed through the downtime.
+ * - Datastores: billed while not suspended, from creation; a suspension closes them at the
+ *   suspension (the row's `updated_at`), a resume reopens them from the resume.
+ * - Builds: one entry per finished build, recorded when it ends.
+ * - Bandwidth: the router's response bytes per service, counted in memory and flushed each tick.
+ */
+export function createUsageMeter(deps: MeterDeps) {
+  const { repo, log } = deps;
+  const now = deps.now ?? (() => new Date());
+  const traffic = createTrafficCounter();
+  let chain: Promise<unknown> = Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+
+  /** Ticks never overlap within a process. */
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
+    const next = chain.then(work, work);
+    chain = next.catch(() => undefined);
+    return next;
+  };
+
+  async function meterInstances(at: Date): Promise<UsageInsert[]> {
+    const out: UsageInsert[] = [];
+    for (const row of await repo.meterableInstances()) {
+      const base = { workspaceId: row.workspaceId, resourceId: row.serviceId, sourceId: row.id, kind: 'instance_seconds' as const, plan: row.plan };
+      const last = row.last;
+      // Closed since this process started: nothing more to bill for this life.
+      if (last?.closed && last.endedAt >= row.startedAt) continue;
+      const from = !last ? row.startedAt : last.closed ? row.startedAt : last.endedAt;
+      let to: Date;
+      if (ACTIVE.has(row.status)) {
+        // A dead process of a row still marked running: the supervisor restarts it (same id) or
+        // marks it failed; billing goes on from the last stretch once it has, so skip it now.
+        if (!row.pid || !deps.isAlive({ pid: row.pid, startTime: row.startTime ?? '' })) continue;
+        to = at;
+      } else {
+        to = earlier(row.stoppedAt ?? at, at);
+      }
+      if (to > from) out.push({ ...base, quantity: seconds(from, to), startedAt: from, endedAt: to });
+    }
+    return out;
+  }
+
+  async function meterDatastores(at: Date): Promise<UsageInsert[]> {
+    const out: UsageInsert[] = [];
+    for (const d of await repo.meterableDatastores()) {
+      const base = { workspaceId: d.workspaceId, resourceId: d.id, sourceId: d.id, kind: 'datastore_seconds' as const, plan: d.plan };
+      const last: LastStretch | undefined = d.last;
+      if (d.suspended) {
+        if (last?.closed) continue;
+        const from = last?.endedAt ?? d.createdAt;
+        const to = later(from, earlier(d.updatedAt, at)); // suspended at (about) its last update
+        if (to > from) out.push({ ...base, quantity: seconds(from, to), startedAt: from, endedAt: to });
+        out.push(closing(base, to));
+        continue;
+      }
+      let from = last?.endedAt ?? d.createdAt;
+      if (last?.closed) {
+        if (d.updatedAt <= last.endedAt) continue; // not touched since it was suspended
+        from = d.updatedAt; // resumed then
+      }
+      if (at > from) out.push({ ...base, quantity: seconds(from, at), startedAt: from, endedAt: at });
+    }
+    return out;
+  }
+
+  async function meterBandwidth(at: Date, counts: Map<string, { requests: number; bytes: number }>): Promise<UsageInsert[]> {
+    const ids = [...counts.keys()];
+    if (ids.length === 0) return [];
+    const [owners, lasts] = await Promise.all([repo.serviceWorkspaces(ids), repo.lastStretches('bandwidth_bytes', ids)]);
+    const out: UsageInsert[] = [];
+    for (const [serviceId, { bytes }] of counts) {
+      const owner = owners.get(serviceId);
+      if (!owner || bytes <= 0) continue; // a deleted service's last bytes have no one to bill
+      const from = lasts.get(serviceId)?.endedAt ?? owner.createdAt;
+      if (at > from) out.push({ workspaceId: owner.workspaceId, resourceId: serviceId, sourceId: serviceId, kind: 'bandwidth_bytes', plan: owner.plan, quantity: bytes, startedAt: from, endedAt: at });
+    }
+    return out;
+  }
+
+  /** One metering pass at `at` (default now); returns how many entries were new. */
+  function tick(at: Date = now()): Promise<number> {
+    return serial(async () => {
+      const counts = traffic.drain();
+      try {
+        const rows = [...(await meterInstances(at)), ...(await meterDatastores(at)), ...(await meterBandwidth(at, counts))];
+        return await repo.append(rows);
+      } catch (err) {
+        for (const [serviceId, c] of counts) traffic.record(serviceId, c.bytes); // counted again next tick
+        throw err;
+      }
+    });
+  }
+
+  const safeTick = () => tick().catch((err: Error) => log.warn({ err: err.message }, 'usage meter: tick failed; retrying next tick'));
+
+  return {
+    /** The router reports each proxied request's response bytes here. */
+    traffic,
+    tick,
+    /** A tick that never throws (failures are logged): before a deletion takes the rows it meters. */
+    flush: safeTick,
+    /**
+     * At boot, before the deploy engine's recovery: instances whose process died while Slipway
+     * was down get a closing entry at the last time the meter saw them alive (their last
+     * stretch's end, or their start), so recovery stamping them stopped "now" bills nothing more.
+     */
+    closeDead(): Promise<number> {
+      return serial(async () => {
+        const rows: UsageInsert[] = [];
+        for (const row of await repo.meterableInstances()) {
+          if (!ACTIVE.has(row.status)) continue;
+          if (row.pid && deps.isAlive({ pid: row.pid, startTime: row.startTime ?? '' })) continue;
+          if (row.last?.closed && row.last.endedAt >= row.startedAt) continue;
+          const base = { workspaceId: row.workspaceId, resourceId: row.serviceId, sourceId: row.id, kind: 'instance_seconds' as const, plan: row.plan };
+          rows.push(closing(base, row.last ? later(row.last.endedAt, row.startedAt) : row.startedAt));
+        }
+        return repo.append(rows);
+      });
+    },
+    /** One entry per finished build (source = the deploy); never throws (the deploy must not fail for it). */
+    async recordBuild(service: { id: string; workspaceId: string; details: unknown }, deployId: string, startedAt: Date, endedAt: Date): Promise<void> {
+      if (!(endedAt > startedAt)) return;
+      const plan = (service.details as { plan?: string }).plan ?? 'starter';
+      await serial(() => repo.append([{ workspaceId: service.workspaceId, resourceId: service.id, sourceId: deployId, kind: 'build_seconds', plan, quantity: seconds(startedAt, endedAt), startedAt, endedAt }]))
+        .catch((err: Error) => log.warn({ err: err.message, deployId }, 'usage meter: could not record a build'));
+    },
+    /** Meters once now, then every interval. */
+    async start() {
+      await safeTick();
+      const loop = () => {
+        timer = setTimeout(() => void safeTick().finally(() => timer && loop()), deps.intervalMs);
+        timer.unref();
+      };
+      loop();
+    },
+    /** Stops the loop and meters a last time (a graceful stop loses no bandwidth and bills up to now). */
+    async stop() {
+      clearTimeout(timer);
+      timer = undefined;
+      await safeTick();
+    },
+  };
+}
+export type UsageMeter = ReturnType<typeof createUsageMeter>;
