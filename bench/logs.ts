@@ -16,7 +16,7 @@ import { log, repoRoot, startSlipway, table } from './lib.js';
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const RATE = SMOKE ? 2000 : 5000;
 const SECONDS = SMOKE ? 5 : 20;
-const SUBSCRIBERS = SMOKE ? 3 : 10;
+const SUBSCRIBERS = Number(process.env.BENCH_LOG_SUBSCRIBERS || (SMOKE ? 3 : 10));
 const ROWS = Number(process.env.BENCH_LOG_ROWS || (SMOKE ? 200_000 : 5_000_000));
 const QUERIES = SMOKE ? 100 : 300;
 const TICK_MS = 10;

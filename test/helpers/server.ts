@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -80,6 +80,31 @@ export async function killDatastores(slipway: Slipway) {
   for (let waited = 0; waited < 5000 && groups.some(alive); waited += 50) await new Promise((r) => setTimeout(r, 50));
 }
 
+/**
+ * SIGKILLs whatever still runs from a data dir (its cwd or command line lies inside it): a datastore
+ * server a step was creating while the test ended, an app the store lost track of.
+ */
+export function killProcessesUnder(dataDir: string) {
+  const inside = `${dataDir}/`;
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const cwd = readlinkSync(`/proc/${entry}/cwd`);
+      if (`${cwd}/`.startsWith(inside) || readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(inside)) found.push(Number(entry));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  for (const pid of found) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
 /** Boots the real server on a random port with a temp data dir (and a fresh database in Postgres mode). */
 export async function bootServer(
   env: Record<string, string> = {},
@@ -120,6 +145,7 @@ export async function bootServer(
       if (!stopped) await killApps(slipway).catch(() => undefined);
       if (!stopped) await killDatastores(slipway).catch(() => undefined);
       await stop();
+      killProcessesUnder(dataDir);
       await database?.drop();
       rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 });
     },

@@ -75,9 +75,16 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
     return setStatus(down, 'available', 'datastore_available', placed(started));
   }
 
-  async function reconcile(id: string, force = false) {
+  /** Steps under way, so that close() lets them finish (and record where they put things). */
+  const inflight = new Set<Promise<void>>();
+  function reconcile(id: string, force = false): Promise<void> {
     const failed = failures.get(id);
-    if (!force && failed && Date.now() < failed.retryAt) return;
+    if (!force && failed && Date.now() < failed.retryAt) return Promise.resolve();
+    const step = converge1(id);
+    inflight.add(step);
+    return step.finally(() => inflight.delete(step));
+  }
+  async function converge1(id: string) {
     await withLock(id, async () => {
       const row = await repo.get(id);
       if (!row || closed) return;
@@ -118,9 +125,10 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
     },
     /** Runs `work` while no step runs on that datastore (delete). */
     exclusive: <T>(id: string, work: () => Promise<T>) => withLock(id, work),
-    close() {
+    async close() {
       closed = true;
       clearTimeout(timer);
+      await Promise.allSettled([...inflight]);
     },
   };
 }
