@@ -65,6 +65,9 @@ describe('the deploy lifecycle', () => {
     const owner = await signUp(t.api);
     const { service, deploy: first } = await deployFixture(t.api, owner, 'node-web');
     for (let i = 0; i < 3; i++) expect((await finished(t.api, owner, service.id, (await trigger(owner, service.id)).id)).status).toBe('live');
+    // Collection runs just after a deploy goes live: wait for it to have removed the first artifact and marked it.
+    const collected = async () => (await t.server.slipway.store.executeSql(`select artifact_deleted from deploys where id = $1`, [first.id])).rows[0]?.artifact_deleted;
+    await waitFor('the oldest artifact to be collected', collected);
     const artifacts = readdirSync(path.join(t.server.dataDir, 'services', service.id, 'artifacts'));
     expect(artifacts).toHaveLength(2);
     expect(artifacts).not.toContain(first.id);
