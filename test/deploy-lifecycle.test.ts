@@ -65,10 +65,12 @@ describe('the deploy lifecycle', () => {
     const owner = await signUp(t.api);
     const { service, deploy: first } = await deployFixture(t.api, owner, 'node-web');
     for (let i = 0; i < 3; i++) expect((await finished(t.api, owner, service.id, (await trigger(owner, service.id)).id)).status).toBe('live');
-    // Collection runs just after a deploy goes live: wait for it to have removed the first artifact and marked it.
-    const collected = async () => (await t.server.slipway.store.executeSql(`select artifact_deleted from deploys where id = $1`, [first.id])).rows[0]?.artifact_deleted;
-    await waitFor('the oldest artifact to be collected', collected);
-    const artifacts = readdirSync(path.join(t.server.dataDir, 'services', service.id, 'artifacts'));
+    // Collection runs just after each deploy goes live: wait until the last one's has run (the first is
+    // marked collected and no more than the kept artifacts are left), then check exactly what is left.
+    const dir = path.join(t.server.dataDir, 'services', service.id, 'artifacts');
+    const marked = async () => (await t.server.slipway.store.executeSql(`select artifact_deleted from deploys where id = $1`, [first.id])).rows[0]?.artifact_deleted;
+    await waitFor('artifact collection', async () => (await marked()) && readdirSync(dir).length <= 2);
+    const artifacts = readdirSync(dir);
     expect(artifacts).toHaveLength(2);
     expect(artifacts).not.toContain(first.id);
     const res = await t.api.post(`/v1/services/${service.id}/rollback`, { deployId: first.id }, owner);
