@@ -95,6 +95,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const datastores = createDatastores({
       repo: repos.datastores, box: secretBox, events, checkMs: config.datastoreCheckMs, log: systemLog, assertEnvironment,
       referencesTo: async (id) => [...(await repos.envVars.referencing(id)), ...(await repos.envGroupVars.referencing(id))],
+      // The usage meter's last pass over a datastore before it goes (the meter is made below; this runs on a delete).
+      beforeRemove: async () => void (await usage.meter.flush()),
       provisioners: {
         postgres: config.postgresAdminUrl || config.localDatastores
           ? createPostgresProvisioner({ dataDir: config.dataDir, adminUrl: config.postgresAdminUrl, runAs }) : undefined,
@@ -124,6 +126,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       buildLog: logs.buildLog,
       onDeployEnded: (status, deploy) => observeDeploy(status, deploy.startedAt ?? deploy.createdAt),
       onBuildEnded: (service, deployId, startedAt, endedAt) => usage.meter.recordBuild(service, deployId, startedAt, endedAt),
+      // A deleted service's instance rows go with it: meter their last stretch first.
+      onRemoved: async () => void (await usage.meter.flush()),
     });
     cleanup.push(() => engine.close());
     const metrics = createMetrics({ repos, boss: queue.boss, intervalMs: config.metricsIntervalMs, log: systemLog });
@@ -151,12 +155,11 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         audit: createAuditLog(repos.audit),
         repos,
         secretBox,
-        // A deleted service's instance rows go with it: meter their last stretch first (a datastore's likewise).
-        services: createServices({ repos, transact, envVars, events, deploys: { ...engine, remove: (s) => engine.remove(s).then(() => usage.meter.flush().then(() => undefined)) }, assertEnvironment }),
+        services: createServices({ repos, transact, envVars, events, deploys: engine, assertEnvironment }),
         envVars,
         envGroups,
         projects,
-        datastores: { ...datastores, remove: async (row) => { await usage.meter.flush(); return datastores.remove(row); } },
+        datastores,
         engine,
         saveUpload: createSourceStore({ repo: repos.deploys, layout, maxUploadBytes: config.maxUploadBytes, archive }),
         urls,

@@ -30,6 +30,8 @@ export interface DatastoreDeps {
   box: SecretBox;
   events: Events;
   checkMs: number;
+  /** Runs before a datastore is deleted (the usage meter's last pass over it). */
+  beforeRemove?(): Promise<void>;
   log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
 }
 
@@ -128,6 +130,7 @@ export function createDatastores(deps: DatastoreDeps) {
     async remove(row: DatastoreRow) {
       const refs = await deps.referencesTo(row.id);
       if (refs.length) throw conflict(`${row.id} is referenced by environment variables of ${refs.join(', ')}; remove those first`);
+      await deps.beforeRemove?.();
       await reconciler.exclusive(row.id, async () => {
         const placement = placementOf(row);
         const provisioner = driver.provisioner(row);

@@ -39,6 +39,8 @@ export interface EngineDeps {
   onDeployEnded?(status: DeployStatus, deploy: DeployRow): void;
   /** Told of every build that ran, succeeded or not (the usage meter's build-seconds). */
   onBuildEnded?(service: ServiceRow, deployId: string, startedAt: Date, endedAt: Date): Promise<void> | void;
+  /** Runs when a removed service's processes have stopped, before its rows go (the usage meter's last pass). */
+  onRemoved?(): Promise<void>;
 }
 
 /**
@@ -306,6 +308,7 @@ export function createDeployEngine(deps: EngineDeps) {
         });
         await Promise.all(draining);
         rmSync(layout.serviceDir(service.id), { recursive: true, force: true });
+        await deps.onRemoved?.();
       } catch (err) {
         removing.delete(service.id); // the delete failed: the service lives on
         throw err;
