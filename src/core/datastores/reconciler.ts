@@ -1,7 +1,7 @@
 import type { Placement, Provisioner } from '../../provisioners/types.js';
 import type { DatastoreRepo, DatastoreRow, DatastoreStatus } from '../../store/repos/datastores.js';
 import type { Events } from '../events.js';
-import { createServiceLocks } from '../deploys/service-lock.js';
+import { createKeyedLocks } from '../../lib/keyed-locks.js';
 
 /** What the reconciler needs to act on one row: its provisioner and the spec it takes. */
 export interface DatastoreDriver {
@@ -29,7 +29,7 @@ export const placementOf = (row: DatastoreRow): Placement | undefined =>
  */
 export function createDatastoreReconciler(deps: ReconcilerDeps) {
   const { repo, driver, events, log } = deps;
-  const withLock = createServiceLocks();
+  const withLock = createKeyedLocks();
   const failures = new Map<string, { count: number; retryAt: number }>();
   const restarts = new Set<string>();
   let timer: NodeJS.Timeout | undefined;

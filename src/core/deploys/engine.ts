@@ -18,7 +18,7 @@ import { createBuilder, DeployFailure, type BuildLog, type PipelineLimits } from
 import type { RouteTable } from './route-table.js';
 import { createCronRunner } from './cron.js';
 import { createGarbageCollector } from './gc.js';
-import { createServiceLocks } from './service-lock.js';
+import { createKeyedLocks } from '../../lib/keyed-locks.js';
 import { createSupervisor } from './supervisor.js';
 
 export interface EngineDeps {
@@ -57,7 +57,7 @@ export function createDeployEngine(deps: EngineDeps) {
   const loops = new Map<string, { dirty: boolean }>();
   const stopping = new Set<string>();
   const removing = new Set<string>();
-  const withServiceLock = createServiceLocks();
+  const withServiceLock = createKeyedLocks();
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   const artifactOwner = (d: DeployRow) => d.artifactOf ?? d.id;

@@ -1,7 +1,7 @@
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { ServiceDetails } from '../services/details.js';
 import type { LoopDeps } from './instances.js';
-import type { WithServiceLock } from './service-lock.js';
+import type { WithKeyedLock } from '../../lib/keyed-locks.js';
 
 /** Crashes within this window count towards `stuck_crashlooping`. */
 const CRASH_WINDOW_MS = 10 * 60_000;
@@ -16,7 +16,7 @@ const MAX_BACKOFF_MS = 60_000;
 export function createSupervisor(deps: LoopDeps & {
   refreshRoute(service: ServiceRow): Promise<void>;
   stopping: Set<string>;
-  withServiceLock: WithServiceLock;
+  withServiceLock: WithKeyedLock;
   backoffMs: number;
 }) {
   const { repos, instances, events, log } = deps;
