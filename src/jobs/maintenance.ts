@@ -2,6 +2,7 @@ import type PgBoss from 'pg-boss';
 import type { IdempotencyRepo } from '../store/repos/idempotency.js';
 import type { InviteRepo } from '../store/repos/invites.js';
 import type { SessionRepo } from '../store/repos/sessions.js';
+import { schedulePeriodic } from './queue.js';
 
 export const MAINTENANCE_QUEUE = 'maintenance';
 const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -24,8 +25,6 @@ export async function runMaintenance(deps: MaintenanceDeps) {
 }
 
 /** Registers the job and runs it every 15 minutes. */
-export async function scheduleMaintenance(boss: PgBoss, deps: MaintenanceDeps) {
-  await boss.createQueue(MAINTENANCE_QUEUE);
-  await boss.work(MAINTENANCE_QUEUE, async () => runMaintenance(deps));
-  await boss.schedule(MAINTENANCE_QUEUE, '*/15 * * * *');
+export function scheduleMaintenance(boss: PgBoss, deps: MaintenanceDeps) {
+  return schedulePeriodic(boss, MAINTENANCE_QUEUE, '*/15 * * * *', () => runMaintenance(deps));
 }

@@ -25,3 +25,10 @@ export async function startQueue(executeSql: ExecuteSql, onError: (err: Error) =
     stop: () => boss.stop({ graceful: true, wait: true, timeout: 10_000 }),
   };
 }
+
+/** Registers `run` as the handler of `name` and schedules it on `cron` (pg-boss runs each occurrence once across processes). */
+export async function schedulePeriodic(boss: PgBoss, name: string, cron: string, run: () => Promise<unknown>) {
+  await boss.createQueue(name);
+  await boss.work(name, async () => run());
+  await boss.schedule(name, cron);
+}

@@ -19,3 +19,9 @@ export function createKeyedLocks() {
   };
 }
 export type WithKeyedLock = ReturnType<typeof createKeyedLocks>;
+
+/** One critical section at a time, full stop: the keyed lock with a single key (a loop's passes and the calls that must not overlap them). */
+export function createSerial() {
+  const withLock = createKeyedLocks();
+  return <T>(work: () => Promise<T>): Promise<T> => withLock('', work);
+}

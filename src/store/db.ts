@@ -12,13 +12,19 @@ import * as schema from './schema.js';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 
-/** Raw SQL as pg-boss wants it: statements with parameters, or a parameterless script. */
-/** A unique index refused the row (Postgres 23505; Drizzle may wrap the driver's error as `cause`). */
-export function isUniqueViolation(err: unknown): boolean {
+/** The SQLSTATE of a Postgres error (Drizzle may wrap the driver's error as `cause`). */
+export function pgCode(err: unknown): string | undefined {
   const e = err as { code?: string; cause?: { code?: string } } | undefined;
-  return e?.code === '23505' || e?.cause?.code === '23505';
+  return e?.cause?.code ?? e?.code;
 }
 
+/** A unique index refused the row (23505). */
+export const isUniqueViolation = (err: unknown) => pgCode(err) === '23505';
+
+/** The rows of a raw `db.execute` (both drivers answer `{rows}`). */
+export const rowsOf = (result: unknown) => (result as { rows: Record<string, unknown>[] }).rows;
+
+/** Raw SQL as pg-boss wants it: statements with parameters, or a parameterless script. */
 export type ExecuteSql = (text: string, values?: unknown[]) => Promise<{ rows: any[] }>;
 
 export interface Store {

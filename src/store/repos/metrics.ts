@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import type { Db } from '../db.js';
+import { rowsOf, type Db } from '../db.js';
 import { metricSamples } from '../schema.js';
 
 export type MetricSampleInsert = typeof metricSamples.$inferInsert;
@@ -44,8 +44,6 @@ export interface LatestRow {
   memoryBytes: number;
   cgroupMemoryBytes: number | null;
 }
-
-const rowsOf = (result: unknown) => (result as { rows: Record<string, unknown>[] }).rows;
 
 export function createMetricRepo(db: Db) {
   return {
