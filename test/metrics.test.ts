@@ -7,6 +7,7 @@ import { Ajv } from 'ajv';
 import ajvFormats from 'ajv-formats';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { METRICS_ROLLUP_QUEUE } from '../src/observability/metrics/rollup.js';
 import { deployFixture, viaRouter } from './helpers/apps.js';
 import { addMember, client, createApiKey, signUp, type Client, type TestUser } from './helpers/client.js';
@@ -211,14 +212,15 @@ describe('history (GET /v1/services/:serviceId/metrics/history)', () => {
 });
 
 describe('roll-up and expiry (the metrics-rollup job)', () => {
-  it('rolls raw samples older than a day into 60 s buckets, those older than 7 days into hours, and drops those beyond 30 days', async () => {
+  it('rolls raw samples older than an hour into 60 s buckets, those older than 7 days into hours, and drops those beyond 30 days', async () => {
     const day = 86_400_000;
-    const minuteStart = new Date(Math.floor((Date.now() - 2 * day) / 3_600_000) * 3_600_000);
+    const minuteStart = new Date(Math.floor((Date.now() - 2 * 3_600_000) / 3_600_000) * 3_600_000);
     const hourStart = new Date(Math.floor((Date.now() - 8 * day) / 3_600_000) * 3_600_000);
     const rows = [];
     for (let i = 0; i < 6; i++) rows.push({ serviceId: idle.id, instanceId: 'old-raw', at: new Date(minuteStart.getTime() + i * 10_000), cpu: i * 10, memory: 1000 + i });
     for (let i = 0; i < 60; i++) rows.push({ serviceId: idle.id, instanceId: 'old-minute', resolution: 60, at: new Date(hourStart.getTime() + i * 60_000), cpu: i < 30 ? 10 : 30, cpuMax: i === 7 ? 99 : 40, cpuMin: 5, memory: 1000 });
     rows.push({ serviceId: idle.id, instanceId: 'ancient', at: new Date(Date.now() - 31 * day), cpu: 1, memory: 1 });
+    rows.push({ serviceId: idle.id, instanceId: 'recent-raw', at: new Date(Date.now() - 30 * 60_000), cpu: 1, memory: 1 });
     await insertSamples(rows);
 
     await server.slipway.queue.boss.send(METRICS_ROLLUP_QUEUE, {});
@@ -226,6 +228,7 @@ describe('roll-up and expiry (the metrics-rollup job)', () => {
 
     expect(await countRows(`instance_id = 'old-raw' and resolution = 0`, [])).toBe(0);
     expect(await countRows(`instance_id = 'old-raw' and resolution = 60`, [])).toBe(1);
+    expect(await countRows(`instance_id = 'recent-raw' and resolution = 0`, [])).toBe(1); // within the hour: kept raw
     expect(await countRows(`instance_id = 'old-minute' and resolution = 60`, [])).toBe(0);
     expect(await countRows(`instance_id = 'old-minute' and resolution = 3600`, [])).toBe(1);
 
@@ -265,6 +268,14 @@ describe('GET /metrics (Slipway\'s own Prometheus metrics)', () => {
     expect(res.text).toMatch(/slipway_metric_samples_total [1-9]/);
     expect(res.text).toContain('slipway_log_lines_ingested_total');
     expect(res.text).toContain('slipway_log_subscribers');
+    // Both move: stored log lines (the router requests of the tests above are some), open subscriptions.
+    const scrape = async () => (await api.get('/metrics', { token: OPERATOR_TOKEN })).text;
+    await waitFor('request lines counted', async () => /^slipway_log_lines_ingested_total\{type="request"\} [1-9]/m.test(await scrape()));
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/logs/subscribe`, { headers: { cookie: `slipway_session=${owner.cookie}` } });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    expect(await scrape()).toMatch(/^slipway_log_subscribers 1$/m);
+    ws.close();
+    await waitFor('the subscriber gone', async () => /^slipway_log_subscribers 0$/m.test(await scrape()));
     // Not part of the /v1 API: not in the OpenAPI document.
     expect(Object.keys((await api.get('/v1/openapi.json')).body.paths)).not.toContain('/metrics');
   });

@@ -23,11 +23,11 @@ export const deployDuration = new Histogram({
   name: 'slipway_deploy_duration_seconds', help: 'Deploy duration from start (or creation) to its final status, by status',
   labelNames: ['status'] as const, buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900], registers: [processRegistry],
 });
-/** For the log collector: one increment per stored line. */
+/** One increment per stored line (the log sink, after each committed batch). */
 export const logLinesIngested = new Counter({
   name: 'slipway_log_lines_ingested_total', help: 'Log lines stored, by type (app, build, request)', labelNames: ['type'] as const, registers: [processRegistry],
 });
-/** For the log stream: inc() when a WebSocket subscriber connects, dec() when it leaves. */
+/** The log stream: inc() when a WebSocket subscriber connects, dec() when it leaves. */
 export const logSubscribers = new Gauge({
   name: 'slipway_log_subscribers', help: 'Open /v1/logs/subscribe WebSocket connections', registers: [processRegistry],
 });

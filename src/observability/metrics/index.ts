@@ -27,7 +27,6 @@ export function createMetrics(deps: {
   });
   return {
     traffic,
-    sampler,
     queries: createMetricQueries({ repo: repos.metrics, intervalMs: deps.intervalMs }),
     prometheus: createScrape({
       queueDepths: async () => Promise.all((await boss.getQueues()).map(async (q) => ({ name: q.name, size: await boss.getQueueSize(q.name) }))),
