@@ -140,8 +140,36 @@ describe('GET /v1/logs', () => {
     expect(label(found, 'path')).toBe('/hello?x=1');
     expect(label(found, 'statusCode')).toBe('200');
     expect(label(found, 'host')).toBe(`${slug}.localhost`);
+    // The instance that answered, as on its own output lines.
+    const instances = (await api.get(`/v1/services/${serviceId}/instances`, owner)).body as Array<{ id: string }>;
+    expect(instances.map((i) => i.id)).toContain(label(found, 'instance'));
     expect(found.message).toMatch(/^GET \/hello\?x=1 200 [\d.]+ms \d+B$/);
     expect((await logs(`type=request&statusCode=2*&method=GET`)).body.logs.length).toBeGreaterThan(0);
+  });
+
+  /** Deploys a worker running `node -e <script>` (which then idles); resolves with its first `count` entries. */
+  async function workerOutput(name: string, script: string, count: number) {
+    const { service } = await deployFixture(api, owner, 'worker', {
+      type: 'background_worker', name, serviceDetails: { runtime: 'node', envSpecificDetails: { startCommand: `node -e "${script}; setInterval(() => {}, 1000)"` } },
+    });
+    const entries = await waitFor(`${count} entries of ${name}`, async () => {
+      const r = (await logs(`resource=${service.id}&direction=forward`)).body.logs as Entry[];
+      return r.length >= count ? r : undefined;
+    }, 10_000);
+    return { service, entries };
+  }
+
+  it('stores a line without a newline once the output pauses, while the app runs', async () => {
+    const { service, entries } = await workerOutput('prompt', "process.stdout.write('waiting for input...')", 1);
+    expect(entries.map((e) => e.message)).toEqual(['waiting for input...']);
+    // Stored while its instance still runs (not only when it stops).
+    const running = (await api.get(`/v1/services/${service.id}/instances`, owner)).body as Array<{ id: string }>;
+    expect(running.map((i) => i.id)).toEqual([label(entries[0]!, 'instance')]);
+  });
+
+  it('stores a line holding a NUL byte (which Postgres text refuses) with U+FFFD, and the lines after it', async () => {
+    const { entries } = await workerOutput('nul-printer', "console.log('before\\0after'); console.log('next line')", 2);
+    expect(entries.map((e) => e.message)).toEqual(['before\uFFFDafter', 'next line']);
   });
 
   it('keeps workspaces apart and refuses bad filters with 400', async () => {
@@ -190,6 +218,24 @@ describe('GET /v1/logs/subscribe', () => {
     const numbers = outNumbers(sub.entries);
     expect(numbers).toEqual(numbers.map((_, i) => numbers[0]! + i));
     expect(Date.parse(sub.entries[0]!.timestamp)).toBeGreaterThanOrEqual(Date.parse(from) - 1);
+  });
+
+  it('stops at endTime with close code 1000: a past range is replayed, a future one tailed until then', async () => {
+    const from = new Date(Date.now() - 3_000).toISOString();
+    const pastEnd = new Date(Date.now() - 1_000).toISOString();
+    const past = await subscribe(`resource=${serviceId}&text=out&startTime=${from}&endTime=${pastEnd}`);
+    expect(await past.closed).toEqual({ code: 1000, reason: 'endTime reached' });
+    const expected = (await api.get(`/v1/logs?resource=${serviceId}&text=out&direction=forward&limit=100&startTime=${from}&endTime=${pastEnd}`, owner)).body.logs as Entry[];
+    expect(expected.length).toBeGreaterThan(10);
+    expect(past.entries.slice(0, expected.length).map((e) => e.id)).toEqual(expected.map((e) => e.id));
+    for (const e of past.entries) expect(Date.parse(e.timestamp)).toBeLessThanOrEqual(Date.parse(pastEnd));
+
+    const futureEnd = new Date(Date.now() + 1_500).toISOString();
+    const future = await subscribe(`resource=${serviceId}&text=out&endTime=${futureEnd}`);
+    expect(await future.closed).toEqual({ code: 1000, reason: 'endTime reached' });
+    expect(future.entries.length).toBeGreaterThan(10); // tailed live lines until then
+    expect(Date.parse(future.entries.at(-1)!.timestamp)).toBeLessThanOrEqual(Date.parse(futureEnd));
+    await expect(subscribe(`startTime=${futureEnd}&endTime=${from}`)).rejects.toThrow('upgrade refused: 400');
   });
 
   it('replays everything after an id in id order (ids past 10, 100, 1000 stay numeric)', async () => {

@@ -385,6 +385,12 @@ export const logOffsets = pgTable('log_offsets', {
   updatedAt: ts('updated_at').notNull().defaultNow(),
 });
 
+/** Message bytes stored per service, kept by the writes and deletes of logs (the per-service cap reads this, not the table). */
+export const logSizes = pgTable('log_sizes', {
+  resourceId: text('resource_id').primaryKey(),
+  bytes: bigint('bytes', { mode: 'number' }).notNull(),
+});
+
 /**
  * CPU and memory samples per instance; `resolution` 0 = raw samples, 60 / 3600 = roll-ups
  * (averages, with max and min) made when raw samples expire.

@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import type { Db } from '../db.js';
+import { rowsOf, type Db } from '../db.js';
 
 /**
  * Log entries. Timestamps are handled as microseconds since the epoch (a JS number is
@@ -56,7 +56,7 @@ export interface LogFilter {
 /** Serializes writers across processes, so ids (and timestamps) become visible in order: a reader that saw id N never later finds a smaller new one. */
 const WRITE_LOCK = sql`select pg_advisory_xact_lock(hashtext('slipway.logs'))`;
 export const LOG_CHANNEL = 'slipway_logs';
-/** Rows per INSERT (Postgres allows 65535 parameters per statement). */
+/** Rows per INSERT: a batch stays a short statement, and a short stall for the live tail. */
 export const MAX_INSERT = 2000;
 
 // Integer arithmetic: a float8 of epoch seconds cannot hold every microsecond exactly.
@@ -95,6 +95,64 @@ function whereSql(f: LogFilter, extra: SQL[]): SQL {
   return sql.join(parts, sql` and `);
 }
 
+/**
+ * What an app prints, as Postgres text takes it: NUL (which text cannot hold) and lone
+ * surrogates become U+FFFD. Otherwise one such line would fail its whole batch, again and again.
+ */
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const storable = <T extends string | null | undefined>(v: T): T => (typeof v === 'string' ? v.replace(UNSTORABLE, '\uFFFD') : v) as T;
+
+/**
+ * The row an entry becomes, id and timestamp to be filled in, with every optional column null
+ * (as a read returns it). Built field by field: one object shape for all rows, which at
+ * thousands a second is much faster than spreads.
+ */
+const draftRow = (e: NewLogEntry): LogRow => ({
+  id: 0, tsUs: e.timeMs * 1000, workspaceId: e.workspaceId, resourceId: e.resourceId, instanceId: e.instanceId ?? null, deployId: e.deployId ?? null,
+  type: e.type, level: e.level, message: storable(e.message), method: storable(e.method) ?? null, path: storable(e.path) ?? null,
+  statusCode: e.statusCode ?? null, host: storable(e.host) ?? null, durationMs: e.durationMs ?? null, bytes: e.bytes ?? null,
+});
+
+/**
+ * One batch as one statement: the entries as one array parameter per column (unnest; 14
+ * parameters a row through drizzle saturated Slipway at thousands of lines a second), stamped
+ * ts_i = max(us_i, ts_(i-1) + 1) from the newest stored timestamp, which unrolls to
+ * i + max(newest, max over j <= i of (us_j - j)): a window function. Offsets move in the same statement.
+ */
+function insertSql(entries: LogRow[], offsets: Array<{ stream: string; offset: number }>): SQL {
+  const column = <T>(pick: (e: LogRow) => T) => sql.param(entries.map(pick));
+  return sql`
+    with newest as (select coalesce((extract(epoch from max(timestamp)) * 1000000)::bigint, 0) as us from logs),
+    given as (
+      select * from unnest(${column((e) => e.workspaceId)}::text[], ${column((e) => e.resourceId)}::text[], ${column((e) => e.instanceId)}::text[],
+        ${column((e) => e.deployId)}::text[], ${column((e) => e.type)}::text[], ${column((e) => e.level)}::text[], ${column((e) => e.message)}::text[],
+        ${column((e) => e.method)}::text[], ${column((e) => e.path)}::text[], ${column((e) => e.statusCode)}::int[],
+        ${column((e) => e.host)}::text[], ${column((e) => e.durationMs)}::float8[], ${column((e) => e.bytes)}::bigint[],
+        ${column((e) => String(e.tsUs))}::bigint[])
+        with ordinality as u(workspace_id, resource_id, instance_id, deploy_id, type, level, message, method, path, status_code, host, duration_ms, bytes, us, i)
+    ),
+    batch as (select given.*, i + greatest((select us from newest), max(us - i) over (order by i)) as ts from given),
+    sized as (
+      insert into log_sizes (resource_id, bytes)
+      select resource_id, sum(octet_length(message)) from batch group by resource_id
+      on conflict (resource_id) do update set bytes = log_sizes.bytes + excluded.bytes
+    ),
+    moved as (
+      insert into log_offsets (stream, "offset", updated_at)
+      select stream, "offset", now() from unnest(${sql.param(offsets.map((o) => o.stream))}::text[], ${sql.param(offsets.map((o) => String(o.offset)))}::bigint[]) as o(stream, "offset")
+      on conflict (stream) do update set "offset" = excluded."offset", updated_at = now()
+    ),
+    inserted as (
+      insert into logs (workspace_id, resource_id, instance_id, deploy_id, type, level, message, method, path, status_code, host, duration_ms, bytes, timestamp)
+      select workspace_id, resource_id, instance_id, deploy_id, type, level, message, method, path, status_code, host, duration_ms, bytes,
+        timestamptz 'epoch' + ts * interval '1 microsecond'
+      from batch order by i
+      returning id, timestamp
+    )
+    select inserted.id::text as id, ${TS_US} as "tsUs", batch.i
+    from inserted join batch on timestamptz 'epoch' + batch.ts * interval '1 microsecond' = inserted.timestamp`;
+}
+
 function toRow(r: Record<string, unknown>): LogRow {
   return {
     ...(r as unknown as LogRow),
@@ -105,43 +163,48 @@ function toRow(r: Record<string, unknown>): LogRow {
 }
 
 export function createLogRepo(db: Db) {
-  const rows = async (query: SQL) => ((await db.execute(query)) as unknown as { rows: Record<string, unknown>[] }).rows;
+  const rows = async (query: SQL) => rowsOf(await db.execute(query));
+  const maxId = async (): Promise<number> => Number((await rows(sql`select coalesce(max(id), 0)::text as id from logs`))[0]!.id);
+  /** Deletes the entries `where` picks and takes their bytes off log_sizes, in one statement; returns how many went. */
+  const deleteCounted = async (where: SQL) => {
+    const [r] = await rows(sql`
+      with gone as (delete from logs where ${where} returning resource_id, octet_length(message) as bytes),
+      shrunk as (
+        update log_sizes s set bytes = s.bytes - g.bytes
+        from (select resource_id, sum(bytes) as bytes from gone group by resource_id) g where s.resource_id = g.resource_id
+      )
+      select count(*)::int as n from gone`);
+    return Number(r?.n ?? 0);
+  };
   return {
     /**
-     * Inserts entries and moves stream offsets in one transaction (so a restart neither loses
-     * nor repeats lines), under the write lock; returns the largest id written (0 when none).
-     * Timestamps are made strictly increasing past the newest stored one.
+     * Inserts entries and moves stream offsets in one statement (so a restart neither loses nor
+     * repeats lines); returns the rows written, in id order. Timestamps are made strictly
+     * increasing past the newest stored one, by the statement itself. `shared` (several processes
+     * on one Postgres): under the write lock, taken in a statement of its own first, so the
+     * insert's snapshot sees every earlier writer's rows; and NOTIFY in the same transaction.
+     * PGlite has one connection and no concurrent writer: the statement alone is enough, and a
+     * statement costs there about what a whole batch costs.
      */
-    async insertBatch(entries: NewLogEntry[], offsets: Array<{ stream: string; offset: number }>, notify: boolean): Promise<number> {
+    async insertBatch(entries: NewLogEntry[], offsets: Array<{ stream: string; offset: number }>, shared: boolean): Promise<LogRow[]> {
+      if (!entries.length && !offsets.length) return [];
+      const drafts = entries.map(draftRow);
+      const write = async (t: Db) => {
+        const inserted = (await t.execute(insertSql(drafts, offsets))) as unknown as { rows: Array<{ id: string; tsUs: string; i: number }> };
+        return inserted.rows.map((r) => {
+          const row = drafts[Number(r.i) - 1]!;
+          row.id = Number(r.id);
+          row.tsUs = Number(r.tsUs);
+          return row;
+        }).sort((a, b) => a.id - b.id);
+      };
+      if (!shared) return write(db);
       return db.transaction(async (tx) => {
         const t = tx as unknown as Db;
         await t.execute(WRITE_LOCK);
-        let maxId = 0;
-        if (entries.length) {
-          const [last] = ((await t.execute(sql`select coalesce((extract(epoch from max(timestamp)) * 1000000)::bigint, 0)::text as us from logs`)) as unknown as { rows: Array<{ us: string }> }).rows;
-          let prev = Number(last?.us ?? 0);
-          const ts = entries.map((e) => (prev = Math.max(e.timeMs * 1000, prev + 1)));
-          // One array parameter per column (unnest): building and parsing 14 parameters a row costs far more at thousands of rows a second.
-          const column = <T>(pick: (e: NewLogEntry) => T) => sql.param(entries.map(pick));
-          const [inserted] = ((await t.execute(sql`
-            insert into logs (workspace_id, resource_id, instance_id, deploy_id, type, level, message, method, path, status_code, host, duration_ms, bytes, timestamp)
-            select workspace_id, resource_id, instance_id, deploy_id, type, level, message, method, path, status_code, host, duration_ms, bytes,
-              timestamptz 'epoch' + us * interval '1 microsecond'
-            from unnest(${column((e) => e.workspaceId)}::text[], ${column((e) => e.resourceId)}::text[], ${column((e) => e.instanceId ?? null)}::text[],
-              ${column((e) => e.deployId ?? null)}::text[], ${column((e) => e.type)}::text[], ${column((e) => e.level)}::text[], ${column((e) => e.message)}::text[],
-              ${column((e) => e.method ?? null)}::text[], ${column((e) => e.path ?? null)}::text[], ${column((e) => e.statusCode ?? null)}::int[],
-              ${column((e) => e.host ?? null)}::text[], ${column((e) => e.durationMs ?? null)}::float8[], ${column((e) => e.bytes ?? null)}::bigint[],
-              ${sql.param(ts.map(String))}::bigint[])
-              as u(workspace_id, resource_id, instance_id, deploy_id, type, level, message, method, path, status_code, host, duration_ms, bytes, us)
-            returning id`)) as unknown as { rows: Array<{ id: string | number }> }).rows.slice(-1);
-          maxId = Number(inserted?.id ?? 0);
-        }
-        for (const o of offsets) {
-          await t.execute(sql`insert into log_offsets (stream, "offset", updated_at) values (${o.stream}, ${o.offset}, now())
-            on conflict (stream) do update set "offset" = excluded."offset", updated_at = now()`);
-        }
-        if (notify && maxId) await t.execute(sql`select pg_notify(${LOG_CHANNEL}, ${String(maxId)})`);
-        return maxId;
+        const written = await write(t);
+        if (written.length) await t.execute(sql`select pg_notify(${LOG_CHANNEL}, ${String(written.at(-1)!.id)})`);
+        return written;
       });
     },
     /** Instances whose output is collected: running ones, and those stopped in the last hour (their last lines). */
@@ -172,24 +235,25 @@ export function createLogRepo(db: Db) {
     /** The id just before the first entry at or after `us` (where a replay from a time starts). */
     async idBefore(us: number): Promise<number> {
       const [r] = await rows(sql`select id::text as id from logs where timestamp >= ${usToTimestamp(us)} order by logs.timestamp, logs.id limit 1`);
-      return r ? Number(r.id) - 1 : Number((await rows(sql`select coalesce(max(id), 0)::text as id from logs`))[0]!.id);
+      return r ? Number(r.id) - 1 : maxId();
     },
-    async maxId(): Promise<number> {
-      return Number((await rows(sql`select coalesce(max(id), 0)::text as id from logs`))[0]!.id);
-    },
+    maxId,
     async deleteOlderThan(cutoff: Date): Promise<number> {
-      return (await rows(sql`delete from logs where timestamp < ${cutoff.toISOString()} returning 1`)).length;
+      return deleteCounted(sql`timestamp < ${cutoff.toISOString()}`);
     },
-    /** Deletes each service's oldest entries beyond `maxBytes` of messages (UTF-8 bytes). */
+    /** Deletes each service's oldest entries beyond `maxBytes` of messages (UTF-8 bytes); only services over it are read. */
     async deleteBeyondCap(maxBytes: number): Promise<number> {
-      const over = await rows(sql`select resource_id from logs group by resource_id having sum(octet_length(message)) > ${maxBytes}`);
+      const over = await rows(sql`select resource_id from log_sizes where bytes > ${maxBytes}`);
       let deleted = 0;
       for (const { resource_id: resourceId } of over) {
-        deleted += (await rows(sql`delete from logs where id in (
+        deleted += await deleteCounted(sql`id in (
           select id from (select id, sum(octet_length(message)) over (order by timestamp desc, id desc) as running from logs where resource_id = ${resourceId as string}) t
-          where running > ${maxBytes}) returning 1`)).length;
+          where running > ${maxBytes})`);
       }
       return deleted;
+    },
+    async analyze(): Promise<void> {
+      await db.execute(sql`analyze logs`);
     },
     /** Offsets of instances that no longer exist (their service was deleted). */
     async deleteOrphanOffsets(): Promise<void> {
