@@ -1,5 +1,6 @@
 /** Log collection across a Slipway restart, and the retention job. */
 import { describe, expect, it } from 'vitest';
+import { createLogRepo } from '../src/store/repos/logs.js';
 import { deployFixture } from './helpers/apps.js';
 import { client, signUp, type Client, type TestUser } from './helpers/client.js';
 import { sleep, waitFor } from './helpers/process.js';
@@ -49,24 +50,33 @@ describe('log collection', () => {
       const api = client(server.url);
       const owner = await signUp(api);
       const sql = server.slipway.store.executeSql;
-      // srv-a: 10 entries 8 days old, 10 from yesterday; srv-b: 300 entries of 100 bytes (30000 > the 10000 cap).
-      await sql(`insert into logs (workspace_id, resource_id, type, level, message, timestamp)
-        select $1, 'srv-a', 'app', 'info', 'old ' || n, now() - interval '8 days' + n * interval '1 second' from generate_series(1, 10) n`, [owner.workspaceId]);
-      await sql(`insert into logs (workspace_id, resource_id, type, level, message, timestamp)
-        select $1, 'srv-a', 'app', 'info', 'recent ' || n, now() - interval '1 day' + n * interval '1 second' from generate_series(1, 10) n`, [owner.workspaceId]);
-      await sql(`insert into logs (workspace_id, resource_id, type, level, message, timestamp)
-        select $1, 'srv-b', 'app', 'info', lpad(n::text, 100, '0'), now() - interval '1 hour' + n * interval '1 second' from generate_series(1, 300) n`, [owner.workspaceId]);
-      await server.slipway.queue.boss.send('log-retention', {});
-      await waitFor('the retention job', async () => {
-        const { rows } = await sql(`select count(*)::int as n from logs where resource_id = 'srv-a' and message like 'old%'`);
-        return rows[0].n === 0;
-      }, 20_000, 200);
+      // Written as the collector writes (which also counts each service's bytes): srv-a 10 entries
+      // 8 days old and 10 from yesterday; srv-b 300 entries of 100 bytes (30000 > the 10000 cap).
+      const entry = (resourceId: string, message: string, timeMs: number) => ({ workspaceId: owner.workspaceId, resourceId, type: 'app' as const, level: 'info', message, timeMs });
+      const now = Date.now();
+      await createLogRepo(server.slipway.store.db).insertBatch([
+        ...Array.from({ length: 10 }, (_, n) => entry('srv-a', `old ${n}`, now - 8 * 86_400_000 + n * 1000)),
+        ...Array.from({ length: 10 }, (_, n) => entry('srv-a', `recent ${n}`, now - 86_400_000 + n * 1000)),
+        ...Array.from({ length: 300 }, (_, n) => entry('srv-b', String(n + 1).padStart(100, '0'), now - 3_600_000 + n * 1000)),
+      ], [], false);
+      const { boss } = server.slipway.queue;
+      const jobId = (await boss.send('log-retention', {}))!;
+      // The whole job, not its first step: age, then the cap, then ANALYZE.
+      await waitFor('the retention job', async () => (await boss.getJobById('log-retention', jobId))?.state === 'completed', 20_000, 200);
+      const { rows: oldLeft } = await sql(`select count(*)::int as n from logs where resource_id = 'srv-a' and message like 'old%'`);
+      expect(oldLeft[0].n).toBe(0);
       const a = await sql(`select count(*)::int as n from logs where resource_id = 'srv-a'`);
       expect(a.rows[0].n).toBe(10);
       const b = await sql(`select count(*)::int as n, sum(octet_length(message))::int as bytes, min(message) as oldest from logs where resource_id = 'srv-b'`);
       expect(b.rows[0].bytes).toBeLessThanOrEqual(10000);
       expect(b.rows[0].n).toBe(100); // the newest 100 are kept
       expect(b.rows[0].oldest).toBe('201'.padStart(100, '0'));
+      // The per-service byte counts the cap reads followed the deletions.
+      const sizes = await sql(`select resource_id, bytes::int as bytes from log_sizes where resource_id in ('srv-a', 'srv-b') order by resource_id`);
+      expect(sizes.rows).toEqual([{ resource_id: 'srv-a', bytes: 10 * 'recent 0'.length }, { resource_id: 'srv-b', bytes: 100 * 100 }]);
+      // And the planner's statistics were refreshed (PGlite has no autovacuum to do it).
+      const stats = await sql(`select reltuples from pg_class where relname = 'logs'`);
+      expect(Number(stats.rows[0].reltuples)).toBeGreaterThanOrEqual(110);
     } finally {
       await server.close();
     }

@@ -76,7 +76,8 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
   // First, so that its hooks know an upgrade request even when authentication refuses it
   // (the refused upgrade's socket is then closed rather than left open).
   await app.register(websocket, {
-    options: { maxPayload: 64 * 1024 },
+    // No permessage-deflate: the log stream writes its frames itself (observability/logs/frames.ts).
+    options: { maxPayload: 64 * 1024, perMessageDeflate: false },
     // On shutdown, subscribers are told (1001 going away) and cut a second later: a client that
     // never answers the close handshake must not hold the shutdown for ws's 30 s close timeout.
     preClose(done) {

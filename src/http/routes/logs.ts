@@ -1,9 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { AppError, badRequest, notFound } from '../../lib/errors.js';
-import { parseLogFilter, type LogQuery, type ParsedLogFilter } from '../../observability/logs/filters.js';
+import { badRequest, notFound } from '../../lib/errors.js';
+import { parseLogFilter, parseTimeUs, type LogQuery, type ParsedLogFilter } from '../../observability/logs/filters.js';
+import type { SubscribeFrom } from '../../observability/logs/stream.js';
 import { queryLogs } from '../../observability/logs/query.js';
 import type { HttpDeps } from '../deps.js';
+import { pgCode } from '../../store/db.js';
 import { defineRoute } from '../route.js';
 import { OwnerIdQuery, Timestamp } from '../schemas/common.js';
 
@@ -29,11 +31,8 @@ const LogEntry = Type.Object(
 );
 const LogsPage = Type.Object({ hasMore: Type.Boolean(), nextStartTime: Timestamp, nextEndTime: Timestamp, logs: Type.Array(LogEntry) });
 
-/** Postgres refused a regular expression JS accepted (their dialects differ slightly). */
-const isBadRegex = (err: unknown) => {
-  const e = err as { code?: string; cause?: { code?: string } };
-  return e?.code === '2201B' || e?.cause?.code === '2201B';
-};
+/** Postgres refused a regular expression JS accepted (their dialects differ slightly): 2201B. */
+const isBadRegex = (err: unknown) => pgCode(err) === '2201B';
 
 export function logRoutes({ guard, repos, logs }: HttpDeps) {
   /** The caller's workspace and the validated filter; another workspace's service answers 404. */
@@ -69,7 +68,7 @@ export function logRoutes({ guard, repos, logs }: HttpDeps) {
     }),
     defineRoute({
       method: 'GET', url: '/v1/logs/subscribe',
-      summary: 'Subscribe to logs over a WebSocket (Render: subscribe-logs): one log entry per message; close code 4008 = too slow, reconnect with afterId',
+      summary: 'Subscribe to logs over a WebSocket (Render: subscribe-logs): one log entry per message; close code 4008 = too slow, reconnect with afterId; 1000 = endTime reached',
       tags: ['Logs'],
       access: 'viewer',
       schema: {
@@ -81,15 +80,14 @@ export function logRoutes({ guard, repos, logs }: HttpDeps) {
       },
       handler: async (req) => {
         const parsed = await prepare(req, req.query);
-        return { parsed, from: { afterId: req.query.afterId, startTime: req.query.startTime } };
+        const { afterId, startTime, endTime } = req.query;
+        const range = { startUs: startTime ? parseTimeUs(startTime, 'startTime') : undefined, endUs: endTime ? parseTimeUs(endTime, 'endTime') : undefined };
+        if (range.startUs !== undefined && range.endUs !== undefined && range.startUs > range.endUs) throw badRequest('startTime must not be after endTime');
+        return { parsed, from: { afterId: afterId !== undefined ? Number(afterId) : undefined, ...range } };
       },
       websocket: (socket, prepared) => {
-        const { parsed, from } = prepared as { parsed: ParsedLogFilter; from: { afterId?: string; startTime?: string } };
-        try {
-          logs.subscribe(socket, parsed, from);
-        } catch (err) {
-          socket.close(1008, err instanceof AppError ? err.message.slice(0, 120) : 'bad request');
-        }
+        const { parsed, from } = prepared as { parsed: ParsedLogFilter; from: SubscribeFrom };
+        logs.subscribe(socket, parsed, from);
       },
     }),
   ];

@@ -1,5 +1,7 @@
+import { watch, type FSWatcher } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { createSerial } from '../../lib/keyed-locks.js';
 import type { LogRepo, NewLogEntry } from '../../store/repos/logs.js';
 import { createLineSplitter, levelOf, type LineSplitter } from './lines.js';
 import type { LogSink } from './sink.js';
@@ -25,8 +27,10 @@ export interface CollectorDeps {
 }
 
 const READ_CHUNK = 1024 * 1024;
-/** How often the list of instances is re-read (a new instance's first lines wait at most this long). */
-const REFRESH_MS = 250;
+/** A line without its newline is stored after the file stayed this long without growing (a prompt, a progress dot). */
+const PARTIAL_LINE_MS = 1000;
+/** How often the list of instances is re-read (besides when told of a new one: refreshSoon). */
+const REFRESH_MS = 1000;
 
 interface Stream {
   key: string;
@@ -34,6 +38,8 @@ interface Stream {
   instance: TailedInstance;
   fallbackLevel: 'info' | 'error';
   splitter: LineSplitter;
+  /** When the file last grew (ms). */
+  grewAt: number;
 }
 
 /**
@@ -48,9 +54,55 @@ export function createLogCollector(deps: CollectorDeps) {
   let lastRefresh = 0;
   let stopped = false;
   let loop: Promise<void> | undefined;
+  // inotify on each instance dir wakes the loop as soon as an app writes (the poll is the
+  // fallback for filesystems without it): a line waits microseconds, not up to `pollMs`.
+  const watchers = new Map<string, FSWatcher>();
+  let wake: (() => void) | undefined;
+  let woken = false;
+  const onWrite = () => {
+    woken = true;
+    wake?.();
+  };
+  function watchDir(dir: string) {
+    if (watchers.has(dir)) return;
+    try {
+      watchers.set(dir, watch(dir, onWrite).on('error', () => unwatch(dir)));
+    } catch {
+      // not there yet (or no inotify): the poll covers it
+    }
+  }
+  function unwatch(dir: string) {
+    watchers.get(dir)?.close();
+    watchers.delete(dir);
+  }
+  async function pause() {
+    if (woken) return void (woken = false);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, deps.pollMs);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    wake = undefined;
+    woken = false;
+  }
+
+  // The loop's ticks and collectRest() take turns: one stream is never read twice at once.
+  const serial = createSerial();
 
   async function refresh() {
     const list = await deps.instances();
+    await adopt(list);
+    const present = new Set(list.map((i) => i.instanceId));
+    for (const [key, s] of streams) if (!present.has(s.instance.instanceId)) streams.delete(key);
+    const dirs = new Set([...streams.values()].map((s) => path.dirname(s.file)));
+    for (const dir of dirs) watchDir(dir);
+    for (const dir of watchers.keys()) if (!dirs.has(dir)) unwatch(dir);
+  }
+
+  /** Starts tailing the instances' streams not tailed yet, from their stored offsets. */
+  async function adopt(list: TailedInstance[]) {
     const fresh: Stream[] = [];
     for (const instance of list) {
       for (const [name, fallbackLevel] of [['stdout', 'info'], ['stderr', 'error']] as const) {
@@ -59,7 +111,7 @@ export function createLogCollector(deps: CollectorDeps) {
         if (known) known.instance = instance;
         else if (!finished.has(key)) {
           const file = path.join(deps.instanceDir(instance.serviceId, instance.instanceId), `${name}.log`);
-          fresh.push({ key, file, instance, fallbackLevel, splitter: createLineSplitter() });
+          fresh.push({ key, file, instance, fallbackLevel, splitter: createLineSplitter(), grewAt: Date.now() });
         }
       }
     }
@@ -68,8 +120,6 @@ export function createLogCollector(deps: CollectorDeps) {
       s.splitter.consumed = offsets.get(s.key) ?? 0;
       streams.set(s.key, s);
     }
-    const present = new Set(list.map((i) => i.instanceId));
-    for (const [key, s] of streams) if (!present.has(s.instance.instanceId)) streams.delete(key);
   }
 
   /** Reads what was appended since the last read; returns whether there may be more. */
@@ -88,8 +138,10 @@ export function createLogCollector(deps: CollectorDeps) {
     }
     if (size <= position) {
       if (!s.instance.active) finish(s);
+      else if (position > s.splitter.consumed && Date.now() - s.grewAt >= PARTIAL_LINE_MS) pushLines(s, s.splitter.flush());
       return false;
     }
+    s.grewAt = Date.now();
     const length = Math.min(size - position, READ_CHUNK);
     const buffer = Buffer.allocUnsafe(length);
     const handle = await open(s.file, 'r');
@@ -101,13 +153,17 @@ export function createLogCollector(deps: CollectorDeps) {
     }
     const before = s.splitter.consumed;
     const lines = s.splitter.push(buffer.subarray(0, read));
-    if (s.splitter.consumed !== before || lines.length) deps.sink.push(lines.map((m) => entry(s, m)), { stream: s.key, offset: s.splitter.consumed });
+    if (s.splitter.consumed !== before || lines.length) pushLines(s, lines);
     return position + read < size;
   }
 
+  /** Queues lines with the offset they bring the file to (stored in the same transaction). */
+  function pushLines(s: Stream, lines: string[]) {
+    if (lines.length) deps.sink.push(lines.map((m) => entry(s, m)), { stream: s.key, offset: s.splitter.consumed });
+  }
+
   function finish(s: Stream) {
-    const rest = s.splitter.flush();
-    if (rest.length) deps.sink.push(rest.map((m) => entry(s, m)), { stream: s.key, offset: s.splitter.consumed });
+    pushLines(s, s.splitter.flush());
     streams.delete(s.key);
     finished.add(s.key);
   }
@@ -136,17 +192,35 @@ export function createLogCollector(deps: CollectorDeps) {
       loop = (async () => {
         while (!stopped) {
           try {
-            await tick();
+            await serial(tick);
           } catch (err) {
             deps.log.warn({ err }, 'log collector: tick failed');
           }
-          await new Promise((r) => setTimeout(r, deps.pollMs));
+          await pause();
         }
       })();
     },
+    /** Re-reads the list of instances on the next tick, now. */
+    refreshSoon() {
+      lastRefresh = 0;
+      onWrite();
+    },
+    /** Reads a stopped instance's files to their end now (a cron run whose dir is about to be removed). */
+    collectRest(instance: Omit<TailedInstance, 'active'>): Promise<void> {
+      return serial(async () => {
+        const stopped = { ...instance, active: false };
+        await adopt([stopped]);
+        for (const s of [...streams.values()].filter((x) => x.instance.instanceId === instance.instanceId)) {
+          s.instance = stopped;
+          while (streams.has(s.key)) await readStream(s); // reads, then finishes (or drops a missing file)
+        }
+      });
+    },
     async stop() {
       stopped = true;
+      wake?.();
       await loop;
+      for (const dir of [...watchers.keys()]) unwatch(dir);
     },
   };
 }

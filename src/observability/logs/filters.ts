@@ -1,7 +1,7 @@
 import { badRequest } from '../../lib/errors.js';
 import type { LogFilter, LogRow, Pattern } from '../../store/repos/logs.js';
 
-export const LOG_TYPES = ['app', 'build', 'request'] as const;
+const LOG_TYPES = ['app', 'build', 'request'] as const;
 
 /** Render's filters as query parameters (each may repeat; values of one filter are ORed). */
 export interface LogQuery {

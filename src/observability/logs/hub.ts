@@ -10,15 +10,17 @@ export interface LogHubDeps {
 }
 
 export interface HubSubscriber {
-  onRow(row: LogRow): void;
+  /** New entries in id order (one committed batch or one page read back). */
+  onRows(rows: LogRow[]): void;
 }
 
 /**
- * Fan-out of new log entries to this process's subscribers. Whoever writes entries pokes
- * the hub (the local sink directly; other processes through Postgres NOTIFY); the hub then
- * reads the new rows once, in id order, for all subscribers. Writers hold a lock while
- * inserting (see LogRepo.insertBatch), so ids become visible in order and reading "after
- * the last id seen" misses nothing.
+ * Fan-out of new log entries to this process's subscribers, in id order. The local sink
+ * hands over the rows it just committed: when they follow the last id delivered, they go
+ * straight out (the hot path: no read-back). Otherwise (another process wrote in between,
+ * announced by Postgres NOTIFY, or a read is under way) the hub reads the new rows once for
+ * all subscribers. Writers hold a lock while inserting (see LogRepo.insertBatch), so ids
+ * become visible in order and reading "after the last id seen" misses nothing.
  */
 export function createLogHub(deps: LogHubDeps) {
   const subscribers = new Set<HubSubscriber>();
@@ -40,13 +42,16 @@ export function createLogHub(deps: LogHubDeps) {
       }
       for (;;) {
         const rows = await deps.repo.after(lastId, READ_PAGE);
-        for (const row of rows) {
-          lastId = row.id;
-          for (const s of subscribers) s.onRow(row);
-        }
+        deliver(rows);
         if (rows.length < READ_PAGE) break;
       }
     } while (dirty);
+  }
+
+  function deliver(rows: LogRow[]) {
+    if (!rows.length) return;
+    lastId = rows.at(-1)!.id;
+    for (const s of subscribers) s.onRows(rows);
   }
 
   function poke() {
@@ -63,14 +68,16 @@ export function createLogHub(deps: LogHubDeps) {
       lastId = await deps.repo.maxId();
       timer = setInterval(poke, deps.pollMs);
     },
-    /** New entries may exist (up to `maxId` when known). */
+    /** New entries may exist (written by another process, or while not listening). */
     poke,
+    /** Rows this process just committed, in id order. */
+    written(rows: LogRow[]) {
+      if (reading || rows[0]!.id !== lastId + 1) return poke(); // a gap: someone else's rows come first
+      deliver(rows);
+    },
     /** The id of the newest entry handed to subscribers. */
     get lastId() {
       return lastId;
-    },
-    get subscriberCount() {
-      return subscribers.size;
     },
     subscribe(s: HubSubscriber): () => void {
       subscribers.add(s);

@@ -1,12 +1,13 @@
 import type { WebSocket } from 'ws';
 import type { RequestRecord } from '../../router/router.js';
+import { logLinesIngested } from '../prometheus.js';
 import type { LogRepo, NewLogEntry } from '../../store/repos/logs.js';
 import { createLogCollector, type TailedInstance } from './collector.js';
-import { parseTimeUs, type ParsedLogFilter } from './filters.js';
+import type { ParsedLogFilter } from './filters.js';
 import { createLogHub } from './hub.js';
 import { createLineSplitter, levelOf } from './lines.js';
 import { createLogSink } from './sink.js';
-import { openLogStream } from './stream.js';
+import { openLogStream, type SubscribeFrom } from './stream.js';
 
 export interface LogsDeps {
   repo: LogRepo;
@@ -24,7 +25,13 @@ export interface LogsDeps {
 export function createLogs(deps: LogsDeps) {
   const { repo, settings } = deps;
   const hub = createLogHub({ repo, pollMs: deps.shared ? 1000 : 5000, log: deps.log });
-  const sink = createLogSink({ repo, flushMs: settings.flushMs, notify: deps.shared, onCommitted: () => hub.poke(), log: deps.log });
+  const sink = createLogSink({
+    repo, flushMs: settings.flushMs, notify: deps.shared, log: deps.log,
+    onCommitted: (rows) => {
+      for (const row of rows) logLinesIngested.inc({ type: row.type });
+      hub.written(rows);
+    },
+  });
   const collector = createLogCollector({ repo, sink, instances: deps.instances, instanceDir: deps.instanceDir, pollMs: settings.pollMs, log: deps.log });
   const workspaces = new Map<string, string | undefined>();
 
@@ -34,7 +41,7 @@ export function createLogs(deps: LogsDeps) {
     if (!workspaceId) return undefined;
     const path = r.path.slice(0, 2048);
     return {
-      workspaceId, resourceId: r.serviceId, type: 'request', level: r.statusCode >= 500 ? 'error' : 'info',
+      workspaceId, resourceId: r.serviceId, instanceId: r.instanceId ?? null, type: 'request', level: r.statusCode >= 500 ? 'error' : 'info',
       message: `${r.method} ${path} ${r.statusCode} ${r.durationMs.toFixed(1)}ms ${r.bytesOut}B`,
       method: r.method.slice(0, 32), path, statusCode: r.statusCode, host: r.host.slice(0, 255), durationMs: r.durationMs, bytes: r.bytesOut, timeMs,
     };
@@ -42,7 +49,6 @@ export function createLogs(deps: LogsDeps) {
 
   return {
     hub,
-    sink,
     async start() {
       await hub.start();
       collector.start();
@@ -52,6 +58,13 @@ export function createLogs(deps: LogsDeps) {
       await collector.stop();
       await sink.close();
       await hub.close();
+    },
+    /** A new instance writes output: look for it now rather than at the next refresh. */
+    instanceSpawned: () => collector.refreshSoon(),
+    /** Stores the rest of a stopped instance's output before its files go (cron runs). */
+    async collectRest(instance: Omit<TailedInstance, 'active'>) {
+      await collector.collectRest(instance);
+      await sink.flush();
     },
     /** The router's per-request hook (type `request`). */
     onRequest(r: RequestRecord) {
@@ -72,12 +85,8 @@ export function createLogs(deps: LogsDeps) {
       };
     },
     /** Serves one WebSocket subscription (validated and authorized by the caller). */
-    subscribe(socket: WebSocket, parsed: ParsedLogFilter, from: { afterId?: string; startTime?: string }) {
-      openLogStream(
-        { hub, repo, bufferBytes: settings.streamBufferBytes, pingMs: settings.pingMs },
-        socket,
-        { parsed, afterId: from.afterId !== undefined ? Number(from.afterId) : undefined, startUs: from.startTime ? parseTimeUs(from.startTime, 'startTime') : undefined },
-      );
+    subscribe(socket: WebSocket, parsed: ParsedLogFilter, from: SubscribeFrom) {
+      openLogStream({ hub, repo, bufferBytes: settings.streamBufferBytes, pingMs: settings.pingMs }, socket, { parsed, ...from });
     },
   };
 }

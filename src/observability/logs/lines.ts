@@ -1,6 +1,6 @@
 /** Longest message kept: a longer line is cut here (at a character boundary) and marked. */
-export const MAX_LINE_BYTES = 16 * 1024;
-export const TRUNCATED_MARK = ' …[truncated]';
+const MAX_LINE_BYTES = 16 * 1024;
+const TRUNCATED_MARK = ' …[truncated]';
 
 const NEWLINE = 0x0a;
 const PINO_LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
@@ -44,10 +44,14 @@ export function createLineSplitter() {
   let lineBytes = 0;
   let consumed = 0;
 
+  /** A complete line of `total` bytes (of which `bytes` holds at least the first MAX_LINE_BYTES). */
+  function emit(out: string[], bytes: Buffer, total: number) {
+    out.push(decodeCut(bytes, total).replace(/\r$/, ''));
+    consumed += total + 1;
+  }
+
   function finishLine(out: string[]) {
-    const bytes = Buffer.concat(held, heldBytes);
-    out.push(decodeCut(bytes, lineBytes).replace(/\r$/, ''));
-    consumed += lineBytes + 1;
+    emit(out, Buffer.concat(held, heldBytes), lineBytes);
     held = [];
     heldBytes = 0;
     lineBytes = 0;
@@ -58,7 +62,7 @@ export function createLineSplitter() {
     const room = MAX_LINE_BYTES + 4 - heldBytes; // a few bytes more, to find a character boundary
     if (room <= 0) return;
     const kept = part.length > room ? part.subarray(0, room) : part;
-    held.push(Buffer.from(kept)); // a copy: the read buffer is reused
+    held.push(Buffer.from(kept)); // a copy: the caller may reuse its buffer before the line ends
     heldBytes += kept.length;
   }
 
@@ -68,8 +72,12 @@ export function createLineSplitter() {
       const out: string[] = [];
       let start = 0;
       for (let nl = chunk.indexOf(NEWLINE, start); nl !== -1; nl = chunk.indexOf(NEWLINE, start)) {
-        hold(chunk.subarray(start, nl));
-        finishLine(out);
+        // A line whole in this chunk is decoded where it lies; only one begun in an earlier read was held.
+        if (lineBytes === 0) emit(out, chunk.subarray(start, nl), nl - start);
+        else {
+          hold(chunk.subarray(start, nl));
+          finishLine(out);
+        }
         start = nl + 1;
       }
       if (start < chunk.length) hold(chunk.subarray(start));

@@ -1,7 +1,7 @@
-import { MAX_INSERT as MAX_BATCH, type LogRepo, type NewLogEntry } from '../../store/repos/logs.js';
+import { MAX_INSERT as MAX_BATCH, type LogRepo, type LogRow, type NewLogEntry } from '../../store/repos/logs.js';
 
 /** Entries held while the store does not answer; producers that can re-read (files) wait, others drop. */
-export const MAX_PENDING = 50_000;
+const MAX_PENDING = 50_000;
 
 export interface LogSinkDeps {
   repo: Pick<LogRepo, 'insertBatch'>;
@@ -9,8 +9,8 @@ export interface LogSinkDeps {
   flushMs: number;
   /** Postgres: NOTIFY other processes in the same transaction. */
   notify: boolean;
-  /** Called with the largest id after each committed batch. */
-  onCommitted(maxId: number): void;
+  /** Called with the rows of each committed batch, in id order. */
+  onCommitted(rows: LogRow[]): void;
   log: { warn(o: object, m?: string): void };
 }
 
@@ -33,12 +33,12 @@ export function createLogSink(deps: LogSinkDeps) {
       // Offsets go with the last batch of what was pending, so they never move past unwritten lines.
       const moved = entries.length <= MAX_BATCH ? [...offsets].map(([stream, offset]) => ({ stream, offset })) : [];
       try {
-        const maxId = await deps.repo.insertBatch(batch, moved, deps.notify);
+        const written = await deps.repo.insertBatch(batch, moved, deps.notify);
         entries = entries.slice(batch.length);
         for (const { stream, offset } of moved) if (offsets.get(stream) === offset) offsets.delete(stream);
-        if (maxId) deps.onCommitted(maxId);
+        if (written.length) deps.onCommitted(written);
       } catch (err) {
-        deps.log.warn({ err, pending: entries.length }, 'log store write failed; retrying');
+        deps.log.warn({ err, pending: entries.length, dropped }, 'log store write failed; retrying');
         if (!closed) schedule(1000);
         return;
       }
@@ -69,9 +69,6 @@ export function createLogSink(deps: LogSinkDeps) {
     /** True while the store lags: file tailers stop reading (the lines wait safely on disk). */
     get backlogged() {
       return entries.length >= MAX_PENDING;
-    },
-    get dropped() {
-      return dropped;
     },
     /** Writes what is pending (used on shutdown and by tests). */
     async flush() {

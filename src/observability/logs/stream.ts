@@ -1,18 +1,13 @@
 import type { WebSocket } from 'ws';
 import type { LogRepo, LogRow } from '../../store/repos/logs.js';
-import { logEntryBody, type ParsedLogFilter } from './filters.js';
+import { logSubscribers } from '../prometheus.js';
+import type { ParsedLogFilter } from './filters.js';
+import { writeEntries } from './frames.js';
 import type { LogHub } from './hub.js';
 
 /** Close code for a subscriber that does not read fast enough: reconnect with `afterId` = the last id received. */
 export const SLOW_CONSUMER_CLOSE = 4008;
 const REPLAY_PAGE = 500;
-/** A live row is the same object for every subscriber of a process: serialized once. */
-const serialized = new WeakMap<LogRow, string>();
-const toJson = (row: LogRow) => {
-  let json = serialized.get(row);
-  if (json === undefined) serialized.set(row, (json = JSON.stringify(logEntryBody(row))));
-  return json;
-};
 /** How long a replay waits for the client to read what was sent before giving up on it. */
 const DRAIN_WAIT_MS = 2000;
 
@@ -24,19 +19,26 @@ export interface LogStreamDeps {
   pingMs: number;
 }
 
-export interface LogStreamStart {
-  parsed: ParsedLogFilter;
+export interface SubscribeFrom {
   /** Resume after this entry id (exclusive). */
   afterId?: number;
   /** Replay from this time (µs) before tailing. */
   startUs?: number;
+  /** Stop after this time (µs): the stream closes with 1000 once past it. */
+  endUs?: number;
 }
+export interface LogStreamStart extends SubscribeFrom {
+  parsed: ParsedLogFilter;
+}
+/** Entries are stamped when collected and written just after: past `endTime` by this much, none can still arrive. */
+const END_GRACE_MS = 1000;
 
 /**
  * One `/v1/logs/subscribe` connection: replays stored entries (after `afterId`, or from
  * `startTime`), then tails live ones from the hub, one JSON entry per message, in id order
  * and without duplicates. Memory is bounded: a subscriber that lets more than `bufferBytes`
- * pile up is closed with 4008 and resumes with the last id it saw.
+ * pile up (checked after each batch: at most one batch more) is closed with 4008 and resumes
+ * with the last id it saw.
  */
 export function openLogStream(deps: LogStreamDeps, socket: WebSocket, start: LogStreamStart) {
   const { hub, repo } = deps;
@@ -45,6 +47,7 @@ export function openLogStream(deps: LogStreamDeps, socket: WebSocket, start: Log
   let live = false;
   let closed = false;
   let lastSent: string | undefined;
+  let endTimer: NodeJS.Timeout | undefined;
 
   const close = (code: number, reason: string) => {
     if (closed) return;
@@ -54,17 +57,25 @@ export function openLogStream(deps: LogStreamDeps, socket: WebSocket, start: Log
   const tooSlow = () =>
     close(SLOW_CONSUMER_CLOSE, `slow consumer: reconnect with afterId=${lastSent ?? cursor}`);
 
-  function send(row: LogRow) {
-    cursor = row.id;
-    if (closed || !parsed.matches(row)) return;
-    lastSent = String(row.id);
-    socket.send(toJson(row));
-    if (socket.bufferedAmount > deps.bufferBytes) tooSlow();
+  /** Sends the entries past the cursor that match, in one write; then checks the backlog. */
+  function sendBatch(rows: LogRow[]) {
+    if (closed) return;
+    const pastEnd = start.endUs !== undefined && rows.some((row) => row.tsUs > start.endUs!);
+    if (pastEnd) rows = rows.filter((row) => row.tsUs <= start.endUs!);
+    const matching = rows.filter((row) => row.id > cursor && parsed.matches(row));
+    cursor = Math.max(cursor, rows.at(-1)?.id ?? 0);
+    if (matching.length) {
+      lastSent = String(matching.at(-1)!.id);
+      writeEntries(socket, matching);
+    }
+    if (pastEnd) close(1000, 'endTime reached');
+    else if (socket.bufferedAmount > deps.bufferBytes) tooSlow();
   }
 
+  logSubscribers.inc();
   const unsubscribe = hub.subscribe({
-    onRow: (row) => {
-      if (live && row.id > cursor) send(row);
+    onRows: (rows) => {
+      if (live) sendBatch(rows);
     },
   });
 
@@ -81,7 +92,7 @@ export function openLogStream(deps: LogStreamDeps, socket: WebSocket, start: Log
     while (!closed) {
       const mark = hub.lastId;
       const page = await repo.after(cursor, REPLAY_PAGE, { ...parsed.filter, startUs: start.startUs });
-      for (const row of page) send(row);
+      sendBatch(page);
       if (page.length === REPLAY_PAGE) {
         if (!(await drained())) return tooSlow();
         continue;
@@ -90,6 +101,7 @@ export function openLogStream(deps: LogStreamDeps, socket: WebSocket, start: Log
       cursor = Math.max(cursor, mark);
       if (cursor >= hub.lastId) {
         live = true; // from here the hub delivers (no await between the check and this line)
+        if (start.endUs !== undefined) endTimer = setTimeout(() => close(1000, 'endTime reached'), Math.max(0, start.endUs / 1000 + END_GRACE_MS - Date.now()));
         return;
       }
     }
@@ -106,8 +118,10 @@ export function openLogStream(deps: LogStreamDeps, socket: WebSocket, start: Log
   }, deps.pingMs);
 
   socket.on('close', () => {
+    logSubscribers.dec();
     closed = true;
     clearInterval(pinger);
+    clearTimeout(endTimer);
     unsubscribe();
   });
   socket.on('message', () => undefined); // clients have nothing to say; their messages are ignored
