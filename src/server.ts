@@ -128,6 +128,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       onBuildEnded: (service, deployId, startedAt, endedAt) => usage.meter.recordBuild(service, deployId, startedAt, endedAt),
       // A deleted service's instance rows go with it: meter their last stretch first.
       onRemoved: async () => void (await usage.meter.flush()),
+      collectOutput: (run) => logs.collectRest(run),
+      onInstanceSpawned: () => logs.instanceSpawned(),
     });
     cleanup.push(() => engine.close());
     const metrics = createMetrics({ repos, boss: queue.boss, intervalMs: config.metricsIntervalMs, log: systemLog });

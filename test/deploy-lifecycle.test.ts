@@ -105,6 +105,11 @@ describe('the deploy lifecycle', () => {
     }, 15_000);
     for (const d of await runEnds(ok.service.id)) expect(d).toMatchObject({ status: 'successful', cronJobRunId: expect.stringMatching(/^srv-/) });
     for (const d of await runEnds(failing.service.id)) expect(d).toMatchObject({ status: 'unsuccessful', reason: { nonZeroExit: 3 } });
+    // Each run's output is stored before its dir is removed: every ended run has its line, labelled with the run's id.
+    const ended = (await t.api.get(`/v1/services/${ok.service.id}/events?type=cron_job_run_ended&limit=100`, owner)).body.map((i: any) => i.event.details.cronJobRunId);
+    const lines = (await t.api.get(`/v1/logs?resource=${ok.service.id}&text=cron_job&limit=100`, owner)).body.logs as Array<{ labels: Array<{ name: string; value: string }> }>;
+    const runsWithOutput = new Set(lines.map((l) => l.labels.find((x) => x.name === 'instance')?.value));
+    for (const runId of ended) expect(runsWithOutput, runId).toContain(runId);
     // Suspended, it stops running.
     await t.api.post(`/v1/services/${ok.service.id}/suspend`, undefined, owner);
     const before = (await t.api.get(`/v1/services/${ok.service.id}/events?type=cron_job_run_started&limit=100`, owner)).body.length;

@@ -28,7 +28,7 @@ export interface HttpDeps {
   apiKeys: ApiKeys;
   team: Team;
   audit: AuditLog;
-  repos: Pick<Repos, 'users' | 'workspaces' | 'idempotency' | 'deploys' | 'events' | 'services' | 'logs'>;
+  repos: Pick<Repos, 'users' | 'workspaces' | 'idempotency' | 'deploys' | 'events' | 'services' | 'logs' | 'instances'>;
   services: Services;
   envVars: EnvVars;
   envGroups: EnvGroups;

@@ -7,6 +7,8 @@ import { serveStatic } from './static.js';
 export interface Upstream {
   host: string;
   port: number;
+  /** The instance listening there (labels its request log entries). */
+  instanceId?: string;
 }
 export type RouteTarget =
   | { kind: 'instances'; serviceId: string; upstreams: Upstream[] } // web service; [] = nothing live
@@ -21,6 +23,7 @@ export interface RequestRecord {
   durationMs: number;
   bytesOut: number;
   upstream?: string;
+  instanceId?: string;
 }
 export interface RouterOptions {
   host: string;
@@ -67,6 +70,7 @@ interface Exchange {
   hostname: string;
   serviceId?: string;
   upstream?: string;
+  instanceId?: string;
   startedAt: number;
   bytesAtStart: number;
 }
@@ -99,6 +103,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         durationMs: performance.now() - exchange.startedAt,
         bytesOut: bytesWritten - exchange.bytesAtStart,
         ...(exchange.upstream ? { upstream: exchange.upstream } : {}),
+        ...(exchange.instanceId ? { instanceId: exchange.instanceId } : {}),
       });
     } catch (err) {
       log.error({ err }, 'router: onRequest failed');
@@ -146,6 +151,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       const upstream = pickUpstream(target.serviceId, candidates);
       if (!upstream) return sendPage(res, 'badGateway', exchange.hostname);
       exchange.upstream = upstreamName(upstream);
+      exchange.instanceId = upstream.instanceId;
 
       proxy.web(req, res, { target: { host: upstream.host, port: upstream.port } }, (err: NodeJS.ErrnoException) => {
         if (res.destroyed || res.writableEnded) return; // the client left, or this was already answered
@@ -197,6 +203,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     const upstream = pickUpstream(target.serviceId, target.upstreams);
     if (!upstream) return reject('noLiveDeploy');
     exchange.upstream = upstreamName(upstream);
+    exchange.instanceId = upstream.instanceId;
 
     proxy.ws(req, socket, head, { target: { host: upstream.host, port: upstream.port } }, (err: NodeJS.ErrnoException) => {
       log.warn({ err, serviceId: exchange.serviceId, upstream: exchange.upstream }, 'router: websocket upstream failed');

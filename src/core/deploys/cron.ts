@@ -2,6 +2,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { nextCronRun, type ServiceDetails } from '../services/details.js';
+import type { EngineDeps } from './engine.js';
 import type { LoopDeps } from './instances.js';
 
 interface Run {
@@ -14,7 +15,7 @@ interface Run {
  * Runs live cron jobs on their schedule: one run at a time per job (a run still going when the
  * next is due makes that one skip, as Render does), each recorded as start/end events.
  */
-export function createCronRunner(deps: LoopDeps) {
+export function createCronRunner(deps: LoopDeps & Pick<EngineDeps, 'collectOutput'>) {
   const { repos, instances, events, log } = deps;
   const due = new Map<string, { schedule: string; at: Date }>(); // serviceId -> next run
   const running = new Map<string, Run>();
@@ -30,6 +31,8 @@ export function createCronRunner(deps: LoopDeps) {
       code = undefined; // killed before it could write its status
     }
     await instances.stop([run.row], 0);
+    await deps.collectOutput?.({ instanceId: run.row.id, serviceId: service.id, workspaceId: service.workspaceId, deployId: run.row.deployId })
+      .catch((err: Error) => log.warn({ serviceId: service.id, err: err.message }, 'cron run output not fully stored'));
     rmSync(run.instanceDir, { recursive: true, force: true }); // one dir per run would pile up
     const status = code === 0 ? 'successful' : 'unsuccessful';
     await events.record({

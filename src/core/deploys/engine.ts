@@ -41,6 +41,10 @@ export interface EngineDeps {
   onBuildEnded?(service: ServiceRow, deployId: string, startedAt: Date, endedAt: Date): Promise<void> | void;
   /** Runs when a removed service's processes have stopped, before its rows go (the usage meter's last pass). */
   onRemoved?(): Promise<void>;
+  /** Told as soon as an instance's process is spawned (the log collector). */
+  onInstanceSpawned?(): void;
+  /** Stores the rest of a finished cron run's output before its dir is removed (the log store). */
+  collectOutput?(run: { instanceId: string; serviceId: string; workspaceId: string; deployId: string }): Promise<void>;
 }
 
 /**
@@ -49,7 +53,7 @@ export interface EngineDeps {
  */
 export function createDeployEngine(deps: EngineDeps) {
   const { repos, runtime, layout, routes, events, log } = deps;
-  const instances = createInstances({ repo: repos.instances, runtime, layout, healthTimeoutMs: deps.limits.healthTimeoutMs });
+  const instances = createInstances({ repo: repos.instances, runtime, layout, healthTimeoutMs: deps.limits.healthTimeoutMs, onSpawned: deps.onInstanceSpawned });
   const envFor = async (service: ServiceRow, deploy: DeployRow | undefined, instance?: { id: string; port?: number }) =>
     mergeEnv(platformEnv(service, deploy, deps.urls, instance), await deps.layersOf(service.id));
   const build = createBuilder({ repo: repos.deploys, runtime, layout, limits: deps.limits, buildEnv: (s, d) => envFor(s, d), buildLog: deps.buildLog });
@@ -78,7 +82,7 @@ export function createDeployEngine(deps: EngineDeps) {
     }
     if (service.type !== 'web_service') return;
     const rows = live ? await instances.active({ deployId: live.id }) : [];
-    const upstreams = rows.filter((r) => r.status === 'running' && r.port && !stopping.has(r.id)).map((r) => ({ host: '127.0.0.1', port: r.port! }));
+    const upstreams = rows.filter((r) => r.status === 'running' && r.port && !stopping.has(r.id)).map((r) => ({ host: '127.0.0.1', port: r.port!, instanceId: r.id }));
     routes.setInstances(service.slug, service.id, upstreams);
   }
 
@@ -235,7 +239,7 @@ export function createDeployEngine(deps: EngineDeps) {
       log.error({ err: err.message }, 'cannot read services; retrying on the next tick');
       return [];
     });
-  const cron = createCronRunner({ repos, instances, events, log, releaseOf, runnable, removing, intervalMs: Math.min(1000, deps.limits.crashCheckMs) });
+  const cron = createCronRunner({ repos, instances, events, log, releaseOf, runnable, removing, intervalMs: Math.min(1000, deps.limits.crashCheckMs), collectOutput: deps.collectOutput });
   const supervisor = createSupervisor({ repos, instances, events, log, releaseOf, runnable, refreshRoute, stopping, removing, withServiceLock, intervalMs: deps.limits.crashCheckMs, backoffMs: deps.limits.crashBackoffMs });
 
   const engine = {

@@ -24,7 +24,16 @@ const handleOf = (row: InstanceRow) => ({ pid: row.pid ?? 0, startTime: row.star
 const HEALTH_TIMEOUT_CAP_MS = 10 * 60_000;
 
 /** Starts, health-checks and stops the processes of a deploy (DESIGN.md §7 "Update"). */
-export function createInstances(deps: { repo: InstanceRepo; runtime: Runtime; layout: Layout; healthTimeoutMs: number }) {
+export interface InstancesDeps {
+  repo: InstanceRepo;
+  runtime: Runtime;
+  layout: Layout;
+  healthTimeoutMs: number;
+  /** Told as soon as a process is spawned (the log collector picks up its output at once). */
+  onSpawned?(): void;
+}
+
+export function createInstances(deps: InstancesDeps) {
   const { repo, runtime, layout } = deps;
 
   async function startOne(release: Release, signal?: AbortSignal, existing?: InstanceRow): Promise<InstanceRow> {
@@ -48,6 +57,7 @@ export function createInstances(deps: { repo: InstanceRepo; runtime: Runtime; la
         limits: PLAN_LIMITS[details.plan],
       });
       await repo.update(id, { pid: handle.pid, startTime: handle.startTime, port: port ?? null, startedAt: handle.startedAt, status: 'starting' });
+      deps.onSpawned?.();
       if (port !== undefined) {
         const timeoutMs = Math.min(deps.healthTimeoutMs, HEALTH_TIMEOUT_CAP_MS);
         await runtime.waitHealthy({ handle, port, path: service.type === 'web_service' ? details.healthCheckPath || undefined : undefined, timeoutMs, signal });

@@ -9,6 +9,7 @@ import { ServiceBody, serviceBody, ServicePATCH, ServicePOST } from '../schemas/
 
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
 export const ServiceParams = Type.Object({ serviceId: IdParam });
+const ServiceInstance = Type.Object({ id: Type.String(), createdAt: Type.String({ format: 'date-time' }) }, { title: 'serviceInstance' });
 
 /** The service, if the caller may act on it with the route's role; 404 otherwise. */
 export async function loadService({ guard, services }: Pick<HttpDeps, 'guard' | 'services'>, req: FastifyRequest, serviceId: string) {
@@ -67,6 +68,16 @@ export function serviceRoutes(deps: HttpDeps) {
       access: 'viewer',
       schema: { params: ServiceParams, response: { 200: ServiceBody } },
       handler: async (req) => body(await load(req, req.params.serviceId)),
+    }),
+    defineRoute({
+      method: 'GET', url: '/v1/services/:serviceId/instances', summary: 'List the running instances (their ids label the logs and metrics)', tags: ['Services'],
+      access: 'viewer',
+      schema: { params: ServiceParams, response: { 200: Type.Array(ServiceInstance) } },
+      handler: async (req) => {
+        const service = await load(req, req.params.serviceId);
+        const rows = await deps.repos.instances.active({ serviceId: service.id });
+        return rows.map((i) => ({ id: i.id, createdAt: (i.startedAt ?? new Date()).toISOString() }));
+      },
     }),
     defineRoute({
       method: 'PATCH', url: '/v1/services/:serviceId', summary: 'Update a service (numInstances applies at once; commands and the rest on the next deploy)', tags: ['Services'],
