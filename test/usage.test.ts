@@ -47,8 +47,8 @@ async function instancesOf(serviceId: string) {
 }
 
 /** A source's stretches must follow each other with no gap and no overlap. */
-async function expectContiguous(sourceId: string) {
-  const { rows } = await sql(`select started_at, ended_at, quantity from usage_entries where source_id = $1 and kind = 'instance_seconds' order by started_at`, [sourceId]);
+async function expectContiguous(sourceId: string, kind = 'instance_seconds') {
+  const { rows } = await sql(`select started_at, ended_at, quantity from usage_entries where source_id = $1 and kind = $2 order by started_at`, [sourceId, kind]);
   for (let i = 1; i < rows.length; i++) expect(new Date(rows[i].started_at).getTime()).toBe(new Date(rows[i - 1].ended_at).getTime());
   for (const r of rows) expect(Number(r.quantity)).toBeCloseTo((new Date(r.ended_at).getTime() - new Date(r.started_at).getTime()) / 1000, 3);
   return rows.length;
@@ -86,23 +86,43 @@ describe('instance-seconds', () => {
 });
 
 describe('build-seconds', () => {
-  it('records one entry per finished build, with the service plan', async () => {
+  it('bills a build as it runs and up to its end, with the service plan', async () => {
     const before = Date.now();
     const { service, deploy } = await deployFixture(api, owner, 'node-build', { serviceDetails: { runtime: 'node', plan: 'standard' } });
     expect(deploy.status).toBe('live');
-    const { rows } = await sql(`select plan, quantity, started_at, ended_at, resource_id from usage_entries where kind = 'build_seconds' and source_id = $1`, [deploy.id]);
-    expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ plan: 'standard', resource_id: service.id });
-    expect(Number(rows[0].quantity)).toBeGreaterThan(0);
-    expect(Number(rows[0].quantity)).toBeLessThan((Date.now() - before) / 1000);
+    const { rows } = await sql(`select plan, quantity, started_at, ended_at, resource_id from usage_entries where kind = 'build_seconds' and source_id = $1 order by started_at`, [deploy.id]);
+    expect(rows.length).toBeGreaterThanOrEqual(2); // stretches, then the closing entry at the end
+    for (const row of rows) expect(row).toMatchObject({ plan: 'standard', resource_id: service.id });
+    await expectContiguous(deploy.id, 'build_seconds');
+    const closing = rows.at(-1)!;
+    expect([Number(closing.quantity), new Date(closing.started_at).getTime()]).toEqual([0, new Date(closing.ended_at).getTime()]);
+    const total = rows.reduce((sum, r) => sum + Number(r.quantity), 0);
+    expect(total).toBeGreaterThan(0);
+    expect(total).toBeLessThan((Date.now() - before) / 1000);
+    await sleep(INTERVAL_S * 1000 * 3);
+    expect((await sql(`select count(*)::int as n from usage_entries where kind = 'build_seconds' and source_id = $1`, [deploy.id])).rows[0].n).toBe(rows.length); // nothing after the end
     const r = resourceOf(await usage(owner), service.id);
-    expect(r.buildMinutes).toBeCloseTo(Number(rows[0].quantity) / 60, 9);
+    expect(r.buildMinutes).toBeCloseTo(total / 60, 9);
     expect(r.buildMinutesByPlan).toEqual({ standard: r.buildMinutes });
     await api.delete(`/v1/services/${service.id}`, owner);
   });
 });
 
 describe('bandwidth', () => {
+  it('adds up the bytes of several processes flushing at the same moment', async () => {
+    const created = await api.post('/v1/services', { type: 'web_service', name: 'two-routers', serviceDetails: { runtime: 'node' } }, owner);
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.service.id;
+    // Two meters on one store, as two Slipway processes with a router each.
+    const meters = [1, 2].map(() => createUsageMeter({ repo: createUsageRepo(server.slipway.store.db), intervalMs: 60_000, log: { warn: () => undefined }, isAlive: () => false }));
+    meters[0]!.traffic.record(id, 1000);
+    meters[1]!.traffic.record(id, 2345);
+    const at = new Date(Date.now() + 10);
+    await Promise.all(meters.map((m) => m.tick(at)));
+    expect(resourceOf(await usage(owner), id).bandwidthBytes).toBe(3345);
+    await api.delete(`/v1/services/${id}`, owner);
+  });
+
   it('counts the router bytes of a service', async () => {
     const { service } = await deployFixture(api, owner, 'node-web');
     let bodyBytes = 0;
@@ -159,20 +179,49 @@ describe.skipIf(!redisOk)('datastore-seconds', () => {
 });
 
 describe('the ledger across restarts', () => {
-  it('loses and double-counts nothing when Slipway stops while an instance runs', async () => {
-    let s = await bootServer(ENV);
-    const c = client(s.url);
-    const user = await signUp(c);
-    const first = s;
+  interface Restarts {
+    /** The server now running (another object after `restart`). */
+    s: TestServer;
+    user: TestUser;
+    api(): Client;
+    /** Stops Slipway, runs `whileDown`, waits `downMs`, boots it again on the same data; returns when it stopped. */
+    restart(downMs: number, whileDown?: () => void): Promise<number>;
+  }
+  /** A test's own server, restarted by the test; its apps and data go at the end. */
+  async function withRestarts(test: (r: Restarts) => Promise<void>) {
+    const first = await bootServer(ENV);
+    const r: Restarts = {
+      s: first,
+      user: await signUp(client(first.url)),
+      api: () => client(r.s.url),
+      async restart(downMs, whileDown) {
+        const { dataDir, databaseUrl } = r.s;
+        await r.s.stop();
+        const stoppedAt = Date.now();
+        whileDown?.();
+        await sleep(downMs);
+        r.s = await bootServer(ENV, { dataDir, databaseUrl });
+        return stoppedAt;
+      },
+    };
     try {
+      await test(r);
+    } finally {
+      await killApps(r.s.slipway).catch(() => undefined);
+      await killDatastores(r.s.slipway).catch(() => undefined);
+      await r.s.stop();
+      if (r.s !== first) await first.close();
+    }
+  }
+  it('loses and double-counts nothing when Slipway stops while an instance runs', () => withRestarts(async (r) => {
+      const { user } = r;
+      const c = r.api();
       const { service } = await deployFixture(c, user, 'node-web');
       const seconds = async () => ((resourceOf((await c.get('/v1/usage', user)).body, service.id)?.instanceHours ?? 0) as number) * 3600;
       await waitFor('metered', async () => (await seconds()) > 0.5, 10_000);
-      const { dataDir, databaseUrl } = s;
-      await s.stop();
-      await sleep(1500); // the instance keeps running while Slipway is down
-      s = await bootServer(ENV, { dataDir, databaseUrl });
-      const api2 = client(s.url);
+      await r.restart(1500); // the instance keeps running while Slipway is down
+      const s = r.s;
+      const api2 = r.api();
       await sleep(INTERVAL_S * 1000 * 3);
       const { rows } = await s.slipway.store.executeSql(`select id, started_at from instances where service_id = $1 and status = 'running'`, [service.id]);
       expect(rows).toHaveLength(1);
@@ -199,8 +248,16 @@ describe('the ledger across restarts', () => {
         },
       });
       const at = new Date();
-      await meter.tick(at);
-      const count = async () => Number((await s.slipway.store.executeSql(`select count(*)::int as n, sum(quantity) as q from usage_entries`)).rows[0].n);
+      // Slipway's own meter (every 0.3 s) may win the race for this stretch's start, leaving the
+      // stretch up to `at` for the next pass: tick until the ledger reaches `at`.
+      const endOfLedger = async () => new Date((await s.slipway.store.executeSql(
+        `select max(ended_at) as t from usage_entries where source_id = $1 and kind = 'instance_seconds'`, [rows[0].id])).rows[0].t).getTime();
+      await waitFor('the ledger to reach the tick', async () => {
+        await meter.tick(at);
+        return (await endOfLedger()) >= at.getTime();
+      }, 5_000, 0);
+      // Entries up to `at` (Slipway's own meter goes on appending after it).
+      const count = async () => Number((await s.slipway.store.executeSql(`select count(*)::int as n from usage_entries where ended_at <= $1`, [at])).rows[0].n);
       const n = await count();
       expect(await meter.tick(at)).toBe(0);
       expect(await count()).toBe(n);
@@ -210,29 +267,37 @@ describe('the ledger across restarts', () => {
       const { rows: all } = await s.slipway.store.executeSql(
         `select started_at, ended_at from usage_entries where source_id = $1 and kind = 'instance_seconds' order by started_at`, [rows[0].id]);
       for (let i = 1; i < all.length; i++) expect(new Date(all[i].started_at).getTime()).toBe(new Date(all[i - 1].ended_at).getTime());
-    } finally {
-      await killApps(s.slipway).catch(() => undefined);
-      await killDatastores(s.slipway).catch(() => undefined);
-      await s.stop();
-      if (s !== first) await first.close();
-    }
-  });
+    }));
 
-  it('does not bill the downtime of an instance that died while Slipway was down', async () => {
-    let s = await bootServer(ENV);
-    const c = client(s.url);
-    const user = await signUp(c);
-    const first = s;
-    try {
+  it('bills a build cut off by a crash up to the last pass before it, not through the downtime', () => withRestarts(async (r) => {
+      const { user } = r;
+      const c = r.api();
+      const created = await c.post('/v1/services', { type: 'web_service', name: 'cut-build', serviceDetails: { runtime: 'node' } }, user);
+      // The state a crash leaves: a build under way since 2 s ago (a graceful stop would end it).
+      const deployId = `dep-interrupted-${Date.now()}`;
+      await r.s.slipway.store.executeSql(`insert into deploys (id, service_id, status, trigger, started_at) values ($1, $2, 'build_in_progress', 'api', now() - interval '2 seconds')`, [deployId, created.body.service.id]);
+      const billed = async () => (await r.s.slipway.store.executeSql(`select coalesce(sum(quantity), 0)::float8 as q, max(ended_at) as last from usage_entries where kind = 'build_seconds' and source_id = $1`, [deployId])).rows[0];
+      await waitFor('billed while it runs', async () => Number((await billed()).q) > 2.5, 10_000);
+      const stoppedAt = await r.restart(2000);
+      expect((await r.api().get(`/v1/services/${created.body.service.id}/deploys/${deployId}`, user)).body.status).toBe('build_failed');
+      const atStop = await billed();
+      expect(new Date(atStop.last).getTime()).toBeLessThanOrEqual(stoppedAt);
+      await sleep(INTERVAL_S * 1000 * 3);
+      const after = await billed();
+      expect(Number(after.q)).toBeCloseTo(Number(atStop.q), 6); // not a second of the downtime, nor after
+      expect(new Date(after.last).getTime()).toBeLessThanOrEqual(stoppedAt);
+    }));
+
+  it('does not bill the downtime of an instance that died while Slipway was down', () => withRestarts(async (r) => {
+      const { user } = r;
+      const c = r.api();
       const { service } = await deployFixture(c, user, 'node-web');
       await waitFor('metered', async () => ((resourceOf((await c.get('/v1/usage', user)).body, service.id)?.instanceHours ?? 0) as number) * 3600 > 0.5, 10_000);
-      const { rows: before } = await s.slipway.store.executeSql(`select id, started_at from instances where service_id = $1 and status = 'running'`, [service.id]);
-      const { dataDir, databaseUrl } = s;
-      await s.stop();
-      const stoppedAt = Date.now();
-      for (const pid of processesOf(service.id)) process.kill(pid, 'SIGKILL');
-      await sleep(3000); // dead for 3 s while Slipway is down
-      s = await bootServer(ENV, { dataDir, databaseUrl });
+      const { rows: before } = await r.s.slipway.store.executeSql(`select id, started_at from instances where service_id = $1 and status = 'running'`, [service.id]);
+      const stoppedAt = await r.restart(3000, () => {
+        for (const pid of processesOf(service.id)) process.kill(pid, 'SIGKILL'); // dead for 3 s while Slipway is down
+      });
+      const s = r.s;
       // Recovery restarts it (same instance id, new process).
       const restartedAt = await waitFor('the restart', async () => {
         const { rows } = await s.slipway.store.executeSql(`select started_at from instances where id = $1 and status = 'running'`, [before[0].id]);
@@ -245,12 +310,7 @@ describe('the ledger across restarts', () => {
       const secondLife = (Date.now() - restartedAt) / 1000;
       expect(metered).toBeLessThanOrEqual(firstLife + secondLife + 0.05);
       expect(metered).toBeGreaterThan(firstLife + secondLife - 1.0);
-    } finally {
-      await killApps(s.slipway).catch(() => undefined);
-      await s.stop();
-      if (s !== first) await first.close();
-    }
-  });
+    }));
 });
 
 describe('GET /v1/usage', () => {

@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import { createSerial } from '../../lib/keyed-locks.js';
 import type { LastStretch, UsageInsert, UsageRepo } from '../../store/repos/usage.js';
 import { createTrafficCounter } from '../metrics/sampler.js';
 
 export interface MeterDeps {
-  repo: Pick<UsageRepo, 'append' | 'lastStretches' | 'meterableInstances' | 'meterableDatastores' | 'serviceWorkspaces'>;
+  repo: Pick<UsageRepo, 'append' | 'lastStretches' | 'meterableInstances' | 'meterableDatastores' | 'meterableBuilds' | 'serviceWorkspaces'>;
   /** Whether an instance's process is alive (the runtime's check, guarded against pid reuse). */
   isAlive(process: { pid: number; startTime: string }): boolean;
   intervalMs: number;
@@ -29,22 +31,22 @@ const closing = (base: Omit<UsageInsert, 'quantity' | 'startedAt' | 'endedAt'>, 
  *   stopped "now"; one that kept running is billed through the downtime.
  * - Datastores: billed while not suspended, from creation; a suspension closes them at the
  *   suspension (the row's `updated_at`), a resume reopens them from the resume.
- * - Builds: one entry per finished build, recorded when it ends.
- * - Bandwidth: the router's response bytes per service, counted in memory and flushed each tick.
+ * - Builds: billed as they run, each tick, and up to their end when they finish; a build cut off
+ *   by a crash is billed up to the last tick before it.
+ * - Bandwidth: the router's response bytes per service, counted in memory and flushed each tick
+ *   (per process: see meterId).
  */
 export function createUsageMeter(deps: MeterDeps) {
   const { repo, log } = deps;
   const now = deps.now ?? (() => new Date());
   const traffic = createTrafficCounter();
-  let chain: Promise<unknown> = Promise.resolve();
+  // Each process counts its own router's bytes: its bandwidth entries are a source of their own
+  // (`<serviceId>:<meter id>`), so two processes flushing at once never collide on the ledger key.
+  const meterId = randomUUID().slice(0, 8);
+  const meterStartedAt = now();
   let timer: NodeJS.Timeout | undefined;
-
   /** Ticks never overlap within a process. */
-  const serial = <T>(work: () => Promise<T>): Promise<T> => {
-    const next = chain.then(work, work);
-    chain = next.catch(() => undefined);
-    return next;
-  };
+  const serial = createSerial();
 
   async function meterInstances(at: Date): Promise<UsageInsert[]> {
     const out: UsageInsert[] = [];
@@ -91,16 +93,26 @@ export function createUsageMeter(deps: MeterDeps) {
     return out;
   }
 
+  async function meterBuilds(at: Date): Promise<UsageInsert[]> {
+    return (await repo.meterableBuilds()).flatMap((b) => {
+      if (b.last?.closed) return []; // ended; its deploy just has not moved on yet
+      const from = b.last?.endedAt ?? b.startedAt;
+      return at > from ? [{ workspaceId: b.workspaceId, resourceId: b.serviceId, sourceId: b.id, kind: 'build_seconds' as const, plan: b.plan, quantity: seconds(from, at), startedAt: from, endedAt: at }] : [];
+    });
+  }
+
   async function meterBandwidth(at: Date, counts: Map<string, { requests: number; bytes: number }>): Promise<UsageInsert[]> {
     const ids = [...counts.keys()];
     if (ids.length === 0) return [];
-    const [owners, lasts] = await Promise.all([repo.serviceWorkspaces(ids), repo.lastStretches('bandwidth_bytes', ids)]);
+    const sourceOf = (serviceId: string) => `${serviceId}:${meterId}`;
+    const [owners, lasts] = await Promise.all([repo.serviceWorkspaces(ids), repo.lastStretches('bandwidth_bytes', ids.map(sourceOf))]);
     const out: UsageInsert[] = [];
     for (const [serviceId, { bytes }] of counts) {
       const owner = owners.get(serviceId);
       if (!owner || bytes <= 0) continue; // a deleted service's last bytes have no one to bill
-      const from = lasts.get(serviceId)?.endedAt ?? owner.createdAt;
-      if (at > from) out.push({ workspaceId: owner.workspaceId, resourceId: serviceId, sourceId: serviceId, kind: 'bandwidth_bytes', plan: owner.plan, quantity: bytes, startedAt: from, endedAt: at });
+      const sourceId = sourceOf(serviceId);
+      const from = lasts.get(sourceId)?.endedAt ?? later(meterStartedAt, owner.createdAt);
+      if (at > from) out.push({ workspaceId: owner.workspaceId, resourceId: serviceId, sourceId, kind: 'bandwidth_bytes', plan: owner.plan, quantity: bytes, startedAt: from, endedAt: at });
     }
     return out;
   }
@@ -110,7 +122,7 @@ export function createUsageMeter(deps: MeterDeps) {
     return serial(async () => {
       const counts = traffic.drain();
       try {
-        const rows = [...(await meterInstances(at)), ...(await meterDatastores(at)), ...(await meterBandwidth(at, counts))];
+        const rows = [...(await meterInstances(at)), ...(await meterDatastores(at)), ...(await meterBuilds(at)), ...(await meterBandwidth(at, counts))];
         return await repo.append(rows);
       } catch (err) {
         for (const [serviceId, c] of counts) traffic.record(serviceId, c.bytes); // counted again next tick
@@ -145,12 +157,15 @@ export function createUsageMeter(deps: MeterDeps) {
         return repo.append(rows);
       });
     },
-    /** One entry per finished build (source = the deploy); never throws (the deploy must not fail for it). */
+    /** A finished build: billed from its last stretch to its end, then closed; never throws (the deploy must not fail for it). */
     async recordBuild(service: { id: string; workspaceId: string; details: unknown }, deployId: string, startedAt: Date, endedAt: Date): Promise<void> {
-      if (!(endedAt > startedAt)) return;
       const plan = (service.details as { plan?: string }).plan ?? 'starter';
-      await serial(() => repo.append([{ workspaceId: service.workspaceId, resourceId: service.id, sourceId: deployId, kind: 'build_seconds', plan, quantity: seconds(startedAt, endedAt), startedAt, endedAt }]))
-        .catch((err: Error) => log.warn({ err: err.message, deployId }, 'usage meter: could not record a build'));
+      const base = { workspaceId: service.workspaceId, resourceId: service.id, sourceId: deployId, kind: 'build_seconds' as const, plan };
+      await serial(async () => {
+        const from = (await repo.lastStretches('build_seconds', [deployId])).get(deployId)?.endedAt ?? startedAt;
+        const to = later(from, endedAt);
+        await repo.append([...(to > from ? [{ ...base, quantity: seconds(from, to), startedAt: from, endedAt: to }] : []), closing(base, to)]);
+      }).catch((err: Error) => log.warn({ err: err.message, deployId }, 'usage meter: could not record a build'));
     },
     /** Meters once now, then every interval. */
     async start() {

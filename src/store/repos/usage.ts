@@ -1,5 +1,5 @@
 import { inArray, sql } from 'drizzle-orm';
-import type { Db } from '../db.js';
+import { rowsOf, type Db } from '../db.js';
 import { datastores, services, usageEntries } from '../schema.js';
 
 export type UsageInsert = typeof usageEntries.$inferInsert;
@@ -29,6 +29,15 @@ export interface MeterableInstance {
   last: LastStretch | undefined;
 }
 
+export interface MeterableBuild {
+  id: string;
+  serviceId: string;
+  workspaceId: string;
+  plan: string;
+  startedAt: Date;
+  last: LastStretch | undefined;
+}
+
 export interface MeterableDatastore {
   id: string;
   workspaceId: string;
@@ -47,7 +56,6 @@ export interface UsageTotalRow {
   quantity: number;
 }
 
-const rowsOf = (result: unknown) => (result as { rows: Record<string, unknown>[] }).rows;
 const date = (v: unknown) => (v instanceof Date ? v : new Date(v as string));
 const lastOf = (r: Record<string, unknown>): LastStretch | undefined =>
   r.last_end === null || r.last_end === undefined ? undefined : { endedAt: date(r.last_end), closed: r.last_closed === true };
@@ -104,6 +112,20 @@ export function createUsageRepo(db: Db) {
         id: r.id as string, serviceId: r.service_id as string, workspaceId: r.workspace_id as string, plan: r.plan as string,
         status: r.status as string, pid: r.pid === null ? null : Number(r.pid), startTime: (r.start_time as string | null) ?? null,
         startedAt: date(r.started_at), stoppedAt: r.stopped_at === null ? null : date(r.stopped_at), last: lastOf(r),
+      }));
+    },
+
+    /** Builds under way, with their last stretch (billed as they run, so a crash loses at most one pass). */
+    async meterableBuilds(): Promise<MeterableBuild[]> {
+      const result = await db.execute(sql`
+        select d.id, d.service_id, d.started_at, s.workspace_id, coalesce(s.details->>'plan', 'starter') as plan, u.last_end, u.last_closed
+        from deploys d
+        join services s on s.id = d.service_id
+        ${lateral(sql.raw('d.id'), 'build_seconds')}
+        where d.status = 'build_in_progress' and d.started_at is not null`);
+      return rowsOf(result).map((r) => ({
+        id: r.id as string, serviceId: r.service_id as string, workspaceId: r.workspace_id as string, plan: r.plan as string,
+        startedAt: date(r.started_at), last: lastOf(r),
       }));
     },
 
