@@ -12,29 +12,13 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { findPostgresInstalls } from '../src/provisioners/postgres/binaries.js';
 import { findKeyValueServer } from '../src/provisioners/keyvalue/local.js';
-import { freePort, log, startSlipway, table, type RunningSlipway } from './lib.js';
+import { freePort, log, signUp, sleep, startSlipway, table, type BenchCaller, type RunningSlipway } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const RUNS = SMOKE ? 2 : 10;
 const ADMIN_PG = process.env.BENCH_POSTGRES_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function signIn(slipway: RunningSlipway) {
-  const register = await fetch(`${slipway.url}/v1/auth/register`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: `bench-${Date.now()}-${Math.random()}@example.com`, password: 'correct horse battery', name: 'Bench' }),
-  });
-  const cookie = /slipway_session=([^;]+)/.exec(register.headers.get('set-cookie') ?? '')![1]!;
-  return async (method: string, url: string, body?: unknown) => {
-    const headers: Record<string, string> = { cookie: `slipway_session=${cookie}`, 'x-requested-with': 'bench' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${slipway.url}${url}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const json = await res.json().catch(() => undefined);
-    if (res.status >= 400) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-    return json as any;
-  };
-}
 
 /** Datastores not yet deleted through the API: killed if the bench dies (they outlive Slipway by design). */
 const created = new Set<string>();
@@ -47,7 +31,7 @@ process.on('exit', () => {
 });
 
 /** POST -> available, in ms, for each of `RUNS` datastores; all deleted afterwards. Returns the times and the last one's pid. */
-async function provisionTimes(call: Awaited<ReturnType<typeof signIn>>, base: '/v1/postgres' | '/v1/key-value', keep = false) {
+async function provisionTimes(call: BenchCaller, base: '/v1/postgres' | '/v1/key-value', keep = false) {
   const times: number[] = [];
   const ids: string[] = [];
   const track = (id: string) => (ids.push(id), created.add(id));
@@ -161,10 +145,10 @@ async function main() {
   let cluster: RunningSlipway | undefined;
   try {
     cluster = await startSlipway({ ...env, SLIPWAY_POSTGRES_ADMIN_URL: ADMIN_PG });
-    const call = await signIn(local);
+    const { call } = await signUp(local.url);
     const pgLocal = await provisionTimes(call, '/v1/postgres', true);
     const kvLocal = await provisionTimes(call, '/v1/key-value', true);
-    const pgCluster = await provisionTimes(await signIn(cluster), '/v1/postgres');
+    const pgCluster = await provisionTimes((await signUp(cluster.url)).call, '/v1/postgres');
     await sleep(2000); // idle, connections closed
     const pgRssKb = treeRssKb(serverPid(pgLocal.kept!));
     const kvRssKb = treeRssKb(serverPid(kvLocal.kept!));

@@ -5,27 +5,12 @@
  */
 import autocannon from 'autocannon';
 import http from 'node:http';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import * as tar from 'tar';
-import { freePort, log, repoRoot, startSlipway, table } from './lib.js';
+import { fixtureArchive, freePort, log, percentile, signUp, startSlipway, table } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const DEPLOYS = SMOKE ? 3 : 20;
 const LOAD_S = SMOKE ? 2 : 10;
 
-async function archive(): Promise<Buffer> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-app-'));
-  cpSync(path.join(repoRoot, 'test/fixtures/apps/node-web'), dir, { recursive: true });
-  await tar.c({ gzip: true, cwd: dir, file: `${dir}.tgz`, portable: true }, ['.']);
-  const data = readFileSync(`${dir}.tgz`);
-  rmSync(dir, { recursive: true, force: true });
-  rmSync(`${dir}.tgz`);
-  return data;
-}
-
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)]!;
 const median = (values: number[]) => percentile(values, 50);
 
 async function main() {
@@ -33,20 +18,7 @@ async function main() {
   const slipway = await startSlipway({ SLIPWAY_ROUTER_PORT: String(routerPort) });
   const host = (slug: string) => `${slug}.localhost:${routerPort}`;
   try {
-    const register = await fetch(`${slipway.url}/v1/auth/register`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: `bench-${Date.now()}@example.com`, password: 'correct horse battery', name: 'Bench' }),
-    });
-    const cookie = /slipway_session=([^;]+)/.exec(register.headers.get('set-cookie') ?? '')![1]!;
-    const call = async (method: string, url: string, body?: unknown, raw?: Buffer) => {
-      const headers: Record<string, string> = { cookie: `slipway_session=${cookie}`, 'x-requested-with': 'bench' };
-      if (raw) headers['content-type'] = 'application/gzip';
-      else if (body !== undefined) headers['content-type'] = 'application/json';
-      const res = await fetch(`${slipway.url}${url}`, { method, headers, body: (raw ?? (body === undefined ? undefined : JSON.stringify(body))) as BodyInit | undefined });
-      const json = await res.json().catch(() => undefined);
-      if (res.status >= 400) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-      return json as any;
-    };
+    const { call } = await signUp(slipway.url);
     const waitLive = async (serviceId: string, deployId: string) => {
       for (;;) {
         const d = await call('GET', `/v1/services/${serviceId}/deploys/${deployId}`);
@@ -56,7 +28,7 @@ async function main() {
       }
     };
     const { service } = await call('POST', '/v1/services', { type: 'web_service', name: 'bench-app', serviceDetails: { runtime: 'node', healthCheckPath: '/healthz', numInstances: 1 } });
-    const first = await call('POST', `/v1/services/${service.id}/source/upload`, undefined, await archive());
+    const first = await call('POST', `/v1/services/${service.id}/source/upload`, undefined, await fixtureArchive('node-web'));
     await waitLive(service.id, first.deployId);
 
     const timed = async (work: () => Promise<void>) => {

@@ -1,15 +1,56 @@
-/** Shared helpers for the benchmarks: a Slipway child process, a free port, a table printer. */
+/** Shared helpers for the benchmarks: a Slipway child process, a signed-in caller, fixture archives, percentiles, a table printer. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as tar from 'tar';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Progress goes to stderr so stdout carries only the table and the JSON line (DESIGN.md §10). */
 export const log = (message: string) => process.stderr.write(`${message}\n`);
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The value at percentile `p` (nearest rank). */
+export const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.max(0, Math.ceil((p / 100) * values.length) - 1))]!;
+
+/** A fixture app of test/fixtures/apps as the .tgz a user would upload. */
+export async function fixtureArchive(name: string): Promise<Buffer> {
+  const dir = mkdtempSync(path.join(tmpdir(), `slipway-bench-${name}-`));
+  cpSync(path.join(repoRoot, 'test/fixtures/apps', name), dir, { recursive: true });
+  await tar.c({ gzip: true, cwd: dir, file: `${dir}.tgz`, portable: true }, ['.']);
+  const data = readFileSync(`${dir}.tgz`);
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(`${dir}.tgz`);
+  return data;
+}
+
+/**
+ * Registers a new user on the Slipway at `url`: its session headers, its workspace, and a
+ * JSON caller that throws on an error status (`raw` sends a .tgz body instead).
+ */
+export async function signUp(url: string) {
+  const register = await fetch(`${url}/v1/auth/register`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: `bench-${randomBytes(6).toString('hex')}@example.com`, password: 'correct horse battery', name: 'Bench' }),
+  });
+  const cookie = /slipway_session=([^;]+)/.exec(register.headers.get('set-cookie') ?? '')![1]!;
+  const { workspace } = (await register.json()) as { workspace: { id: string } };
+  const headers = { cookie: `slipway_session=${cookie}`, 'x-requested-with': 'bench' };
+  const call = async (method: string, path: string, body?: unknown, raw?: Buffer) => {
+    const contentType: Record<string, string> = raw ? { 'content-type': 'application/gzip' } : body !== undefined ? { 'content-type': 'application/json' } : {};
+    const res = await fetch(`${url}${path}`, { method, headers: { ...headers, ...contentType }, body: (raw ?? (body === undefined ? undefined : JSON.stringify(body))) as BodyInit | undefined });
+    const json = await res.json().catch(() => undefined);
+    if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+    return json as any;
+  };
+  return { headers, workspaceId: workspace.id, call };
+}
+export type BenchCaller = Awaited<ReturnType<typeof signUp>>['call'];
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -62,7 +103,9 @@ export async function startSlipway(extraEnv: Record<string, string> = {}): Promi
     SLIPWAY_AUTH_ACCOUNT_ATTEMPTS_PER_10_MINUTES: '100000',
     ...extraEnv,
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // BENCH_NODE_ARGS: extra node flags for the server only (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
   live.set(child, dataDir);
   // Keep the tail of its output: it is the only clue when the server fails to start.
   let output = '';
