@@ -55,6 +55,32 @@ describe('errors in one shape, never a 500', () => {
     expectError(await api.get('/v1/api-keys?cursor=%%%garbage', { token }), 400, 'bad_request');
   });
 
+  it('a NUL or a lone surrogate in the path, query or body -> 400 validation_failed naming the field; nothing stored', async () => {
+    const inPath = await api.get('/v1/services/a%00b', { token });
+    expectError(inPath, 400, 'validation_failed');
+    expect(inPath.body.details).toEqual([{ field: 'serviceId', message: expect.stringContaining('NUL') }]);
+    expectError(await api.get('/v1/services?name=%00', { token }), 400, 'validation_failed');
+    const before = (await api.get('/v1/api-keys', { token })).body.length;
+    for (const name of ['a\u0000b', 'a\ud800b', 'b\udc00']) {
+      const res = await api.post('/v1/api-keys', { name }, { token });
+      expectError(res, 400, 'validation_failed');
+      expect(res.body.details).toEqual([{ field: 'name', message: expect.any(String) }]);
+    }
+    const nested = await api.post('/v1/projects', { name: 'p', environments: [{ name: 'e\u0000' }] }, { token });
+    expectError(nested, 400, 'validation_failed');
+    expect(nested.body.details[0].field).toBe('environments.0.name');
+    expectError(await api.post('/v1/projects', { name: 'p', environments: [], 'k\u0000': 1 }, { token }), 400, 'validation_failed');
+    expect((await api.get('/v1/api-keys', { token })).body.length).toBe(before);
+    expect((await api.get('/v1/projects', { token })).body).toEqual([]);
+  });
+
+  it('a malformed %-escape or an over-long path segment -> 400 in the same shape, not the router\'s own', async () => {
+    expectError(await api.get('/v1/services/%FF', { token }), 400, 'bad_request');
+    expectError(await api.get('/v1/services/%ED%A0%80', { token }), 400, 'bad_request'); // a surrogate's UTF-8: not UTF-8
+    expectError(await api.get(`/v1/services/${'a'.repeat(600)}`, { token }), 400, 'bad_request');
+    expectError(await api.get(`/v1/services/${'a'.repeat(120)}`, { token }), 400, 'validation_failed'); // the schema's limit (64)
+  });
+
   it('every response carries Request-Id; a hostile incoming id is replaced', async () => {
     for (const res of [await api.get('/api/health'), await api.get('/v1/nope'), await api.get('/v1/users')]) {
       expect(res.headers.get('request-id')).toMatch(/^req-[0-9a-f-]{36}$/);

@@ -190,6 +190,7 @@ describe('GET /v1/logs', () => {
 describe('GET /v1/logs/subscribe', () => {
   it('refuses bad filters, other workspaces and missing credentials before the upgrade', async () => {
     await expect(subscribe('type=nope')).rejects.toThrow('upgrade refused: 400');
+    await expect(subscribe('resource=%00')).rejects.toThrow('upgrade refused: 400'); // a NUL Postgres cannot look up
     await expect(subscribe(`resource=${serviceId}`, stranger)).rejects.toThrow('upgrade refused: 404');
     await expect(subscribe('', { ...owner, cookie: 'nope' })).rejects.toThrow('upgrade refused: 401');
     expect((await api.get('/v1/logs/subscribe', owner)).status).toBe(400);

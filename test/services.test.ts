@@ -90,6 +90,13 @@ describe('services', () => {
     expect((await t.api.delete(`/v1/services/${service.id}/env-vars/A`, owner)).status).toBe(404);
     expect((await t.api.put(`/v1/services/${service.id}/env-vars/PORT`, { value: '1' }, owner)).status).toBe(400);
     expect((await t.api.put(`/v1/services/${service.id}/env-vars`, [{ key: 'X', value: 1 }], owner)).status).toBe(400);
+    // A NUL would reach the app cut short (execve ends the value there): refused, nothing stored.
+    const nul = await t.api.put(`/v1/services/${service.id}/env-vars/NUL`, { value: 'he\u0000llo' }, owner);
+    expect([nul.status, nul.body.details]).toEqual([400, [{ field: 'value', message: expect.stringContaining('NUL') }]]);
+    // A key as long as the schema allows (256) is reachable by its path.
+    const long = `K${'_'.repeat(255)}`;
+    expect((await t.api.put(`/v1/services/${service.id}/env-vars/${long}`, { value: 'v' }, owner)).status).toBe(200);
+    expect((await t.api.delete(`/v1/services/${service.id}/env-vars/${long}`, owner)).status).toBe(204);
 
     const { rows } = await t.server.slipway.store.executeSql('select key, sealed_value from env_vars where service_id = $1 order by key', [service.id]);
     expect(rows.map((r: any) => r.key)).toEqual(['B', 'TOKEN']);

@@ -7,11 +7,12 @@ import { randomUUID } from 'node:crypto';
 import type { HttpDeps } from './deps.js';
 import { registerAudit } from './plugins/audit.js';
 import { registerAuthentication } from './plugins/authenticate.js';
-import { registerErrorHandling } from './plugins/errors.js';
+import { registerErrorHandling, sendFrameworkError } from './plugins/errors.js';
 import { registerIdempotency } from './plugins/idempotency.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { registerRateLimit } from './plugins/rate-limit.js';
 import { redactUrl } from './plugins/redact.js';
+import { registerTextInputCheck } from './plugins/text-input.js';
 import { registerRoutes } from './route.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditLogRoutes } from './routes/audit-logs.js';
@@ -63,6 +64,10 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : `req-${randomUUID()}`;
     },
     return503OnClosing: true,
+    // Above the longest path parameter a schema allows (env var keys: 256), so the schema decides.
+    routerOptions: { maxParamLength: 512 },
+    // A malformed %-escape or an over-long segment is refused by the router itself, before any hook.
+    frameworkErrors: sendFrameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const bodyAjv = createAjv(false);
@@ -73,6 +78,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     reply.header('Request-Id', request.id);
   });
   registerErrorHandling(app);
+  registerTextInputCheck(app);
   // First, so that its hooks know an upgrade request even when authentication refuses it
   // (the refused upgrade's socket is then closed rather than left open).
   await app.register(websocket, {

@@ -33,6 +33,15 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, code: Er
     .send({ id: request.id, code, message, ...(details?.length ? { details } : {}) });
 }
 
+/** The router's own refusals (Fastify's `frameworkErrors`): no hook has run, so Request-Id is set here. */
+export function sendFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.header('Request-Id', request.id);
+  if (err.code === 'FST_ERR_BAD_URL') return sendError(request, reply, 'bad_request', 'the URL has a malformed %-escape');
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return sendError(request, reply, 'bad_request', 'a path segment is too long');
+  request.log.error({ err }, 'router failed');
+  return sendError(request, reply, 'internal_error', 'internal error; see the server log for this request id');
+}
+
 /** Every error leaves as `{id, code, message, details?}`; nothing internal leaks from a 500. */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {

@@ -1,4 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
+import { toStorableText } from '../../lib/text.js';
 import { rowsOf, type Db } from '../db.js';
 
 /**
@@ -96,11 +97,10 @@ function whereSql(f: LogFilter, extra: SQL[]): SQL {
 }
 
 /**
- * What an app prints, as Postgres text takes it: NUL (which text cannot hold) and lone
- * surrogates become U+FFFD. Otherwise one such line would fail its whole batch, again and again.
+ * What an app prints, as Postgres text takes it: NUL and lone surrogates become U+FFFD.
+ * Otherwise one such line would fail its whole batch, again and again.
  */
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-const storable = <T extends string | null | undefined>(v: T): T => (typeof v === 'string' ? v.replace(UNSTORABLE, '\uFFFD') : v) as T;
+const storable = <T extends string | null | undefined>(v: T): T => (typeof v === 'string' ? toStorableText(v) : v) as T;
 
 /**
  * The row an entry becomes, id and timestamp to be filled in, with every optional column null
