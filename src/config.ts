@@ -44,6 +44,8 @@ export interface Config {
   redisAdminUrl: string | undefined;
   /** Run Postgres and key-value servers on this machine when no admin URL is set (off: such datastores answer 501). */
   localDatastores: boolean;
+  /** Services may deploy from local paths and file:// repos (SLIPWAY_GIT_ALLOW_LOCAL): only where every workspace may read this machine's repositories. */
+  gitAllowLocal: boolean;
   /** How often datastores are checked (and restarted when down). */
   datastoreCheckMs: number;
   /** Log entries older than this are deleted (SLIPWAY_LOG_RETENTION_DAYS). */
@@ -120,6 +122,7 @@ export function loadConfig(env: Env = process.env): Config {
     postgresAdminUrl: env.SLIPWAY_POSTGRES_ADMIN_URL || undefined,
     redisAdminUrl: env.SLIPWAY_REDIS_ADMIN_URL || undefined,
     localDatastores: env.SLIPWAY_LOCAL_DATASTORES !== '0' && env.SLIPWAY_LOCAL_DATASTORES !== 'false',
+    gitAllowLocal: env.SLIPWAY_GIT_ALLOW_LOCAL === '1' || env.SLIPWAY_GIT_ALLOW_LOCAL === 'true',
     datastoreCheckMs: Math.max(100, int(env, 'SLIPWAY_DATASTORE_CHECK_MS', 5000)),
     logRetentionDays: Math.max(1, int(env, 'SLIPWAY_LOG_RETENTION_DAYS', 7)),
     logMaxBytesPerService: int(env, 'SLIPWAY_LOG_MAX_BYTES_PER_SERVICE', 100 * 1024 * 1024),

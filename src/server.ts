@@ -13,6 +13,7 @@ import { startQueue, type Queue } from './jobs/queue.js';
 import { lockDataDir } from './lib/data-dir-lock.js';
 import { createSecretBox, loadSecretKey } from './lib/secret-box.js';
 import { openStore, type Store } from './store/db.js';
+import { allowedGitProtocols } from './core/deploys/commands.js';
 import { createDeployEngine } from './core/deploys/engine.js';
 import type { AppUrls } from './core/deploys/env.js';
 import { createLayout } from './core/deploys/layout.js';
@@ -88,6 +89,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       settings: { pollMs: config.logPollMs, flushMs: 5, streamBufferBytes: config.logStreamBufferBytes, pingMs: 30_000 },
     });
     const archive = { maxFiles: config.archiveMaxFiles, maxBytes: config.archiveMaxBytes };
+    const gitProtocols = allowedGitProtocols(config.gitAllowLocal);
     const projects = createProjects({ repos, transact });
     const { assertEnvironment } = projects;
     // Datastore servers run as the apps' unprivileged user (initdb refuses root).
@@ -121,6 +123,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       limits: {
         buildTimeoutMs: config.buildTimeoutSeconds * 1000, healthTimeoutMs: config.healthCheckTimeoutSeconds * 1000,
         keepArtifacts: config.keepArtifacts, crashCheckMs: config.crashCheckMs, crashBackoffMs: config.crashBackoffMs, archive,
+        gitProtocols,
       },
       log: systemLog,
       buildLog: logs.buildLog,
@@ -157,7 +160,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         audit: createAuditLog(repos.audit),
         repos,
         secretBox,
-        services: createServices({ repos, transact, envVars, events, deploys: engine, assertEnvironment }),
+        services: createServices({ repos, transact, envVars, events, deploys: engine, assertEnvironment, gitProtocols }),
         envVars,
         envGroups,
         projects,

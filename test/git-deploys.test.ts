@@ -1,13 +1,15 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { allowedGitProtocols, gitCloneCommand, gitTransport } from '../src/core/deploys/commands.js';
+import { run } from '../src/lib/exec.js';
 import { FIXTURES, finished, viaRouter } from './helpers/apps.js';
-import { signUp } from './helpers/client.js';
-import { useServer } from './helpers/server.js';
+import { client, signUp } from './helpers/client.js';
+import { bootServer, useServer } from './helpers/server.js';
 
-const t = useServer();
+const t = useServer({ SLIPWAY_GIT_ALLOW_LOCAL: '1' });
 const repoDir = mkdtempSync(path.join(tmpdir(), 'slipway-git-'));
 afterAll(() => rmSync(repoDir, { recursive: true, force: true }));
 const git = (...args: string[]) => execFileSync('git', ['-C', repoDir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' }).trim();
@@ -47,5 +49,49 @@ describe('deploys from a git repository', () => {
     expect(failed.status).toBe('build_failed');
     expect(failed.failureReason).toMatch(/checkout|clone/);
     expect((await t.api.post(`/v1/services/${service.id}/deploys`, { commitId: '--help' }, owner)).status).toBe(400);
+  });
+});
+
+describe('which repos may be cloned', () => {
+  it('reads a repo as git does: scheme, host:path (ssh), a path (file), or name:: (a remote helper)', () => {
+    expect(['https://github.com/a/b', 'HTTP://h/r', 'ssh://git@h/r', 'git+ssh://h/r', 'git@github.com:a/b.git', 'git://h/r', 'file:///srv/r', '/srv/r', './r', 'dir/with:colon', 'ext::sh -c x', 'fd::3']
+      .map(gitTransport)).toEqual(['https', 'http', 'ssh', 'ssh', 'ssh', 'git', 'file', 'file', 'file', 'file', 'ext', 'fd']);
+  });
+
+  it('refuses local paths and file:// unless SLIPWAY_GIT_ALLOW_LOCAL is set, and remote helpers always', async () => {
+    const server = await bootServer();
+    try {
+      const api = client(server.url);
+      const owner = await signUp(api);
+      for (const repo of [repoDir, `file://${repoDir}`, 'ext::sh -c touch% /tmp/slipway-ext', 'fd::3']) {
+        const res = await api.post('/v1/services', { type: 'web_service', name: 'local', repo, serviceDetails: { runtime: 'node' } }, owner);
+        expect([res.status, res.body.code], repo).toEqual([400, 'bad_request']);
+      }
+      expect((await api.get('/v1/services', owner)).body).toEqual([]);
+      expect((await t.api.post('/v1/services', { type: 'web_service', name: 'ext', repo: 'ext::sh -c x', serviceDetails: { runtime: 'node' } }, await signUp(t.api))).status).toBe(400);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('git itself clones over the allowed transports only (a repo stored before the setting changed)', async () => {
+    const src = mkdtempSync(path.join(tmpdir(), 'slipway-git-src-'));
+    const dest = mkdtempSync(path.join(tmpdir(), 'slipway-git-dest-'));
+    const marker = path.join(dest, 'ext-ran');
+    try {
+      execFileSync('git', ['-C', src, 'init', '--quiet']);
+      execFileSync('git', ['-C', src, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '--quiet', '--allow-empty', '-m', 'x']);
+      const clone = (repo: string, allowLocal: boolean, to: string) => run(gitCloneCommand(repo, path.join(dest, to), { protocols: allowedGitProtocols(allowLocal) }), { timeoutMs: 10_000 });
+      const refused = await clone(`file://${src}`, false, 'a');
+      expect(refused.exitCode).not.toBe(0);
+      expect(refused.output).toMatch(/transport 'file' not allowed/);
+      expect((await clone(src, false, 'b')).exitCode).not.toBe(0);
+      expect((await clone(`file://${src}`, true, 'c')).exitCode).toBe(0);
+      expect((await clone(`ext::sh -c touch% ${marker}`, true, 'd')).exitCode).not.toBe(0);
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      rmSync(src, { recursive: true, force: true });
+      rmSync(dest, { recursive: true, force: true });
+    }
   });
 });

@@ -47,13 +47,30 @@ export function startCommandFor(dir: string, details: ServiceDetails): string | 
 
 const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', PATH: process.env.PATH ?? '/usr/bin:/bin' };
 
-/** `git clone` of a branch (shallow) or of the history needed to check out a commit. */
-export function gitCloneCommand(repo: string, dir: string, opts: { branch?: string; commitId?: string }): Command {
+/**
+ * The git transports a repo may use. The clone runs as Slipway's own user, so the local file
+ * system (`file://`, a path) would let any workspace clone any repository this machine holds:
+ * only when the operator allows it (SLIPWAY_GIT_ALLOW_LOCAL). Remote helpers (`ext::…`) never.
+ */
+export const allowedGitProtocols = (allowLocal: boolean) => ['https', 'http', 'ssh', 'git', ...(allowLocal ? ['file'] : [])];
+
+/** The transport git would use for `repo` (its URL rules): a scheme, `ssh` for `host:path`, `file` for a path, or a helper's name for `name::address`. */
+export function gitTransport(repo: string): string {
+  const helper = /^([A-Za-z][A-Za-z0-9+.-]*)::/.exec(repo);
+  if (helper) return helper[1]!.toLowerCase();
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(repo);
+  if (scheme) return /^(git\+ssh|ssh\+git)$/i.test(scheme[1]!) ? 'ssh' : scheme[1]!.toLowerCase();
+  const colon = repo.indexOf(':');
+  return colon > 0 && !repo.slice(0, colon).includes('/') ? 'ssh' : 'file';
+}
+
+/** `git clone` of a branch (shallow) or of the history needed to check out a commit, over `protocols` only. */
+export function gitCloneCommand(repo: string, dir: string, opts: { branch?: string; commitId?: string; protocols: string[] }): Command {
   const args = ['clone', '--no-tags', '--quiet'];
   if (!opts.commitId) args.push('--depth', '1');
   if (opts.branch) args.push('--single-branch', '--branch', opts.branch);
   args.push('--', repo, dir);
-  return { file: 'git', args, env: GIT_ENV };
+  return { file: 'git', args, env: { ...GIT_ENV, GIT_ALLOW_PROTOCOL: opts.protocols.join(':') } };
 }
 
 export const gitCheckoutCommand = (dir: string, commitId: string): Command => ({

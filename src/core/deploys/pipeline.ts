@@ -12,6 +12,8 @@ import type { Layout } from './layout.js';
 export interface PipelineLimits {
   buildTimeoutMs: number;
   archive: { maxFiles: number; maxBytes: number };
+  /** The git transports a clone may use (commands.ts allowedGitProtocols). */
+  gitProtocols: string[];
 }
 
 /** A step failed: the deploy ends in `status` with `reason` (and the build output so far). */
@@ -59,7 +61,7 @@ export function createBuilder(deps: { repo: DeployRepo; runtime: Runtime; layout
       if (result.exitCode !== 0) throw new DeployFailure('build_failed', `${what} failed: ${result.output.trim().slice(-2000)}`);
       return result.output;
     };
-    await git(gitCloneCommand(service.repo, dir, { branch: service.branch ?? undefined, commitId: deploy.commitId ?? undefined }), 'git clone');
+    await git(gitCloneCommand(service.repo, dir, { branch: service.branch ?? undefined, commitId: deploy.commitId ?? undefined, protocols: limits.gitProtocols }), 'git clone');
     if (deploy.commitId) await git(gitCheckoutCommand(dir, deploy.commitId), `git checkout ${deploy.commitId}`);
     const [commitId, ...subject] = (await git(gitHeadCommand(dir), 'git log')).trim().split('\n');
     rmSync(path.join(dir, '.git'), { recursive: true, force: true });

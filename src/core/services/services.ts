@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../../store/db.js';
 import { newId } from '../../lib/ids.js';
 import type { Repos, Transact } from '../../store/repos/index.js';
 import type { ServiceQuery, ServiceRow } from '../../store/repos/services.js';
+import { gitTransport } from '../deploys/commands.js';
 import type { Events } from '../events.js';
 import { mergeDetails, type ServiceDetails, type ServiceDetailsInput, type ServiceType } from './details.js';
 import type { EnvVarInput, EnvVars } from './env-vars.js';
@@ -36,9 +37,12 @@ function checkRootDir(rootDir: string) {
   return rootDir.replace(/\/+$/, '');
 }
 
-function checkRepo(repo: string) {
-  // Anything git can clone, but never an option (a leading "-" would be read as one).
+function checkRepo(repo: string, protocols: string[]) {
+  // Never an option (a leading "-" would be read as one).
   if (repo.startsWith('-') || /\s/.test(repo)) throw badRequest('repo must be a git URL');
+  const transport = gitTransport(repo);
+  if (transport === 'file' && !protocols.includes('file')) throw badRequest('repo must be a remote git URL (https, ssh or git): local paths and file:// need SLIPWAY_GIT_ALLOW_LOCAL=1 on the server');
+  if (!protocols.includes(transport)) throw badRequest(`repo: git over "${transport}" is not allowed (use ${protocols.join(', ')})`);
   return repo;
 }
 
@@ -56,6 +60,8 @@ export function createServices(deps: {
   repos: Pick<Repos, 'services'>; transact: Transact; envVars: EnvVars; events: Events; deploys: DeployPort;
   /** 404 unless the environment is in the workspace (core/projects.ts). */
   assertEnvironment: (workspaceId: string, environmentId: string) => Promise<void>;
+  /** The git transports a repo may use (deploys/commands.ts allowedGitProtocols). */
+  gitProtocols: string[];
 }) {
   const { repos, transact, envVars, events, deploys } = deps;
 
@@ -79,7 +85,7 @@ export function createServices(deps: {
         const row = await tx.services
           .insert({
             id: newId('service'), workspaceId, name: input.name, slug, type: input.type,
-            repo: input.repo ? checkRepo(input.repo) : null, branch: input.branch ?? null,
+            repo: input.repo ? checkRepo(input.repo, deps.gitProtocols) : null, branch: input.branch ?? null,
             rootDir: checkRootDir(input.rootDir ?? ''), autoDeploy: input.autoDeploy ?? 'yes',
             environmentId: input.environmentId ?? null, details,
           })
@@ -99,7 +105,7 @@ export function createServices(deps: {
       const updated = await repos.services
         .update(service.id, {
           ...(patch.name !== undefined ? { name: patch.name } : {}),
-          ...(patch.repo !== undefined ? { repo: patch.repo ? checkRepo(patch.repo) : null } : {}),
+          ...(patch.repo !== undefined ? { repo: patch.repo ? checkRepo(patch.repo, deps.gitProtocols) : null } : {}),
           ...(patch.branch !== undefined ? { branch: patch.branch || null } : {}),
           ...(patch.rootDir !== undefined ? { rootDir: checkRootDir(patch.rootDir) } : {}),
           ...(patch.autoDeploy !== undefined ? { autoDeploy: patch.autoDeploy } : {}),
