@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootServer, type TestServer } from './helpers/server.js';
 import { client, createApiKey, signUp, type Client, type TestUser } from './helpers/client.js';
@@ -79,6 +80,24 @@ describe('errors in one shape, never a 500', () => {
     expectError(await api.get('/v1/services/%ED%A0%80', { token }), 400, 'bad_request'); // a surrogate's UTF-8: not UTF-8
     expectError(await api.get(`/v1/services/${'a'.repeat(600)}`, { token }), 400, 'bad_request');
     expectError(await api.get(`/v1/services/${'a'.repeat(120)}`, { token }), 400, 'validation_failed'); // the schema's limit (64)
+  });
+
+  it('a request the HTTP parser refuses -> 400 (431 for huge headers) in the same shape, with Request-Id', async () => {
+    const raw = (request: string) => new Promise<{ head: string; body: any }>((resolve, reject) => {
+      let data = '';
+      const socket = connect(Number(new URL(server.url).port), '127.0.0.1', () => socket.write(request));
+      socket.on('data', (chunk) => (data += chunk)).on('error', reject).on('close', () => {
+        const [head = '', body = ''] = data.split('\r\n\r\n');
+        resolve({ head, body: JSON.parse(body) });
+      });
+    });
+    const bad = await raw('GET /v1/users HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer slw_\x01\x02\r\n\r\n');
+    expect(bad.head).toMatch(/^HTTP\/1.1 400 /);
+    expect(bad.body).toMatchObject({ code: 'bad_request', message: expect.any(String) });
+    expect(bad.head).toContain(`Request-Id: ${bad.body.id}`);
+    const huge = await raw(`GET /v1/users HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(huge.head).toMatch(/^HTTP\/1.1 431 /);
+    expect(huge.body.code).toBe('bad_request');
   });
 
   it('every response carries Request-Id; a hostile incoming id is replaced', async () => {

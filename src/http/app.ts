@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { HttpDeps } from './deps.js';
 import { registerAudit } from './plugins/audit.js';
 import { registerAuthentication } from './plugins/authenticate.js';
-import { registerErrorHandling, sendFrameworkError } from './plugins/errors.js';
+import { registerErrorHandling, sendClientError, sendFrameworkError } from './plugins/errors.js';
 import { registerIdempotency } from './plugins/idempotency.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { registerRateLimit } from './plugins/rate-limit.js';
@@ -68,6 +68,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     routerOptions: { maxParamLength: 512 },
     // A malformed %-escape or an over-long segment is refused by the router itself, before any hook.
     frameworkErrors: sendFrameworkError,
+    clientErrorHandler: sendClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const bodyAjv = createAjv(false);

@@ -1,4 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../../lib/errors.js';
 
 const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
@@ -40,6 +43,23 @@ export function sendFrameworkError(err: FastifyError, request: FastifyRequest, r
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return sendError(request, reply, 'bad_request', 'a path segment is too long');
   request.log.error({ err }, 'router failed');
   return sendError(request, reply, 'internal_error', 'internal error; see the server log for this request id');
+}
+
+/**
+ * A request Node's HTTP parser refused (control bytes in a header, headers over the size
+ * limit): no request exists yet, so the reply is written to the socket, in the usual shape.
+ */
+export function sendClientError(err: NodeJS.ErrnoException, socket: Duplex) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'the request headers are too large']
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'the request took too long to arrive'] : [400, 'malformed HTTP request'];
+  const id = `req-${randomUUID()}`;
+  const body = JSON.stringify({ id, code: 'bad_request', message });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }
 
 /** Every error leaves as `{id, code, message, details?}`; nothing internal leaks from a 500. */
