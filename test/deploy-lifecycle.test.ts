@@ -50,14 +50,15 @@ describe('the deploy lifecycle', () => {
     expect((await t.api.post(`/v1/services/${service.id}/deploys/${running.id}/cancel`, undefined, owner)).status).toBe(409);
   });
 
-  it('fails a deploy whose pre-deploy command fails, keeping the previous deploy live', async () => {
+  it('fails a deploy whose pre-deploy command fails, keeping the previous deploy live (output with NUL bytes too)', async () => {
     const owner = await signUp(t.api);
     const { service } = await deployFixture(t.api, owner, 'node-web', {}, { VERSION: 'v1' });
-    await t.api.patch(`/v1/services/${service.id}`, { serviceDetails: { preDeployCommand: 'echo migrating; exit 3' } }, owner);
+    // Postgres text cannot hold a NUL: the build's kept output and the failure reason store it as U+FFFD.
+    await t.api.patch(`/v1/services/${service.id}`, { serviceDetails: { preDeployCommand: `printf 'migrating\\0\\n'; exit 3`, envSpecificDetails: { buildCommand: `printf 'built\\0\\n'` } } }, owner);
     const up = await upload(t.api, owner, service.id, await packFixture('node-web', { VERSION: 'v2' }));
     const failed = await finished(t.api, owner, service.id, up.body.deployId);
     expect(failed.status).toBe('pre_deploy_failed');
-    expect(failed.failureReason).toMatch(/migrating/);
+    expect(failed.failureReason).toMatch(/migrating\uFFFD/);
     expect((await router(service.slug)).json().version).toBe('v1');
   });
 

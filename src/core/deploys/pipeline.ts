@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { extractArchive } from '../../lib/archive.js';
 import { run } from '../../lib/exec.js';
+import { toStorableText } from '../../lib/text.js';
 import type { Runtime } from '../../runtime/types.js';
 import type { DeployRepo, DeployRow, DeployStatus } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
@@ -19,7 +20,7 @@ export interface PipelineLimits {
 /** A step failed: the deploy ends in `status` with `reason` (and the build output so far). */
 export class DeployFailure extends Error {
   constructor(readonly status: DeployStatus, reason: string) {
-    super(reason);
+    super(toStorableText(reason)); // it may quote a command's output, NUL bytes included
   }
 }
 
@@ -92,7 +93,7 @@ export function createBuilder(deps: { repo: DeployRepo; runtime: Runtime; layout
         },
       });
       toLog?.end();
-      await repo.update(deploy.id, { buildOutput: output || result.output.slice(-OUTPUT_TAIL) });
+      await repo.update(deploy.id, { buildOutput: toStorableText(output || result.output.slice(-OUTPUT_TAIL)) });
       if (result.canceled) throw new DeployFailure('canceled', 'canceled during the build');
       if (result.timedOut) throw new DeployFailure('build_failed', `the build did not finish within ${Math.round(limits.buildTimeoutMs / 1000)} s`);
       if (result.exitCode !== 0) throw new DeployFailure('build_failed', `the build command exited with ${result.exitCode ?? result.signal}`);
