@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -191,6 +191,19 @@ describe.skipIf(!serverPath)('local key-value provisioner (a server per datastor
     await kv.stop(changed, placement);
     placement = await kv.start(changed, placement);
     expect(await info(await login(placement, main.user, main.password), 'maxmemory_policy')).toBe('volatile-ttl');
+  });
+
+  it('check keeps the server log under 10 MiB: the full one moves to server.log.1, the server writes on at the start', async () => {
+    const log = path.join(dirOf(main), 'server.log');
+    appendFileSync(log, `${'x'.repeat(11 * 1024 * 1024)}\n`);
+    expect(await kv.check(main, placement)).toBe(true);
+    expect(statSync(`${log}.1`).size).toBeGreaterThan(11 * 1024 * 1024);
+    expect(statSync(log).size).toBe(0);
+    await kv.stop(main, placement); // the server logs its shutdown through the descriptor it had
+    const after = readFileSync(log, 'utf8');
+    expect(after).toMatch(/SIGTERM/);
+    expect(after.charCodeAt(0)).not.toBe(0); // at the new start, not past a hole
+    placement = await kv.start(main, placement);
   });
 
   it('destroy stops the server and removes its dir; again is a no-op', async () => {

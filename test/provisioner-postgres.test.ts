@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -201,6 +201,19 @@ describe.runIf(localVersion)('local postgres: a server per datastore', () => {
     // Unchanged settings: no restart.
     expect(procOf(await provisioner.update(bigger, updated))).toEqual(procOf(updated));
     placement = updated;
+  });
+
+  it('check keeps the server log under 10 MiB: the full one moves to postgres.log.1, the server writes on at the start', async () => {
+    const log = path.join(dataDir, 'datastores', a.id, 'postgres.log');
+    appendFileSync(log, `${'x'.repeat(11 * 1024 * 1024)}\n`);
+    expect(await provisioner.check(a, placement)).toBe(true);
+    expect(statSync(`${log}.1`).size).toBeGreaterThan(11 * 1024 * 1024);
+    expect(statSync(log).size).toBe(0);
+    await provisioner.stop(a, placement); // the server logs its shutdown through the descriptor it had
+    const after = readFileSync(log, 'utf8');
+    expect(after).toMatch(/shut down/);
+    expect(after.charCodeAt(0)).not.toBe(0); // at the new start, not past a hole
+    placement = await provisioner.start(a, placement);
   });
 
   it('destroys the server and its files, idempotently', async () => {

@@ -6,6 +6,7 @@ import {
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { killGroup, spawnDetached, type Command } from '../../lib/exec.js';
+import { rotateLogIfLarge } from '../../lib/log-file.js';
 import { freePort } from '../../runtime/local/ports.js';
 import { isRunning, readStat } from '../../runtime/local/proc.js';
 import type { KeyValueProvisioner, KeyValueSpec, Placement } from '../types.js';
@@ -246,7 +247,10 @@ export function createLocalKeyValue(opts: { dataDir: string; runAs?: RunAs | und
 
     start: (spec, placement) => serve(spec, placement.port, placement.state),
     stop,
-    check: (spec, placement) => answersPing(addressOf(placement.port), { user: spec.user, password: spec.password }),
+    check(spec, placement) {
+      rotateLogIfLarge(filesOf(spec).log); // the check runs every few seconds: the log's size is kept here
+      return answersPing(addressOf(placement.port), { user: spec.user, password: spec.password });
+    },
 
     /** Live: CONFIG SET and ACL SETUSER (a changed password too), and the config file for the next start. No restart. */
     async update(spec, placement) {

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnDetached } from '../../lib/exec.js';
+import { rotateLogIfLarge } from '../../lib/log-file.js';
 import { freePort } from '../../runtime/local/ports.js';
 import { readStat } from '../../runtime/local/proc.js';
 import type { Placement, PostgresProvisioner, PostgresSpec } from '../types.js';
@@ -148,8 +149,10 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       if (server) await stopServer(server, 'fast');
     },
 
-    check: (spec, placement) =>
-      canLogIn({ host: placement.host, port: placement.port, user: spec.databaseUser, password: spec.password, database: spec.databaseName }),
+    check(spec, placement) {
+      rotateLogIfLarge(layoutOf(spec).log); // the check runs every few seconds: the log's size is kept here
+      return canLogIn({ host: placement.host, port: placement.port, user: spec.databaseUser, password: spec.password, database: spec.databaseName });
+    },
 
     /** Sizes live in postgresql.conf and take a restart (shared_buffers, max_connections); nothing changed, no restart. */
     async update(spec, placement) {
