@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -10,6 +10,7 @@ import { createLocalKeyValue, findKeyValueServer } from '../src/provisioners/key
 import { createSharedKeyValue } from '../src/provisioners/keyvalue/shared.js';
 import type { KeyValueProvisioner, KeyValueSpec, Placement } from '../src/provisioners/types.js';
 import { isRunning } from '../src/runtime/local/proc.js';
+import { expectLogRotatedByCheck } from './helpers/log-rotation.js';
 
 /**
  * Real servers only. Without a server binary (local) or a Redis on SHARED_ADMIN_URL (shared) the suite is skipped
@@ -194,15 +195,7 @@ describe.skipIf(!serverPath)('local key-value provisioner (a server per datastor
   });
 
   it('check keeps the server log under 10 MiB: the full one moves to server.log.1, the server writes on at the start', async () => {
-    const log = path.join(dirOf(main), 'server.log');
-    appendFileSync(log, `${'x'.repeat(11 * 1024 * 1024)}\n`);
-    expect(await kv.check(main, placement)).toBe(true);
-    expect(statSync(`${log}.1`).size).toBeGreaterThan(11 * 1024 * 1024);
-    expect(statSync(log).size).toBe(0);
-    await kv.stop(main, placement); // the server logs its shutdown through the descriptor it had
-    const after = readFileSync(log, 'utf8');
-    expect(after).toMatch(/SIGTERM/);
-    expect(after.charCodeAt(0)).not.toBe(0); // at the new start, not past a hole
+    await expectLogRotatedByCheck(path.join(dirOf(main), 'server.log'), { check: () => kv.check(main, placement), stop: () => kv.stop(main, placement) }, /SIGTERM/);
     placement = await kv.start(main, placement);
   });
 

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -12,6 +12,7 @@ import { createPostgresProvisioner } from '../src/provisioners/postgres/index.js
 import { createLocalPostgres } from '../src/provisioners/postgres/local.js';
 import type { Placement, PostgresProvisioner, PostgresSpec } from '../src/provisioners/types.js';
 import { isRunning } from '../src/runtime/local/proc.js';
+import { expectLogRotatedByCheck } from './helpers/log-rotation.js';
 
 /**
  * Real servers only. Without the server binaries (local) or a Postgres at CLUSTER_ADMIN_URL (cluster) the suites are
@@ -205,14 +206,7 @@ describe.runIf(localVersion)('local postgres: a server per datastore', () => {
 
   it('check keeps the server log under 10 MiB: the full one moves to postgres.log.1, the server writes on at the start', async () => {
     const log = path.join(dataDir, 'datastores', a.id, 'postgres.log');
-    appendFileSync(log, `${'x'.repeat(11 * 1024 * 1024)}\n`);
-    expect(await provisioner.check(a, placement)).toBe(true);
-    expect(statSync(`${log}.1`).size).toBeGreaterThan(11 * 1024 * 1024);
-    expect(statSync(log).size).toBe(0);
-    await provisioner.stop(a, placement); // the server logs its shutdown through the descriptor it had
-    const after = readFileSync(log, 'utf8');
-    expect(after).toMatch(/shut down/);
-    expect(after.charCodeAt(0)).not.toBe(0); // at the new start, not past a hole
+    await expectLogRotatedByCheck(log, { check: () => provisioner.check(a, placement), stop: () => provisioner.stop(a, placement) }, /shut down/);
     placement = await provisioner.start(a, placement);
   });
 
