@@ -133,6 +133,26 @@ describe('the deploy lifecycle', () => {
     expect(gone).toBeLessThan(4000); // ... and was killed about a second later
   });
 
+  it('answers 404 (never 500) to requests on a service whose deletion has begun, and leaves nothing of it', async () => {
+    const owner = await signUp(t.api);
+    const { service } = await deployFixture(t.api, owner, 'ignore-sigterm', { serviceDetails: { runtime: 'node', maxShutdownDelaySeconds: 2, envSpecificDetails: { startCommand: 'node server.js' } } });
+    const archive = await packFixture('node-web');
+    const deleting = t.api.delete(`/v1/services/${service.id}`, owner);
+    await waitFor('the deletion to be stopping the instance', async () => (await t.api.get(`/v1/services/${service.id}`, owner)).status === 404, 2000, 20);
+    const during = await Promise.all([
+      t.api.post(`/v1/services/${service.id}/restart`, undefined, owner),
+      t.api.post(`/v1/services/${service.id}/resume`, undefined, owner),
+      t.api.post(`/v1/services/${service.id}/deploys`, {}, owner),
+      upload(t.api, owner, service.id, archive),
+      t.api.patch(`/v1/services/${service.id}`, { serviceDetails: { numInstances: 2 } }, owner),
+    ]);
+    expect(during.map((r) => r.status)).toEqual([404, 404, 404, 404, 404]);
+    expect(processesOf(service.id).length).toBeGreaterThan(0); // still stopping: the requests came during the deletion
+    expect((await deleting).status).toBe(204);
+    expect(existsSync(path.join(t.server.dataDir, 'services', service.id))).toBe(false);
+    expect(processesOf(service.id)).toEqual([]);
+  });
+
   it('refuses an archive over the upload limit with 413, keeping nothing', async () => {
     const owner = await signUp(t.api);
     const { service } = (await t.api.post('/v1/services', { type: 'web_service', name: 'too-big', serviceDetails: { runtime: 'node' } }, owner)).body;

@@ -61,7 +61,21 @@ export function createDeployEngine(deps: EngineDeps) {
   const loops = new Map<string, { dirty: boolean }>();
   const stopping = new Set<string>();
   const removing = new Set<string>();
+  /** Writes under a service's dir outside its lock (uploads): its deletion waits for them. */
+  const writes = new Set<{ serviceId: string; done: Promise<unknown> }>();
   const withServiceLock = createKeyedLocks();
+  /** A service being deleted is gone for requests: 404, as once its row is. */
+  const assertPresent = (serviceId: string) => {
+    if (removing.has(serviceId)) throw notFound('service');
+  };
+  /** Rolls the live deploy over for a request (restart, resume); a deletion that overtakes it is a 404. */
+  const rollOverLive = (serviceId: string) => {
+    assertPresent(serviceId);
+    return rollOver(serviceId, undefined, undefined, async (fresh) => fresh).catch((err: unknown) => {
+      if (err instanceof DeployFailure && removing.has(serviceId)) throw notFound('service');
+      throw err;
+    });
+  };
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   const artifactOwner = (d: DeployRow) => d.artifactOf ?? d.id;
@@ -244,6 +258,7 @@ export function createDeployEngine(deps: EngineDeps) {
 
   const engine = {
     async trigger(service: ServiceRow, opts: { trigger: string; sourceId?: string; commitId?: string; clearCache?: boolean; artifactOf?: DeployRow }) {
+      assertPresent(service.id);
       if (service.suspenders.includes('user')) throw conflict('the service is suspended: resume it first');
       const source = opts.sourceId ? { id: opts.sourceId } : service.repo ? undefined : await repos.deploys.latestSource(service.id);
       if (!opts.artifactOf && !source && !service.repo) throw conflict('nothing to deploy: upload a source archive (POST …/source/upload) or set a repo');
@@ -269,19 +284,21 @@ export function createDeployEngine(deps: EngineDeps) {
     async cancel(deploy: DeployRow) {
       const canceled = await repos.deploys.transition(deploy.id, PENDING, 'canceled', { failureReason: 'canceled by request' });
       if (canceled) return canceled;
+      // Each read may find the row gone: the service was deleted meanwhile.
+      const now = async () => (await repos.deploys.get(deploy.id)) ?? Promise.reject(notFound('deploy'));
       const running = current.get(deploy.serviceId);
-      if (running?.deployId === deploy.id && IN_PROGRESS.includes((await repos.deploys.get(deploy.id))!.status)) {
+      if (running?.deployId === deploy.id && IN_PROGRESS.includes((await now()).status)) {
         running.abort.abort();
         for (let waited = 0; current.get(deploy.serviceId)?.deployId === deploy.id && waited < 30_000; waited += 50) await sleep(50);
-        return (await repos.deploys.get(deploy.id))!;
+        return now();
       }
-      throw conflict(`the deploy is ${(await repos.deploys.get(deploy.id))!.status}: only queued or in-progress deploys can be canceled`);
+      throw conflict(`the deploy is ${(await now()).status}: only queued or in-progress deploys can be canceled`);
     },
     /** Replaces the live deploy's instances, rolling, with no downtime. */
     async restart(service: ServiceRow) {
       if (!service.liveDeployId) throw conflict('the service has no live deploy to restart');
       if (service.suspenders.includes('user')) throw conflict('the service is suspended: resume it first');
-      await rollOver(service.id, undefined, undefined, async (fresh) => fresh);
+      await rollOverLive(service.id);
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: service.liveDeployId, type: 'server_restarted', details: { triggeredByUser: null } });
     },
     async stopAll(service: ServiceRow) {
@@ -292,9 +309,21 @@ export function createDeployEngine(deps: EngineDeps) {
       });
     },
     async resume(service: ServiceRow) {
-      if (service.liveDeployId) await rollOver(service.id, undefined, undefined, async (fresh) => fresh);
+      if (service.liveDeployId) await rollOverLive(service.id);
       else await refreshRoute(service);
     },
+    /** Runs `work`, which writes under the service's dir outside its lock (an upload): refused once a deletion has begun, which waits for it. */
+    async writingTo<T>(serviceId: string, work: () => Promise<T>): Promise<T> {
+      assertPresent(serviceId);
+      const write = { serviceId, done: work() };
+      writes.add(write);
+      try {
+        return await write.done as T;
+      } finally {
+        writes.delete(write);
+      }
+    },
+    isRemoving: (serviceId: string) => removing.has(serviceId),
     /**
      * Cancels queued deploys, stops the running one and every instance, then removes the files.
      * The id stays in `removing` for good (ids are never reused): nothing may touch the service
@@ -311,6 +340,7 @@ export function createDeployEngine(deps: EngineDeps) {
           await stopInstances(await instances.active({ serviceId: service.id }), Math.min(graceOf(service), 5000));
         });
         await Promise.all(draining);
+        await Promise.allSettled([...writes].filter((w) => w.serviceId === service.id).map((w) => w.done));
         rmSync(layout.serviceDir(service.id), { recursive: true, force: true });
         await deps.onRemoved?.();
       } catch (err) {

@@ -17,6 +17,8 @@ export interface DeployPort {
   resume(service: ServiceRow): Promise<void>;
   /** Stops everything and removes the service's files. */
   remove(service: ServiceRow): Promise<void>;
+  /** Its deletion has begun: the service is gone for requests. */
+  isRemoving(serviceId: string): boolean;
 }
 
 export interface ServiceInput {
@@ -67,7 +69,7 @@ export function createServices(deps: {
 
   async function get(id: string): Promise<ServiceRow> {
     const row = await repos.services.get(id);
-    if (!row) throw notFound('service');
+    if (!row || deploys.isRemoving(id)) throw notFound('service');
     return row;
   }
 
