@@ -74,6 +74,21 @@ describe('services', () => {
     expect((await t.api.get('/v1/services/srv-00000000000000000000', owner)).status).toBe(404);
   });
 
+  it('keeps every field of concurrent PATCHes (each merges into the details as they are then)', async () => {
+    const owner = await signUp(t.api);
+    const { service } = (await t.api.post('/v1/services', webService('patchy'), owner)).body;
+    const patches = [
+      { healthCheckPath: '/ready' }, { preDeployCommand: 'echo pre' }, { maxShutdownDelaySeconds: 7 }, { plan: 'standard' },
+      { envSpecificDetails: { buildCommand: 'echo build' } }, { envSpecificDetails: { startCommand: 'node other.js' } },
+    ];
+    const replies = await Promise.all(patches.map((serviceDetails) => t.api.patch(`/v1/services/${service.id}`, { serviceDetails }, owner)));
+    expect(replies.map((r) => r.status)).toEqual(patches.map(() => 200));
+    expect((await t.api.get(`/v1/services/${service.id}`, owner)).body.serviceDetails).toMatchObject({
+      healthCheckPath: '/ready', maxShutdownDelaySeconds: 7, plan: 'standard',
+      envSpecificDetails: { buildCommand: 'echo build', startCommand: 'node other.js', preDeployCommand: 'echo pre' },
+    });
+  });
+
   it('keeps env vars sealed at rest, replaces the set, and serves single keys', async () => {
     const owner = await signUp(t.api);
     const { service } = (await t.api.post('/v1/services', webService('env-app', { envVars: [{ key: 'SECRET', value: 'hunter2-plaintext' }] }), owner)).body;

@@ -103,19 +103,22 @@ export function createServices(deps: {
     },
 
     async update(service: ServiceRow, patch: ServicePatch): Promise<ServiceRow> {
-      const details: ServiceDetails = mergeDetails(service.type, patch.serviceDetails, service.details as ServiceDetails);
-      const updated = await repos.services
-        .update(service.id, {
+      const updated = await transact(async (tx) => {
+        // Merged into the details as they are now, under the row's lock: a concurrent PATCH of another field is kept.
+        const current = await tx.services.lock(service.id);
+        if (!current) throw notFound('service');
+        const details: ServiceDetails = mergeDetails(service.type, patch.serviceDetails, current.details as ServiceDetails);
+        return tx.services.update(service.id, {
           ...(patch.name !== undefined ? { name: patch.name } : {}),
           ...(patch.repo !== undefined ? { repo: patch.repo ? checkRepo(patch.repo, deps.gitProtocols) : null } : {}),
           ...(patch.branch !== undefined ? { branch: patch.branch || null } : {}),
           ...(patch.rootDir !== undefined ? { rootDir: checkRootDir(patch.rootDir) } : {}),
           ...(patch.autoDeploy !== undefined ? { autoDeploy: patch.autoDeploy } : {}),
           details,
-        })
-        .catch((err: unknown) => {
-          throw isUniqueViolation(err) ? conflict(`a service named "${patch.name}" already exists in this workspace`) : err;
         });
+      }).catch((err: unknown) => {
+        throw isUniqueViolation(err) ? conflict(`a service named "${patch.name}" already exists in this workspace`) : err;
+      });
       if (!updated) throw notFound('service');
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_updated', details: { fields: Object.keys(patch) } });
       return updated;
@@ -129,7 +132,8 @@ export function createServices(deps: {
 
     async suspend(service: ServiceRow): Promise<ServiceRow> {
       const suspenders = [...new Set([...service.suspenders, 'user'])];
-      const updated = (await repos.services.update(service.id, { suspenders }))!;
+      const updated = await repos.services.update(service.id, { suspenders });
+      if (!updated) throw notFound('service');
       await deploys.stopAll(updated);
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_suspended' });
       return updated;
@@ -137,7 +141,8 @@ export function createServices(deps: {
 
     async resume(service: ServiceRow): Promise<ServiceRow> {
       if (!service.suspenders.length) return service;
-      const updated = (await repos.services.update(service.id, { suspenders: [] }))!;
+      const updated = await repos.services.update(service.id, { suspenders: [] });
+      if (!updated) throw notFound('service');
       await deploys.resume(updated);
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_resumed' });
       return updated;

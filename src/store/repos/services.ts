@@ -24,6 +24,11 @@ export function createServiceRepo(db: Db) {
       const [row] = await db.select().from(services).where(eq(services.id, id)).limit(1);
       return row;
     },
+    /** The row, locked until the transaction ends (a read-modify-write of `details`). */
+    async lock(id: string): Promise<ServiceRow | undefined> {
+      const [row] = await db.select().from(services).where(eq(services.id, id)).for('update');
+      return row;
+    },
     async slugTaken(slug: string): Promise<boolean> {
       return (await db.select({ id: services.id }).from(services).where(eq(services.slug, slug)).limit(1)).length > 0;
     },
