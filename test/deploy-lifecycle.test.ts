@@ -135,7 +135,7 @@ describe('the deploy lifecycle', () => {
 
   it('answers 404 (never 500) to requests on a service whose deletion has begun, and leaves nothing of it', async () => {
     const owner = await signUp(t.api);
-    const { service } = await deployFixture(t.api, owner, 'ignore-sigterm', { serviceDetails: { runtime: 'node', maxShutdownDelaySeconds: 2, envSpecificDetails: { startCommand: 'node server.js' } } });
+    const { service } = await deployFixture(t.api, owner, 'ignore-sigterm', { serviceDetails: { runtime: 'node', maxShutdownDelaySeconds: 4, envSpecificDetails: { startCommand: 'node server.js' } } });
     const archive = await packFixture('node-web');
     const deleting = t.api.delete(`/v1/services/${service.id}`, owner);
     await waitFor('the deletion to be stopping the instance', async () => (await t.api.get(`/v1/services/${service.id}`, owner)).status === 404, 2000, 20);
