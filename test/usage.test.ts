@@ -119,7 +119,9 @@ describe('bandwidth', () => {
     meters[1]!.traffic.record(id, 2345);
     const at = new Date(Date.now() + 10);
     await Promise.all(meters.map((m) => m.tick(at)));
-    expect(resourceOf(await usage(owner), id).bandwidthBytes).toBe(3345);
+    // A period through `at` (a default one ends now, before `at`, and would take only part of the stretch).
+    const period = `?startTime=${new Date(at.getTime() - 60_000).toISOString()}&endTime=${new Date(at.getTime() + 1000).toISOString()}`;
+    expect(resourceOf(await usage(owner, period), id).bandwidthBytes).toBe(3345);
     await api.delete(`/v1/services/${id}`, owner);
   });
 
