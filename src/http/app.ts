@@ -3,11 +3,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import ajvFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { randomUUID } from 'node:crypto';
 import type { HttpDeps } from './deps.js';
 import { registerAudit } from './plugins/audit.js';
 import { registerAuthentication } from './plugins/authenticate.js';
-import { registerErrorHandling, sendClientError, sendFrameworkError } from './plugins/errors.js';
+import { newRequestId, registerErrorHandling, sendClientError, sendFrameworkError } from './plugins/errors.js';
 import { registerIdempotency } from './plugins/idempotency.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { registerRateLimit } from './plugins/rate-limit.js';
@@ -61,7 +60,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     bodyLimit: deps.config.bodyLimitBytes,
     genReqId: (req) => {
       const given = req.headers['request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : `req-${randomUUID()}`;
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : newRequestId();
     },
     return503OnClosing: true,
     // Above the longest path parameter a schema allows (env var keys: 256), so the schema decides.

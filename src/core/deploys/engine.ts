@@ -68,14 +68,12 @@ export function createDeployEngine(deps: EngineDeps) {
   const assertPresent = (serviceId: string) => {
     if (removing.has(serviceId)) throw notFound('service');
   };
-  /** Rolls the live deploy over for a request (restart, resume); a deletion that overtakes it is a 404. */
-  const rollOverLive = (serviceId: string) => {
-    assertPresent(serviceId);
-    return rollOver(serviceId, undefined, undefined, async (fresh) => fresh).catch((err: unknown) => {
+  /** Rolls the live deploy over for a request (restart, resume); a deletion begun before or during it is a 404. */
+  const rollOverLive = (serviceId: string) =>
+    rollOver(serviceId, undefined, undefined, async (fresh) => fresh).catch((err: unknown) => {
       if (err instanceof DeployFailure && removing.has(serviceId)) throw notFound('service');
       throw err;
     });
-  };
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   const artifactOwner = (d: DeployRow) => d.artifactOf ?? d.id;
@@ -285,14 +283,14 @@ export function createDeployEngine(deps: EngineDeps) {
       const canceled = await repos.deploys.transition(deploy.id, PENDING, 'canceled', { failureReason: 'canceled by request' });
       if (canceled) return canceled;
       // Each read may find the row gone: the service was deleted meanwhile.
-      const now = async () => (await repos.deploys.get(deploy.id)) ?? Promise.reject(notFound('deploy'));
+      const reread = async () => (await repos.deploys.get(deploy.id)) ?? Promise.reject(notFound('deploy'));
       const running = current.get(deploy.serviceId);
-      if (running?.deployId === deploy.id && IN_PROGRESS.includes((await now()).status)) {
+      if (running?.deployId === deploy.id && IN_PROGRESS.includes((await reread()).status)) {
         running.abort.abort();
         for (let waited = 0; current.get(deploy.serviceId)?.deployId === deploy.id && waited < 30_000; waited += 50) await sleep(50);
-        return now();
+        return reread();
       }
-      throw conflict(`the deploy is ${(await now()).status}: only queued or in-progress deploys can be canceled`);
+      throw conflict(`the deploy is ${(await reread()).status}: only queued or in-progress deploys can be canceled`);
     },
     /** Replaces the live deploy's instances, rolling, with no downtime. */
     async restart(service: ServiceRow) {

@@ -29,6 +29,9 @@ function isStoreOutage(err: unknown): boolean {
   return false;
 }
 
+/** A request id of our own (the client did not give a usable one, or no request exists yet). */
+export const newRequestId = () => `req-${randomUUID()}`;
+
 export function sendError(request: FastifyRequest, reply: FastifyReply, code: ErrorCode, message: string, details?: ErrorDetail[]) {
   return reply
     .code(ERROR_STATUS[code])
@@ -53,7 +56,7 @@ export function sendClientError(err: NodeJS.ErrnoException, socket: Duplex) {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, message] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'the request headers are too large']
     : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'the request took too long to arrive'] : [400, 'malformed HTTP request'];
-  const id = `req-${randomUUID()}`;
+  const id = newRequestId();
   const body = JSON.stringify({ id, code: 'bad_request', message });
   // Not into a response already under way on this connection (a pipelined request), as Node does.
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
