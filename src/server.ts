@@ -192,7 +192,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     await logs.start();
     cleanup.push(() => logs.close());
     // Several processes on one Postgres: lines collected by another process reach this one's subscribers.
-    if (config.databaseUrl) cleanup.push(await listenChannel(config.databaseUrl, LOG_CHANNEL, () => logs.hub.poke(), systemLog));
+    if (config.databaseUrl) cleanup.push(await listenChannel(config.databaseUrl, LOG_CHANNEL, (maxId) => logs.hub.poke(maxId ? Number(maxId) : undefined), systemLog));
     await metrics.start();
     // Instances that died while Slipway was down are closed at their last metered moment before
     // recovery stamps them stopped; then the meter bills everything up to now, and every interval.

@@ -19,8 +19,9 @@ export interface HubSubscriber {
  * hands over the rows it just committed: when they follow the last id delivered, they go
  * straight out (the hot path: no read-back). Otherwise (another process wrote in between,
  * announced by Postgres NOTIFY, or a read is under way) the hub reads the new rows once for
- * all subscribers. Writers hold a lock while inserting (see LogRepo.insertBatch), so ids
- * become visible in order and reading "after the last id seen" misses nothing.
+ * all subscribers. On a shared Postgres, writers hold a lock while inserting (see
+ * LogRepo.insertBatch); PGlite has one connection. Either way ids become visible in order, so
+ * reading "after the last id seen" misses nothing.
  */
 export function createLogHub(deps: LogHubDeps) {
   const subscribers = new Set<HubSubscriber>();
@@ -54,7 +55,9 @@ export function createLogHub(deps: LogHubDeps) {
     for (const s of subscribers) s.onRows(rows);
   }
 
-  function poke() {
+  /** `upTo`: the newest id a writer announced; nothing to read when it was delivered already (our own batch's NOTIFY). */
+  function poke(upTo?: number) {
+    if (upTo !== undefined && upTo <= lastId) return;
     if (reading) return void (dirty = true);
     reading = readNew()
       .catch((err) => deps.log.warn({ err }, 'log hub: read failed'))
@@ -66,9 +69,9 @@ export function createLogHub(deps: LogHubDeps) {
   return {
     async start() {
       lastId = await deps.repo.maxId();
-      timer = setInterval(poke, deps.pollMs);
+      timer = setInterval(() => poke(), deps.pollMs);
     },
-    /** New entries may exist (written by another process, or while not listening). */
+    /** New entries may exist (written by another process, or while not listening), up to `upTo` when known. */
     poke,
     /** Rows this process just committed, in id order. */
     written(rows: LogRow[]) {

@@ -26,7 +26,7 @@ export function createLogs(deps: LogsDeps) {
   const { repo, settings } = deps;
   const hub = createLogHub({ repo, pollMs: deps.shared ? 1000 : 5000, log: deps.log });
   const sink = createLogSink({
-    repo, flushMs: settings.flushMs, notify: deps.shared, log: deps.log,
+    repo, flushMs: settings.flushMs, shared: deps.shared, log: deps.log,
     onCommitted: (rows) => {
       for (const row of rows) logLinesIngested.inc({ type: row.type });
       hub.written(rows);

@@ -7,8 +7,8 @@ export interface LogSinkDeps {
   repo: Pick<LogRepo, 'insertBatch'>;
   /** Pause between writes: lines arriving meanwhile share one INSERT. */
   flushMs: number;
-  /** Postgres: NOTIFY other processes in the same transaction. */
-  notify: boolean;
+  /** Several processes on one Postgres: batches take the write lock and NOTIFY (LogRepo.insertBatch). */
+  shared: boolean;
   /** Called with the rows of each committed batch, in id order. */
   onCommitted(rows: LogRow[]): void;
   log: { warn(o: object, m?: string): void };
@@ -33,7 +33,7 @@ export function createLogSink(deps: LogSinkDeps) {
       // Offsets go with the last batch of what was pending, so they never move past unwritten lines.
       const moved = entries.length <= MAX_BATCH ? [...offsets].map(([stream, offset]) => ({ stream, offset })) : [];
       try {
-        const written = await deps.repo.insertBatch(batch, moved, deps.notify);
+        const written = await deps.repo.insertBatch(batch, moved, deps.shared);
         entries = entries.slice(batch.length);
         for (const { stream, offset } of moved) if (offsets.get(stream) === offset) offsets.delete(stream);
         if (written.length) deps.onCommitted(written);
