@@ -35,6 +35,8 @@ const REFRESH_MS = 1000;
 interface Stream {
   key: string;
   file: string;
+  /** The instance dir (what inotify reports a write in). */
+  dir: string;
   instance: TailedInstance;
   fallbackLevel: 'info' | 'error';
   splitter: LineSplitter;
@@ -56,17 +58,25 @@ export function createLogCollector(deps: CollectorDeps) {
   let loop: Promise<void> | undefined;
   // inotify on each instance dir wakes the loop as soon as an app writes (the poll is the
   // fallback for filesystems without it): a line waits microseconds, not up to `pollMs`.
+  // A woken tick reads only the dirs written since the last one; every `pollMs` (however often
+  // it is woken) a tick reads every stream: partial lines, stopped instances, missed events.
   const watchers = new Map<string, FSWatcher>();
+  const written = new Set<string>();
+  let fullPassDue = true;
+  let lastFullPass = 0;
   let wake: (() => void) | undefined;
   let woken = false;
-  const onWrite = () => {
+  /** `dir` was written; without one, every stream is to be read (a new instance). */
+  const onWrite = (dir?: string) => {
+    if (dir) written.add(dir);
+    else fullPassDue = true;
     woken = true;
     wake?.();
   };
   function watchDir(dir: string) {
     if (watchers.has(dir)) return;
     try {
-      watchers.set(dir, watch(dir, onWrite).on('error', () => unwatch(dir)));
+      watchers.set(dir, watch(dir, () => onWrite(dir)).on('error', () => unwatch(dir)));
     } catch {
       // not there yet (or no inotify): the poll covers it
     }
@@ -96,7 +106,7 @@ export function createLogCollector(deps: CollectorDeps) {
     await adopt(list);
     const present = new Set(list.map((i) => i.instanceId));
     for (const [key, s] of streams) if (!present.has(s.instance.instanceId)) streams.delete(key);
-    const dirs = new Set([...streams.values()].map((s) => path.dirname(s.file)));
+    const dirs = new Set([...streams.values()].map((s) => s.dir));
     for (const dir of dirs) watchDir(dir);
     for (const dir of watchers.keys()) if (!dirs.has(dir)) unwatch(dir);
   }
@@ -110,8 +120,8 @@ export function createLogCollector(deps: CollectorDeps) {
         const known = streams.get(key);
         if (known) known.instance = instance;
         else if (!finished.has(key)) {
-          const file = path.join(deps.instanceDir(instance.serviceId, instance.instanceId), `${name}.log`);
-          fresh.push({ key, file, instance, fallbackLevel, splitter: createLineSplitter(), grewAt: Date.now() });
+          const dir = deps.instanceDir(instance.serviceId, instance.instanceId);
+          fresh.push({ key, file: path.join(dir, `${name}.log`), dir, instance, fallbackLevel, splitter: createLineSplitter(), grewAt: Date.now() });
         }
       }
     }
@@ -181,9 +191,17 @@ export function createLogCollector(deps: CollectorDeps) {
       lastRefresh = Date.now();
       await refresh();
     }
+    const all = fullPassDue || Date.now() - lastFullPass >= deps.pollMs;
+    if (all) {
+      fullPassDue = false;
+      lastFullPass = Date.now();
+    }
+    const dirs = new Set(written);
+    written.clear();
     for (const s of [...streams.values()]) {
+      if (deps.sink.backlogged || !(all || dirs.has(s.dir))) continue;
       // A file far behind is read a chunk per tick, so other instances are not starved.
-      if (!deps.sink.backlogged) await readStream(s);
+      if (await readStream(s)) onWrite(s.dir);
     }
   }
 
@@ -208,10 +226,10 @@ export function createLogCollector(deps: CollectorDeps) {
     /** Reads a stopped instance's files to their end now (a cron run whose dir is about to be removed). */
     collectRest(instance: Omit<TailedInstance, 'active'>): Promise<void> {
       return serial(async () => {
-        const stopped = { ...instance, active: false };
-        await adopt([stopped]);
+        const ended = { ...instance, active: false };
+        await adopt([ended]);
         for (const s of [...streams.values()].filter((x) => x.instance.instanceId === instance.instanceId)) {
-          s.instance = stopped;
+          s.instance = ended;
           while (streams.has(s.key)) await readStream(s); // reads, then finishes (or drops a missing file)
         }
       });
