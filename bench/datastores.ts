@@ -12,12 +12,11 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { findPostgresInstalls } from '../src/provisioners/postgres/binaries.js';
 import { findKeyValueServer } from '../src/provisioners/keyvalue/local.js';
-import { freePort, log, signUp, sleep, startSlipway, table, type BenchCaller, type RunningSlipway } from './lib.js';
+import { freePort, log, median, signUp, sleep, startSlipway, table, type BenchCaller, type RunningSlipway } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const RUNS = SMOKE ? 2 : 10;
 const ADMIN_PG = process.env.BENCH_POSTGRES_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
 
 
 /** Datastores not yet deleted through the API: killed if the bench dies (they outlive Slipway by design). */

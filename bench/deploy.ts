@@ -5,13 +5,12 @@
  */
 import autocannon from 'autocannon';
 import http from 'node:http';
-import { fixtureArchive, freePort, log, percentile, signUp, startSlipway, table } from './lib.js';
+import { fixtureArchive, freePort, log, median, percentile, signUp, sleep, startSlipway, table } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const DEPLOYS = SMOKE ? 3 : 20;
 const LOAD_S = SMOKE ? 2 : 10;
 
-const median = (values: number[]) => percentile(values, 50);
 
 async function main() {
   const routerPort = await freePort();
@@ -24,7 +23,7 @@ async function main() {
         const d = await call('GET', `/v1/services/${serviceId}/deploys/${deployId}`);
         if (d.status === 'live') return;
         if (['build_failed', 'update_failed', 'canceled', 'pre_deploy_failed'].includes(d.status)) throw new Error(`deploy ${deployId} ended ${d.status}: ${d.failureReason}`);
-        await new Promise((r) => setTimeout(r, 10));
+        await sleep(10);
       }
     };
     const { service } = await call('POST', '/v1/services', { type: 'web_service', name: 'bench-app', serviceDetails: { runtime: 'node', healthCheckPath: '/healthz', numInstances: 1 } });

@@ -17,6 +17,7 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The value at percentile `p` (nearest rank). */
 export const percentile = (values: number[], p: number) =>
   [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.max(0, Math.ceil((p / 100) * values.length) - 1))]!;
+export const median = (values: number[]) => percentile(values, 50);
 
 /** A fixture app of test/fixtures/apps as the .tgz a user would upload. */
 export async function fixtureArchive(name: string): Promise<Buffer> {

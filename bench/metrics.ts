@@ -16,7 +16,7 @@ import { createMetricQueries } from '../src/observability/metrics/series.js';
 import { readStat } from '../src/runtime/local/proc.js';
 import { openStore } from '../src/store/db.js';
 import { createMetricRepo, type MetricSampleInsert } from '../src/store/repos/metrics.js';
-import { log, percentile, table } from './lib.js';
+import { log, percentile, sleep, table } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const INSTANCES = 50;
@@ -37,7 +37,7 @@ async function main() {
   try {
     // 50 instances: a shell with a child each, so the sampler walks real trees.
     for (let i = 0; i < INSTANCES; i++) children.push(spawn('/bin/sh', ['-c', 'sleep 600 & wait'], { stdio: 'ignore', detached: true }));
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     const instances = children.map((c, i) => ({
       id: `ins-${i}`, serviceId: 'srv-bench', status: 'running' as const, pid: c.pid!, startTime: readStat(c.pid!)!.startTime,
     }));

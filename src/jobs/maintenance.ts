@@ -4,7 +4,7 @@ import type { InviteRepo } from '../store/repos/invites.js';
 import type { SessionRepo } from '../store/repos/sessions.js';
 import { schedulePeriodic } from './queue.js';
 
-export const MAINTENANCE_QUEUE = 'maintenance';
+const MAINTENANCE_QUEUE = 'maintenance';
 const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 interface MaintenanceDeps {

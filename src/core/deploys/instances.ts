@@ -24,7 +24,7 @@ const handleOf = (row: InstanceRow) => ({ pid: row.pid ?? 0, startTime: row.star
 const HEALTH_TIMEOUT_CAP_MS = 10 * 60_000;
 
 /** Starts, health-checks and stops the processes of a deploy (DESIGN.md §7 "Update"). */
-export interface InstancesDeps {
+interface InstancesDeps {
   repo: InstanceRepo;
   runtime: Runtime;
   layout: Layout;

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { badRequest, notFound } from '../../lib/errors.js';
-import { parseLogFilter, parseTimeUs, type LogQuery, type ParsedLogFilter } from '../../observability/logs/filters.js';
+import { parseLogFilter, parseTimeRange, type LogQuery, type ParsedLogFilter } from '../../observability/logs/filters.js';
 import type { SubscribeFrom } from '../../observability/logs/stream.js';
 import { queryLogs } from '../../observability/logs/query.js';
 import type { HttpDeps } from '../deps.js';
@@ -80,10 +80,8 @@ export function logRoutes({ guard, repos, logs }: HttpDeps) {
       },
       handler: async (req) => {
         const parsed = await prepare(req, req.query);
-        const { afterId, startTime, endTime } = req.query;
-        const range = { startUs: startTime ? parseTimeUs(startTime, 'startTime') : undefined, endUs: endTime ? parseTimeUs(endTime, 'endTime') : undefined };
-        if (range.startUs !== undefined && range.endUs !== undefined && range.startUs > range.endUs) throw badRequest('startTime must not be after endTime');
-        return { parsed, from: { afterId: afterId !== undefined ? Number(afterId) : undefined, ...range } };
+        const { afterId } = req.query;
+        return { parsed, from: { afterId: afterId !== undefined ? Number(afterId) : undefined, ...parseTimeRange(req.query) } };
       },
       websocket: (socket, prepared) => {
         const { parsed, from } = prepared as { parsed: ParsedLogFilter; from: SubscribeFrom };

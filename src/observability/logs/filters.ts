@@ -93,6 +93,14 @@ export function parseTimeUs(value: string, name: string): number {
   return ms * 1000 + Number(fraction.padEnd(6, '0').slice(3, 6));
 }
 
+/** `startTime`/`endTime` as microseconds, each when given; both given, start must not be after end. */
+export function parseTimeRange(q: { startTime?: string; endTime?: string }): { startUs?: number; endUs?: number } {
+  const startUs = q.startTime ? parseTimeUs(q.startTime, 'startTime') : undefined;
+  const endUs = q.endTime ? parseTimeUs(q.endTime, 'endTime') : undefined;
+  if (startUs !== undefined && endUs !== undefined && startUs > endUs) throw badRequest('startTime must not be after endTime');
+  return { startUs, endUs };
+}
+
 export function formatTimeUs(us: number): string {
   const ms = Math.floor(us / 1000);
   return new Date(ms).toISOString().replace('Z', `${String(us - ms * 1000).padStart(3, '0')}Z`);

@@ -1,6 +1,5 @@
-import { badRequest } from '../../lib/errors.js';
 import type { LogRepo } from '../../store/repos/logs.js';
-import { formatTimeUs, logEntryBody, parseTimeUs, type ParsedLogFilter } from './filters.js';
+import { formatTimeUs, logEntryBody, parseTimeRange, type ParsedLogFilter } from './filters.js';
 
 const HOUR_US = 3_600_000_000;
 
@@ -14,11 +13,10 @@ export async function queryLogs(
   parsed: ParsedLogFilter,
   q: { startTime?: string; endTime?: string; direction?: 'forward' | 'backward'; limit?: number },
 ) {
-  const givenStart = q.startTime ? parseTimeUs(q.startTime, 'startTime') : undefined;
+  const given = parseTimeRange(q);
   // endTime defaults to now (or to startTime, when that is in the future: an empty page, not a 400).
-  const endUs = q.endTime ? parseTimeUs(q.endTime, 'endTime') : Math.max(Date.now() * 1000, givenStart ?? 0);
-  const startUs = givenStart ?? endUs - HOUR_US;
-  if (startUs > endUs) throw badRequest('startTime must not be after endTime');
+  const endUs = given.endUs ?? Math.max(Date.now() * 1000, given.startUs ?? 0);
+  const startUs = given.startUs ?? endUs - HOUR_US;
   const backward = q.direction !== 'forward';
   const limit = q.limit ?? 20;
   const rows = await repo.page(parsed.filter, { startUs, endUs, backward, limit: limit + 1 });

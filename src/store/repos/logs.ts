@@ -190,8 +190,7 @@ export function createLogRepo(db: Db) {
       if (!entries.length && !offsets.length) return [];
       const drafts = entries.map(draftRow);
       const write = async (t: Db) => {
-        const inserted = (await t.execute(insertSql(drafts, offsets))) as unknown as { rows: Array<{ id: string; tsUs: string; i: number }> };
-        return inserted.rows.map((r) => {
+        return rowsOf(await t.execute(insertSql(drafts, offsets))).map((r) => {
           const row = drafts[Number(r.i) - 1]!;
           row.id = Number(r.id);
           row.tsUs = Number(r.tsUs);
