@@ -88,10 +88,13 @@ describe('instance-seconds', () => {
 describe('build-seconds', () => {
   it('bills a build as it runs and up to its end, with the service plan', async () => {
     const before = Date.now();
-    const { service, deploy } = await deployFixture(api, owner, 'node-build', { serviceDetails: { runtime: 'node', plan: 'standard' } });
+    // A build of a second or so: several meter passes (0.3 s) run while it does.
+    const { service, deploy } = await deployFixture(api, owner, 'node-build', { serviceDetails: { runtime: 'node', plan: 'standard', envSpecificDetails: { buildCommand: 'sleep 1 && node build.js' } } });
     expect(deploy.status).toBe('live');
     const { rows } = await sql(`select plan, quantity, started_at, ended_at, resource_id from usage_entries where kind = 'build_seconds' and source_id = $1 order by started_at`, [deploy.id]);
     expect(rows.length).toBeGreaterThanOrEqual(2); // stretches, then the closing entry at the end
+    // Billed as it ran: passes wrote stretches before the one its end writes (recordBuild alone writes one).
+    expect(rows.filter((r) => Number(r.quantity) > 0).length).toBeGreaterThanOrEqual(2);
     for (const row of rows) expect(row).toMatchObject({ plan: 'standard', resource_id: service.id });
     await expectContiguous(deploy.id, 'build_seconds');
     const closing = rows.at(-1)!;
