@@ -13,7 +13,7 @@ import type { InstanceHandle, InstanceSpec, Limits } from '../src/runtime/types.
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/runtime');
 const IS_ROOT = process.getuid?.() === 0;
-const LIMITS: Limits = { memoryMb: 256, cpuMillicores: 500 };
+const LIMITS: Limits = { memoryMb: 256, cpuMillicores: 500, pids: 256, diskMb: 64 };
 /** node must be found inside the sandbox wherever it is installed. */
 const APP_PATH = `${path.dirname(process.execPath)}:/usr/bin:/bin`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -52,8 +52,10 @@ mkdirSync(appDir, { recursive: true });
 copyFileSync(path.join(FIXTURES, 'app.cjs'), path.join(appDir, 'app.cjs'));
 
 const logged: { level: string; m?: string }[] = [];
+// The shared network: these tests are about the sandbox and limits (test/network-isolation.test.ts covers namespaces).
 const runtime = await createLocalRuntime({
   dataDir,
+  network: 'shared',
   log: { info: (_o, m) => logged.push({ level: 'info', m }), warn: (_o, m) => logged.push({ level: 'warn', m }) },
 });
 const cgroupsWritable = runtime.capabilities.cgroups !== 'none';
@@ -74,7 +76,7 @@ function instanceSpec(env: Record<string, string>, limits = LIMITS): InstanceSpe
 }
 
 async function startApp(env: Record<string, string> = {}, limits = LIMITS) {
-  const port = await runtime.freePort();
+  const port = await runtime.instancePort();
   const spec = instanceSpec({ PORT: String(port), ...env }, limits);
   const handle = await runtime.start(spec);
   started.push(handle);
@@ -159,13 +161,14 @@ describe('sandboxedCommand (pure)', () => {
   });
 
   it('turns limits into cgroup control files', () => {
-    const limits = { memoryMb: 512, cpuMillicores: 250 };
+    const limits = { memoryMb: 512, cpuMillicores: 250, pids: 100, diskMb: 64 };
     expect(limitFiles('v1', { controllers: ['memory', 'cpu'], swap: true }, limits)).toEqual([
       ['memory.limit_in_bytes', '536870912'], ['memory.memsw.limit_in_bytes', '536870912'],
       ['cpu.cfs_period_us', '100000'], ['cpu.cfs_quota_us', '25000'],
     ]);
     expect(limitFiles('v2', { controllers: ['memory', 'cpu'], swap: true }, limits)).toEqual([['memory.max', '536870912'], ['memory.swap.max', '0'], ['cpu.max', '25000 100000']]);
-    expect(limitFiles('v1', { controllers: ['cpu'], swap: false }, { memoryMb: 1, cpuMillicores: 1 })).toEqual([['cpu.cfs_period_us', '100000'], ['cpu.cfs_quota_us', '1000']]);
+    expect(limitFiles('v1', { controllers: ['cpu'], swap: false }, { ...limits, memoryMb: 1, cpuMillicores: 1 })).toEqual([['cpu.cfs_period_us', '100000'], ['cpu.cfs_quota_us', '1000']]);
+    expect(limitFiles('v1', { controllers: ['pids'], swap: false }, limits)).toEqual([['pids.max', '100']]);
   });
 });
 
@@ -180,7 +183,7 @@ describe('local runtime', () => {
   it('runs a node app that answers health checks, with exactly the given env, logging to files', async () => {
     process.env.SLIPWAY_RUNTIME_TEST_MARKER = 'must not leak';
     const { handle, port, spec } = await startApp({ GREETING: 'hello world' }).finally(() => delete process.env.SLIPWAY_RUNTIME_TEST_MARKER);
-    await runtime.waitHealthy({ handle, port, path: '/health', timeoutMs: 10_000 });
+    await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
     expect(await get(port, '/health')).toBe('ok');
 
     const env = await get<Record<string, string>>(port, '/env');
@@ -208,7 +211,7 @@ describe('local runtime', () => {
 
   it('keeps the app away from the data dir and other services, with its app dir read-only', async () => {
     const { handle, port, spec } = await startApp();
-    await runtime.waitHealthy({ handle, port, path: '/health', timeoutMs: 10_000 });
+    await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
     const read = (file: string) => get<{ ok: boolean; value?: string; code?: string }>(port, '/read', file);
     const write = (file: string) => get<{ ok: boolean; code?: string }>(port, '/write', file);
 
@@ -223,8 +226,8 @@ describe('local runtime', () => {
   });
 
   it.skipIf(!cgroupsWritable)('applies memory and CPU limits to the app and everything it starts (skipped when cgroups are not writable)', async () => {
-    const { handle, port } = await startApp({ SPAWN_SLEEP: '969' }, { memoryMb: 200, cpuMillicores: 250 });
-    await runtime.waitHealthy({ handle, port, path: '/health', timeoutMs: 10_000 });
+    const { handle, port } = await startApp({ SPAWN_SLEEP: '969' }, { ...LIMITS, memoryMb: 200, cpuMillicores: 250 });
+    await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
     const v2 = runtime.capabilities.cgroups === 'v2';
     expect(readFileSync(cgroupFile(handle.pid, 'memory', v2 ? 'memory.max' : 'memory.limit_in_bytes'), 'utf8').trim()).toBe(String(200 * 1024 * 1024));
     expect(readFileSync(cgroupFile(handle.pid, 'cpu', v2 ? 'cpu.max' : 'cpu.cfs_quota_us'), 'utf8').trim()).toBe(v2 ? '25000 100000' : '25000');
@@ -242,7 +245,7 @@ describe('local runtime', () => {
     const cgroups = (await detectCgroups([]))!;
     const empty = cgroups.create('sweep-test-empty', LIMITS);
     const { handle, port } = await startApp();
-    await runtime.waitHealthy({ handle, port, path: '/health', timeoutMs: 10_000 });
+    await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
     const busy = path.dirname(cgroupFile(handle.pid, 'memory', 'x'));
     cgroups.sweepEmpty(0);
     for (const dir of empty) expect(existsSync(dir)).toBe(false);
@@ -256,7 +259,7 @@ describe('local runtime', () => {
   });
 
   it.skipIf(!cgroupsWritable)('kills an app that allocates more than its memory limit (skipped when cgroups are not writable)', async () => {
-    const { handle } = await startApp({ APP_MODE: 'no-listen', ALLOCATE_MB: '300' }, { memoryMb: 100, cpuMillicores: 1000 });
+    const { handle } = await startApp({ APP_MODE: 'no-listen', ALLOCATE_MB: '300' }, { ...LIMITS, memoryMb: 100, cpuMillicores: 1000 });
     await waitFor('the app to be OOM-killed', () => !runtime.isAlive(handle), 20_000);
     expect(readFileSync(handle.stdoutPath, 'utf8')).toBe('app starting (no-listen)\n'); // it ran, but never finished allocating
     expect(readFileSync(handle.stderrPath, 'utf8')).toContain('Killed'); // by the OOM killer's SIGKILL (reported by its shell)
@@ -264,7 +267,7 @@ describe('local runtime', () => {
 
   it('stop() SIGKILLs an app ignoring SIGTERM after graceMs, with the children it started in another process group', async () => {
     const { handle, port } = await startApp({ IGNORE_SIGTERM: '1', SPAWN_SLEEP: '968' });
-    await runtime.waitHealthy({ handle, port, path: '/health', timeoutMs: 10_000 });
+    await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
     const child = await waitFor('the sleep child', () => descendantsOf(handle.pid).find((p) => p.comm === 'sleep'));
     const app = descendantsOf(handle.pid).find((p) => p.comm === 'node');
     expect(readStat(child.pid)?.startTime).toBeTruthy();
@@ -284,7 +287,7 @@ describe('local runtime', () => {
 
   it('keeps the whole sandbox in the process group of the handle, so SIGKILL to the group takes it all down', async () => {
     const { handle, port } = await startApp({ SPAWN_SLEEP: '964' });
-    await runtime.waitHealthy({ handle, port, path: '/health', timeoutMs: 10_000 });
+    await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
     const app = await waitFor('the app and its child', () => {
       const procs = descendantsOf(handle.pid);
       return procs.some((p) => p.comm === 'sleep') && procs;
@@ -295,7 +298,7 @@ describe('local runtime', () => {
 
   it('stop() returns as soon as a well-behaved app has exited on SIGTERM', async () => {
     const { handle, port } = await startApp();
-    await runtime.waitHealthy({ handle, port, timeoutMs: 10_000 }); // TCP check
+    await runtime.waitHealthy({ host: '127.0.0.1', handle, port, timeoutMs: 10_000 }); // TCP check
     const begun = Date.now();
     await runtime.stop(handle, 10_000);
     expect(Date.now() - begun).toBeLessThan(2000);
@@ -312,7 +315,7 @@ describe('local runtime', () => {
   it('waitHealthy rejects early when the app crashes on start', async () => {
     const { handle, port } = await startApp({ APP_MODE: 'crash' });
     const begun = Date.now();
-    await expect(runtime.waitHealthy({ handle, port, path: '/health', timeoutMs: 30_000 })).rejects.toThrow(/exited before/);
+    await expect(runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 30_000 })).rejects.toThrow(/exited before/);
     expect(Date.now() - begun).toBeLessThan(5000);
     expect(readFileSync(handle.stderrPath, 'utf8')).toContain('app stderr line');
   });
@@ -321,7 +324,7 @@ describe('local runtime', () => {
     const { handle, port } = await startApp({ APP_MODE: 'no-listen' });
     for (const probePath of ['/health', undefined]) {
       const begun = Date.now();
-      await expect(runtime.waitHealthy({ handle, port, path: probePath, timeoutMs: 1200 })).rejects.toThrow(/not healthy within 1200 ms/);
+      await expect(runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: probePath, timeoutMs: 1200 })).rejects.toThrow(/not healthy within 1200 ms/);
       expect(Date.now() - begun).toBeGreaterThanOrEqual(1200);
       expect(Date.now() - begun).toBeLessThan(3000);
     }
@@ -334,7 +337,7 @@ describe('local runtime', () => {
   });
 
   it('keeps instances running when Slipway exits; a new Slipway finds and stops them', async () => {
-    const port = await runtime.freePort();
+    const port = await runtime.instancePort();
     const spec = instanceSpec({ PORT: String(port) });
     // Another node process plays Slipway: it starts the instance and exits.
     const slipway = await run(
@@ -343,11 +346,11 @@ describe('local runtime', () => {
     );
     expect(slipway.exitCode, slipway.output).toBe(0);
     const { pid, startTime } = JSON.parse(readFileSync(path.join(spec.instanceDir, 'instance.json'), 'utf8')) as InstanceHandle;
-    started.push({ instanceId: spec.instanceId, pid, startTime, startedAt: new Date(), stdoutPath: '', stderrPath: '' });
+    started.push({ instanceId: spec.instanceId, pid, startTime, startedAt: new Date(), address: '127.0.0.1', stdoutPath: '', stderrPath: '' });
 
-    const restarted = await createLocalRuntime({ dataDir });
+    const restarted = await createLocalRuntime({ dataDir, network: 'shared' });
     expect(restarted.isAlive({ pid, startTime })).toBe(true);
-    await restarted.waitHealthy({ handle: { pid, startTime }, port, path: '/health', timeoutMs: 10_000 });
+    await restarted.waitHealthy({ host: '127.0.0.1', handle: { pid, startTime }, port, path: '/health', timeoutMs: 10_000 });
     await restarted.stop({ pid, startTime }, 2000);
     expect(restarted.isAlive({ pid, startTime })).toBe(false);
     expect(readFileSync(path.join(spec.instanceDir, 'stdout.log'), 'utf8')).toContain('app starting (serve)');

@@ -13,6 +13,7 @@ import type { Projects } from '../core/projects.js';
 import type { Services } from '../core/services/services.js';
 import type { Config } from '../config.js';
 import type { SecretBox } from '../lib/secret-box.js';
+import type { RuntimeCapabilities } from '../runtime/types.js';
 import type { Repos } from '../store/repos/index.js';
 import type { Guard } from './guard.js';
 import type { Logs } from '../observability/logs/index.js';
@@ -38,7 +39,7 @@ export interface HttpDeps {
   saveUpload: SaveUpload;
   urls: AppUrls;
   secretBox: SecretBox;
-  health: { store(): Promise<void>; queue(): Promise<void>; storeKind: string };
+  health: { store(): Promise<void>; queue(): Promise<void>; storeKind: string; runtime: RuntimeCapabilities };
   logs: Logs;
   metrics: MetricQueries;
   /** GET /metrics (Prometheus text). */

@@ -17,6 +17,8 @@ export interface Command {
    * off the command line, which every local user can read in /proc/<pid>/cmdline.
    */
   fd3Args?: string[];
+  /** Bytes the program reads from file descriptor 4 to its end (bwrap's `--seccomp 4`: the compiled filter). */
+  fd4Data?: Buffer;
 }
 
 export interface RunResult {
@@ -25,6 +27,8 @@ export interface RunResult {
   timedOut: boolean;
   canceled: boolean;
   output: string;
+  /** The kernel killed a process of it for going over its memory limit (set by the runtime's builds, which run in a cgroup). */
+  oomKilled?: boolean;
 }
 
 export interface RunOptions {
@@ -49,13 +53,16 @@ export function killGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-/** fd 3 of the child, when it reads arguments from it. */
-const fd3 = (cmd: Command): Array<'pipe'> => (cmd.fd3Args ? ['pipe'] : []);
-function sendFd3Args(cmd: Command, child: ChildProcess) {
-  if (!cmd.fd3Args) return;
-  const pipe = child.stdio[3] as Writable | null;
-  pipe?.on('error', () => undefined); // a child that exits before reading: its exit status tells
-  pipe?.end(cmd.fd3Args.map((a) => `${a}\0`).join(''));
+/** fds 3 and 4 of the child, when it reads from them (a pipe each; an fd it does not use is not opened). */
+const extraFds = (cmd: Command): Array<'pipe' | 'ignore'> => (cmd.fd4Data ? [cmd.fd3Args ? 'pipe' : 'ignore', 'pipe'] : cmd.fd3Args ? ['pipe'] : []);
+function sendExtraFds(cmd: Command, child: ChildProcess) {
+  const send = (fd: number, data: string | Buffer) => {
+    const pipe = child.stdio[fd] as Writable | null;
+    pipe?.on('error', () => undefined); // a child that exits before reading: its exit status tells
+    pipe?.end(data);
+  };
+  if (cmd.fd3Args) send(3, cmd.fd3Args.map((a) => `${a}\0`).join(''));
+  if (cmd.fd4Data) send(4, cmd.fd4Data);
 }
 
 /** detached: a session and process group of its own (without a terminal), so the group can be signalled as a whole. */
@@ -114,8 +121,8 @@ function lineChunker(emit: (chunk: string) => void) {
  */
 export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', 'pipe', 'pipe', ...fd3(cmd)] });
-    sendFd3Args(cmd, child);
+    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', 'pipe', 'pipe', ...extraFds(cmd)] });
+    sendExtraFds(cmd, child);
     const tail = new OutputTail(opts.maxOutputBytes ?? 256 * 1024);
     const emit = (chunk: string) => {
       tail.push(chunk);
@@ -191,8 +198,8 @@ export function spawnDetached(
   const stdoutFd = openSync(files.stdoutPath, 'a', 0o640);
   const stderrFd = openSync(files.stderrPath, 'a', 0o640);
   try {
-    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', stdoutFd, stderrFd, ...fd3(cmd)] });
-    sendFd3Args(cmd, child);
+    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', stdoutFd, stderrFd, ...extraFds(cmd)] });
+    sendExtraFds(cmd, child);
     child.once('exit', onExit);
     child.unref();
     return new Promise((resolve, reject) => {

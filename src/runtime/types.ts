@@ -1,9 +1,16 @@
-import type { RunResult } from '../lib/exec.js';
+import type { Command, RunResult } from '../lib/exec.js';
 
 /** From the plan. */
 export interface Limits {
   memoryMb: number;
   cpuMillicores: number;
+  /** Processes and threads together (cgroup pids.max): a fork bomb stops here. */
+  pids: number;
+  /**
+   * Size of each writable scratch filesystem of the sandbox ($HOME, /tmp, Sandbox.scratchDirs): tmpfs, so what is
+   * written there is memory charged to the instance's memory limit, and never lands on the host's disk.
+   */
+  diskMb: number;
 }
 
 /** Where the app may look. */
@@ -12,8 +19,10 @@ export interface Sandbox {
   appDir: string;
   /** Relative subdir (service rootDir), '' for root. */
   workDir: string;
-  /** E.g. the instance's own tmp dir; mounted read-write. */
+  /** Host dirs mounted read-write (e.g. a cron run's status dir): what the app writes there is on the host's disk, unlimited. */
   writableDirs: string[];
+  /** Writable dirs private to the sandbox (tmpfs of limits.diskMb each, empty at every start), like $HOME; host dirs without bwrap. */
+  scratchDirs?: string[];
 }
 
 export interface InstanceSpec {
@@ -28,6 +37,10 @@ export interface InstanceSpec {
   env: Record<string, string>;
   sandbox: Sandbox;
   limits: Limits;
+  /** Its workspace's private network, where it answers to `hostnames` (namespaces mode; ignored on the shared network). */
+  network?: { workspaceId: string; hostnames: string[] };
+  /** Runs the moment the process exits while this Slipway runs it (the router drops it before anything can take its place). */
+  onExit?(): void;
 }
 
 export interface InstanceHandle {
@@ -36,6 +49,8 @@ export interface InstanceHandle {
   /** /proc/<pid>/stat field 22, guards against pid reuse. */
   startTime: string;
   startedAt: Date;
+  /** Where the router and Slipway's checks reach it: its namespace's address, or 127.0.0.1 on the shared network. */
+  address: string;
   stdoutPath: string;
   stderrPath: string;
 }
@@ -55,6 +70,10 @@ export interface RuntimeCapabilities {
   sandbox: 'bwrap' | 'none';
   runAsUser: { uid: number; gid: number; name: string } | undefined;
   cgroups: 'v2' | 'v1' | 'none';
+  /** namespaces: a namespace per instance and build, a private network per workspace; shared: the host's (one team only). */
+  network: 'namespaces' | 'shared';
+  /** Which limits this machine enforces; each false one is explained in `notes`. */
+  limits: { memory: boolean; cpu: boolean; pids: boolean; disk: boolean; seccomp: boolean };
   /** One line per thing that could not be applied and why. */
   notes: string[];
 }
@@ -70,11 +89,27 @@ export interface Runtime {
   /** SIGTERM to the group, SIGKILL to the group after graceMs, resolves when the group is gone; no-op if already gone. */
   stop(handle: Pick<InstanceHandle, 'pid' | 'startTime'>, graceMs: number): Promise<void>;
   /**
-   * path given: HTTP GET 127.0.0.1:port+path until 2xx/3xx; else TCP connect.
+   * path given: HTTP GET host:port+path until 2xx/3xx; else TCP connect.
    * Rejects early (clear message) if the process dies; rejects on timeout.
    */
-  waitHealthy(opts: { handle: Pick<InstanceHandle, 'pid' | 'startTime'>; port: number; path?: string; timeoutMs: number; signal?: AbortSignal }): Promise<void>;
-  freePort(): Promise<number>;
+  waitHealthy(opts: { handle: Pick<InstanceHandle, 'pid' | 'startTime'>; host: string; port: number; path?: string; timeoutMs: number; signal?: AbortSignal }): Promise<void>;
+  /** The PORT for a new instance: Render's 10000 in a namespace of its own; a free loopback port on the shared network. */
+  instancePort(): Promise<number>;
+  /** Where a running (or re-adopted) instance is reached; 127.0.0.1 on the shared network. */
+  addressOf(instanceId: string): string;
+  /** Removes what the instance had besides its processes (its namespace and address); call after it stopped. */
+  release(instanceId: string): Promise<void>;
+  /** Removes the namespaces of instances that `keep` refuses (at start: those lost while Slipway was down). */
+  sweep(keep: (instanceId: string) => boolean): Promise<void>;
+  /**
+   * A namespace on the workspace's private network for a datastore server, where the workspace's apps reach it as
+   * `hostnames`; undefined on the shared network. `wrap` runs a command inside it. `release(id)` removes it.
+   */
+  attachServer(id: string, workspaceId: string, hostnames: string[]): Promise<{ address: string; wrap(cmd: Command): Command } | undefined>;
+  /** Removes the namespaces of datastore servers that `keep` refuses. */
+  sweepServers(keep: (id: string) => boolean): Promise<void>;
+  /** Whether the instance's process, found exited, was killed for going over its memory limit; told once. Optional: runtimes without limits never say so. */
+  oomKilled?(instanceId: string): boolean;
 }
 
 /** What createLocalRuntime (src/runtime/local/index.ts) logs capabilities through. */

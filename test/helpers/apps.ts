@@ -57,10 +57,10 @@ export interface RouterReply {
 }
 
 /** A request through Slipway's router for `<slug>.localhost`, the way a browser would send it. */
-export function viaRouter(routerPort: number, slug: string, urlPath = '/', opts: { method?: string; agent?: http.Agent; timeoutMs?: number } = {}): Promise<RouterReply> {
+export function viaRouter(routerPort: number, slug: string, urlPath = '/', opts: { method?: string; agent?: http.Agent; timeoutMs?: number; headers?: Record<string, string> } = {}): Promise<RouterReply> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port: routerPort, path: urlPath, method: opts.method ?? 'GET', headers: { host: `${slug}.localhost:${routerPort}` }, agent: opts.agent },
+      { host: '127.0.0.1', port: routerPort, path: urlPath, method: opts.method ?? 'GET', headers: { ...opts.headers, host: `${slug}.localhost:${routerPort}` }, agent: opts.agent },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

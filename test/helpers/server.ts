@@ -5,6 +5,8 @@ import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { LogOptions } from '../../src/http/app.js';
+import { findProgram } from '../../src/runtime/local/capabilities.js';
+import { removeNetworksOf } from '../../src/runtime/local/network/index.js';
 import { startSlipway, type Slipway } from '../../src/server.js';
 import { client, type Client } from './client.js';
 
@@ -146,6 +148,7 @@ export async function bootServer(
       if (!stopped) await killDatastores(slipway).catch(() => undefined);
       await stop();
       killProcessesUnder(dataDir);
+      await removeNetworksOf(dataDir, config.networkCidr, findProgram);
       await database?.drop();
       rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 });
     },

@@ -21,6 +21,8 @@ export interface Release {
 }
 
 const handleOf = (row: InstanceRow) => ({ pid: row.pid ?? 0, startTime: row.startTime ?? '' });
+/** Every process of a workspace is on its private network, where other services reach it by its slug (Render's internal hostname). */
+const networkOf = (service: ServiceRow) => ({ workspaceId: service.workspaceId, hostnames: [service.slug] });
 const HEALTH_TIMEOUT_CAP_MS = 10 * 60_000;
 
 /** Starts, health-checks and stops the processes of a deploy (DESIGN.md §7 "Update"). */
@@ -31,6 +33,8 @@ interface InstancesDeps {
   healthTimeoutMs: number;
   /** Told as soon as a process is spawned (the log collector picks up its output at once). */
   onSpawned?(): void;
+  /** Told the moment a process this Slipway started exits (the router drops it before anything could take its place). */
+  onExited?(instanceId: string): void;
 }
 
 export function createInstances(deps: InstancesDeps) {
@@ -41,7 +45,7 @@ export function createInstances(deps: InstancesDeps) {
     const details = service.details as ServiceDetails;
     const needsPort = service.type === 'web_service' || service.type === 'private_service';
     const id = existing?.id ?? `${service.id}-${randomBytes(4).toString('hex').slice(0, 5)}`;
-    const port = needsPort ? await runtime.freePort() : undefined;
+    const port = needsPort ? await runtime.instancePort() : undefined;
     const instanceDir = layout.instanceDir(service.id, id);
     mkdirSync(path.join(instanceDir, 'tmp'), { recursive: true });
     const row = existing
@@ -53,14 +57,16 @@ export function createInstances(deps: InstancesDeps) {
         instanceId: id, serviceId: service.id, deployId: deploy.id, instanceDir,
         command: release.startCommand,
         env: await release.env({ id, port }),
-        sandbox: { appDir: release.artifactDir, workDir: service.rootDir, writableDirs: [path.join(instanceDir, 'tmp')] },
+        sandbox: { appDir: release.artifactDir, workDir: service.rootDir, writableDirs: [], scratchDirs: [path.join(instanceDir, 'tmp')] },
         limits: PLAN_LIMITS[details.plan],
+        network: networkOf(service),
+        onExit: () => deps.onExited?.(id),
       });
       await repo.update(id, { pid: handle.pid, startTime: handle.startTime, port: port ?? null, startedAt: handle.startedAt, status: 'starting' });
       deps.onSpawned?.();
       if (port !== undefined) {
         const timeoutMs = Math.min(deps.healthTimeoutMs, HEALTH_TIMEOUT_CAP_MS);
-        await runtime.waitHealthy({ handle, port, path: service.type === 'web_service' ? details.healthCheckPath || undefined : undefined, timeoutMs, signal });
+        await runtime.waitHealthy({ handle, host: handle.address, port, path: service.type === 'web_service' ? details.healthCheckPath || undefined : undefined, timeoutMs, signal });
       } else {
         // A worker has no port: being alive a moment after start is its health.
         await new Promise((r) => setTimeout(r, 1000));
@@ -70,6 +76,7 @@ export function createInstances(deps: InstancesDeps) {
       return { ...row, pid: handle.pid, startTime: handle.startTime, port: port ?? null, status: 'running' };
     } catch (err) {
       if (handle) await runtime.stop(handle, 1000);
+      await runtime.release(id);
       await repo.update(id, { status: 'failed', stoppedAt: new Date() });
       throw err;
     }
@@ -106,6 +113,7 @@ export function createInstances(deps: InstancesDeps) {
         env: { ...(await release.env({ id })), SLIPWAY_RUN_STATUS_DIR: statusDir },
         sandbox: { appDir: release.artifactDir, workDir: service.rootDir, writableDirs: [statusDir] },
         limits: PLAN_LIMITS[(service.details as ServiceDetails).plan],
+        network: networkOf(service),
       });
       await repo.update(id, { pid: handle.pid, startTime: handle.startTime, startedAt: handle.startedAt, status: 'running' });
       return { row: { ...row, pid: handle.pid, startTime: handle.startTime, status: 'running' }, exitCodeFile, instanceDir };
@@ -117,13 +125,19 @@ export function createInstances(deps: InstancesDeps) {
       await Promise.all(
         rows.map(async (row) => {
           if (row.pid) await runtime.stop(handleOf(row), graceMs);
+          await runtime.release(row.id);
           await repo.update(row.id, { status: 'stopped', stoppedAt: new Date() });
         }),
       );
     },
     isAlive: (row: InstanceRow) => !!row.pid && runtime.isAlive(handleOf(row)),
+    /** Whether the runtime saw the exited instance killed for going over its memory limit (told once). */
+    oomKilled: (row: InstanceRow) => runtime.oomKilled?.(row.id) ?? false,
     active: (filter: { serviceId?: string; deployId?: string } = {}) => repo.active(filter),
-    markFailed: (row: InstanceRow) => repo.update(row.id, { status: 'failed', stoppedAt: new Date() }),
+    async markFailed(row: InstanceRow) {
+      await runtime.release(row.id);
+      await repo.update(row.id, { status: 'failed', stoppedAt: new Date() });
+    },
     bumpRestarts: (row: InstanceRow) => repo.update(row.id, { restarts: row.restarts + 1 }),
   };
 }

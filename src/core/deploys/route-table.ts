@@ -16,6 +16,14 @@ export function createRouteTable(appsDomain: string) {
     setStatic: (slug: string, serviceId: string, root: string) => void bySlug.set(slug, { kind: 'static', serviceId, root }),
     setSuspended: (slug: string, serviceId: string) => void bySlug.set(slug, { kind: 'suspended', serviceId }),
     remove: (slug: string) => bySlug.delete(slug),
+    /** Takes an instance out of whatever routes to it, at once (its process just exited). */
+    dropInstance(instanceId: string) {
+      for (const [slug, target] of bySlug) {
+        if (target.kind === 'instances' && target.upstreams.some((u) => u.instanceId === instanceId)) {
+          bySlug.set(slug, { ...target, upstreams: target.upstreams.filter((u) => u.instanceId !== instanceId) });
+        }
+      }
+    },
     get: (slug: string) => bySlug.get(slug),
   };
 }

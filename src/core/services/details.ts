@@ -10,17 +10,21 @@ const NATIVE_RUNTIMES = new Set(['node', 'python', 'ruby', 'go', 'rust', 'elixir
 export const PLANS = ['free', 'starter', 'starter_plus', 'standard', 'standard_plus', 'pro', 'pro_plus', 'pro_max', 'pro_ultra'] as const;
 export type Plan = (typeof PLANS)[number];
 
-/** Memory and CPU per instance, as Render sizes its instance types. */
+/**
+ * Per instance (and per build of the service): memory and CPU as Render sizes its instance types; processes+threads
+ * (pids) and the size of each writable scratch filesystem ($HOME, /tmp: tmpfs, counted in the memory) grow with them.
+ * SLIPWAY_PIDS_LIMIT and SLIPWAY_DISK_LIMIT_MB override pids and diskMb for every plan.
+ */
 export const PLAN_LIMITS: Record<Plan, Limits> = {
-  free: { memoryMb: 512, cpuMillicores: 100 },
-  starter: { memoryMb: 512, cpuMillicores: 500 },
-  starter_plus: { memoryMb: 1024, cpuMillicores: 1000 },
-  standard: { memoryMb: 2048, cpuMillicores: 1000 },
-  standard_plus: { memoryMb: 3072, cpuMillicores: 1500 },
-  pro: { memoryMb: 4096, cpuMillicores: 2000 },
-  pro_plus: { memoryMb: 8192, cpuMillicores: 4000 },
-  pro_max: { memoryMb: 16384, cpuMillicores: 4000 },
-  pro_ultra: { memoryMb: 32768, cpuMillicores: 8000 },
+  free: { memoryMb: 512, cpuMillicores: 100, pids: 512, diskMb: 512 },
+  starter: { memoryMb: 512, cpuMillicores: 500, pids: 1024, diskMb: 1024 },
+  starter_plus: { memoryMb: 1024, cpuMillicores: 1000, pids: 2048, diskMb: 2048 },
+  standard: { memoryMb: 2048, cpuMillicores: 1000, pids: 4096, diskMb: 4096 },
+  standard_plus: { memoryMb: 3072, cpuMillicores: 1500, pids: 4096, diskMb: 6144 },
+  pro: { memoryMb: 4096, cpuMillicores: 2000, pids: 8192, diskMb: 8192 },
+  pro_plus: { memoryMb: 8192, cpuMillicores: 4000, pids: 8192, diskMb: 16384 },
+  pro_max: { memoryMb: 16384, cpuMillicores: 4000, pids: 16384, diskMb: 32768 },
+  pro_ultra: { memoryMb: 32768, cpuMillicores: 8000, pids: 16384, diskMb: 65536 },
 };
 
 /** A service's settings as stored (services.details); '' means "detect" for commands. */

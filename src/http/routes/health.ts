@@ -5,6 +5,15 @@ import { Timestamp } from '../schemas/common.js';
 
 const Component = Type.Object({ status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]), latencyMs: Type.Number(), error: Type.Optional(Type.String()) });
 
+/** How apps are kept apart on this machine; `notes` says what it cannot enforce (DESIGN.md §8). */
+const Isolation = Type.Object({
+  network: Type.Union([Type.Literal('namespaces'), Type.Literal('shared')], { description: 'shared: fit for one team only' }),
+  sandbox: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]),
+  cgroups: Type.Union([Type.Literal('v2'), Type.Literal('v1'), Type.Literal('none')]),
+  limits: Type.Object({ memory: Type.Boolean(), cpu: Type.Boolean(), pids: Type.Boolean(), disk: Type.Boolean(), seccomp: Type.Boolean() }),
+  notes: Type.Array(Type.String()),
+});
+
 async function probe(check: () => Promise<void>) {
   const started = performance.now();
   try {
@@ -46,6 +55,7 @@ export function healthRoutes({ health }: HttpDeps) {
           200: Type.Object({
             status: Type.Union([Type.Literal('operational'), Type.Literal('degraded')]),
             components: Type.Array(Type.Object({ name: Type.String(), status: Type.Union([Type.Literal('operational'), Type.Literal('down')]) })),
+            isolation: Isolation,
             updatedAt: Timestamp,
           }),
         },
@@ -57,7 +67,13 @@ export function healthRoutes({ health }: HttpDeps) {
           { name: 'store', status: store.status === 'ok' ? ('operational' as const) : ('down' as const) },
           { name: 'queue', status: queue.status === 'ok' ? ('operational' as const) : ('down' as const) },
         ];
-        return { status: list.every((c) => c.status === 'operational') ? 'operational' : 'degraded', components: list, updatedAt: new Date().toISOString() };
+        const { network, sandbox, cgroups, limits, notes } = health.runtime;
+        return {
+          status: list.every((c) => c.status === 'operational') ? 'operational' : 'degraded',
+          components: list,
+          isolation: { network, sandbox, cgroups, limits, notes },
+          updatedAt: new Date().toISOString(),
+        };
       },
     }),
   ];

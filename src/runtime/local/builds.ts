@@ -4,7 +4,9 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { run, type RunResult } from '../../lib/exec.js';
 import type { BuildSpec } from '../types.js';
+import { oomKilled } from './cgroups.js';
 import { giveTo, type LocalDeps } from './instances.js';
+import type { Networks } from './network/index.js';
 import { sandboxedCommand } from './sandbox.js';
 
 /**
@@ -17,7 +19,9 @@ export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunRes
   // Under the system tmp dir rather than the data dir: without bwrap the app user must still reach it by path.
   const home = mkdtempSync(path.join(tmpdir(), `slipway-${name}-`));
   const groupDirs = cgroups?.create(name, spec.limits) ?? [];
+  let network: Awaited<ReturnType<Networks['attachBuild']>> | undefined;
   try {
+    network = await deps.networks?.networks.attachBuild();
     giveTo(spec.dir, policy.runAs, true);
     giveTo(home, policy.runAs);
     const command = sandboxedCommand(policy, {
@@ -27,10 +31,15 @@ export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunRes
       cwd: spec.dir,
       readOnlyDirs: [],
       writableDirs: [spec.dir, home],
+      diskBytes: spec.limits.diskMb * 1024 * 1024, // /tmp only: the source dir and HOME are on the host's disk
       cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
+      network: network && { nsenterPath: deps.networks!.nsenterPath, netnsPath: network.netnsPath },
     });
-    return await run(command, { timeoutMs: spec.timeoutMs, signal: spec.signal, onOutput: spec.onOutput });
+    const result = await run(command, { timeoutMs: spec.timeoutMs, signal: spec.signal, onOutput: spec.onOutput });
+    // Read now: the group goes below. A shell reports its child's SIGKILL as 137.
+    return oomKilled(groupDirs, result.exitCode === 137 || result.signal === 'SIGKILL') ? { ...result, oomKilled: true } : result;
   } finally {
+    await network?.release();
     rmSync(home, { recursive: true, force: true });
     const left = (await cgroups?.remove(groupDirs)) ?? [];
     if (left.length > 0) log?.warn({ cgroups: left }, 'could not remove the cgroups of a finished build');

@@ -4,6 +4,7 @@ import { run } from '../../lib/exec.js';
 import type { RuntimeCapabilities } from '../types.js';
 import { detectCgroups, type Cgroups } from './cgroups.js';
 import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
+import { detectSandboxLimits } from './sandbox-limits.js';
 
 export interface Detected {
   capabilities: RuntimeCapabilities;
@@ -12,7 +13,7 @@ export interface Detected {
 }
 
 const NOBODY = 'nobody';
-const findProgram = (name: string) => ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((dir) => path.join(dir, name)).find((file) => existsSync(file));
+export const findProgram = (name: string) => ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((dir) => path.join(dir, name)).find((file) => existsSync(file));
 
 function lookupUser(name: string): { uid: number; gid: number } | undefined {
   const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${name}:`));
@@ -75,7 +76,7 @@ export async function detectCapabilities(dataDir: string): Promise<Detected> {
     const candidate: SandboxPolicy = { ...policy, bwrap: { path: bwrapPath, systemMounts: systemMounts() } };
     const failure = await bwrapWorks(candidate).catch((err: Error) => err.message);
     if (failure) notes.push(`bwrap does not work here, so apps are not isolated from the filesystem or from each other: ${failure}`);
-    else policy.bwrap = candidate.bwrap;
+    else policy.bwrap = { ...candidate.bwrap!, ...(await detectSandboxLimits(candidate, notes)) };
   }
   if (policy.bwrap) {
     notes.push('/etc is visible read-only inside the sandbox (DNS, TLS certificates and user names need it)');
@@ -85,11 +86,18 @@ export async function detectCapabilities(dataDir: string): Promise<Detected> {
     if ((mode & 0o001) === 0) notes.push(`apps run as ${NOBODY} without bwrap and cannot reach their files under the data dir ${dataDir}: chmod 711 it`);
     if ((mode & 0o004) !== 0) notes.push(`the data dir ${dataDir} is listable by other users, so apps can look for other services' files: chmod 711 it`);
   }
-  notes.push('the network is shared with the host: apps listen on 127.0.0.1 for the router and can reach anything Slipway can');
+  if (!policy.bwrap) notes.push('writable disk is not size-limited and no seccomp filter is applied: without bwrap, apps write to host dirs and may use every syscall');
 
   const cgroups = await detectCgroups(notes);
   return {
-    capabilities: { sandbox: policy.bwrap ? 'bwrap' : 'none', runAsUser: user, cgroups: cgroups?.version ?? 'none', notes },
+    // The network is decided by createLocalRuntime (src/runtime/local/index.ts), which needs the config.
+    capabilities: {
+      sandbox: policy.bwrap ? 'bwrap' : 'none', runAsUser: user, cgroups: cgroups?.version ?? 'none', network: 'shared', notes,
+      limits: {
+        memory: !!cgroups?.has('memory'), cpu: !!cgroups?.has('cpu'), pids: !!cgroups?.has('pids'),
+        disk: !!policy.bwrap?.tmpfsSize, seccomp: !!policy.bwrap?.seccomp,
+      },
+    },
     policy,
     cgroups,
   };

@@ -3,9 +3,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, 
 import path from 'node:path';
 import type { Limits } from '../types.js';
 
-type Controller = 'memory' | 'cpu';
+type Controller = 'memory' | 'cpu' | 'pids';
 
-/** One mounted hierarchy we put groups in (v2: the one with both controllers; v1: one per controller). */
+/** One mounted hierarchy we put groups in (v2: the one with all controllers; v1: one per controller). */
 export interface Hierarchy {
   root: string;
   controllers: Controller[];
@@ -31,6 +31,8 @@ export function limitFiles(version: 'v1' | 'v2', hierarchy: Pick<Hierarchy, 'con
     if (version === 'v2') files.push(['cpu.max', `${quota} ${CPU_PERIOD_US}`]);
     else files.push(['cpu.cfs_period_us', String(CPU_PERIOD_US)], ['cpu.cfs_quota_us', quota]);
   }
+  // Same file in v1 and v2; it counts threads too, so a fork (or thread) bomb gets EAGAIN here.
+  if (hierarchy.controllers.includes('pids')) files.push(['pids.max', String(Math.max(1, Math.round(limits.pids)))]);
   return files;
 }
 
@@ -42,6 +44,11 @@ export class Cgroups {
     readonly version: 'v1' | 'v2',
     readonly hierarchies: Hierarchy[],
   ) {}
+
+  /** Whether any hierarchy carries `controller`. */
+  has(controller: Controller): boolean {
+    return this.hierarchies.some((h) => h.controllers.includes(controller));
+  }
 
   /** Creates the group in every hierarchy with `limits` applied; returns its dirs (one per hierarchy). */
   create(name: string, limits: Limits): string[] {
@@ -148,7 +155,7 @@ function cgroupMounts(): { v2: string[]; v1: { root: string; options: string[] }
 
 /** Proves a hierarchy usable by creating, limiting and removing a probe group. */
 async function probe(cgroups: Cgroups): Promise<void> {
-  const dirs = cgroups.create(`probe-${randomBytes(6).toString('hex')}`, { memoryMb: 64, cpuMillicores: 500 });
+  const dirs = cgroups.create(`probe-${randomBytes(6).toString('hex')}`, { memoryMb: 64, cpuMillicores: 500, pids: 64, diskMb: 64 });
   await cgroups.remove(dirs);
 }
 
@@ -162,13 +169,17 @@ async function tryV2(root: string, notes: string[]): Promise<Cgroups | undefined
       notes.push(`cgroup v2 at ${root} does not offer the ${missing.join(' and ')} controller(s) (it has: ${available.join(' ') || 'none'})`);
       return undefined;
     }
+    // pids is optional: without it memory and CPU are still limited, and the note says what is not.
+    const controllers: Controller[] = available.includes('pids') ? ['memory', 'cpu', 'pids'] : ['memory', 'cpu'];
+    if (!controllers.includes('pids')) notes.push(`process limits are not applied: cgroup v2 at ${root} does not offer the pids controller, so a fork bomb can exhaust all processes of the machine`);
     // Children of a group only get the controllers enabled in its subtree_control.
-    writeFileSync(path.join(root, 'cgroup.subtree_control'), '+memory +cpu');
+    const enable = controllers.map((c) => `+${c}`).join(' ');
+    writeFileSync(path.join(root, 'cgroup.subtree_control'), enable);
     mkdirSync(path.join(root, PARENT), { recursive: true });
-    writeFileSync(path.join(root, PARENT, 'cgroup.subtree_control'), '+memory +cpu');
+    writeFileSync(path.join(root, PARENT, 'cgroup.subtree_control'), enable);
     const swap = existsSync(path.join(root, PARENT, 'memory.swap.max'));
     if (!swap) notes.push('swap use is not limited: the kernel has no swap accounting (memory.swap.max)');
-    const cgroups = new Cgroups('v2', [{ root, controllers: ['memory', 'cpu'], swap }]);
+    const cgroups = new Cgroups('v2', [{ root, controllers, swap }]);
     await probe(cgroups);
     return cgroups;
   } catch (err) {
@@ -179,17 +190,18 @@ async function tryV2(root: string, notes: string[]): Promise<Cgroups | undefined
 
 async function tryV1(mounts: { root: string; options: string[] }[], notes: string[]): Promise<Cgroups | undefined> {
   const hierarchies: Hierarchy[] = [];
-  for (const controller of ['memory', 'cpu'] as const) {
+  for (const controller of ['memory', 'cpu', 'pids'] as const) {
+    const what = controller === 'pids' ? 'process' : controller;
     const mount = mounts.find((m) => m.options.includes(controller));
     if (!mount) {
-      notes.push(`${controller} limits are not applied: no cgroup v1 ${controller} hierarchy is mounted`);
+      notes.push(`${what} limits are not applied: no cgroup v1 ${controller} hierarchy is mounted${controller === 'pids' ? ', so a fork bomb can exhaust all processes of the machine' : ''}`);
       continue;
     }
     const swap = controller === 'memory' && existsSync(path.join(mount.root, 'memory.memsw.limit_in_bytes'));
     try {
       await probe(new Cgroups('v1', [{ root: mount.root, controllers: [controller], swap }]));
     } catch (err) {
-      notes.push(`${controller} limits are not applied: cgroup v1 at ${mount.root} is not writable (${errorText(err)})`);
+      notes.push(`${what} limits are not applied: cgroup v1 at ${mount.root} is not writable (${errorText(err)})`);
       continue;
     }
     if (controller === 'memory' && !swap) notes.push('swap use is not limited: the kernel has no swap accounting (memory.memsw.*)');
@@ -201,7 +213,7 @@ async function tryV1(mounts: { root: string; options: string[] }[], notes: strin
   return hierarchies.length > 0 ? new Cgroups('v1', hierarchies) : undefined;
 }
 
-/** Finds a writable cgroup setup with memory and cpu controllers (v2 preferred); everything missing goes to `notes`. */
+/** Finds a writable cgroup setup with memory, cpu and pids controllers (v2 preferred); everything missing goes to `notes`. */
 export async function detectCgroups(notes: string[]): Promise<Cgroups | undefined> {
   const mounts = cgroupMounts();
   const v2Notes: string[] = [];
@@ -217,7 +229,38 @@ export async function detectCgroups(notes: string[]): Promise<Cgroups | undefine
   const v1Notes: string[] = [];
   const v1 = mounts.v1.length > 0 ? await tryV1(mounts.v1, v1Notes) : undefined;
   if (v1) notes.push(...v1Notes);
-  else if (mounts.v1.length + mounts.v2.length === 0) notes.push('memory and CPU limits are not applied: no cgroup filesystem is mounted');
+  else if (mounts.v1.length + mounts.v2.length === 0) notes.push('memory, CPU and process limits are not applied: no cgroup filesystem is mounted');
   else notes.push(...v2Notes, ...v1Notes);
   return v1;
+}
+
+/** The dirs of group `name` (an instance id, or a build's name) in every hierarchy, whether or not it still exists. */
+export const groupDirsOf = (cgroups: Cgroups, name: string) => cgroups.hierarchies.map((h) => path.join(h.root, PARENT, name));
+
+/** A cgroup file's number (`key` given: from its `key value` line); undefined when the file or the key is missing. */
+function statOf(file: string, key?: string): number | undefined {
+  try {
+    const text = readFileSync(file, 'utf8');
+    if (key === undefined) return Number(text);
+    const line = text.split('\n').find((l) => l.startsWith(`${key} `));
+    return line === undefined ? undefined : Number(line.slice(key.length + 1));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the kernel's OOM killer killed a process of the group (read before the group is removed).
+ * v2's memory.events and v1's memory.oom_control count the kills (oom_kill); v1 kernels before 4.13
+ * lack that counter, and there a group that hit its limit (memory.failcnt) and a death by SIGKILL
+ * (`diedOfSigkill`) has to do.
+ */
+export function oomKilled(dirs: string[], diedOfSigkill = false): boolean {
+  for (const dir of dirs) {
+    const kills = statOf(path.join(dir, 'memory.events'), 'oom_kill') ?? statOf(path.join(dir, 'memory.oom_control'), 'oom_kill');
+    if (kills !== undefined) return kills > 0;
+    const failcnt = diedOfSigkill ? statOf(path.join(dir, 'memory.failcnt')) : undefined;
+    if (failcnt !== undefined) return failcnt > 0;
+  }
+  return false;
 }

@@ -1,12 +1,16 @@
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 
 export interface HealthCheck {
+  host: string;
   port: number;
   /** HTTP GET this path (2xx/3xx is healthy); without it, a TCP connect is enough. */
   path?: string;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Explains a failed check better than the last probe's error, when it can (e.g. "listens on loopback only"). */
+  hint?(): string | undefined;
 }
 
 // Probe often at first (most apps listen within a few hundred ms), then back off.
@@ -14,9 +18,9 @@ const FIRST_RETRY_MS = 10;
 const MAX_RETRY_MS = 200;
 const PROBE_TIMEOUT_MS = 2000;
 
-function httpProbe(port: number, path: string, timeoutMs: number): Promise<void> {
+function httpProbe(host: string, port: number, path: string, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path, agent: false, timeout: timeoutMs }, (res) => {
+    const req = http.get({ host, port, path, agent: false, timeout: timeoutMs }, (res) => {
       res.resume();
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 400) resolve();
@@ -27,9 +31,9 @@ function httpProbe(port: number, path: string, timeoutMs: number): Promise<void>
   });
 }
 
-function tcpProbe(port: number, timeoutMs: number): Promise<void> {
+function tcpProbe(host: string, port: number, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: '127.0.0.1', port, timeout: timeoutMs });
+    const socket = net.connect({ host, port, timeout: timeoutMs });
     socket.once('connect', () => {
       socket.destroy();
       resolve();
@@ -41,10 +45,10 @@ function tcpProbe(port: number, timeoutMs: number): Promise<void> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Probes 127.0.0.1:port until it answers; rejects as soon as the process is gone, on timeout or on abort. */
+/** Probes host:port until it answers; rejects as soon as the process is gone, on timeout or on abort. */
 export async function waitHealthy(check: HealthCheck, isAlive: () => boolean): Promise<void> {
   const deadline = Date.now() + check.timeoutMs;
-  const target = check.path === undefined ? `port ${check.port}` : `http://127.0.0.1:${check.port}${check.path}`;
+  const target = check.path === undefined ? `port ${check.port}` : `http://${check.host}:${check.port}${check.path}`;
   let lastError = 'not probed yet';
   let retryMs = FIRST_RETRY_MS;
   for (;;) {
@@ -52,13 +56,37 @@ export async function waitHealthy(check: HealthCheck, isAlive: () => boolean): P
     if (!isAlive()) throw new Error(`the process exited before ${target} became healthy (last probe: ${lastError})`);
     const probeMs = Math.max(1, Math.min(PROBE_TIMEOUT_MS, deadline - Date.now()));
     try {
-      await (check.path === undefined ? tcpProbe(check.port, probeMs) : httpProbe(check.port, check.path, probeMs));
+      await (check.path === undefined ? tcpProbe(check.host, check.port, probeMs) : httpProbe(check.host, check.port, check.path, probeMs));
       return;
     } catch (err) {
       lastError = (err as Error).message || String(err);
     }
-    if (Date.now() >= deadline) throw new Error(`${target} was not healthy within ${check.timeoutMs} ms (last probe: ${lastError})`);
+    if (Date.now() >= deadline) throw new Error(`${target} was not healthy within ${check.timeoutMs} ms (last probe: ${lastError})${hintOf(check)}`);
     await sleep(Math.min(retryMs, deadline - Date.now()));
     retryMs = Math.min(MAX_RETRY_MS, retryMs * 2);
   }
+}
+
+const hintOf = (check: HealthCheck) => {
+  const hint = check.hint?.();
+  return hint ? `: ${hint}` : '';
+};
+
+/**
+ * Why an app in a namespace of its own cannot be reached: it listens on its loopback only, which nothing outside
+ * sees. Read from the namespace's own socket table (/proc/<pid>/net/tcp of a process inside it).
+ */
+export function loopbackOnlyHint(pid: number, host: string, port: number): string | undefined {
+  if (host === '127.0.0.1') return undefined;
+  let table: string;
+  try {
+    table = readFileSync(`/proc/${pid}/net/tcp`, 'utf8') + readFileSync(`/proc/${pid}/net/tcp6`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const portHex = port.toString(16).toUpperCase().padStart(4, '0');
+  const loopback = ['0100007F', '00000000000000000000000001000000'].map((a) => `${a}:${portHex}`);
+  const listening = table.split('\n').map((l) => l.trim().split(/\s+/)).filter((c) => c[3] === '0A').map((c) => c[1]);
+  if (!listening.some((a) => a && loopback.includes(a))) return undefined;
+  return `the app listens on localhost:${port} only; listen on 0.0.0.0 (all interfaces) so the router can reach it, as on Render`;
 }

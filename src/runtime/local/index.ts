@@ -1,37 +1,87 @@
-import type { Runtime, RuntimeLog } from '../types.js';
+import path from 'node:path';
+import type { Command } from '../../lib/exec.js';
+import type { Runtime, RuntimeCapabilities, RuntimeLog } from '../types.js';
 import { runBuild } from './builds.js';
-import { detectCapabilities } from './capabilities.js';
-import { waitHealthy } from './health.js';
+import { detectCapabilities, findProgram } from './capabilities.js';
+import { loopbackOnlyHint, waitHealthy } from './health.js';
 import { startInstance, type LocalDeps } from './instances.js';
+import { createNetworks, detectNetworkTools } from './network/index.js';
 import { freePort } from './ports.js';
+import { createOomRecord } from './oom-record.js';
 import { isRunning } from './proc.js';
 import { stopInstance } from './processes.js';
+import { withOverrides, type LimitOverrides } from './sandbox-limits.js';
+
+export type NetworkMode = 'auto' | 'namespaces' | 'shared';
+
+/** Render's default PORT: every instance has its own namespace, so they can all listen on it. */
+const NAMESPACED_PORT = 10000;
+
+/** Namespaces when asked for or possible (auto); the shared network, with a note, otherwise. */
+async function chooseNetwork(options: { dataDir: string; mode: NetworkMode; cidr: string }, capabilities: RuntimeCapabilities): Promise<LocalDeps['networks']> {
+  if (options.mode === 'shared') {
+    capabilities.notes.push('the network is shared (SLIPWAY_NETWORK=shared): apps listen on 127.0.0.1 and can reach each other and anything Slipway can; fit for one team only');
+    return undefined;
+  }
+  const tools = await detectNetworkTools(findProgram);
+  if (typeof tools === 'string') {
+    if (options.mode === 'namespaces') throw new Error(`SLIPWAY_NETWORK=namespaces, but namespaces cannot be made here: ${tools}`);
+    capabilities.notes.push(`the network is shared, fit for one team only: apps listen on 127.0.0.1 and can reach each other and anything Slipway can (${tools})`);
+    return undefined;
+  }
+  capabilities.network = 'namespaces';
+  if (capabilities.sandbox !== 'bwrap') capabilities.notes.push("without bwrap, apps see the machine's /etc/hosts: internal hostnames (<slug>) do not resolve");
+  return { networks: createNetworks({ owner: path.resolve(options.dataDir), cidr: options.cidr, tools }), nsenterPath: tools.nsenter };
+}
 
 /**
  * The runtime that runs builds and instances as local processes, sandboxed as far as this machine allows.
  * Capabilities are detected once here and logged once: info for what is applied, a warning per note.
  */
-export async function createLocalRuntime(options: { dataDir: string; log?: RuntimeLog }): Promise<Runtime> {
+export async function createLocalRuntime(options: { dataDir: string; network?: NetworkMode; networkCidr?: string; limits?: LimitOverrides; log?: RuntimeLog }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir);
+  const networks = await chooseNetwork({ dataDir: options.dataDir, mode: options.network ?? 'auto', cidr: options.networkCidr ?? '10.213.0.0/16' }, capabilities);
   const { log } = options;
   log?.info(
-    { sandbox: capabilities.sandbox, runAsUser: capabilities.runAsUser?.name ?? null, cgroups: capabilities.cgroups },
-    `runtime: sandbox ${capabilities.sandbox}, apps run as ${capabilities.runAsUser?.name ?? "Slipway's user"}, limits via cgroups ${capabilities.cgroups}`,
+    { sandbox: capabilities.sandbox, runAsUser: capabilities.runAsUser?.name ?? null, cgroups: capabilities.cgroups, network: capabilities.network },
+    `runtime: sandbox ${capabilities.sandbox}, apps run as ${capabilities.runAsUser?.name ?? "Slipway's user"}, limits via cgroups ${capabilities.cgroups}, network ${capabilities.network}`,
   );
   for (const note of capabilities.notes) log?.warn({ note }, `runtime: ${note}`);
   cgroups?.sweepEmpty();
+  const oom = createOomRecord(cgroups);
 
-  const deps: LocalDeps = { policy, cgroups, log };
+  const deps: LocalDeps = { policy, cgroups, log, networks };
   return {
     capabilities,
-    build: (spec) => runBuild(deps, spec),
-    start: (spec) => startInstance(deps, spec),
+    build: (spec) => runBuild(deps, { ...spec, limits: withOverrides(spec.limits, options.limits) }),
+    start: (spec) => startInstance(deps, {
+      ...spec, limits: withOverrides(spec.limits, options.limits),
+      onExit: () => {
+        spec.onExit?.();
+        oom.noteExit(spec.instanceId);
+      },
+    }),
+    oomKilled: (instanceId) => oom.take(instanceId),
     isAlive: isRunning,
     async stop(handle, graceMs) {
       const left = await stopInstance(handle, graceMs, cgroups);
       if (left.length > 0) log?.warn({ pid: handle.pid, cgroups: left }, 'could not remove the cgroups of a stopped instance');
     },
-    waitHealthy: ({ handle, ...check }) => waitHealthy(check, () => isRunning(handle)),
-    freePort,
+    waitHealthy: ({ handle, ...check }) => waitHealthy({ ...check, hint: () => loopbackOnlyHint(handle.pid, check.host, check.port) }, () => isRunning(handle)),
+    instancePort: async () => (networks ? NAMESPACED_PORT : freePort()),
+    addressOf: (instanceId) => networks?.networks.addressOf(instanceId) ?? '127.0.0.1',
+    release: async (instanceId) => networks?.networks.release(instanceId),
+    sweep: async (keep) => networks?.networks.sweep(keep, 'instance'),
+    async attachServer(id, workspaceId, hostnames) {
+      if (!networks) return undefined;
+      const { address, netnsPath } = await networks.networks.attach(id, workspaceId, hostnames, 'server');
+      // Entering a namespace takes root: a command meant to run as another user becomes it after (nsenter's -G/-S, which drop supplementary groups too).
+      const wrap = ({ uid, gid, ...cmd }: Command): Command => ({
+        ...cmd, file: networks.nsenterPath,
+        args: [`--net=${netnsPath}`, ...(gid === undefined ? [] : [`--setgid=${gid}`]), ...(uid === undefined ? [] : [`--setuid=${uid}`]), '--', cmd.file, ...cmd.args],
+      });
+      return { address, wrap };
+    },
+    sweepServers: async (keep) => networks?.networks.sweep(keep, 'server'),
   };
 }

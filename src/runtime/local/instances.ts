@@ -4,12 +4,15 @@ import { spawnDetached } from '../../lib/exec.js';
 import type { InstanceHandle, InstanceSpec, RuntimeLog } from '../types.js';
 import type { Cgroups } from './cgroups.js';
 import { readStat } from './proc.js';
+import type { Networks } from './network/index.js';
 import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
 
 export interface LocalDeps {
   policy: SandboxPolicy;
   cgroups: Cgroups | undefined;
   log: RuntimeLog | undefined;
+  /** Namespaces, when this machine can make them; undefined: the shared network. */
+  networks: { networks: Networks; nsenterPath: string } | undefined;
 }
 
 /** Hands a dir the app must write to the user it runs as (recursively: a build's source was unpacked by root). Never follows symlinks. */
@@ -33,21 +36,24 @@ function appCwd(appDir: string, workDir: string): string {
 
 /**
  * Starts an instance detached from Slipway and returns as soon as it exists (health is waitHealthy's job).
- * Only instanceDir/home (the app's HOME unless env sets one) and writableDirs are writable by the app: the rest
+ * Only instanceDir/home (the app's HOME unless env sets one), scratchDirs and writableDirs are writable by the app: the rest
  * of instanceDir (logs, instance.json) is Slipway's and stays out of the sandbox, so the app cannot tamper with them.
  */
 export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promise<InstanceHandle> {
   const { policy, cgroups, log } = deps;
   const cwd = appCwd(spec.sandbox.appDir, spec.sandbox.workDir);
   const home = path.join(spec.instanceDir, 'home');
-  const writableDirs = [home, ...spec.sandbox.writableDirs];
-  for (const dir of writableDirs) {
+  // HOME and the scratch dirs are sandbox-private tmpfs under bwrap (sized, never the host's disk); host dirs without.
+  const scratchDirs = [home, ...(spec.sandbox.scratchDirs ?? [])];
+  const { writableDirs } = spec.sandbox;
+  for (const dir of [...scratchDirs, ...writableDirs]) {
     mkdirSync(dir, { recursive: true });
     giveTo(dir, policy.runAs);
   }
   const stdoutPath = path.join(spec.instanceDir, 'stdout.log');
   const stderrPath = path.join(spec.instanceDir, 'stderr.log');
 
+  const attached = deps.networks && spec.network ? await deps.networks.networks.attach(spec.instanceId, spec.network.workspaceId, spec.network.hostnames) : undefined;
   const groupDirs = cgroups?.create(spec.instanceId, spec.limits) ?? [];
   const removeGroup = async () => {
     const left = (await cgroups?.remove(groupDirs)) ?? [];
@@ -60,18 +66,25 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
     cwd,
     readOnlyDirs: [spec.sandbox.appDir],
     writableDirs,
+    scratchDirs,
+    diskBytes: spec.limits.diskMb * 1024 * 1024,
     cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
+    network: attached && { nsenterPath: deps.networks!.nsenterPath, netnsPath: attached.netnsPath, hostsFile: deps.policy.bwrap ? attached.hostsFile : undefined },
   });
   let pid: number;
   try {
-    pid = await spawnDetached(command, { stdoutPath, stderrPath }, () => void removeGroup());
+    pid = await spawnDetached(command, { stdoutPath, stderrPath }, () => {
+      spec.onExit?.();
+      void removeGroup();
+    });
   } catch (err) {
     await removeGroup();
+    if (attached) await deps.networks!.networks.release(spec.instanceId);
     throw err;
   }
   // Readable even if it already exited: Node reaps children only when the event loop next polls, after this code.
   const startTime = readStat(pid)?.startTime ?? '';
   const startedAt = new Date();
   writeFileSync(path.join(spec.instanceDir, 'instance.json'), JSON.stringify({ pid, startTime, startedAt }) + '\n');
-  return { instanceId: spec.instanceId, pid, startTime, startedAt, stdoutPath, stderrPath };
+  return { instanceId: spec.instanceId, pid, startTime, startedAt, address: attached?.address ?? '127.0.0.1', stdoutPath, stderrPath };
 }

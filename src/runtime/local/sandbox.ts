@@ -6,6 +6,10 @@ export interface SandboxPolicy {
     path: string;
     /** Read-only system mounts (/usr, /bin, /etc, node's install dir, ...) as bwrap arguments. */
     systemMounts: string[];
+    /** bwrap ≥ 0.7 can size a tmpfs (--size): /tmp and scratch dirs get SandboxedProcess.diskBytes each. */
+    tmpfsSize?: boolean;
+    /** The compiled seccomp filter (seccomp.ts), handed to bwrap on fd 4 (--seccomp 4). */
+    seccomp?: Buffer;
   };
   /** Drop to this user (Slipway runs as root) with util-linux setpriv, after bwrap has set up the mounts. */
   runAs?: { setprivPath: string; uid: number; gid: number };
@@ -21,9 +25,16 @@ export interface SandboxedProcess {
   env: Record<string, string>;
   cwd: string;
   readOnlyDirs: string[];
+  /** Host dirs bound read-write: what is written there lands on the host's disk. */
   writableDirs: string[];
+  /** With bwrap: writable dirs private to the sandbox (tmpfs, empty at start, owned by the app user), like /tmp. */
+  scratchDirs?: string[];
+  /** With bwrap ≥ 0.7: the size of /tmp and of each scratch dir, so filling one ends in ENOSPC. */
+  diskBytes?: number;
   /** cgroup.procs files to join before any of the command runs, so nothing it forks escapes the limits. */
   cgroupProcsFiles: string[];
+  /** The network namespace to run in (entered with nsenter, before bwrap), and the hosts file its workspace sees. */
+  network?: { nsenterPath: string; netnsPath: string; hostsFile?: string };
 }
 
 /** Single-quotes a word for /bin/sh. */
@@ -50,15 +61,22 @@ export function cgroupJoinScript(procsFiles: string[]): string {
   return `for f in ${files}; do echo $$ > "$f" || { echo "slipway: cannot join cgroup $f" >&2; exit 125; }; done; exec "$@"`;
 }
 
+/** Chowns the scratch dirs (tmpfs mounted by bwrap as root) to the app user, then becomes the command ("$@"). */
+export const scratchOwnerScript = (uid: number, gid: number, dirs: string[]) => `chown ${uid}:${gid} ${dirs.map(shellQuote).join(' ')} && exec "$@"`;
+
 /** Binds a dir at its own path. bwrap would create missing parents 0700 (root's), which the app user cannot traverse. */
 const bindAt = (flag: '--ro-bind' | '--bind', dir: string) => ['--perms', '0755', '--dir', dir, flag, dir, dir];
 
-/** The Command that runs `proc` under `policy`: [cgroup join] → [bwrap] → [setpriv] → [reaper] → sh -c command. */
+/** The Command that runs `proc` under `policy`: [cgroup join] → [nsenter] → [bwrap] → [scratch chown] → [setpriv] → [reaper] → sh -c command. */
 export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess): Command {
   const { bwrap, runAs } = policy;
+  const scratchDirs = proc.scratchDirs ?? [];
+  // Sized where bwrap can (otherwise bounded only by the memory limit, which tmpfs pages count against).
+  const tmpfs = (perms: string, dir: string) => ['--perms', perms, ...(bwrap?.tmpfsSize && proc.diskBytes ? ['--size', String(proc.diskBytes)] : []), '--tmpfs', dir];
   let argv = bwrap ? ['/bin/sh', '-c', REAPER_SCRIPT, 'slipway-app', proc.command] : ['/bin/sh', '-c', proc.command];
   if (runAs) {
     argv = [runAs.setprivPath, `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, '--clear-groups', '--no-new-privs', '--', ...argv];
+    if (bwrap && scratchDirs.length > 0) argv = ['/bin/sh', '-c', scratchOwnerScript(runAs.uid, runAs.gid, scratchDirs), 'slipway-scratch', ...argv];
   }
   let env: Record<string, string> | undefined = proc.env;
   let cwd: string | undefined = proc.cwd;
@@ -68,9 +86,11 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
       bwrap.path,
       ...(proc.kind === 'build' ? ['--die-with-parent'] : []),
       ...bwrap.systemMounts,
+      ...(proc.network?.hostsFile ? ['--ro-bind', proc.network.hostsFile, '/etc/hosts'] : []),
       '--proc', '/proc',
       '--dev', '/dev',
-      '--perms', '1777', '--tmpfs', '/tmp',
+      ...tmpfs('1777', '/tmp'),
+      ...scratchDirs.flatMap((dir) => ['--perms', '0755', '--dir', dir, ...tmpfs('0700', dir)]),
       ...proc.readOnlyDirs.flatMap((dir) => bindAt('--ro-bind', dir)),
       ...proc.writableDirs.flatMap((dir) => bindAt('--bind', dir)),
       // No --new-session: Slipway already starts every sandbox in a session of its own without a terminal (setsid),
@@ -80,6 +100,8 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
       '--clearenv',
       // The environment (secrets included) comes through fd 3, not the command line.
       '--args', '3',
+      // Loaded by bwrap after its own setup, so it may still mount and unshare; it binds everything after.
+      ...(bwrap.seccomp ? ['--seccomp', '4'] : []),
       '--',
       ...argv,
     ];
@@ -88,9 +110,11 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
     env = {};
     cwd = undefined;
   }
+  if (proc.network) argv = [proc.network.nsenterPath, `--net=${proc.network.netnsPath}`, '--', ...argv];
   if (proc.cgroupProcsFiles.length > 0) {
     argv = ['/bin/sh', '-c', cgroupJoinScript(proc.cgroupProcsFiles), 'slipway-cgroup-join', ...argv];
   }
   const [file, ...args] = argv as [string, ...string[]];
-  return { file, args, env, ...(cwd === undefined ? {} : { cwd }), ...(fd3Args ? { fd3Args } : {}) };
+  const fd4Data = bwrap?.seccomp;
+  return { file, args, env, ...(cwd === undefined ? {} : { cwd }), ...(fd3Args ? { fd3Args } : {}), ...(fd4Data ? { fd4Data } : {}) };
 }

@@ -1,0 +1,225 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { run, spawnDetached, type Command } from '../../../lib/exec.js';
+import { createSerial } from '../../../lib/keyed-locks.js';
+import { isRunning, readStat } from '../proc.js';
+import { createLeaseFiles, nextHost, type Lease, type LeaseKind, type ProcessRef } from './leases.js';
+import * as plan from './plan.js';
+
+/** Where an instance's namespace is and how Slipway reaches it. */
+export interface Attachment {
+  /** The address the router and Slipway's checks connect to (in the namespace, on the workspace's bridge). */
+  address: string;
+  netnsPath: string;
+  /** Bind-mounted at /etc/hosts in the sandbox: the workspace's internal hostnames. */
+  hostsFile: string;
+}
+
+export interface Networks {
+  /**
+   * Gives `id` a namespace on its workspace's network (replacing one it already had), reachable as `hostnames` there.
+   * An instance's has a way out (slirp4netns); a datastore server's (`server`) has none.
+   */
+  attach(id: string, workspaceId: string, hostnames: string[], kind?: LeaseKind): Promise<Attachment>;
+  /** A namespace with only a way out, for one build; `release` removes it. */
+  attachBuild(): Promise<{ netnsPath: string; release(): Promise<void> }>;
+  /** Removes `id`'s namespace and address (no-op when it has none). */
+  release(id: string): Promise<void>;
+  addressOf(id: string): string | undefined;
+  /**
+   * Removes every namespace of `kind` of this Slipway whose id `keep` refuses, and the builds' (after a crash), except
+   * when sweeping servers: that runs once deploys have resumed, and their builds' namespaces are in use.
+   */
+  sweep(keep: (id: string) => boolean, kind?: LeaseKind): Promise<void>;
+}
+
+export interface NetworkTools {
+  ip: string;
+  slirp4netns: string;
+  nsenter: string;
+}
+
+export const DEFAULT_STATE_DIR = '/run/slipway/net';
+const SLIRP_READY_MS = 5000;
+
+async function runAll(commands: Command[]): Promise<void> {
+  for (const cmd of commands) {
+    const result = await run(cmd, { timeoutMs: 10_000 });
+    if (result.exitCode !== 0) throw new Error(`${[path.basename(cmd.file), ...cmd.args].join(' ')} failed: ${result.output.trim() || `exit ${result.exitCode}`}`);
+  }
+}
+const runQuietly = (commands: Command[]) => Promise.all(commands.map((cmd) => run(cmd, { timeoutMs: 10_000 }).catch(() => undefined)));
+
+function killSlirp(ref: ProcessRef | undefined): void {
+  if (!ref || !isRunning(ref)) return;
+  try {
+    process.kill(ref.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Namespaces per instance and build, a bridge per workspace, slirp4netns per namespace for the way out. Slipway owns
+ * every interface it creates here and removes it with the last namespace that needs it; it changes no other setting.
+ */
+export function createNetworks(opts: { owner: string; cidr: string; tools: NetworkTools; stateDir?: string }): Networks {
+  const net = plan.parseSupernet(opts.cidr);
+  const { tools, owner } = opts;
+  const files = createLeaseFiles(opts.stateDir ?? DEFAULT_STATE_DIR);
+  const serial = createSerial();
+  /** This owner's subnets and what is on them, loaded from the state dir (a restarted Slipway re-adopts them). */
+  const subnets = new Map<string, { subnet: number; leases: Map<number, Lease>; last: number }>();
+  const byId = new Map<string, { subnet: number; host: number }>();
+  for (const { subnet, claim, leases } of files.owned(owner)) {
+    subnets.set(claim.workspaceId, { subnet, leases, last: Math.max(plan.FIRST_HOST - 1, ...leases.keys()) });
+    for (const [host, lease] of leases) byId.set(lease.id, { subnet, host });
+  }
+
+  async function startSlirp(ns: string, logPath: string): Promise<ProcessRef> {
+    const pid = await spawnDetached(plan.slirpCommand(tools.slirp4netns, ns), { stdoutPath: logPath, stderrPath: logPath }, () => undefined);
+    const slirp = { pid, startTime: readStat(pid)?.startTime ?? '' };
+    const deadline = Date.now() + SLIRP_READY_MS;
+    for (let wait = 2; ; wait = Math.min(50, wait * 2)) {
+      const route = await run(plan.defaultRoute(tools.ip, ns), { timeoutMs: 5000 });
+      if (route.output.includes('default')) return slirp;
+      if (!isRunning(slirp) || Date.now() > deadline) {
+        killSlirp(slirp);
+        throw new Error(`slirp4netns gave namespace ${ns} no way out within ${SLIRP_READY_MS} ms`);
+      }
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+
+  function rewriteHosts(subnet: number, leases: Map<number, Lease>) {
+    files.writeHosts(subnet, plan.hostsFile([...leases].map(([host, lease]) => ({ address: plan.hostAddress(net, subnet, host), hostnames: lease.hostnames }))));
+  }
+
+  async function subnetFor(workspaceId: string) {
+    const known = subnets.get(workspaceId);
+    if (known) return known;
+    const subnet = files.claim({ owner, workspaceId });
+    if (subnet === undefined) throw new Error(`no free subnet in ${net.cidr} for another workspace`);
+    try {
+      await runQuietly([plan.bridgeDown(tools.ip, subnet)]); // left behind by a Slipway that was killed
+      await runAll(plan.bridgeUp(tools.ip, net, subnet));
+    } catch (err) {
+      files.unclaim(subnet);
+      throw err;
+    }
+    const entry = { subnet, leases: new Map<number, Lease>(), last: plan.FIRST_HOST - 1 };
+    subnets.set(workspaceId, entry);
+    rewriteHosts(subnet, entry.leases);
+    return entry;
+  }
+
+  async function releaseLocked(id: string): Promise<void> {
+    const at = byId.get(id);
+    if (!at) return;
+    byId.delete(id);
+    const [workspaceId, entry] = [...subnets].find(([, e]) => e.subnet === at.subnet)!;
+    killSlirp(entry.leases.get(at.host)?.slirp);
+    await runQuietly([plan.netnsDel(tools.ip, plan.instanceNetns(at.subnet, at.host))]);
+    entry.leases.delete(at.host);
+    files.removeLease(at.subnet, at.host);
+    if (entry.leases.size > 0) return rewriteHosts(at.subnet, entry.leases);
+    await runQuietly([plan.bridgeDown(tools.ip, at.subnet)]);
+    files.unclaim(at.subnet);
+    subnets.delete(workspaceId);
+  }
+
+  return {
+    attach: (id, workspaceId, hostnames, kind = 'instance') =>
+      serial(async () => {
+        await releaseLocked(id);
+        const entry = await subnetFor(workspaceId);
+        const host = nextHost(new Set(entry.leases.keys()), entry.last);
+        if (host === undefined) throw new Error(`workspace ${workspaceId} has no free address left on this machine`);
+        const ns = plan.instanceNetns(entry.subnet, host);
+        const lease: Lease = { id, kind, hostnames };
+        entry.last = host;
+        entry.leases.set(host, lease);
+        byId.set(id, { subnet: entry.subnet, host });
+        files.writeLease(entry.subnet, host, lease);
+        try {
+          await runQuietly([plan.netnsDel(tools.ip, ns)]); // a stale one of the same name, left by a killed Slipway
+          await runAll(plan.instanceUp(tools.ip, net, entry.subnet, host));
+          if (kind === 'instance') {
+            lease.slirp = await startSlirp(ns, files.slirpLog(entry.subnet, host));
+            files.writeLease(entry.subnet, host, lease);
+          }
+        } catch (err) {
+          await releaseLocked(id);
+          throw err;
+        }
+        rewriteHosts(entry.subnet, entry.leases);
+        return { address: plan.hostAddress(net, entry.subnet, host), netnsPath: plan.netnsPath(ns), hostsFile: files.hostsPath(entry.subnet) };
+      }),
+
+    async attachBuild() {
+      const ns = `slwb-${randomBytes(5).toString('hex')}`;
+      files.writeBuild(ns, owner);
+      const remove = async (slirp?: ProcessRef) => {
+        killSlirp(slirp);
+        await runQuietly([plan.netnsDel(tools.ip, ns)]);
+        files.removeBuild(ns);
+      };
+      try {
+        await runAll([plan.netnsAdd(tools.ip, ns), ...plan.isolatedLoopback(tools.ip, ns, net)]);
+        mkdirSync(files.buildsDir, { recursive: true });
+        const slirp = await startSlirp(ns, path.join(files.buildsDir, `${ns}.slirp.log`));
+        files.writeBuild(ns, owner, slirp);
+        return { netnsPath: plan.netnsPath(ns), release: () => remove(slirp) };
+      } catch (err) {
+        await remove();
+        throw err;
+      }
+    },
+
+    release: (id) => serial(() => releaseLocked(id)),
+
+    addressOf(id) {
+      const at = byId.get(id);
+      return at && plan.hostAddress(net, at.subnet, at.host);
+    },
+
+    sweep: (keep, kind) =>
+      serial(async () => {
+        const kindOf = (at: { subnet: number; host: number }) => [...subnets.values()].find((e) => e.subnet === at.subnet)?.leases.get(at.host)?.kind ?? 'instance';
+        for (const [id, at] of [...byId]) if ((kind === undefined || kindOf(at) === kind) && !keep(id)) await releaseLocked(id);
+        for (const [workspaceId, entry] of subnets) {
+          if (entry.leases.size > 0) continue; // a bridge whose first namespace failed to come up
+          await runQuietly([plan.bridgeDown(tools.ip, entry.subnet)]);
+          files.unclaim(entry.subnet);
+          subnets.delete(workspaceId);
+        }
+        for (const build of kind === 'server' ? [] : files.ownedBuilds(owner)) {
+          killSlirp(build.slirp);
+          await runQuietly([plan.netnsDel(tools.ip, build.name)]);
+          files.removeBuild(build.name);
+        }
+      }),
+  };
+}
+
+/** Removes every namespace, bridge and slirp4netns of the Slipway whose data dir is `dataDir` (tests, after killing its apps). */
+export async function removeNetworksOf(dataDir: string, cidr: string, find: (name: string) => string | undefined): Promise<void> {
+  const tools = { ip: find('ip'), slirp4netns: find('slirp4netns'), nsenter: find('nsenter') };
+  if (!tools.ip || !tools.slirp4netns || !tools.nsenter || process.getuid?.() !== 0) return;
+  await createNetworks({ owner: path.resolve(dataDir), cidr, tools: tools as NetworkTools }).sweep(() => false);
+}
+
+/** The programs namespaces need, or why they cannot be made here (root, iproute2, slirp4netns, nsenter, a working netns). */
+export async function detectNetworkTools(find: (name: string) => string | undefined): Promise<NetworkTools | string> {
+  if (process.getuid?.() !== 0) return 'Slipway is not running as root, so it cannot create network namespaces';
+  const tools = { ip: find('ip'), slirp4netns: find('slirp4netns'), nsenter: find('nsenter') };
+  const missing = Object.entries(tools).filter(([, file]) => !file).map(([name]) => name);
+  if (missing.length > 0) return `${missing.join(', ')} not found (Debian: ${missing.map((m) => (m === 'ip' ? 'iproute2' : m === 'nsenter' ? 'util-linux' : m)).join(', ')})`;
+  const probe = `slwp-${randomBytes(4).toString('hex')}`;
+  const made = await run({ file: tools.ip!, args: ['netns', 'add', probe], env: {} }, { timeoutMs: 10_000 });
+  await run({ file: tools.ip!, args: ['netns', 'del', probe], env: {} }, { timeoutMs: 10_000 });
+  if (made.exitCode !== 0) return `\`ip netns add\` failed: ${made.output.trim()}`;
+  if (!existsSync('/run/netns')) return '/run/netns is missing after `ip netns add`';
+  return tools as NetworkTools;
+}

@@ -1,0 +1,95 @@
+import type { Command } from '../../../lib/exec.js';
+
+/**
+ * The network plan as data: addresses and names derived from a workspace's subnet index and an instance's host
+ * number, and the `ip` / `slirp4netns` commands that build and remove them. Nothing here touches the machine.
+ *
+ * One /16 (SLIPWAY_NETWORK_CIDR) is cut into /24s, one per workspace that runs something on this machine:
+ * the bridge holds .1 (the host's leg, which the router and Slipway's checks use), instances get .2–.254.
+ */
+export interface Supernet {
+  /** The first two octets, e.g. [10, 213]. */
+  prefix: [number, number];
+  cidr: string;
+}
+
+export function parseSupernet(cidr: string): Supernet {
+  const m = /^(\d{1,3})\.(\d{1,3})\.0\.0\/16$/.exec(cidr.trim());
+  const a = Number(m?.[1]);
+  const b = Number(m?.[2]);
+  if (!m || a > 255 || b > 255) throw new Error(`SLIPWAY_NETWORK_CIDR must be a /16 such as 10.213.0.0/16, got ${JSON.stringify(cidr)}`);
+  return { prefix: [a, b], cidr: `${a}.${b}.0.0/16` };
+}
+
+export const SUBNETS = 256;
+export const FIRST_HOST = 2;
+export const LAST_HOST = 254;
+
+export const bridgeName = (subnet: number) => `slwbr${subnet}`;
+/** The host's end of an instance's veth pair (IFNAMSIZ: at most 15 characters). */
+export const vethName = (subnet: number, host: number) => `slwv${subnet}x${host}`;
+export const instanceNetns = (subnet: number, host: number) => `slw-${subnet}-${host}`;
+export const netnsPath = (name: string) => `/run/netns/${name}`;
+export const hostAddress = (net: Supernet, subnet: number, host: number) => `${net.prefix[0]}.${net.prefix[1]}.${subnet}.${host}`;
+export const gatewayAddress = (net: Supernet, subnet: number) => hostAddress(net, subnet, 1);
+
+const ip = (ipPath: string, ...args: string[]): Command => ({ file: ipPath, args, env: {} });
+
+/** The workspace's bridge, with the host's address on it (layer 2 only: nothing is routed through the host). */
+export function bridgeUp(ipPath: string, net: Supernet, subnet: number): Command[] {
+  const br = bridgeName(subnet);
+  return [
+    ip(ipPath, 'link', 'add', br, 'type', 'bridge'),
+    ip(ipPath, 'addr', 'add', `${gatewayAddress(net, subnet)}/24`, 'dev', br),
+    ip(ipPath, 'link', 'set', br, 'up'),
+  ];
+}
+
+export const bridgeDown = (ipPath: string, subnet: number): Command => ip(ipPath, 'link', 'del', bridgeName(subnet));
+
+/**
+ * A namespace of its own for one instance (or datastore server), plugged into its workspace's bridge as eth0.
+ * The rest of the supernet is unreachable from inside: without that route, a packet for another workspace's
+ * subnet would leave through slirp4netns, which connects from the host, where every bridge is directly reachable.
+ */
+export function instanceUp(ipPath: string, net: Supernet, subnet: number, host: number): Command[] {
+  const ns = instanceNetns(subnet, host);
+  const veth = vethName(subnet, host);
+  return [
+    ip(ipPath, 'netns', 'add', ns),
+    ip(ipPath, 'link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns),
+    ip(ipPath, 'link', 'set', veth, 'master', bridgeName(subnet), 'up'),
+    ip(ipPath, '-n', ns, 'addr', 'add', `${hostAddress(net, subnet, host)}/24`, 'dev', 'eth0'),
+    ip(ipPath, '-n', ns, 'link', 'set', 'eth0', 'up'),
+    ...isolatedLoopback(ipPath, ns, net),
+  ];
+}
+
+/** What every namespace gets: loopback up, the supernet unreachable. */
+export const isolatedLoopback = (ipPath: string, ns: string, net: Supernet): Command[] => [
+  ip(ipPath, '-n', ns, 'link', 'set', 'lo', 'up'),
+  ip(ipPath, '-n', ns, 'route', 'add', 'unreachable', net.cidr),
+];
+
+export const netnsAdd = (ipPath: string, ns: string): Command => ip(ipPath, 'netns', 'add', ns);
+/** Deleting the namespace destroys the veth inside it, and with it the host's end. */
+export const netnsDel = (ipPath: string, ns: string): Command => ip(ipPath, 'netns', 'del', ns);
+export const defaultRoute = (ipPath: string, ns: string): Command => ip(ipPath, '-n', ns, 'route', 'show', 'default');
+
+/**
+ * The namespace's way out (user-mode TCP/IP, as rootless podman uses it): connections leave as ordinary sockets of
+ * this process, and never reach the host's loopback. Its seccomp filter confines it further; its --enable-sandbox
+ * is not used: its mount namespace's unmounts propagate to the host's /run/netns and break the namespace's bind mount.
+ */
+export const slirpCommand = (slirpPath: string, ns: string): Command => ({
+  file: slirpPath,
+  args: ['--configure', '--mtu=65520', '--disable-host-loopback', '--enable-seccomp', '--netns-type=path', netnsPath(ns), 'tap0'],
+  env: {},
+});
+
+/** /etc/hosts of a workspace's namespaces: its services' and datastores' internal hostnames. */
+export function hostsFile(entries: Array<{ address: string; hostnames: string[] }>): string {
+  const lines = ['127.0.0.1 localhost', '::1 localhost ip6-localhost ip6-loopback'];
+  for (const e of entries) if (e.hostnames.length > 0) lines.push(`${e.address} ${e.hostnames.join(' ')}`);
+  return lines.join('\n') + '\n';
+}
