@@ -20,6 +20,8 @@ async function serverPid(id: string): Promise<number> {
   const { rows } = await server.slipway.store.executeSql(`select provisioner_state->>'pid' as pid from datastores where id = $1`, [id]);
   return Number(rows[0].pid);
 }
+/** As root, each server has a namespace of its own (internal host: its id, at the standard port); else 127.0.0.1. */
+const namespaced = async () => (await api.get('/status')).body.isolation.network === 'namespaces';
 const eventTypes = async (api: Client, as: Caller, url: string) => ((await api.get(`${url}/events?limit=100`, as)).body as Array<{ event: { type: string } }>).map((e) => e.event.type);
 
 let server: TestServer;
@@ -57,8 +59,10 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
     const url = `/v1/postgres/${created.body.id}`;
     await untilStatus(api, owner, url, 'available');
 
-    const info = (await api.get(`${url}/connection-info`, owner)).body;
-    expect(info.internalConnectionString).toMatch(/^postgresql:\/\/app_user:.+@127\.0\.0\.1:\d+\/app$/);
+    const infoNow = async () => (await api.get(`${url}/connection-info`, owner)).body;
+    const info = await infoNow();
+    const host = (await namespaced()) ? `${created.body.id}:5432` : '127\\.0\\.0\\.1:\\d+';
+    expect(info.internalConnectionString).toMatch(new RegExp(`^postgresql://app_user:.+@${host}/app$`));
     expect(info.psqlCommand).toContain('psql');
     const db = new pg.Client({ connectionString: info.externalConnectionString });
     await db.connect();
@@ -73,8 +77,10 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
     other.pathname = '/postgres';
     await expect(new pg.Client({ connectionString: other.toString() }).connect()).rejects.toThrow(/no pg_hba.conf entry|not permitted|does not exist/);
 
-    const read = async () => {
-      const c = new pg.Client({ connectionString: info.externalConnectionString });
+    // Where it is now: a server started again in a namespace of its own gets a new address.
+    // (A timeout: the address of a server that is gone may be routed nowhere.)
+    const read = async (at?: { externalConnectionString: string }) => {
+      const c = new pg.Client({ connectionString: (at ?? (await infoNow())).externalConnectionString, connectionTimeoutMillis: 3000 });
       await c.connect();
       try {
         return (await c.query('select body from notes')).rows.map((r) => r.body);
@@ -86,6 +92,7 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
     // Slipway restarts: the server is re-adopted. And when it died while Slipway was down, it is started from its data.
     await restartServer();
     expect((await api.get(url, owner)).body.status).toBe('available');
+    expect(await infoNow(), 're-adopted where it was').toEqual(info);
     expect(await read()).toEqual(['kept']);
     const pid = await serverPid(created.body.id);
     await restartServer(() => void process.kill(pid, 'SIGKILL'));
@@ -100,7 +107,7 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ plan: 'basic_1gb', name: 'main db (bigger)' });
     await waitFor('the new plan', async () => (await eventTypes(api, owner, url)).includes('datastore_updated'));
-    const c = new pg.Client({ connectionString: info.externalConnectionString });
+    const c = new pg.Client({ connectionString: (await infoNow()).externalConnectionString });
     await c.connect();
     expect((await c.query('show shared_buffers')).rows[0].shared_buffers).toBe('256MB');
     await c.end();
@@ -121,12 +128,13 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
     expect((await api.post(`${url}/resume`, undefined, owner)).status).toBe(202);
     await untilStatus(api, owner, url, 'available');
     expect(await read()).toEqual(['kept']);
+    const last = await infoNow();
 
     expect((await api.delete(url, owner)).status).toBe(204);
     expect((await api.get(url, owner)).status).toBe(404);
     expect((await api.delete(url, owner)).status).toBe(404);
     expect(existsSync(path.join(server.dataDir, 'datastores', created.body.id))).toBe(false);
-    await expect(read()).rejects.toThrow();
+    await expect(read(last)).rejects.toThrow();
   }, 90_000);
 
   it('refuses bad plans, versions, names and other workspaces\' ids with 4xx', async () => {
@@ -193,7 +201,8 @@ describe.skipIf(!redisOk)('key-value (local servers)', () => {
     const url = `/v1/key-value/${created.body.id}`;
     await untilStatus(api, owner, url, 'available');
     const info = (await api.get(`${url}/connection-info`, owner)).body;
-    expect(info.internalConnectionString).toMatch(/^redis:\/\/red-[0-9a-v]{20}:.+@127\.0\.0\.1:\d+$/);
+    const host = (await namespaced()) ? `${created.body.id}:6379` : '127\\.0\\.0\\.1:\\d+';
+    expect(info.internalConnectionString).toMatch(new RegExp(`^redis://red-[0-9a-v]{20}:.+@${host}$`));
     expect(info.cliCommand).toContain('redis-cli');
 
     const kv = new Redis(info.externalConnectionString, { lazyConnect: true, maxRetriesPerRequest: 0 });

@@ -61,7 +61,7 @@ const sharedReachable = await (async () => {
 
 function spec(overrides: Partial<KeyValueSpec> = {}): KeyValueSpec {
   const id = newId('keyValue');
-  return { id, user: 'default', password: randomBytes(18).toString('base64url'), size: { memoryMb: 64, maxConnections: 50 }, maxmemoryPolicy: 'allkeys-lru', ...overrides };
+  return { id, workspaceId: 'tea-provisioner-test', user: 'default', password: randomBytes(18).toString('base64url'), size: { memoryMb: 64, maxConnections: 50 }, maxmemoryPolicy: 'allkeys-lru', ...overrides };
 }
 
 const info = async (client: Redis, field: string) => new RegExp(`^${field}:(.*)\\r?$`, 'm').exec(await client.info())?.[1]?.trim();

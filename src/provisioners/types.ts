@@ -8,9 +8,16 @@
 export interface Placement {
   host: string;
   port: number;
-  /** Kept on the datastore row (jsonb) and handed back on every later call: pid, start time, key prefix, ... */
+  /** Kept on the datastore row (jsonb) and handed back on every later call: pid, start time, key prefix, internalHost ... */
   state: Record<string, unknown>;
 }
+
+/**
+ * The host its workspace's apps connect to: `state.internalHost` when the server has a namespace of its own on the
+ * workspace's private network (its id, as Render's internal hostnames), else `host`, the same for everyone.
+ */
+export const internalHostOf = (placement: Placement): string =>
+  typeof placement.state.internalHost === 'string' ? placement.state.internalHost : placement.host;
 
 /** Sizes that come from the plan. */
 export interface PlanSize {
@@ -20,8 +27,10 @@ export interface PlanSize {
 }
 
 export interface PostgresSpec {
-  /** `dpg-…`: names the data dir (local) or is folded into role/database names (cluster). */
+  /** `dpg-…`: names the data dir (local) or is folded into role/database names (cluster); a local server's internal hostname. */
   id: string;
+  /** Whose private network a local server joins (namespaces mode). */
+  workspaceId: string;
   /** Major version, e.g. '15'. */
   version: string;
   databaseName: string;
@@ -31,8 +40,10 @@ export interface PostgresSpec {
 }
 
 export interface KeyValueSpec {
-  /** `red-…` */
+  /** `red-…`; a local server's internal hostname. */
   id: string;
+  /** Whose private network a local server joins (namespaces mode). */
+  workspaceId: string;
   /** The user clients log in as (`default` on a local server, an ACL user on a shared one). */
   user: string;
   password: string;
@@ -52,12 +63,31 @@ export interface Provisioner<Spec> {
   start(spec: Spec, placement: Placement): Promise<Placement>;
   /** Stops serving and keeps the data (suspend). */
   stop(spec: Spec, placement: Placement): Promise<void>;
-  /** Accepts a login with the spec's credentials right now. */
+  /**
+   * Accepts a login with the spec's credentials right now. Local servers answer this over their private unix socket,
+   * never over TCP: whatever holds the TCP port while the server is down must not be sent a credential.
+   */
   check(spec: Spec, placement: Placement): Promise<boolean>;
   /** Applies changed settings (plan size, eviction policy) to a serving datastore; may restart it. */
   update(spec: Spec, placement: Placement): Promise<Placement>;
   /** Stops it and removes all its data. A no-op when already gone. */
   destroy(spec: Spec, placement: Placement): Promise<void>;
+  /**
+   * Serves it again on a new port, after start/update threw PortTakenError (local servers: its own port was bound by
+   * someone else while it was down). Returns the new placement; clients must be told the new port.
+   */
+  relocate?(spec: Spec, placement: Placement): Promise<Placement>;
+}
+
+/** A server could not listen on its port: something else bound it while the server was down. */
+export class PortTakenError extends Error {
+  constructor(
+    readonly port: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'PortTakenError';
+  }
 }
 
 export type PostgresProvisioner = Provisioner<PostgresSpec>;

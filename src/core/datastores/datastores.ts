@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { AppError, conflict, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { SecretBox } from '../../lib/secret-box.js';
-import type { KeyValueProvisioner, KeyValueSpec, PostgresProvisioner, PostgresSpec } from '../../provisioners/types.js';
+import { internalHostOf, type KeyValueProvisioner, type KeyValueSpec, type PostgresProvisioner, type PostgresSpec } from '../../provisioners/types.js';
 import type { DatastoreKind, DatastoreQuery, DatastoreRepo, DatastoreRow } from '../../store/repos/datastores.js';
 import type { EnvVarRef } from '../../store/schema.js';
 import type { Events } from '../events.js';
@@ -30,6 +30,8 @@ export interface DatastoreDeps {
   box: SecretBox;
   events: Events;
   checkMs: number;
+  /** At boot: removes the network namespaces of local servers whose datastore is gone (the runtime's sweepServers). */
+  sweepServers?(keep: (id: string) => boolean): Promise<void>;
   /** Runs before a datastore is deleted (the usage meter's last pass over it). */
   beforeRemove?(): Promise<void>;
   log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
@@ -46,8 +48,8 @@ export function createDatastores(deps: DatastoreDeps) {
   const password = (row: DatastoreRow) => box.open(row.sealedPassword);
   const specOf = (row: DatastoreRow): PostgresSpec | KeyValueSpec =>
     row.kind === 'postgres'
-      ? { id: row.id, version: row.version, databaseName: row.databaseName!, databaseUser: row.databaseUser!, password: password(row), size: postgresSize(row.plan) }
-      : { id: row.id, user: row.id, password: password(row), size: keyValueSize(row.plan), maxmemoryPolicy: redisPolicy(row.maxmemoryPolicy ?? 'allkeys_lru') };
+      ? { id: row.id, workspaceId: row.workspaceId, version: row.version, databaseName: row.databaseName!, databaseUser: row.databaseUser!, password: password(row), size: postgresSize(row.plan) }
+      : { id: row.id, workspaceId: row.workspaceId, user: row.id, password: password(row), size: keyValueSize(row.plan), maxmemoryPolicy: redisPolicy(row.maxmemoryPolicy ?? 'allkeys_lru') };
   const driver: DatastoreDriver = {
     provisioner: (row) => {
       const p = row.kind === 'postgres' ? provisioners.postgres : provisioners.keyValue;
@@ -56,7 +58,7 @@ export function createDatastores(deps: DatastoreDeps) {
     },
     spec: specOf,
   };
-  const reconciler = createDatastoreReconciler({ repo, driver, events, checkMs: deps.checkMs, log: deps.log });
+  const reconciler = createDatastoreReconciler({ repo, driver, events, checkMs: deps.checkMs, log: deps.log, sweepServers: deps.sweepServers });
 
   function provisionerFor(kind: DatastoreKind) {
     const p = kind === 'postgres' ? provisioners.postgres : provisioners.keyValue;
@@ -160,12 +162,19 @@ export function createDatastores(deps: DatastoreDeps) {
     },
   };
 
-  /** Where and how to connect (Render's connection-info, plus the parts for `fromDatabase`). */
+  /**
+   * Where and how to connect (Render's connection-info, plus the parts for `fromDatabase`): `host` is the internal one,
+   * what the workspace's apps use (a local server's id on their private network); `external` is where it is reached
+   * from outside (the Slipway machine: the server's address), the same as internal on the shared network.
+   */
   function connection(row: DatastoreRow) {
     const placement = placementOf(row);
     if (!placement) throw conflict(`the ${WHAT[row.kind]} is still being created`);
     const user = row.kind === 'postgres' ? row.databaseUser! : row.id;
-    return { host: placement.host, port: placement.port, user, password: password(row), database: row.databaseName ?? undefined, keyPrefix: placement.state.keyPrefix as string | undefined };
+    return {
+      host: internalHostOf(placement), port: placement.port, external: { host: placement.host, port: placement.port },
+      user, password: password(row), database: row.databaseName ?? undefined, keyPrefix: placement.state.keyPrefix as string | undefined,
+    };
   }
 }
 export type Datastores = ReturnType<typeof createDatastores>;

@@ -1,4 +1,4 @@
-import type { Placement, Provisioner } from '../../provisioners/types.js';
+import { PortTakenError, type Placement, type Provisioner } from '../../provisioners/types.js';
 import type { DatastoreRepo, DatastoreRow, DatastoreStatus } from '../../store/repos/datastores.js';
 import type { Events } from '../events.js';
 import { createKeyedLocks } from '../../lib/keyed-locks.js';
@@ -14,6 +14,8 @@ export interface ReconcilerDeps {
   driver: DatastoreDriver;
   events: Events;
   checkMs: number;
+  /** Removes the network namespaces of local servers whose datastore `keep` refuses (deleted while Slipway was down). */
+  sweepServers?(keep: (id: string) => boolean): Promise<void>;
   log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
 }
 
@@ -38,11 +40,31 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
   async function setStatus(row: DatastoreRow, status: DatastoreStatus, type?: string, patch: Partial<DatastoreRow> = {}) {
     const updated = (await repo.update(row.id, { ...patch, status })) ?? row;
     if (type && (status !== row.status || type === 'datastore_restarted')) {
-      await events.record({ workspaceId: row.workspaceId, datastoreId: row.id, type, details: { kind: row.kind, status } });
+      const moved = patch.port !== undefined && patch.port !== row.port ? { port: patch.port } : {};
+      await events.record({ workspaceId: row.workspaceId, datastoreId: row.id, type, details: { kind: row.kind, status, ...moved } });
     }
     return updated;
   }
   const placed = (p: Placement) => ({ host: p.host, port: p.port, provisionerState: p.state });
+
+  /**
+   * Runs a step that (re)starts the server. When its port was bound by someone else while it was down, the datastore
+   * is unavailable for that reason (a `datastore_port_taken` event naming the port), and the provisioner serves it on
+   * a new port, saved at once so that connection info, and services on their next deploy or restart, get the new one.
+   */
+  async function serving(row: DatastoreRow, provisioner: Provisioner<unknown>, spec: unknown, placement: Placement, step: () => Promise<Placement>): Promise<Placement> {
+    try {
+      return await step();
+    } catch (err) {
+      if (!(err instanceof PortTakenError) || !provisioner.relocate) throw err;
+      log.warn({ datastoreId: row.id, port: err.port }, 'datastore port is taken by another process; moving it to a new port');
+      await repo.update(row.id, { status: 'unavailable' });
+      await events.record({ workspaceId: row.workspaceId, datastoreId: row.id, type: 'datastore_port_taken', details: { kind: row.kind, status: 'unavailable', port: err.port } });
+      const moved = await provisioner.relocate(spec, placement);
+      await repo.update(row.id, placed(moved));
+      return moved;
+    }
+  }
 
   async function converge(row: DatastoreRow) {
     const provisioner = driver.provisioner(row);
@@ -60,17 +82,20 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
     if (!placement || row.status === 'creating') {
       return setStatus(row, 'available', 'datastore_available', placed(await provisioner.create(spec)));
     }
+    const start = () => serving(row, provisioner, spec, placement, () => provisioner.start(spec, placement));
     if (restarts.delete(row.id)) {
       await provisioner.stop(spec, placement);
-      return setStatus(row, 'available', 'datastore_restarted', placed(await provisioner.start(spec, placement)));
+      return setStatus(row, 'available', 'datastore_restarted', placed(await start()));
     }
-    if (row.status === 'suspended') return setStatus(row, 'available', 'datastore_resumed', placed(await provisioner.start(spec, placement)));
-    if (row.status === 'config_restart') return setStatus(row, 'available', 'datastore_updated', placed(await provisioner.update(spec, placement)));
+    if (row.status === 'suspended') return setStatus(row, 'available', 'datastore_resumed', placed(await start()));
+    if (row.status === 'config_restart') {
+      return setStatus(row, 'available', 'datastore_updated', placed(await serving(row, provisioner, spec, placement, () => provisioner.update(spec, placement))));
+    }
     if (await provisioner.check(spec, placement)) return row.status === 'available' ? row : setStatus(row, 'available', 'datastore_available');
     // Not answering: say so, then bring it back from its data.
     const down = row.status === 'unavailable' ? row : await setStatus(row, 'unavailable', 'datastore_unavailable');
     log.warn({ datastoreId: row.id }, 'datastore is not answering; restarting it');
-    const started = await provisioner.start(spec, placement);
+    const started = await start();
     if (!(await provisioner.check(spec, started))) return repo.update(row.id, placed(started));
     return setStatus(down, 'available', 'datastore_available', placed(started));
   }
@@ -100,6 +125,17 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
     });
   }
 
+  /** Running servers keep their namespaces (and addresses); those of datastores that no longer exist go. */
+  async function sweep() {
+    if (!deps.sweepServers) return;
+    try {
+      const ids = new Set((await repo.all()).map((row) => row.id));
+      await deps.sweepServers((id) => ids.has(id));
+    } catch (err) {
+      log.error({ err }, 'could not sweep the namespaces of deleted datastores');
+    }
+  }
+
   async function pass() {
     try {
       for (const row of await repo.all()) await reconcile(row.id);
@@ -111,6 +147,7 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
   return {
     /** Runs one pass now (re-adopting what runs, restarting what does not), then one every checkMs. */
     async start() {
+      await sweep();
       await pass();
       const loop = async () => {
         await pass();

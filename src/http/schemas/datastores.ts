@@ -78,11 +78,15 @@ export function datastoreBody(row: DatastoreRow, owner: WorkspaceRow, dashboardU
   };
 }
 
-/** Render's connection-info for either kind. Local servers listen on loopback, so internal and external are the same. */
+/**
+ * Render's connection-info for either kind: internal is what the workspace's apps use (a local server's id, on their
+ * private network), external where the Slipway machine reaches it (the same on the shared network).
+ */
 export function connectionInfoBody(row: DatastoreRow, c: ReturnType<Datastores['connection']>) {
   const url = refValue(row.kind, c, 'connectionString');
+  const external = refValue(row.kind, { ...c, ...c.external }, 'connectionString');
   if (row.kind === 'postgres') {
-    return { password: c.password, internalConnectionString: url, externalConnectionString: url, psqlCommand: `PGPASSWORD=${c.password} psql -h ${c.host} -p ${c.port} -U ${c.user} ${c.database}` };
+    return { password: c.password, internalConnectionString: url, externalConnectionString: external, psqlCommand: `PGPASSWORD=${c.password} psql -h ${c.external.host} -p ${c.external.port} -U ${c.user} ${c.database}` };
   }
-  return { internalConnectionString: url, externalConnectionString: url, cliCommand: `redis-cli -u ${url}`, ...(c.keyPrefix ? { keyPrefix: c.keyPrefix } : {}) };
+  return { internalConnectionString: url, externalConnectionString: external, cliCommand: `redis-cli -u ${external}`, ...(c.keyPrefix ? { keyPrefix: c.keyPrefix } : {}) };
 }

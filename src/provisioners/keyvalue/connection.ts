@@ -1,11 +1,12 @@
 import { Redis } from 'ioredis';
 
-/** Where a Redis-protocol server answers. */
-export interface ServerAddress {
+/** Where a Redis-protocol server answers: over TCP, or (a local server, for Slipway only) on a unix socket. */
+export interface TcpAddress {
   host: string;
   port: number;
   tls: boolean;
 }
+export type ServerAddress = TcpAddress | { path: string };
 
 export interface Login {
   user: string;
@@ -26,9 +27,7 @@ export async function withConnection<T>(
   timeoutMs = DEFAULT_TIMEOUT_MS,
 ): Promise<T> {
   const redis = new Redis({
-    host: address.host,
-    port: address.port,
-    ...(address.tls ? { tls: {} } : {}),
+    ...('path' in address ? { path: address.path } : { host: address.host, port: address.port, ...(address.tls ? { tls: {} } : {}) }),
     lazyConnect: true,
     connectTimeout: timeoutMs,
     commandTimeout: timeoutMs,

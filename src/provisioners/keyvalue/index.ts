@@ -1,3 +1,4 @@
+import type { ServerNetwork } from '../server-network.js';
 import type { KeyValueProvisioner } from '../types.js';
 import { createLocalKeyValue, findKeyValueServer } from './local.js';
 import { createSharedKeyValue } from './shared.js';
@@ -16,8 +17,10 @@ export function createKeyValueProvisioner(opts: {
   dataDir: string;
   adminUrl?: string | undefined;
   runAs?: { uid: number; gid: number } | undefined;
+  /** Namespaces mode: a namespace of its own for each local server. */
+  network?: ServerNetwork | undefined;
 }): KeyValueProvisioner | undefined {
   if (opts.adminUrl) return createSharedKeyValue({ adminUrl: opts.adminUrl });
   const serverPath = findKeyValueServer();
-  return serverPath ? createLocalKeyValue({ dataDir: opts.dataDir, runAs: opts.runAs, serverPath }) : undefined;
+  return serverPath ? createLocalKeyValue({ dataDir: opts.dataDir, runAs: opts.runAs, serverPath, network: opts.network }) : undefined;
 }

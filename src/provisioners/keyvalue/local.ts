@@ -1,39 +1,38 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import {
-  accessSync, chownSync, closeSync, constants, fchownSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync,
-} from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { killGroup, spawnDetached, type Command } from '../../lib/exec.js';
+import type { Redis } from 'ioredis';
+import { killGroup, spawnDetached } from '../../lib/exec.js';
 import { rotateLogIfLarge } from '../../lib/log-file.js';
-import { freePort } from '../../runtime/local/ports.js';
 import { isRunning, readStat } from '../../runtime/local/proc.js';
-import type { KeyValueProvisioner, KeyValueSpec, Placement } from '../types.js';
-import { ADMIN_USER, assertKeyValueSpec, ownServerRules, passwordHashRule } from './acl.js';
-import { answersPing, withConnection, type Login, type ServerAddress } from './connection.js';
+import { createServerNetworking, LOOPBACK, type Listener, type ServerNetwork } from '../server-network.js';
+import { PortTakenError, type KeyValueProvisioner, type KeyValueSpec, type Placement } from '../types.js';
+import { withSocketPath } from '../unix-socket.js';
+import { ADMIN_USER, assertKeyValueSpec, ownServerRules } from './acl.js';
+import { answersPing, withConnection, type Login } from './connection.js';
+import { datastoreFiles, logSince, prepare, readAdminPassword, serverCommand, type Files, type RunAs } from './server-files.js';
 
 /**
  * One Redis-protocol server process per datastore, detached from Slipway (it outlives a control-plane restart
- * and is re-adopted by pid + start time), run as an unprivileged user when Slipway is root.
- *
- * Layout of <dataDir>/datastores/<id>/ (0700, Slipway's): admin.secret (the password Slipway logs in with for live
- * config changes), server.json (pid, start time, port of the last launch), server.log (the server's output), and
- * data/ (0700, the run user's): redis.conf (0600) and the AOF. The server is started with data/ as its cwd, entered
- * by Slipway (root) before it drops to the run user, and reads its config through /proc/self/cwd: so it needs no
- * permission on any dir above data/, and none of them is opened up for it (the run user is also the apps' user).
+ * and is re-adopted by pid + start time), run as an unprivileged user when Slipway is root. Its files: server-files.ts.
+ * Clients get its TCP address: in a namespace of its own at 6379 (namespaces mode, see server-network.ts), or
+ * 127.0.0.1 at a port of its own (shared network). Slipway itself (readiness, checks, live config) talks to it only on
+ * its unix socket.
  */
 
-const HOST = '127.0.0.1';
+/** Where a server with a namespace of its own listens. */
+const REDIS_PORT = 6379;
 const SERVER_NAMES = ['valkey-server', 'redis-server'];
-const CONFIG_VIA_CWD = '/proc/self/cwd/redis.conf';
 /** Loading a large AOF takes a while; the server answers LOADING until it is done. */
 const START_TIMEOUT_MS = 60_000;
 /** A graceful shutdown flushes the AOF; after this long the server is killed. */
 const STOP_TIMEOUT_MS = 15_000;
 const POLL_MS = 10;
+/** A free port may be bound by someone else before the server binds it: try another. */
+/** What the server logs when its TCP port is someone else's. */
+const PORT_TAKEN = /Could not create server TCP listening socket .*Address already in use/i;
 
-type RunAs = { uid: number; gid: number };
 interface ServerProcess {
   pid: number;
   startTime: string;
@@ -55,100 +54,34 @@ export function findKeyValueServer(searchPath = process.env.PATH ?? ''): string 
   return undefined;
 }
 
-function datastoreFiles(dataDir: string, id: string) {
-  const dir = path.join(dataDir, 'datastores', id);
-  const data = path.join(dir, 'data');
-  return {
-    dir,
-    data,
-    config: path.join(data, 'redis.conf'),
-    adminSecret: path.join(dir, 'admin.secret'),
-    serverRecord: path.join(dir, 'server.json'),
-    log: path.join(dir, 'server.log'),
-  };
-}
-type Files = ReturnType<typeof datastoreFiles>;
-
-/**
- * The whole server config, regenerated from the spec before every launch and on every update. Passwords are ACL
- * `user` lines with SHA-256 hashes (what `requirepass` sets for `default`), so the file holds no clear-text password.
- * spec.user `default` is the user clients log in as; any other name becomes an ACL user and `default` is disabled,
- * so a client must log in either way.
- */
-export function serverConfig(spec: KeyValueSpec, port: number, adminPassword: string): string {
-  const clientRules = ownServerRules(spec.password).join(' ');
-  const users = spec.user === 'default' ? [`user default ${clientRules}`] : ['user default reset off', `user ${spec.user} ${clientRules}`];
-  return [
-    '# Written by Slipway before every launch and update of the datastore: change it through the API, not here.',
-    'bind 127.0.0.1',
-    `port ${port}`,
-    'protected-mode yes',
-    'daemonize no',
-    'appendonly yes',
-    'appendfsync everysec',
-    'save ""',
-    `maxmemory ${spec.size.memoryMb}mb`,
-    `maxmemory-policy ${spec.maxmemoryPolicy}`,
-    `maxclients ${spec.size.maxConnections}`,
-    ...users,
-    `user ${ADMIN_USER} reset on ${passwordHashRule(adminPassword)} ~* &* +@all`,
-  ].join('\n') + '\n';
-}
-
-/** The server, with no arguments but where its config is and an empty environment (Slipway's holds secrets). */
-export function serverCommand(serverPath: string, dataDir: string, runAs: RunAs | undefined): Command {
-  return { file: serverPath, args: [CONFIG_VIA_CWD], cwd: dataDir, env: {}, ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}) };
-}
-
-function readAdminPassword(files: Files): string {
-  try {
-    return readFileSync(files.adminSecret, 'utf8').trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  const password = randomBytes(24).toString('base64url');
-  writeFileSync(files.adminSecret, `${password}\n`, { mode: 0o600, flag: 'wx' });
-  return password;
-}
-
-/** Replaces a file in the run user's dir without following what that user may have put there (O_EXCL refuses a planted symlink). */
-function writeServerFile(file: string, text: string, runAs: RunAs | undefined): void {
-  const temp = `${file}.slipway-new`;
-  rmSync(temp, { force: true });
-  const fd = openSync(temp, 'wx', 0o600);
-  try {
-    writeSync(fd, text);
-    if (runAs) fchownSync(fd, runAs.uid, runAs.gid);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, file);
-}
-
-function prepare(files: Files, spec: KeyValueSpec, port: number, runAs: RunAs | undefined): void {
-  mkdirSync(files.data, { recursive: true, mode: 0o700 });
-  if (runAs) chownSync(files.data, runAs.uid, runAs.gid);
-  writeServerFile(files.config, serverConfig(spec, port, readAdminPassword(files)), runAs);
-}
-
 const asServerProcess = (value: unknown): ServerProcess | undefined => {
   const { pid, startTime } = (value ?? {}) as Partial<ServerProcess>;
   return typeof pid === 'number' && typeof startTime === 'string' ? { pid, startTime } : undefined;
 };
 
-function readServerRecord(files: Files): (ServerProcess & { port: number }) | undefined {
+/** The last launch: its process and where it listens (records of older Slipways have no host: they listened on loopback). */
+function readServerRecord(files: Files): (ServerProcess & { host: string; port: number }) | undefined {
   try {
-    const record = JSON.parse(readFileSync(files.serverRecord, 'utf8')) as { port?: unknown };
+    const record = JSON.parse(readFileSync(files.serverRecord, 'utf8')) as { host?: unknown; port?: unknown };
     const proc = asServerProcess(record);
-    return proc && typeof record.port === 'number' ? { ...proc, port: record.port } : undefined;
+    return proc && typeof record.port === 'number' ? { ...proc, host: typeof record.host === 'string' ? record.host : LOOPBACK, port: record.port } : undefined;
   } catch {
     return undefined;
   }
 }
 
-/** The datastore's server if it runs: the one in the placement, or the last one launched (a create that was cut short). */
-function runningServer(files: Files, state: Record<string, unknown>): ServerProcess | undefined {
-  return [asServerProcess(state), readServerRecord(files)].find((proc): proc is ServerProcess => !!proc && isRunning(proc));
+/**
+ * The datastore's server if it runs, and where it listens: the one in the placement, or the last one launched (a
+ * create or start whose placement was never saved). Where it listens is the record's, when it is the recorded launch.
+ */
+function runningServer(files: Files, placement: Pick<Placement, 'host' | 'port' | 'state'>): { proc: ServerProcess; at: { host: string; port: number } } | undefined {
+  const record = readServerRecord(files);
+  const remembered = asServerProcess(placement.state);
+  if (remembered && isRunning(remembered)) {
+    const recorded = record?.pid === remembered.pid && record.startTime === remembered.startTime;
+    return { proc: remembered, at: recorded ? record : placement };
+  }
+  return record && isRunning(record) ? { proc: record, at: record } : undefined;
 }
 
 function logTail(files: Files): string {
@@ -189,49 +122,79 @@ function binaryVersion(serverPath: string): string {
   return version;
 }
 
-export function createLocalKeyValue(opts: { dataDir: string; runAs?: RunAs | undefined; serverPath?: string }): KeyValueProvisioner {
+export function createLocalKeyValue(opts: { dataDir: string; runAs?: RunAs | undefined; serverPath?: string; network?: ServerNetwork | undefined }): KeyValueProvisioner {
   const found = opts.serverPath ?? findKeyValueServer();
   if (!found) throw new Error(`neither ${SERVER_NAMES.join(' nor ')} was found on the PATH`);
   const serverPath = found;
   const version = binaryVersion(serverPath);
+  const net = createServerNetworking(opts.network, REDIS_PORT);
   const filesOf = (spec: KeyValueSpec) => datastoreFiles(opts.dataDir, spec.id);
-  const addressOf = (port: number): ServerAddress => ({ host: HOST, port, tls: false });
   const adminLogin = (files: Files): Login => ({ user: ADMIN_USER, password: readAdminPassword(files) });
+  /**
+   * Slipway talks to its servers only on their unix socket (0700, in the run user's 0700 data dir, inside Slipway's
+   * 0700 dir): nobody else can bind it, so the passwords sent there reach the server. Never to the TCP port, which
+   * anyone on the machine may have bound while the server was down.
+   */
+  const onSocket = <T>(files: Files, login: Login, fn: (redis: Redis) => Promise<T>) =>
+    withSocketPath(files.socket, (socketPath) => withConnection({ path: socketPath }, login, fn));
+  const answersOnSocket = (files: Files, login: Login, timeoutMs?: number) =>
+    withSocketPath(files.socket, (socketPath) => answersPing({ path: socketPath }, login, timeoutMs)).catch(() => false);
 
-  async function launch(files: Files, port: number): Promise<ServerProcess> {
+  async function launch(files: Files, listen: Listener): Promise<ServerProcess> {
     // Node reaps it if it exits while Slipway runs; waitReady notices and reports its output.
-    const pid = await spawnDetached(serverCommand(serverPath, files.data, opts.runAs), { stdoutPath: files.log, stderrPath: files.log }, () => undefined);
+    const pid = await spawnDetached(listen.wrap(serverCommand(serverPath, files.data, opts.runAs)), { stdoutPath: files.log, stderrPath: files.log }, () => undefined);
     const proc = { pid, startTime: readStat(pid)?.startTime ?? '' };
-    writeFileSync(files.serverRecord, `${JSON.stringify({ ...proc, port })}\n`);
+    writeFileSync(files.serverRecord, `${JSON.stringify({ ...proc, host: listen.host, port: listen.port })}\n`);
     return proc;
   }
 
-  async function waitReady(spec: KeyValueSpec, files: Files, port: number, proc: ServerProcess): Promise<void> {
+  /** Until it answers on its socket; a server that exits because its TCP port is taken is a PortTakenError. */
+  async function waitReady(spec: KeyValueSpec, files: Files, port: number, proc: ServerProcess, logFrom: number): Promise<void> {
     const deadline = Date.now() + START_TIMEOUT_MS;
     const login = adminLogin(files);
-    while (!(await answersPing(addressOf(port), login, 1000))) {
-      if (!isRunning(proc)) throw new Error(`the key-value server of ${spec.id} exited while starting:\n${logTail(files)}`);
+    while (!(await answersOnSocket(files, login, 1000))) {
+      if (!isRunning(proc)) {
+        if (PORT_TAKEN.test(logSince(files, logFrom))) throw new PortTakenError(port, `the port ${port} of the key-value server of ${spec.id} is taken by another process`);
+        throw new Error(`the key-value server of ${spec.id} exited while starting:\n${logTail(files)}`);
+      }
       if (Date.now() > deadline) throw new Error(`the key-value server of ${spec.id} did not answer within ${START_TIMEOUT_MS / 1000} s:\n${logTail(files)}`);
       await sleep(POLL_MS);
     }
   }
 
-  /** Adopts the running server or launches one from the dir, and waits until it answers. */
-  async function serve(spec: KeyValueSpec, port: number, state: Record<string, unknown>): Promise<Placement> {
+  /** Adopts the running server (where it listens) or launches one from the dir, and waits until it answers. */
+  async function serve(spec: KeyValueSpec, placement: Pick<Placement, 'host' | 'port' | 'state'>): Promise<Placement> {
     assertKeyValueSpec(spec);
     const files = filesOf(spec);
-    let proc = runningServer(files, state);
-    if (!proc) {
-      prepare(files, spec, port, opts.runAs);
-      proc = await launch(files, port);
+    const running = runningServer(files, placement);
+    const logFrom = statSync(files.log, { throwIfNoEntry: false })?.size ?? 0;
+    if (running && existsSync(files.socket) && net.fits(running.at.host)) {
+      const adopted = net.running(spec, running.at);
+      await waitReady(spec, files, adopted.port, running.proc, logFrom);
+      return net.placement(adopted, { pid: running.proc.pid, startTime: running.proc.startTime });
     }
-    await waitReady(spec, files, port, proc);
-    return { host: HOST, port, state: { pid: proc.pid, startTime: proc.startTime } };
+    // Started by an older Slipway with no socket in its config (Slipway talks to it only there), or on the other
+    // network (Slipway's network mode changed since): restarted.
+    if (running) await stopServer(running.proc);
+    const listen = await net.listen(spec, placement.port);
+    try {
+      prepare(files, spec, listen, opts.runAs);
+      const proc = await launch(files, listen);
+      await waitReady(spec, files, listen.port, proc, logFrom);
+      return net.placement(listen, { pid: proc.pid, startTime: proc.startTime });
+    } catch (err) {
+      // A server still loading its data keeps its namespace: the next attempt adopts it.
+      if (!runningServer(files, { host: listen.host, port: listen.port, state: {} })) await net.release(spec.id);
+      throw err;
+    }
   }
 
+  const serveFresh = (spec: KeyValueSpec) => net.startFresh((at) => serve(spec, at));
+
   async function stop(spec: KeyValueSpec, placement: Placement): Promise<void> {
-    const proc = runningServer(filesOf(spec), placement.state);
-    if (proc) await stopServer(proc);
+    const running = runningServer(filesOf(spec), placement);
+    if (running) await stopServer(running.proc);
+    await net.release(spec.id);
   }
 
   return {
@@ -239,26 +202,30 @@ export function createLocalKeyValue(opts: { dataDir: string; runAs?: RunAs | und
     versions: () => [version],
 
     async create(spec) {
-      // A create cut short may have left its server running: keep that one (and its port).
+      // A create cut short may have left its server running: keep that one (where it listens).
       const record = readServerRecord(filesOf(spec));
-      const port = record && isRunning(record) ? record.port : await freePort();
-      return serve(spec, port, {});
+      return record && isRunning(record) ? serve(spec, { ...record, state: {} }) : serveFresh(spec);
     },
 
-    start: (spec, placement) => serve(spec, placement.port, placement.state),
+    start: (spec, placement) => serve(spec, placement),
     stop,
-    check(spec, placement) {
-      rotateLogIfLarge(filesOf(spec).log); // the check runs every few seconds: the log's size is kept here
-      return answersPing(addressOf(placement.port), { user: spec.user, password: spec.password });
+    async check(spec, placement) {
+      const files = filesOf(spec);
+      rotateLogIfLarge(files.log); // the check runs every few seconds: the log's size is kept here
+      // Its clients are told where it listens: not so after a start whose placement was never saved, or on the other network.
+      const at = runningServer(files, placement)?.at;
+      if (!net.fits(placement.host) || (at && (at.host !== placement.host || at.port !== placement.port))) return false;
+      return answersOnSocket(files, { user: spec.user, password: spec.password });
     },
 
     /** Live: CONFIG SET and ACL SETUSER (a changed password too), and the config file for the next start. No restart. */
     async update(spec, placement) {
       assertKeyValueSpec(spec);
       const files = filesOf(spec);
-      prepare(files, spec, placement.port, opts.runAs);
-      if (!runningServer(files, placement.state)) return placement;
-      await withConnection(addressOf(placement.port), adminLogin(files), async (redis) => {
+      const running = runningServer(files, placement);
+      prepare(files, spec, running?.at ?? placement, opts.runAs);
+      if (!running) return placement;
+      await onSocket(files, adminLogin(files), async (redis) => {
         await redis.call('CONFIG', 'SET', 'maxmemory', `${spec.size.memoryMb}mb`, 'maxmemory-policy', spec.maxmemoryPolicy, 'maxclients', String(spec.size.maxConnections));
         await redis.call('ACL', 'SETUSER', spec.user, ...ownServerRules(spec.password));
       });
@@ -269,5 +236,8 @@ export function createLocalKeyValue(opts: { dataDir: string; runAs?: RunAs | und
       await stop(spec, placement);
       rmSync(filesOf(spec).dir, { recursive: true, force: true });
     },
+
+    /** Its port was bound by someone else while it was down (shared network): the config is rewritten for a new one, and it starts there. */
+    relocate: (spec) => serveFresh(spec),
   };
 }

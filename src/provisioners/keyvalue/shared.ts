@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { KeyValueProvisioner, KeyValueSpec, Placement } from '../types.js';
 import { assertKeyValueSpec, tenantRules } from './acl.js';
-import { answersPing, serverVersion, withConnection, type Login, type ServerAddress } from './connection.js';
+import { answersPing, serverVersion, withConnection, type Login, type TcpAddress } from './connection.js';
 
 /**
  * Datastores as ACL users on an existing Redis (7+) or Valkey server: each datastore's user sees only keys and
@@ -13,7 +13,7 @@ import { answersPing, serverVersion, withConnection, type Login, type ServerAddr
 const ADMIN_TIMEOUT_MS = 10_000;
 const SCAN_BATCH = 1000;
 
-function parseAdminUrl(adminUrl: string): { address: ServerAddress; login: Login | undefined } {
+function parseAdminUrl(adminUrl: string): { address: TcpAddress; login: Login | undefined } {
   const url = new URL(adminUrl);
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`the Redis admin URL must be redis:// or rediss://, not ${url.protocol}`);
   const password = decodeURIComponent(url.password);

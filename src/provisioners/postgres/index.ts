@@ -1,3 +1,4 @@
+import type { ServerNetwork } from '../server-network.js';
 import type { PostgresProvisioner } from '../types.js';
 import { createClusterPostgres } from './cluster.js';
 import { createLocalPostgres } from './local.js';
@@ -18,10 +19,12 @@ export function createPostgresProvisioner(opts: {
   dataDir: string;
   adminUrl?: string | undefined;
   runAs?: { uid: number; gid: number } | undefined;
+  /** Namespaces mode: a namespace of its own for each local server. */
+  network?: ServerNetwork | undefined;
 }): PostgresProvisioner | undefined {
   if (opts.adminUrl) return createClusterPostgres({ adminUrl: opts.adminUrl });
   // Postgres will not run as root, so a root Slipway without a user to run it as cannot have local servers.
   if (process.getuid?.() === 0 && !opts.runAs) return undefined;
-  const local = createLocalPostgres({ dataDir: opts.dataDir, runAs: opts.runAs });
+  const local = createLocalPostgres({ dataDir: opts.dataDir, runAs: opts.runAs, network: opts.network });
   return local.versions().length > 0 ? local : undefined;
 }

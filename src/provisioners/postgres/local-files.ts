@@ -1,13 +1,14 @@
 import {
-  chmodSync, chownSync, closeSync, existsSync, fchownSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeSync,
+  chmodSync, chownSync, closeSync, existsSync, fchownSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync,
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { run, type Command } from '../../lib/exec.js';
 import type { PostgresSpec } from '../types.js';
+import type { Listener } from '../server-network.js';
 import type { PostgresInstall } from './binaries.js';
 import { asRunUser, chownTreeCommand, copyTreeCommand, initdbCommand, syncCommand, type DirAccess, type RunContext, type RunUser } from './commands.js';
-import { hbaConf, identConf, postgresqlConf } from './server-files.js';
+import { hbaConf, identConf, LOOPBACK_CLIENTS, postgresqlConf } from './server-files.js';
 
 /**
  * Where one local datastore lives. `dir` is Slipway's (0700; the server's log); pgdata and the socket dir inside it are
@@ -16,25 +17,18 @@ import { hbaConf, identConf, postgresqlConf } from './server-files.js';
 export interface DatastoreLayout {
   dir: string;
   pgdata: string;
+  /** Where the server's unix socket is (the only way Slipway connects to it), named relative to pgdata in its config. */
   socketDir: string;
-  /** A short symlink to socketDir under the tmp dir, when socketDir's path is too long for a unix socket. */
-  socketLink: string | undefined;
   log: string;
 }
 
-/** sun_path holds 107 bytes and a NUL; the socket file inside the dir is `.s.PGSQL.<port>`. */
-const SOCKET_PATH_MAX = 107;
-const SOCKET_FILE_MAX = '/.s.PGSQL.65535'.length;
+/** The longest name of the server's socket in its dir (`.s.PGSQL.<port>`). */
+export const SOCKET_NAME_MAX = '.s.PGSQL.65535'.length;
 
 export function datastoreLayout(dataDir: string, id: string): DatastoreLayout {
   const dir = path.join(dataDir, 'datastores', id);
-  const socketDir = path.join(dir, 'socket');
-  const fits = socketDir.length + SOCKET_FILE_MAX <= SOCKET_PATH_MAX;
-  return { dir, pgdata: path.join(dir, 'pgdata'), socketDir, socketLink: fits ? undefined : path.join(os.tmpdir(), `slipway-pg-${id}`), log: path.join(dir, 'postgres.log') };
+  return { dir, pgdata: path.join(dir, 'pgdata'), socketDir: path.join(dir, 'socket'), log: path.join(dir, 'postgres.log') };
 }
-
-/** The socket dir as the server and its clients name it. */
-export const socketPathOf = (layout: DatastoreLayout): string => layout.socketLink ?? layout.socketDir;
 
 async function runChecked(cmd: Command, what: string): Promise<void> {
   const result = await run(cmd, { timeoutMs: 120_000 });
@@ -74,19 +68,14 @@ export function privateDir(ctx: RunContext, dir: string, owned: boolean): void {
   chmodSync(dir, 0o700);
 }
 
-/** The short alias of the socket dir in the shared tmp dir: a link of Slipway's (sticky /tmp: nobody else can replace it). */
-export function linkSocketDir(layout: DatastoreLayout): void {
-  const link = layout.socketLink;
-  if (!link) return;
+/**
+ * Older Slipways aliased a socket dir whose path was too long as a link in the tmp dir; the server now names its
+ * socket dir relative to pgdata and Slipway reaches it through an fd (unix-socket.ts). Such a link goes with its datastore.
+ */
+export function removeLegacySocketLink(id: string): void {
+  const link = path.join(os.tmpdir(), `slipway-pg-${id}`);
   const found = lstatSync(link, { throwIfNoEntry: false });
-  if (found?.isSymbolicLink() && found.uid === process.getuid?.() && readlinkSync(link) === layout.socketDir) return;
-  if (found) rmSync(link, { recursive: true, force: true }); // someone else's, or stale
-  symlinkSync(layout.socketDir, link);
-}
-
-export function unlinkSocketDir(layout: DatastoreLayout): void {
-  const found = layout.socketLink ? lstatSync(layout.socketLink, { throwIfNoEntry: false }) : undefined;
-  if (layout.socketLink && found?.isSymbolicLink() && found.uid === process.getuid?.()) rmSync(layout.socketLink);
+  if (found?.isSymbolicLink() && found.uid === process.getuid?.()) rmSync(link);
 }
 
 /** Replaces a file in the run user's dir without following a link it may have put there: a new file, renamed over. */
@@ -104,10 +93,11 @@ function writeRunUserFile(ctx: RunContext, file: string, text: string): void {
 }
 
 /** Writes the server's config files; true when any changed (a running server needs a restart to see them). */
-export function writeServerFiles(ctx: RunContext, spec: PostgresSpec, layout: DatastoreLayout, port: number, adminOsUser: string): boolean {
+export function writeServerFiles(ctx: RunContext, spec: PostgresSpec, layout: DatastoreLayout, listen: Pick<Listener, 'host' | 'port' | 'internalHost'>, adminOsUser: string): boolean {
   const files = {
-    'postgresql.conf': postgresqlConf({ port, socketDir: socketPathOf(layout), size: spec.size }),
-    'pg_hba.conf': hbaConf(spec),
+    // Relative to pgdata, the server's cwd: short whatever the data dir's depth (a socket path must fit in 107 bytes).
+    'postgresql.conf': postgresqlConf({ listenAddress: listen.host, port: listen.port, socketDir: path.relative(layout.pgdata, layout.socketDir), size: spec.size }),
+    'pg_hba.conf': hbaConf(spec, listen.internalHost ? ['samenet'] : LOOPBACK_CLIENTS),
     'pg_ident.conf': identConf(adminOsUser),
   };
   let changed = false;

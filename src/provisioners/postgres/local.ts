@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -5,14 +6,18 @@ import { spawnDetached } from '../../lib/exec.js';
 import { rotateLogIfLarge } from '../../lib/log-file.js';
 import { freePort } from '../../runtime/local/ports.js';
 import { readStat } from '../../runtime/local/proc.js';
-import type { Placement, PostgresProvisioner, PostgresSpec } from '../types.js';
+import type pg from 'pg';
+import { PortTakenError, type Placement, type PostgresProvisioner, type PostgresSpec } from '../types.js';
 import { findPostgresInstalls, sortVersions, type PostgresInstall } from './binaries.js';
 import { asRunUser, findSwitchUserTools, postgresCommand, SUPERUSER, type RunContext, type RunUser } from './commands.js';
 import {
-  createTemplates, datastoreLayout, dirAccess, linkSocketDir, privateDir, socketPathOf, unlinkSocketDir, writeServerFiles, type DatastoreLayout,
+  createTemplates, datastoreLayout, dirAccess, privateDir, removeLegacySocketLink, SOCKET_NAME_MAX, writeServerFiles, type DatastoreLayout,
 } from './local-files.js';
-import { canLogIn, databaseExists, ident, quietSession, roleExists, upsertRole, withClient } from './sql.js';
-import { clearForeignLockFile, findServer, logSince, logSize, portOf, stopServer, waitReady, type ServerProcess } from './server-process.js';
+import { createServerNetworking, LOOPBACK, type Listener, type ServerNetwork } from '../server-network.js';
+import { withSocketDir } from '../unix-socket.js';
+import { scramVerifies } from './scram.js';
+import { CONNECT_TIMEOUT_MS, databaseExists, ident, quietSession, roleExists, upsertRole, withClient } from './sql.js';
+import { clearForeignLockFile, findServer, logSince, logSize, listenOf, stopServer, waitReady, type ServerProcess } from './server-process.js';
 
 export interface LocalPostgresOptions {
   dataDir: string;
@@ -20,31 +25,27 @@ export interface LocalPostgresOptions {
   runAs?: RunUser;
   /** Searched before PATH and /usr/lib/postgresql/<major>/bin. */
   binDirs?: string[];
+  /** Namespaces mode: each server in a namespace of its own on its workspace's network (the runtime's attachServer/release). */
+  network?: ServerNetwork | undefined;
 }
 
-const HOST = '127.0.0.1';
+/** Where a server with a namespace of its own listens (on the shared network: a free port of its own). */
+const POSTGRES_PORT = 5432;
 /** Crash recovery replays WAL before a server accepts connections; give it time. */
 const START_TIMEOUT_MS = 60_000;
-/** Create picks a free port, but something else may bind it before the server does: try another. */
-const PORT_ATTEMPTS = 3;
+/** A free port may be bound by something else before the server binds it: try another. */
+/** What postgres logs (then "could not create any TCP/IP sockets") when its TCP port is someone else's. */
+const PORT_TAKEN = /could not bind IPv[46] address .*Address already in use/i;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-class StartFailed extends Error {
-  constructor(
-    message: string,
-    readonly portTaken: boolean,
-  ) {
-    super(message);
-  }
-}
 
 /** What Placement.state holds for a local server: its postmaster. */
 type LocalState = Partial<ServerProcess>;
 
 /**
  * One real postgres server per datastore under <dataDir>/datastores/<id>/ (pgdata/, socket/, postgres.log), run
- * detached so it outlives Slipway, listening on 127.0.0.1 at a port fixed at create. Only the datastore's own user
- * may log in over TCP (SCRAM); Slipway administers it as a superuser over a private unix socket.
+ * detached so it outlives Slipway. It listens in a namespace of its own at 5432 (namespaces mode, see server-network.ts)
+ * or on 127.0.0.1 at a port fixed at create (shared network). Only the datastore's own user may log in over TCP
+ * (SCRAM); Slipway administers it as a superuser over a private unix socket.
  */
 export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisioner {
   if (process.getuid?.() === 0 && !opts.runAs) throw new Error('Postgres refuses to run as root: give the local Postgres provisioner an unprivileged runAs user');
@@ -55,6 +56,7 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
   const ctx: RunContext = { dataDir, runAs: opts.runAs, tools: opts.runAs ? findSwitchUserTools() : undefined };
   const templates = createTemplates(ctx);
   const adminOsUser = os.userInfo().username;
+  const net = createServerNetworking(opts.network, POSTGRES_PORT);
 
   function installFor(version: string): PostgresInstall {
     const install = installs.get(version);
@@ -63,16 +65,25 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
   }
 
   const layoutOf = (spec: PostgresSpec) => datastoreLayout(dataDir, spec.id);
-  const placementOf = (port: number, server: ServerProcess): Placement => ({ host: HOST, port, state: { pid: server.pid, startTime: server.startTime } });
+  const placementOf = (listen: Listener, server: ServerProcess): Placement => net.placement(listen, { pid: server.pid, startTime: server.startTime });
   const stateOf = (placement: Placement) => placement.state as LocalState;
 
+  /**
+   * Runs `fn` on Slipway's own connection: the superuser on the server's unix socket, let in by peer credentials (the
+   * kernel tells the server which OS user connects; pg_ident admits only Slipway's). No secret is sent, and nothing but
+   * the server can listen there: the socket's dir is the run user's, 0700, inside Slipway's 0700 datastore dir. Never
+   * TCP, whose port anyone on the machine may have bound while the server was down.
+   */
+  const asAdmin = <T>(spec: PostgresSpec, port: number, fn: (client: pg.Client) => Promise<T>, config: pg.ClientConfig = {}): Promise<T> =>
+    withSocketDir(layoutOf(spec).socketDir, SOCKET_NAME_MAX, (host) => withClient({ host, port, user: SUPERUSER, database: 'postgres', ...config }, fn));
+
   /** Starts the server detached; retried while backends of a killed postmaster still hold its shared memory. */
-  async function launch(install: PostgresInstall, layout: DatastoreLayout): Promise<ServerProcess> {
+  async function launch(install: PostgresInstall, layout: DatastoreLayout, listen: Listener): Promise<ServerProcess> {
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       clearForeignLockFile(layout.pgdata);
       const logFrom = logSize(layout.log);
-      const command = asRunUser(ctx, dirAccess(ctx, layout.pgdata, [layout.socketDir]), postgresCommand(install, layout.pgdata));
+      const command = listen.wrap(asRunUser(ctx, dirAccess(ctx, layout.pgdata, [layout.socketDir]), postgresCommand(install, layout.pgdata)));
       const pid = await spawnDetached(command, { stdoutPath: layout.log, stderrPath: layout.log }, () => undefined);
       // The postmaster's pid (unshare, sh and setpriv exec each other in the same process).
       const server = { pid, startTime: readStat(pid)?.startTime ?? '' };
@@ -85,7 +96,8 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
         continue;
       }
       const why = outcome.exited ? 'exited during startup' : `was not ready within ${START_TIMEOUT_MS / 1000} s`;
-      throw new StartFailed(`postgres ${why}: ${log || '(no output)'}`, /could not bind|already in use/i.test(log));
+      if (outcome.exited && PORT_TAKEN.test(log)) throw new PortTakenError(listen.port, `the port ${listen.port} of postgres is taken by another process: ${log}`);
+      throw new Error(`postgres ${why}: ${log || '(no output)'}`);
     }
   }
 
@@ -95,21 +107,45 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
     if (!existsSync(path.join(layout.pgdata, 'PG_VERSION'))) throw new Error(`the data of ${spec.id} is missing (${layout.pgdata})`);
     privateDir(ctx, layout.dir, false);
     privateDir(ctx, layout.socketDir, true);
-    linkSocketDir(layout);
-    writeServerFiles(ctx, spec, layout, placement.port, adminOsUser);
     const running = findServer(layout.pgdata, stateOf(placement));
     if (running) {
-      // Adopted; it may still be starting up (recovering after a crash).
+      // Adopted where it listens (its lock file says), in its namespace if it has one; it may still be starting up.
       const outcome = await waitReady(layout.pgdata, running, START_TIMEOUT_MS);
       if (!outcome.ready) throw new Error(`postgres (pid ${running.pid}) is running but not ready: ${logSince(layout.log, 0).split('\n').slice(-5).join('\n')}`);
-      return placementOf(placement.port, running);
+      const at = listenOf(layout.pgdata);
+      if (at && net.fits(at.host)) {
+        const adopted = net.running(spec, at);
+        writeServerFiles(ctx, spec, layout, adopted, adminOsUser);
+        return placementOf(adopted, running);
+      }
+      // On the other network (Slipway's network mode changed since): restarted on this one.
+      await stopServer(running, 'fast');
     }
-    return placementOf(placement.port, await launch(install, layout));
+    const listen = await net.listen(spec, placement.port);
+    writeServerFiles(ctx, spec, layout, listen, adminOsUser);
+    try {
+      return placementOf(listen, await launch(install, layout, listen));
+    } catch (err) {
+      await net.release(spec.id);
+      throw err;
+    }
+  }
+
+  const startFresh = (spec: PostgresSpec) => net.startFresh((at) => start(spec, at));
+
+  /** Whether the role's stored SCRAM verifier is of spec.password; remembered, as PBKDF2 is slow on purpose. */
+  const verified = new Map<string, string>();
+  function passwordMatches(spec: PostgresSpec, stored: string | null): boolean {
+    const key = createHash('sha256').update(`${stored}\0${spec.password}`).digest('base64');
+    if (verified.get(spec.id) === key) return true;
+    if (!scramVerifies(stored, spec.password)) return false;
+    verified.set(spec.id, key);
+    return true;
   }
 
   /** The datastore's role and database, made over the socket; converges when re-run. */
   async function bootstrap(spec: PostgresSpec, placement: Placement): Promise<void> {
-    await withClient({ host: socketPathOf(layoutOf(spec)), port: placement.port, user: SUPERUSER, database: 'postgres' }, async (client) => {
+    await asAdmin(spec, placement.port, async (client) => {
       await quietSession(client);
       const role = { name: spec.databaseUser, password: spec.password, connectionLimit: -1, login: true };
       await upsertRole(client, role, await roleExists(client, spec.databaseUser));
@@ -129,17 +165,10 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       mkdirSync(path.dirname(layout.dir), { recursive: true, mode: 0o700 });
       privateDir(ctx, layout.dir, false);
       if (!existsSync(layout.pgdata)) await templates.copyInto(install, layout);
-      for (let attempt = 1; ; attempt++) {
-        // A server left running by an interrupted create keeps its port.
-        const port = (findServer(layout.pgdata, {}) && portOf(layout.pgdata)) || (await freePort());
-        try {
-          const placement = await start(spec, { host: HOST, port, state: {} });
-          await bootstrap(spec, placement);
-          return placement;
-        } catch (err) {
-          if (!(err instanceof StartFailed && err.portTaken) || attempt >= PORT_ATTEMPTS) throw err;
-        }
-      }
+      // A server left running by an interrupted create is adopted where it listens.
+      const placement = findServer(layout.pgdata, {}) ? await start(spec, { host: LOOPBACK, port: listenOf(layout.pgdata)?.port ?? (await freePort()), state: {} }) : await startFresh(spec);
+      await bootstrap(spec, placement);
+      return placement;
     },
 
     start,
@@ -147,19 +176,42 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
     async stop(spec, placement) {
       const server = findServer(layoutOf(spec).pgdata, stateOf(placement));
       if (server) await stopServer(server, 'fast');
+      await net.release(spec.id);
     },
 
-    check(spec, placement) {
+    /**
+     * On the admin socket, sending nothing secret: the server answers on its port, the role may log in with a SCRAM
+     * verifier of spec.password, and the database takes connections. A server that answers there also holds its TCP
+     * port: postgres exits at startup when it cannot bind its one listen address.
+     */
+    async check(spec, placement) {
       rotateLogIfLarge(layoutOf(spec).log); // the check runs every few seconds: the log's size is kept here
-      return canLogIn({ host: placement.host, port: placement.port, user: spec.databaseUser, password: spec.password, database: spec.databaseName });
+      if (!net.fits(placement.host)) return false; // on the other network: its clients cannot reach it
+      try {
+        return await asAdmin(spec, placement.port, async (client) => {
+          const { rows } = await client.query<{ listen: string; port: string; login: boolean; stored: string | null; db: boolean }>(
+            `select current_setting('listen_addresses') as listen, current_setting('port') as port, r.rolcanlogin as login, r.rolpassword as stored,
+                    exists (select 1 from pg_database where datname = $2 and datallowconn) as db
+               from pg_authid r where r.rolname = $1`,
+            [spec.databaseUser, spec.databaseName],
+          );
+          const row = rows[0];
+          // Where it listens is where its clients are told (a start whose placement was never saved moved it).
+          return !!row && row.listen === placement.host && Number(row.port) === placement.port && row.login && row.db && passwordMatches(spec, row.stored);
+        }, { query_timeout: CONNECT_TIMEOUT_MS });
+      } catch {
+        return false;
+      }
     },
 
     /** Sizes live in postgresql.conf and take a restart (shared_buffers, max_connections); nothing changed, no restart. */
     async update(spec, placement) {
       const layout = layoutOf(spec);
       const server = findServer(layout.pgdata, stateOf(placement));
-      const changed = writeServerFiles(ctx, spec, layout, placement.port, adminOsUser);
-      if (server && !changed) return placementOf(placement.port, server);
+      const at = (server && listenOf(layout.pgdata)) || placement;
+      const listen = net.running(spec, at);
+      const changed = writeServerFiles(ctx, spec, layout, listen, adminOsUser);
+      if (server && !changed && net.fits(at.host)) return placementOf(listen, server);
       if (server) await stopServer(server, 'fast');
       return start(spec, placement);
     },
@@ -168,8 +220,13 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       const layout = layoutOf(spec);
       const server = findServer(layout.pgdata, stateOf(placement));
       if (server) await stopServer(server, 'immediate');
+      await net.release(spec.id);
       rmSync(layout.dir, { recursive: true, force: true });
-      unlinkSocketDir(layout);
+      removeLegacySocketLink(spec.id);
+      verified.delete(spec.id);
     },
+
+    /** Its port was bound by someone else while it was down (shared network): postgresql.conf is rewritten for a new one, and it starts there. */
+    relocate: (spec) => startFresh(spec),
   };
 }

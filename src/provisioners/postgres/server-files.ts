@@ -9,6 +9,8 @@ const confString = (value: string) => `'${value.replaceAll("'", "''")}'`;
 const hbaName = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 export interface ServerSettings {
+  /** 127.0.0.1 on the shared network, else its namespace's address. */
+  listenAddress: string;
   port: number;
   socketDir: string;
   size: PlanSize;
@@ -19,10 +21,10 @@ export interface ServerSettings {
  * defaults; memory from the plan: shared_buffers a quarter of it (at least 16 MB), the planner told about the rest.
  * Superusers keep a few of max_connections for themselves (Slipway's administration), as on any Postgres.
  */
-export function postgresqlConf({ port, socketDir, size }: ServerSettings): string {
+export function postgresqlConf({ listenAddress, port, socketDir, size }: ServerSettings): string {
   const mb = (n: number) => `${Math.max(1, Math.floor(n))}MB`;
   const settings: Record<string, string | number> = {
-    listen_addresses: confString('127.0.0.1'),
+    listen_addresses: confString(listenAddress),
     port,
     unix_socket_directories: confString(socketDir),
     unix_socket_permissions: '0700',
@@ -55,17 +57,23 @@ export function postgresqlConf({ port, socketDir, size }: ServerSettings): strin
 }
 
 /**
- * Over TCP only the datastore's user, only to its database, only with a SCRAM password. The superuser only over the
- * unix socket (a 0700 dir of the run user), and only for Slipway's own OS user (peer authentication through the map).
+ * Over TCP only the datastore's user, only to its database, only with a SCRAM password (never cleartext or md5: the
+ * apps' password never crosses the wire, and the stored verifier is SCRAM). The superuser only over the unix socket,
+ * and only for Slipway's own OS user, by peer authentication through the map: the kernel vouches for the connecting
+ * user, so Slipway sends no password at all. That is safe because nothing else can listen there: the socket's dir is
+ * the run user's, 0700, inside Slipway's 0700 datastore dir, reachable only by Slipway and this server (a TCP port, by
+ * contrast, can be bound by anyone on the machine while the server is down). `clients`: where TCP logins may come from,
+ * loopback on the shared network, else `samenet`, the workspace's private network its namespace is on (nothing else
+ * can reach it there).
  */
-export function hbaConf(spec: Pick<PostgresSpec, 'databaseName' | 'databaseUser'>): string {
+export const LOOPBACK_CLIENTS = ['127.0.0.1/32', '::1/128'];
+export function hbaConf(spec: Pick<PostgresSpec, 'databaseName' | 'databaseUser'>, clients: string[] = LOOPBACK_CLIENTS): string {
   const db = hbaName(spec.databaseName);
   const user = hbaName(spec.databaseUser);
   return [
     '# Written by Slipway before every start.',
     `local all ${hbaName(SUPERUSER)} peer map=${ADMIN_MAP}`,
-    `host ${db} ${user} 127.0.0.1/32 scram-sha-256`,
-    `host ${db} ${user} ::1/128 scram-sha-256`,
+    ...clients.map((from) => `host ${db} ${user} ${from} scram-sha-256`),
     '',
   ].join('\n');
 }

@@ -12,7 +12,7 @@ const POLL_MS = 20;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** postmaster.pid: pid, data dir, start time, port, socket dir, listen address, shared memory key, status. */
-function readLockFile(pgdata: string): { pid: number; port: number; status: string } | undefined {
+function readLockFile(pgdata: string): { pid: number; port: number; listen: string; status: string } | undefined {
   let text: string;
   try {
     text = readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8');
@@ -21,7 +21,7 @@ function readLockFile(pgdata: string): { pid: number; port: number; status: stri
   }
   const lines = text.split('\n');
   const pid = Number(lines[0]);
-  return Number.isInteger(pid) && pid > 0 ? { pid, port: Number(lines[3]), status: (lines[7] ?? '').trim() } : undefined;
+  return Number.isInteger(pid) && pid > 0 ? { pid, port: Number(lines[3]), listen: (lines[5] ?? '').trim(), status: (lines[7] ?? '').trim() } : undefined;
 }
 
 /** The live process `pid` is a postmaster of this data dir (its command line names it; backends rename themselves). */
@@ -48,8 +48,11 @@ export function findServer(pgdata: string, remembered: Partial<ServerProcess>): 
   return lock ? isPostmasterOf(lock.pid, pgdata) : undefined;
 }
 
-/** The port a running server of this data dir listens on (to adopt a server whose placement was never saved). */
-export const portOf = (pgdata: string): number | undefined => readLockFile(pgdata)?.port || undefined;
+/** Where the running server of this data dir listens (its first listen address, and port): what it is adopted at. */
+export function listenOf(pgdata: string): { host: string; port: number } | undefined {
+  const lock = readLockFile(pgdata);
+  return lock?.port && lock.listen ? { host: lock.listen, port: lock.port } : undefined;
+}
 
 /**
  * Makes way for a new postmaster when no server of ours runs. Postgres itself takes over a lock file whose pid is dead
