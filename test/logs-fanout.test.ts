@@ -24,7 +24,7 @@ describe.skipIf(!TEST_DATABASE_URL)('log fan-out across processes', () => {
       const api = client(collector.url);
       const owner = await signUp(api);
       const { service } = await deployFixture(api, owner, 'log-printer', { serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' } });
-      const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/logs/subscribe?resource=${service.id}&text=out`, { headers: { cookie: `slipway_session=${owner.cookie}` } });
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/logs/subscribe?resource=${service.id}&text=out`, { headers: { cookie: `slipway_session=${owner.cookie}`, 'x-requested-with': 'test' } });
       const received: Array<{ message: string; at: number }> = [];
       ws.on('message', (data) => received.push({ message: JSON.parse(String(data)).message, at: Date.now() }));
       await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));

@@ -28,7 +28,7 @@ async function logs(query: string, as: TestUser = owner) {
 
 /** Opens a subscription; resolves once the upgrade is done. */
 function subscribe(query: string, as: TestUser = owner): Promise<{ ws: WebSocket; entries: Entry[]; closed: Promise<{ code: number; reason: string }> }> {
-  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/logs/subscribe?${query}`, { headers: { cookie: `slipway_session=${as.cookie}` } });
+  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/logs/subscribe?${query}`, { headers: { cookie: `slipway_session=${as.cookie}`, 'x-requested-with': 'test' } });
   const entries: Entry[] = [];
   ws.on('message', (data) => entries.push(JSON.parse(String(data))));
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));

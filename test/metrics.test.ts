@@ -271,7 +271,7 @@ describe('GET /metrics (Slipway\'s own Prometheus metrics)', () => {
     // Both move: stored log lines (the router requests of the tests above are some), open subscriptions.
     const scrape = async () => (await api.get('/metrics', { token: OPERATOR_TOKEN })).text;
     await waitFor('request lines counted', async () => /^slipway_log_lines_ingested_total\{type="request"\} [1-9]/m.test(await scrape()));
-    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/logs/subscribe`, { headers: { cookie: `slipway_session=${owner.cookie}` } });
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/logs/subscribe`, { headers: { cookie: `slipway_session=${owner.cookie}`, 'x-requested-with': 'test' } });
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
     expect(await scrape()).toMatch(/^slipway_log_subscribers 1$/m);
     ws.close();

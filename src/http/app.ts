@@ -12,6 +12,7 @@ import { registerOpenApi } from './plugins/openapi.js';
 import { registerRateLimit } from './plugins/rate-limit.js';
 import { redactUrl } from './plugins/redact.js';
 import { registerTextInputCheck } from './plugins/text-input.js';
+import { serverTimeouts } from '../lib/http-timeouts.js';
 import { registerRoutes } from './route.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditLogRoutes } from './routes/audit-logs.js';
@@ -50,6 +51,7 @@ export interface LogOptions {
 }
 
 export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promise<FastifyInstance> {
+  const timeouts = serverTimeouts(deps.config);
   const app = Fastify({
     logger: options.log === false ? false : {
       level: options.log?.level ?? deps.config.logLevel,
@@ -58,6 +60,11 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
       serializers: { req: (req) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }) },
     },
     bodyLimit: deps.config.bodyLimitBytes,
+    // Slow headers (slowloris) and bodies that never end are cut: 408 via sendClientError. Fastify
+    // sets requestTimeout and keepAliveTimeout on the server itself, over what `http` says.
+    http: timeouts,
+    requestTimeout: timeouts.requestTimeout,
+    keepAliveTimeout: timeouts.keepAliveTimeout,
     genReqId: (req) => {
       const given = req.headers['request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : newRequestId();

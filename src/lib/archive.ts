@@ -1,17 +1,14 @@
-import { constants, createReadStream } from 'node:fs';
+import { constants } from 'node:fs';
 import { copyFile, lstat, mkdir, open, readdir, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream';
-import { createGunzip } from 'node:zlib';
-import * as tar from 'tar';
 import yauzl from 'yauzl';
+import { ArchiveBudget, rejectArchive as reject, showEntry as show, type ArchiveLimits } from './archive-budget.js';
+import { readTarGz, scanTarGz } from './archive-tar.js';
 import { AppError } from './errors.js';
 
-export interface ArchiveLimits { maxFiles: number; maxBytes: number } // max entries; max total unpacked bytes
+export type { ArchiveLimits } from './archive-budget.js';
 export type ArchiveFormat = 'tar.gz' | 'zip';
 
-const reject = (message: string) => new AppError('bad_request', message);
-const show = (name: string) => JSON.stringify(name.length > 200 ? `${name.slice(0, 200)}…` : name);
 /** Kernel-like symlink hop limit; also bounds our own resolution of chained links. */
 const MAX_SYMLINK_HOPS = 40;
 /** PATH_MAX: no real symlink target is longer. */
@@ -45,7 +42,10 @@ export async function extractArchive(file: string, dest: string, limits: Archive
   if ((await readdir(dest)).length > 0) throw new Error(`archive destination ${dest} is not empty`);
   const tree = new SafeTree(path.resolve(dest), limits);
   try {
-    await (format === 'zip' ? readZip(file, tree) : readTarGz(file, tree));
+    // Headers first, writing nothing (a zip's are all in its central directory): a count or
+    // size bomb is refused at its first entry past a limit, not after unpacking all before it.
+    if (format === 'zip') await readZip(file, tree);
+    else await scanTarGz(file, limits).then(() => readTarGz(file, tree));
     await tree.createSymlinks();
     return { format, files: tree.entries, bytes: tree.bytes };
   } catch (err) {
@@ -83,18 +83,18 @@ function entryPath(raw: string): string {
  * file is written (they are created last, by createSymlinks), so nothing can be written through one;
  * entries under a symlink's path are rejected outright.
  */
-class SafeTree {
-  entries = 0;
-  bytes = 0;
+class SafeTree extends ArchiveBudget {
   private readonly dirs = new Set<string>(['']); // real directories we created
   private readonly files = new Map<string, number>(); // regular file -> size, for hardlink copies
   private readonly symlinks = new Map<string, string>(); // link -> target, created at the end
 
-  constructor(private readonly root: string, readonly limits: ArchiveLimits) {}
+  constructor(private readonly root: string, limits: ArchiveLimits) {
+    super(limits);
+  }
 
   /** Counts the entry and returns its normalised path, refusing a second entry at a taken path. */
   private claim(raw: string, kind: 'directory' | 'file' | 'symlink'): string {
-    if (++this.entries > this.limits.maxFiles) throw reject(`archive has more than ${this.limits.maxFiles} entries (limit reached at ${show(raw)})`);
+    this.countEntry(raw);
     const rel = entryPath(raw);
     if (kind === 'directory') {
       if (this.files.has(rel) || this.symlinks.has(rel)) throw reject(`archive entry ${show(raw)} is a directory and also a file or link`);
@@ -104,14 +104,6 @@ class SafeTree {
     if (this.dirs.has(rel) || this.files.has(rel) || this.symlinks.has(rel)) throw reject(`archive entry ${show(raw)} appears more than once`);
     return rel;
   }
-
-  /** Aborts as soon as the running total passes the limit, before the offending bytes reach disk. */
-  private addBytes(count: number, raw: string) {
-    this.bytes += count;
-    if (this.bytes > this.limits.maxBytes) throw this.tooBig(raw);
-  }
-
-  private tooBig = (raw: string) => reject(`archive unpacks to more than ${this.limits.maxBytes} bytes (limit reached at ${show(raw)})`);
 
   /** Creates `rel` and its parents as real directories, refusing to go through a file or symlink entry. */
   private async ensureDir(rel: string, raw: string) {
@@ -134,7 +126,7 @@ class SafeTree {
   async file(raw: string, mode: number, declaredSize: number, openData: () => Promise<AsyncIterable<Buffer>>) {
     const rel = this.claim(raw, 'file');
     // Header sizes may lie (zip), so bytes are counted as they stream; but a claim past the limit is reason enough to stop now.
-    if (this.bytes + declaredSize > this.limits.maxBytes) throw this.tooBig(raw);
+    this.checkClaim(declaredSize, raw);
     await this.ensureDir(parentOf(rel), raw);
     const perms = mode & 0o111 ? 0o755 : 0o644;
     const handle = await open(path.join(this.root, rel), 'wx', perms); // O_EXCL: never reuse an existing node
@@ -218,83 +210,6 @@ function parentOf(rel: string): string {
   return parent === '.' ? '' : parent;
 }
 
-async function addTarEntry(tree: SafeTree, entry: tar.ReadEntry, data: AsyncIterable<Buffer>) {
-  switch (entry.type) {
-    case 'Directory': return tree.directory(entry.path);
-    case 'File': case 'OldFile': case 'ContiguousFile': return tree.file(entry.path, entry.mode ?? 0o644, entry.size, async () => data);
-    case 'SymbolicLink': return tree.symlink(entry.path, entry.linkpath ?? '');
-    case 'Link': return tree.hardlink(entry.path, entry.linkpath ?? '');
-    default: throw reject(`archive entry ${show(entry.path)} is a ${entry.type} entry; only files, directories and links are allowed`);
-  }
-}
-
-/** Yields `source` until `aborted` rejects, so a stalled entry stream cannot hang the extraction. */
-async function* untilAborted<T>(source: AsyncIterable<T>, aborted: Promise<never>): AsyncGenerator<T> {
-  const iterator = source[Symbol.asyncIterator]();
-  try {
-    for (;;) {
-      const next = await Promise.race([iterator.next(), aborted]);
-      if (next.done) return;
-      yield next.value;
-    }
-  } finally {
-    await iterator.return?.();
-  }
-}
-
-/**
- * We gunzip ourselves and feed node-tar's Parser by hand (with backpressure): it only parses
- * headers; every entry is checked and written by SafeTree, never by node-tar's unpacker.
- */
-async function readTarGz(file: string, tree: SafeTree) {
-  const parser = new tar.Parser({ strict: true, brotli: false, zstd: false });
-  let failure: unknown;
-  let abort!: (err: unknown) => void;
-  const aborted = new Promise<never>((_, rejectAborted) => (abort = rejectAborted));
-  aborted.catch(() => {});
-  const fail = (err: unknown) => {
-    failure ??= err;
-    abort(failure);
-  };
-  let handled = Promise.resolve(); // entries are handled one at a time, in order
-  let sawEof = false;
-  parser.on('entry', (entry: tar.ReadEntry) => {
-    handled = handled
-      .then(() => (failure === undefined ? addTarEntry(tree, entry, untilAborted(entry, aborted)) : undefined))
-      .catch(fail)
-      .then(() => void entry.resume()); // an entry ends (and the parser moves on) only once its body, even empty, is read
-  });
-  parser.on('error', (err: Error) => fail(reject(`tar.gz archive is corrupt or truncated: ${err.message}`)));
-  // node-tar skips oversized pax/long-name records and entry types it does not know (sparse files, tape labels…)
-  parser.on('ignoredEntry', (entry: tar.ReadEntry) => fail(reject(entry.meta
-    ? `tar.gz archive has an oversized ${entry.type} header`
-    : `archive entry ${show(entry.path)} is a ${entry.type} entry; only files, directories and links are allowed`)));
-  parser.on('eof', () => (sawEof = true));
-  const ended = new Promise<void>((resolve) => parser.once('end', resolve));
-  // Headers, padding and pax records on top of the file bytes; bounds what gunzip may feed the parser.
-  const maxTarBytes = tree.limits.maxBytes + (tree.limits.maxFiles + 1) * 8192 + 1024 * 1024;
-  const decompressed = pipeline(createReadStream(file), createGunzip(), () => {});
-  let tarBytes = 0;
-  try {
-    for await (const chunk of decompressed as AsyncIterable<Buffer>) {
-      tarBytes += chunk.length;
-      if (tarBytes > maxTarBytes) throw reject(`archive unpacks to more than ${tree.limits.maxBytes} bytes`);
-      if (!parser.write(chunk)) await Promise.race([new Promise((resolve) => parser.once('drain', resolve)), aborted]);
-      if (failure !== undefined || sawEof) break;
-    }
-    if (failure === undefined) {
-      parser.end();
-      await Promise.race([ended, aborted]);
-    }
-  } catch (err) {
-    fail(err);
-  } finally {
-    decompressed.destroy();
-  }
-  await handled; // never rejects; waits for in-flight writes so cleanup sees the final tree
-  if (failure !== undefined) throw failure;
-}
-
 const [S_IFMT, S_IFDIR, S_IFREG, S_IFLNK] = [0o170000, 0o040000, 0o100000, 0o120000];
 
 /** A zip symlink's target is its content; reads just past MAX_LINK_TARGET so tree.symlink can refuse a huge one. */
@@ -308,25 +223,44 @@ async function readLinkTarget(stream: AsyncIterable<Buffer>): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+type ZipEntry = yauzl.Entry;
+
+/** What a zip entry is, from its central-directory record; a kind we never unpack is refused here. */
+function zipEntryKind(entry: ZipEntry): { name: string; unixMode: number; kind: 'directory' | 'symlink' | 'file' } {
+  const name = yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileNameRaw, entry.extraFields, false);
+  const unixMode = entry.versionMadeBy >> 8 === 3 ? entry.externalFileAttributes >>> 16 : 0; // only Unix hosts store a mode
+  const type = unixMode & S_IFMT;
+  if (name.endsWith('/') || type === S_IFDIR) return { name, unixMode, kind: 'directory' };
+  if (type === S_IFLNK) return { name, unixMode, kind: 'symlink' };
+  if (type !== 0 && type !== S_IFREG) {
+    throw reject(`archive entry ${show(name)} is a device, FIFO or socket (mode 0o${unixMode.toString(8)}); only files, directories and links are allowed`);
+  }
+  if (entry.isEncrypted()) throw reject(`archive entry ${show(name)} is encrypted`);
+  return { name, unixMode, kind: 'file' };
+}
+
+/**
+ * The central directory is read whole first, writing nothing: a count or size bomb is refused at
+ * its first entry past a limit, by the sizes entries claim. Then the entries are unpacked; claimed
+ * sizes may lie, so SafeTree counts the bytes again as they inflate.
+ */
 async function readZip(file: string, tree: SafeTree) {
   const zip = await yauzl.openPromise(file, { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true });
   zip.on('error', () => {}); // surfaced through eachEntry/openReadStream; must not crash the process
   try {
     if (zip.entryCount > tree.limits.maxFiles) throw reject(`archive has ${zip.entryCount} entries, more than the limit of ${tree.limits.maxFiles}`);
+    const claims = new ArchiveBudget(tree.limits);
+    const entries: Array<ReturnType<typeof zipEntryKind> & { entry: ZipEntry }> = [];
     for await (const entry of zip.eachEntry()) {
-      const name = yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileNameRaw, entry.extraFields, false);
-      const unixMode = entry.versionMadeBy >> 8 === 3 ? entry.externalFileAttributes >>> 16 : 0; // only Unix hosts store a mode
-      const type = unixMode & S_IFMT;
-      if (name.endsWith('/') || type === S_IFDIR) {
-        await tree.directory(name);
-      } else if (type === S_IFLNK) {
-        await tree.symlink(name, await readLinkTarget(await zip.openReadStreamPromise(entry)));
-      } else if (type === 0 || type === S_IFREG) {
-        if (entry.isEncrypted()) throw reject(`archive entry ${show(name)} is encrypted`);
-        await tree.file(name, unixMode, entry.uncompressedSize, () => zip.openReadStreamPromise(entry));
-      } else {
-        throw reject(`archive entry ${show(name)} is a device, FIFO or socket (mode 0o${unixMode.toString(8)}); only files, directories and links are allowed`);
-      }
+      const kind = zipEntryKind(entry);
+      claims.countEntry(kind.name);
+      if (kind.kind === 'file') claims.addBytes(entry.uncompressedSize, kind.name);
+      entries.push({ ...kind, entry });
+    }
+    for (const { entry, name, unixMode, kind } of entries) {
+      if (kind === 'directory') await tree.directory(name);
+      else if (kind === 'symlink') await tree.symlink(name, await readLinkTarget(await zip.openReadStreamPromise(entry)));
+      else await tree.file(name, unixMode, entry.uncompressedSize, () => zip.openReadStreamPromise(entry));
     }
   } finally {
     zip.close();

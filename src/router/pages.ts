@@ -6,6 +6,7 @@ const PAGES = {
   noLiveDeploy: { status: 503, title: 'No live deploy', text: (host: string) => `${host} has no live deploy right now. Try again in a few seconds.` },
   suspended: { status: 503, title: 'Service suspended', text: (host: string) => `The service at ${host} is suspended.` },
   badGateway: { status: 502, title: 'Bad gateway', text: (host: string) => `The service at ${host} did not answer.` },
+  gatewayTimeout: { status: 504, title: 'Gateway timeout', text: (host: string) => `The service at ${host} did not answer in time.` },
   notFound: { status: 404, title: 'Not found', text: (host: string) => `There is no such page on ${host}.` },
   badRequest: { status: 400, title: 'Bad request', text: (host: string) => `${host} cannot serve this address.` },
   methodNotAllowed: { status: 405, title: 'Method not allowed', text: (host: string) => `${host} is a static site: only GET and HEAD are allowed.` },

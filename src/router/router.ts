@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import httpProxy from 'http-proxy';
+import { DEFAULT_TIMEOUT_SECONDS, serverTimeouts, type ConnectionTimeouts } from '../lib/http-timeouts.js';
 import { rawPageResponse, sendPage, type PageKind } from './pages.js';
 import { serveStatic } from './static.js';
 
@@ -30,7 +31,13 @@ export interface RouterOptions {
   port: number; // port 0 = pick a free one
   resolve(hostname: string): RouteTarget | undefined; // hostname lowercased, port stripped; called per request, must be cheap
   onRequest?(record: RequestRecord): void; // called once per finished request
+  /** Slipway's defaults when omitted. */
+  timeouts?: RouterTimeouts;
   log?: { warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
+}
+export interface RouterTimeouts extends ConnectionTimeouts {
+  /** An app that sends nothing for this long: 504 (or, mid-response, the response is cut off). */
+  upstreamTimeoutMs: number;
 }
 export interface Router {
   port: number;
@@ -43,6 +50,8 @@ type InstancesTarget = Extract<RouteTarget, { kind: 'instances' }>;
 const CLIENT_CLOSED_REQUEST = 499;
 /** Errors that mean the upstream never got to answer, typically an instance that just stopped. */
 const RETRYABLE_CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET']);
+/** The code of our own upstream-timeout error: answered 504 and never retried (the app got the request). */
+const UPSTREAM_TIMEOUT = 'ETIMEDOUT';
 const BODYLESS_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
 /** http-proxy appends to these on every attempt; a retry restores them first so values are not doubled. */
 const FORWARDED_HEADERS = ['x-forwarded-for', 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host'] as const;
@@ -77,6 +86,10 @@ interface Exchange {
 
 export async function startRouter(options: RouterOptions): Promise<Router> {
   const log = options.log ?? silentLog;
+  const timeouts = options.timeouts ?? {
+    headersTimeoutMs: DEFAULT_TIMEOUT_SECONDS.headers * 1000, requestTimeoutMs: DEFAULT_TIMEOUT_SECONDS.request * 1000,
+    keepAliveTimeoutMs: DEFAULT_TIMEOUT_SECONDS.keepAlive * 1000, upstreamTimeoutMs: DEFAULT_TIMEOUT_SECONDS.upstream * 1000,
+  };
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const proxy = httpProxy.createProxyServer({ agent, xfwd: true, ws: true, changeOrigin: false });
   const roundRobinTurns = new Map<string, number>();
@@ -165,7 +178,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           return route(upstream);
         }
         log.warn({ err, serviceId: target.serviceId, upstream: exchange.upstream }, 'router: upstream failed');
-        sendPage(res, 'badGateway', exchange.hostname);
+        sendPage(res, err.code === UPSTREAM_TIMEOUT ? 'gatewayTimeout' : 'badGateway', exchange.hostname);
       });
     }
 
@@ -207,14 +220,25 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
 
     proxy.ws(req, socket, head, { target: { host: upstream.host, port: upstream.port } }, (err: NodeJS.ErrnoException) => {
       log.warn({ err, serviceId: exchange.serviceId, upstream: exchange.upstream }, 'router: websocket upstream failed');
-      if (socket.bytesWritten === 0 && socket.writable) reject('badGateway');
+      if (socket.bytesWritten === 0 && socket.writable) reject(err.code === UPSTREAM_TIMEOUT ? 'gatewayTimeout' : 'badGateway');
       else socket.destroy();
+    });
+  }
+
+  /**
+   * A hung app must not hold the client (and a socket) forever: the upstream request fails once
+   * its socket has been silent for upstreamTimeoutMs, waiting for the answer or in the middle of it.
+   */
+  function limitSilence(proxyReq: http.ClientRequest): void {
+    proxyReq.setTimeout(timeouts.upstreamTimeoutMs, () => {
+      proxyReq.destroy(Object.assign(new Error(`the app sent nothing for ${timeouts.upstreamTimeoutMs} ms`), { code: UPSTREAM_TIMEOUT }));
     });
   }
 
   // http-proxy only cancels the upstream request on 'aborted', which Node does not emit once a
   // body-less request was fully read: cancel it whenever the client goes away before the end.
   proxy.on('proxyReq', (proxyReq, _req, res) => {
+    limitSilence(proxyReq);
     const cancel = () => {
       if (!res.writableFinished) proxyReq.destroy();
     };
@@ -229,8 +253,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   });
   // http-proxy ends the upstream socket only when the client socket errors; tie both lifetimes so neither lingers.
   proxy.on('proxyReqWs', (proxyReq, _req, socket) => {
+    limitSilence(proxyReq);
     proxyReq.once('response', (upstreamRes) => upgradeStatuses.set(socket, upstreamRes.statusCode ?? 502));
     proxyReq.once('upgrade', (_res, upstreamSocket: Socket) => {
+      upstreamSocket.setTimeout(0); // an open WebSocket may be quiet for as long as its ends like
       socket.once('close', () => upstreamSocket.destroy());
       upstreamSocket.once('close', () => socket.destroy());
     });
@@ -238,7 +264,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   // Every proxy call passes its own error callback; this only guards against an 'error' event crashing the process.
   proxy.on('error', (err) => log.error({ err }, 'router: proxy error'));
 
-  const server = http.createServer(handleRequest);
+  const server = http.createServer(serverTimeouts(timeouts), handleRequest);
   // Node types the socket as a Duplex; for a TCP server it is always a net.Socket.
   server.on('upgrade', (req, socket, head) => handleUpgrade(req, socket as Socket, head));
   server.on('connection', (socket: Socket) => {

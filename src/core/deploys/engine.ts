@@ -14,7 +14,8 @@ import type { DeployPort } from '../services/services.js';
 import { mergeEnv, platformEnv, type AppUrls } from './env.js';
 import { createInstances, type Release } from './instances.js';
 import type { Layout } from './layout.js';
-import { createBuilder, DeployFailure, type BuildLog, type PipelineLimits } from './pipeline.js';
+import { buildEndedDetails, createBuilder, DeployFailure, deployEndedDetails, oomKilledReason, type BuildLog, type PipelineLimits } from './pipeline.js';
+import { failInterruptedDeploys } from './interrupted.js';
 import type { RouteTable } from './route-table.js';
 import { createCronRunner } from './cron.js';
 import { createGarbageCollector } from './gc.js';
@@ -53,7 +54,10 @@ export interface EngineDeps {
  */
 export function createDeployEngine(deps: EngineDeps) {
   const { repos, runtime, layout, routes, events, log } = deps;
-  const instances = createInstances({ repo: repos.instances, runtime, layout, healthTimeoutMs: deps.limits.healthTimeoutMs, onSpawned: deps.onInstanceSpawned });
+  const instances = createInstances({
+    repo: repos.instances, runtime, layout, healthTimeoutMs: deps.limits.healthTimeoutMs, onSpawned: deps.onInstanceSpawned,
+    onExited: (instanceId) => routes.dropInstance(instanceId),
+  });
   const envFor = async (service: ServiceRow, deploy: DeployRow | undefined, instance?: { id: string; port?: number }) =>
     mergeEnv(platformEnv(service, deploy, deps.urls, instance), await deps.layersOf(service.id));
   const build = createBuilder({ repo: repos.deploys, runtime, layout, limits: deps.limits, buildEnv: (s, d) => envFor(s, d), buildLog: deps.buildLog });
@@ -94,7 +98,7 @@ export function createDeployEngine(deps: EngineDeps) {
     }
     if (service.type !== 'web_service') return;
     const rows = live ? await instances.active({ deployId: live.id }) : [];
-    const upstreams = rows.filter((r) => r.status === 'running' && r.port && !stopping.has(r.id)).map((r) => ({ host: '127.0.0.1', port: r.port!, instanceId: r.id }));
+    const upstreams = rows.filter((r) => r.status === 'running' && r.port && !stopping.has(r.id)).map((r) => ({ host: runtime.addressOf(r.id), port: r.port!, instanceId: r.id }));
     routes.setInstances(service.slug, service.id, upstreams);
   }
 
@@ -171,6 +175,7 @@ export function createDeployEngine(deps: EngineDeps) {
       events.record({ workspaceId: service.workspaceId, serviceId, deployId: deploy.id, type, details });
     let service!: ServiceRow;
     let phase: DeployStatus = 'build_failed';
+    let building = false; // between build_started and build_ended: a failure owes the build its end
     try {
       const found = await repos.services.get(serviceId);
       if (!found) return;
@@ -178,10 +183,12 @@ export function createDeployEngine(deps: EngineDeps) {
       if (!deploy.artifactOf) {
         if (!(await repos.deploys.transition(deploy.id, PENDING, 'build_in_progress', { startedAt: new Date() }))) return;
         await emit('build_started');
+        building = true;
         const buildStart = new Date();
         const { startCommand, commit } = await build(service, deploy, abort.signal).finally(() => deps.onBuildEnded?.(service, deploy.id, buildStart, new Date()));
         await repos.deploys.update(deploy.id, { startCommand: startCommand ?? null, ...commit });
         deploy = (await repos.deploys.get(deploy.id))!;
+        building = false;
         await emit('build_ended', { status: 'succeeded' });
       }
       const details = service.details as ServiceDetails;
@@ -192,9 +199,10 @@ export function createDeployEngine(deps: EngineDeps) {
         const toLog = deps.buildLog?.(service, deploy.id);
         const result = await runtime.build({
           dir: path.join(release.artifactDir, service.rootDir), command: details.preDeployCommand, env: await envFor(service, deploy),
-          timeoutMs: deps.limits.buildTimeoutMs, signal: abort.signal, limits: { memoryMb: 1024, cpuMillicores: 1000 }, onOutput: toLog?.write,
+          timeoutMs: deps.limits.buildTimeoutMs, signal: abort.signal, limits: { memoryMb: 1024, cpuMillicores: 1000, pids: 2048, diskMb: 2048 }, onOutput: toLog?.write,
         });
         toLog?.end();
+        if (result.oomKilled) throw new DeployFailure('pre_deploy_failed', 'the pre-deploy command ran out of memory: the kernel killed it at its 1024 MB limit', oomKilledReason(1024));
         if (result.exitCode !== 0) throw new DeployFailure('pre_deploy_failed', `the pre-deploy command failed (${result.exitCode ?? result.signal}): ${result.output.slice(-2000)}`);
       }
       phase = 'update_failed';
@@ -210,7 +218,8 @@ export function createDeployEngine(deps: EngineDeps) {
         : err instanceof DeployFailure ? err : new DeployFailure(phase, (err as Error).message);
       log.warn({ serviceId, deployId: deploy.id, status: failure.status, reason: failure.message }, 'deploy failed');
       await repos.deploys.transition(deploy.id, [...PENDING, ...IN_PROGRESS], failure.status, { failureReason: failure.message });
-      if (service) await emit('deploy_ended', { status: failure.status, reason: failure.message });
+      if (service && building) await emit('build_ended', buildEndedDetails(failure));
+      if (service) await emit('deploy_ended', deployEndedDetails(failure));
       deps.onDeployEnded?.(failure.status, deploy);
     } finally {
       current.delete(serviceId);
@@ -348,10 +357,7 @@ export function createDeployEngine(deps: EngineDeps) {
     },
     /** After a (re)start of Slipway: fail interrupted deploys, re-adopt live instances, resume queues. */
     async recover() {
-      for (const d of await repos.deploys.inStatus(IN_PROGRESS)) {
-        const status: DeployStatus = d.status === 'build_in_progress' ? 'build_failed' : d.status === 'pre_deploy_in_progress' ? 'pre_deploy_failed' : 'update_failed';
-        await repos.deploys.transition(d.id, [d.status], status, { failureReason: 'interrupted: Slipway stopped while this deploy was running' });
-      }
+      await failInterruptedDeploys({ repos, events, onDeployEnded: deps.onDeployEnded });
       // Processes that should not be running: an old deploy's (its drain was cut short), the
       // interrupted deploy's, half-started ones, cron runs cut off. The supervisor refills.
       const strays: InstanceRow[] = [];
@@ -361,6 +367,9 @@ export function createDeployEngine(deps: EngineDeps) {
         if (!wanted) strays.push(row);
       }
       await stopInstances(strays, 1000);
+      // Namespaces of instances that are gone (lost while Slipway was down, or never started) go too.
+      const kept = new Set((await instances.active()).map((r) => r.id));
+      await runtime.sweep((id) => kept.has(id));
       for (const service of await repos.services.listRunnable()) await refreshRoute(service);
       await supervisor.check();
       for (const d of await repos.deploys.inStatus(PENDING)) kick(d.serviceId);

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { extractArchive } from '../../lib/archive.js';
-import { run } from '../../lib/exec.js';
+import { run, type RunResult } from '../../lib/exec.js';
 import { toStorableText } from '../../lib/text.js';
 import type { Runtime } from '../../runtime/types.js';
 import type { DeployRepo, DeployRow, DeployStatus } from '../../store/repos/deploys.js';
@@ -17,11 +17,36 @@ export interface PipelineLimits {
   gitProtocols: string[];
 }
 
+/** Why a process failed, in the shape of Render's failure reason (events' `failure`), when known. */
+export type FailureReason = { oomKilled: { memoryLimit: string } } | { timedOutSeconds: number } | { nonZeroExit: number } | { interrupted: true };
+
+/** Render's oomKilled reason for a process limited to `memoryMb`. */
+export const oomKilledReason = (memoryMb: number) => ({ oomKilled: { memoryLimit: `${memoryMb}Mi` } });
+
 /** A step failed: the deploy ends in `status` with `reason` (and the build output so far). */
 export class DeployFailure extends Error {
-  constructor(readonly status: DeployStatus, reason: string) {
+  constructor(readonly status: DeployStatus, reason: string, readonly failure?: FailureReason) {
     super(toStorableText(reason)); // it may quote a command's output, NUL bytes included
   }
+}
+
+/** What a deploy_ended event says of a failure: the status, the reason in words, and Render's structured `failure` when known. */
+export const deployEndedDetails = (failure: DeployFailure) => ({
+  status: failure.status, reason: failure.message, ...(failure.failure ? { failure: failure.failure } : {}),
+});
+/** The same for the build_ended event of a build that failed (Render's buildStatus words). */
+export const buildEndedDetails = (failure: DeployFailure) => ({ ...deployEndedDetails(failure), status: failure.status === 'canceled' ? 'canceled' : 'failed' });
+
+/** Why a build or pre-deploy command that did not succeed failed; undefined when it succeeded. */
+function commandFailure(status: DeployStatus, what: string, result: RunResult, limits: { memoryMb: number; timeoutMs: number }): DeployFailure | undefined {
+  if (result.canceled) return new DeployFailure('canceled', `canceled during ${what}`);
+  if (result.oomKilled) {
+    return new DeployFailure(status, `${what} ran out of memory: the kernel killed it at its ${limits.memoryMb} MB limit`, oomKilledReason(limits.memoryMb));
+  }
+  const seconds = Math.round(limits.timeoutMs / 1000);
+  if (result.timedOut) return new DeployFailure(status, `${what} did not finish within ${seconds} s`, { timedOutSeconds: seconds });
+  if (result.exitCode === 0) return undefined;
+  return new DeployFailure(status, `${what} exited with ${result.exitCode ?? result.signal}`, result.exitCode ? { nonZeroExit: result.exitCode } : undefined);
 }
 
 const OUTPUT_TAIL = 64 * 1024;
@@ -94,9 +119,8 @@ export function createBuilder(deps: { repo: DeployRepo; runtime: Runtime; layout
       });
       toLog?.end();
       await repo.update(deploy.id, { buildOutput: toStorableText(output || result.output.slice(-OUTPUT_TAIL)) });
-      if (result.canceled) throw new DeployFailure('canceled', 'canceled during the build');
-      if (result.timedOut) throw new DeployFailure('build_failed', `the build did not finish within ${Math.round(limits.buildTimeoutMs / 1000)} s`);
-      if (result.exitCode !== 0) throw new DeployFailure('build_failed', `the build command exited with ${result.exitCode ?? result.signal}`);
+      const failure = commandFailure('build_failed', 'the build', result, { memoryMb: PLAN_LIMITS[details.plan].memoryMb, timeoutMs: limits.buildTimeoutMs });
+      if (failure) throw failure;
     }
     checkInside(dir, workDir, `rootDir "${service.rootDir}"`); // the build may have replaced it
     if (service.type === 'static_site') {

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -52,3 +52,29 @@ export function createSourceStore(deps: { repo: Pick<DeployRepo, 'insertSource'>
   };
 }
 export type SaveUpload = ReturnType<typeof createSourceStore>;
+
+/**
+ * Removes partial uploads (and their check dirs) that a crash left in every service's `.incoming`:
+ * nothing will ever finish them. Runs at start, while the data-dir lock says no upload is under way.
+ */
+export function removePartialUploads(layout: Layout): number {
+  let services: string[];
+  try {
+    services = readdirSync(layout.servicesDir);
+  } catch {
+    return 0; // no service yet
+  }
+  let removed = 0;
+  for (const serviceId of services) {
+    const incoming = layout.uploadTmp(serviceId);
+    let left: string[];
+    try {
+      left = readdirSync(incoming);
+    } catch {
+      continue;
+    }
+    for (const name of left) rmSync(path.join(incoming, name), { recursive: true, force: true });
+    removed += left.length;
+  }
+  return removed;
+}

@@ -1,5 +1,7 @@
 import type { ServiceRow } from '../../store/repos/services.js';
-import type { ServiceDetails } from '../services/details.js';
+import { PLAN_LIMITS, type ServiceDetails } from '../services/details.js';
+import type { InstanceRow } from '../../store/repos/instances.js';
+import { oomKilledReason } from './pipeline.js';
 import type { LoopDeps } from './instances.js';
 import type { WithKeyedLock } from '../../lib/keyed-locks.js';
 
@@ -26,6 +28,10 @@ export function createSupervisor(deps: LoopDeps & {
   let timer: NodeJS.Timeout | undefined;
   let checking: Promise<void> | undefined;
 
+  /** Render's reason for a crash: the OOM killer, when the runtime saw it do it; else an early exit. */
+  const crashReason = (service: ServiceRow, row: InstanceRow) =>
+    instances.oomKilled(row) ? oomKilledReason(PLAN_LIMITS[(service.details as ServiceDetails).plan].memoryMb) : { earlyExit: true };
+
   /** Counts a crash (or a failed start) and returns when the next attempt may be made. */
   async function crashed(service: ServiceRow, deployId: string, details: Record<string, unknown>): Promise<number> {
     const now = Date.now();
@@ -50,7 +56,7 @@ export function createSupervisor(deps: LoopDeps & {
     for (const row of rows) {
       if (row.status !== 'running' || instances.isAlive(row)) continue;
       if (!restartAt.has(row.id)) {
-        restartAt.set(row.id, await crashed(service, row.deployId, { instanceID: row.id, reason: { earlyExit: true }, restarts: row.restarts }));
+        restartAt.set(row.id, await crashed(service, row.deployId, { instanceID: row.id, reason: crashReason(service, row), restarts: row.restarts }));
         changed = true;
       }
       if (Date.now() < restartAt.get(row.id)!) continue;

@@ -24,8 +24,16 @@ function originOf(value: string | undefined): string | undefined {
 }
 
 /**
+ * Which cookie-authenticated requests must pass checkCsrf: the unsafe methods, and WebSocket
+ * upgrades. A page of another site may open a WebSocket to us, and the browser sends our cookie
+ * with it (the same-origin policy does not cover WebSockets): the log stream would be its to read.
+ */
+const needsCsrfCheck = (request: FastifyRequest) => UNSAFE.has(request.method) || request.ws === true;
+
+/**
  * A cookie rides along on cross-site requests; a custom header or a matching
  * Origin/Referer cannot be forged by another site, so one of them is required.
+ * (Browsers always send Origin on a WebSocket handshake, and a page cannot add headers to it.)
  */
 function checkCsrf(request: FastifyRequest, publicUrl: string) {
   const allowed = new Set([new URL(publicUrl).origin, `${request.protocol}://${request.host}`]);
@@ -54,6 +62,6 @@ export function registerAuthentication(app: FastifyInstance, deps: { auth: Auth;
     if (cookie) request.principal = await deps.auth.fromSessionToken(cookie);
     if (!request.principal) throw unauthorized(cookie ? 'session expired or signed out' : 'sign in or send Authorization: Bearer <API key>');
     if (access === 'operator') throw new AppError('forbidden', 'this needs the operator token');
-    if (UNSAFE.has(request.method)) checkCsrf(request, deps.publicUrl);
+    if (needsCsrfCheck(request)) checkCsrf(request, deps.publicUrl);
   });
 }
