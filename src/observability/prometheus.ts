@@ -27,6 +27,10 @@ export const deployDuration = new Histogram({
 export const logLinesIngested = new Counter({
   name: 'slipway_log_lines_ingested_total', help: 'Log lines stored, by type (app, build, request)', labelNames: ['type'] as const, registers: [processRegistry],
 });
+/** App lines over their service's budget (SLIPWAY_LOG_RATE_LINES), dropped by the collector; some counted by estimate (skipped unread). */
+export const logLinesDropped = new Counter({
+  name: 'slipway_log_lines_dropped_total', help: 'App log lines dropped over their service\'s rate limit', registers: [processRegistry],
+});
 /** The log stream: inc() when a WebSocket subscriber connects, dec() when it leaves. */
 export const logSubscribers = new Gauge({
   name: 'slipway_log_subscribers', help: 'Open /v1/logs/subscribe WebSocket connections', registers: [processRegistry],

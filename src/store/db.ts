@@ -46,10 +46,66 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * Errors after which a PGlite instance cannot be trusted: its WASM module aborted (RuntimeError:
+ * "memory access out of bounds", "null function or function signature mismatch", or a bare
+ * thrown value), or overflowed its stack (each overflow leaks stack until the module aborts).
+ */
+const isPgliteFatal = (err: unknown) =>
+  err instanceof WebAssembly.RuntimeError || !(err instanceof Error) || (err instanceof RangeError && /call stack/i.test(err.message));
+
+/** Answered while PGlite is reopened; 57P03 (cannot_connect_now) is a store outage: a 503 `unavailable`. */
+const reopening = () => Object.assign(new Error('the embedded database failed and is being reopened; retry shortly'), { code: '57P03' });
+
+const REOPEN_RETRY_MS = 1000;
+
+/**
+ * PGlite behind a client that stays the same object: when the instance fails fatally, it is
+ * closed and a new one opened on the same data dir (Postgres' crash recovery replays the WAL;
+ * nothing is re-run), and calls meanwhile fail as an outage instead of reaching a dead module.
+ */
 async function openPglite(dataDir: string): Promise<Store> {
-  const client = new PGlite(path.join(dataDir, 'pglite'));
-  await client.waitReady;
-  const db = drizzlePglite(client, { schema });
+  const dir = path.join(dataDir, 'pglite');
+  const start = async () => {
+    const instance = new PGlite(dir);
+    await instance.waitReady;
+    return instance;
+  };
+  let current = await start();
+  let reopened: Promise<void> | undefined;
+  let closed = false;
+  const reopen = () => (reopened ??= (async () => {
+    await withTimeout(current.close(), 5000, 'closing the failed PGlite').catch(() => undefined);
+    while (!closed) {
+      try {
+        current = await start();
+        return;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, REOPEN_RETRY_MS));
+      }
+    }
+  })().finally(() => (reopened = undefined)));
+  /** Runs `call` on the current instance; a fatal error starts a reopen and reads as an outage. */
+  const guarded = <A extends unknown[], R>(call: (instance: PGlite, ...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
+    if (reopened) throw reopening();
+    const instance = current;
+    try {
+      return await call(instance, ...args);
+    } catch (err) {
+      // A call queued on an instance being replaced fails with it ("PGlite is closed"): an outage too.
+      const replaced = instance !== current || reopened !== undefined;
+      if (!replaced && !isPgliteFatal(err)) throw err;
+      if (!replaced && !closed) void reopen();
+      throw Object.assign(reopening(), { cause: err });
+    }
+  };
+  // What Drizzle and pg-boss use of PGlite: query(), exec() and transaction().
+  const client = {
+    query: guarded((c, text: string, params?: unknown[], options?: Parameters<PGlite['query']>[2]) => c.query(text, params, options)),
+    exec: guarded((c, text: string) => c.exec(text)),
+    transaction: guarded((c, fn: Parameters<PGlite['transaction']>[0]) => c.transaction(fn)),
+  };
+  const db = drizzlePglite({ client: client as unknown as PGlite, schema });
   await migratePglite(db, { migrationsFolder: MIGRATIONS });
   return {
     kind: 'pglite',
@@ -61,7 +117,11 @@ async function openPglite(dataDir: string): Promise<Store> {
       return results[results.length - 1] ?? { rows: [] };
     },
     ping: (timeoutMs = 2000) => withTimeout(client.query('select 1').then(() => undefined), timeoutMs, 'PGlite'),
-    close: () => client.close(),
+    close: async () => {
+      closed = true;
+      await reopened;
+      if (!current.closed) await current.close();
+    },
   };
 }
 

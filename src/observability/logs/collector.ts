@@ -1,10 +1,12 @@
-import { watch, type FSWatcher } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { createSerial } from '../../lib/keyed-locks.js';
 import type { LogRepo, NewLogEntry } from '../../store/repos/logs.js';
+import type { DropSource, LogBudget } from './budget.js';
 import { createLineSplitter, levelOf, type LineSplitter } from './lines.js';
 import type { LogSink } from './sink.js';
+import { createWakeups } from './wakeups.js';
 
 /** An instance whose output files are tailed. */
 export interface TailedInstance {
@@ -19,6 +21,8 @@ export interface TailedInstance {
 export interface CollectorDeps {
   repo: Pick<LogRepo, 'offsets'>;
   sink: LogSink;
+  /** Lines per second per service: what is over it is dropped (and reported by the budget). */
+  budget: LogBudget;
   /** Instances running now, and those stopped recently (their last lines may be unread). */
   instances(): Promise<TailedInstance[]>;
   instanceDir(serviceId: string, instanceId: string): string;
@@ -26,7 +30,21 @@ export interface CollectorDeps {
   log: { warn(o: object, m?: string): void };
 }
 
-const READ_CHUNK = 1024 * 1024;
+// Bounds on one pass's synchronous work, so the event loop serving the API is never held long:
+// a read is at most READ_CHUNK bytes, of which at most LINES_PER_READ lines are decoded.
+const READ_CHUNK = 64 * 1024;
+const LINES_PER_READ = 2000;
+/** A service over budget with more unread than this skips to the file's end unread (an estimate is counted). */
+const SKIP_MIN_BYTES = 256 * 1024;
+/** Read before a skip, to land on a line start. */
+const TAIL_WINDOW = 8 * 1024;
+/** Line length assumed for an estimate before any line of the stream was seen. */
+const DEFAULT_LINE_BYTES = 100;
+/** Woken passes are at least this far apart: a chatty app costs ≤ 1000/MIN_TICK_MS passes a second. */
+const MIN_TICK_MS = 10;
+/** A service that dropped lines this recently is read on the poll only, not woken by its writes. */
+const DROPPING_MS = 1000;
+const NEWLINE = 0x0a;
 /** A line without its newline is stored after the file stayed this long without growing (a prompt, a progress dot). */
 const PARTIAL_LINE_MS = 1000;
 /** How often the list of instances is re-read (besides when told of a new one: refreshSoon). */
@@ -42,6 +60,8 @@ interface Stream {
   splitter: LineSplitter;
   /** When the file last grew (ms). */
   grewAt: number;
+  /** Average line length seen (bytes, newline included), for estimating what a skip dropped. */
+  lineBytes?: number;
 }
 
 /**
@@ -56,47 +76,9 @@ export function createLogCollector(deps: CollectorDeps) {
   let lastRefresh = 0;
   let stopped = false;
   let loop: Promise<void> | undefined;
-  // inotify on each instance dir wakes the loop as soon as an app writes (the poll is the
-  // fallback for filesystems without it): a line waits microseconds, not up to `pollMs`.
-  // A woken tick reads only the dirs written since the last one; every `pollMs` (however often
-  // it is woken) a tick reads every stream: partial lines, stopped instances, missed events.
-  const watchers = new Map<string, FSWatcher>();
-  const written = new Set<string>();
-  let fullPassDue = true;
-  let lastFullPass = 0;
-  let wake: (() => void) | undefined;
-  let woken = false;
-  /** `dir` was written; without one, every stream is to be read (a new instance). */
-  const onWrite = (dir?: string) => {
-    if (dir) written.add(dir);
-    else fullPassDue = true;
-    woken = true;
-    wake?.();
-  };
-  function watchDir(dir: string) {
-    if (watchers.has(dir)) return;
-    try {
-      watchers.set(dir, watch(dir, () => onWrite(dir)).on('error', () => unwatch(dir)));
-    } catch {
-      // not there yet (or no inotify): the poll covers it
-    }
-  }
-  function unwatch(dir: string) {
-    watchers.get(dir)?.close();
-    watchers.delete(dir);
-  }
-  async function pause() {
-    if (woken) return void (woken = false);
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, deps.pollMs);
-      wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    wake = undefined;
-    woken = false;
-  }
+  const wakeups = createWakeups(deps.pollMs, MIN_TICK_MS);
+  /** Over budget lately: its writes do not wake the loop; the poll reads it, which is soon enough. */
+  const dropping = (s: Stream) => deps.budget.dropping(s.instance.serviceId, DROPPING_MS);
 
   // The loop's ticks and collectRest() take turns: one stream is never read twice at once.
   const serial = createSerial();
@@ -106,9 +88,8 @@ export function createLogCollector(deps: CollectorDeps) {
     await adopt(list);
     const present = new Set(list.map((i) => i.instanceId));
     for (const [key, s] of streams) if (!present.has(s.instance.instanceId)) streams.delete(key);
-    const dirs = new Set([...streams.values()].map((s) => s.dir));
-    for (const dir of dirs) watchDir(dir);
-    for (const dir of watchers.keys()) if (!dirs.has(dir)) unwatch(dir);
+    wakeups.keepOnly(new Set([...streams.values()].map((s) => s.dir)));
+    for (const s of streams.values()) if (!dropping(s)) wakeups.arm(s.dir);
   }
 
   /** Starts tailing the instances' streams not tailed yet, from their stored offsets. */
@@ -152,28 +133,61 @@ export function createLogCollector(deps: CollectorDeps) {
       return false;
     }
     s.grewAt = Date.now();
-    const length = Math.min(size - position, READ_CHUNK);
+    const { serviceId } = s.instance;
+    const allowed = deps.budget.available(serviceId);
+    // Far over budget: what is unread is dropped without reading it through (an app can print
+    // 50 MB/s); the lines printed from now on are the next ones kept.
+    if (allowed < 1 && size - position > SKIP_MIN_BYTES && (await skipToEnd(s, size))) return false;
+    const before = s.splitter.consumed;
+    const chunk = await readAt(s.file, position, Math.min(size - position, READ_CHUNK));
+    // Within budget, at most LINES_PER_READ lines, the rest left for the next read; over it, the rest only counted.
+    const taken = s.splitter.take(chunk, Math.min(allowed, LINES_PER_READ), allowed < LINES_PER_READ);
+    deps.budget.spend(serviceId, taken.lines.length);
+    const seen = taken.lines.length + taken.dropped;
+    if (seen) s.lineBytes = (s.lineBytes ?? taken.seenBytes / seen) * 0.8 + (taken.seenBytes / seen) * 0.2;
+    if (taken.dropped) deps.budget.drop(source(s), taken.dropped, taken.droppedBytes);
+    if (s.splitter.consumed !== before) pushLines(s, taken.lines);
+    return s.splitter.position < size;
+  }
+
+  /** Skips to the last line start before `size`; false when none is near the end (a huge line: read through instead). */
+  async function skipToEnd(s: Stream, size: number): Promise<boolean> {
+    const from = Math.max(s.splitter.position, size - TAIL_WINDOW);
+    const tail = await readAt(s.file, from, size - from);
+    const last = tail.lastIndexOf(NEWLINE);
+    if (last === -1) return false;
+    const target = from + last + 1;
+    const skipped = target - s.splitter.consumed;
+    deps.budget.drop(source(s), Math.max(1, Math.round(skipped / (s.lineBytes ?? DEFAULT_LINE_BYTES))), skipped, true);
+    s.splitter.skipTo(target);
+    pushLines(s, []);
+    return true;
+  }
+
+  async function readAt(file: string, position: number, length: number): Promise<Buffer> {
     const buffer = Buffer.allocUnsafe(length);
-    const handle = await open(s.file, 'r');
-    let read: number;
+    const handle = await open(file, 'r');
     try {
-      ({ bytesRead: read } = await handle.read(buffer, 0, length, position));
+      const { bytesRead } = await handle.read(buffer, 0, length, position);
+      return buffer.subarray(0, bytesRead);
     } finally {
       await handle.close();
     }
-    const before = s.splitter.consumed;
-    const lines = s.splitter.push(buffer.subarray(0, read));
-    if (s.splitter.consumed !== before || lines.length) pushLines(s, lines);
-    return position + read < size;
   }
 
-  /** Queues lines with the offset they bring the file to (stored in the same transaction). */
+  /** Queues lines (possibly none: dropped ones) with the offset they bring the file to (stored in the same transaction). */
   function pushLines(s: Stream, lines: string[]) {
-    if (lines.length) deps.sink.push(lines.map((m) => entry(s, m)), { stream: s.key, offset: s.splitter.consumed });
+    deps.sink.push(lines.map((m) => entry(s, m)), { stream: s.key, offset: s.splitter.consumed });
+  }
+
+  function source(s: Stream): DropSource {
+    const { instance } = s;
+    return { serviceId: instance.serviceId, workspaceId: instance.workspaceId, instanceId: instance.instanceId, deployId: instance.deployId };
   }
 
   function finish(s: Stream) {
-    pushLines(s, s.splitter.flush());
+    const rest = s.splitter.flush();
+    if (rest.length) pushLines(s, rest);
     streams.delete(s.key);
     finished.add(s.key);
   }
@@ -187,22 +201,21 @@ export function createLogCollector(deps: CollectorDeps) {
   }
 
   async function tick() {
+    const { all, dirs } = wakeups.begin();
     if (Date.now() - lastRefresh >= REFRESH_MS) {
       lastRefresh = Date.now();
       await refresh();
     }
-    const all = fullPassDue || Date.now() - lastFullPass >= deps.pollMs;
-    if (all) {
-      fullPassDue = false;
-      lastFullPass = Date.now();
-    }
-    const dirs = new Set(written);
-    written.clear();
     for (const s of [...streams.values()]) {
       if (deps.sink.backlogged || !(all || dirs.has(s.dir))) continue;
+      if (!dropping(s)) wakeups.arm(s.dir); // re-armed before reading: a write from here on wakes the loop
       // A file far behind is read a chunk per tick, so other instances are not starved.
-      if (await readStream(s)) onWrite(s.dir);
+      const more = await readStream(s);
+      if (dropping(s)) wakeups.disarm(s.dir);
+      else if (more) wakeups.wrote(s.dir);
+      await yieldToLoop(); // what the API has waiting goes first
     }
+    deps.budget.reportDue();
   }
 
   return {
@@ -214,14 +227,14 @@ export function createLogCollector(deps: CollectorDeps) {
           } catch (err) {
             deps.log.warn({ err }, 'log collector: tick failed');
           }
-          await pause();
+          await wakeups.pause();
         }
       })();
     },
     /** Re-reads the list of instances on the next tick, now. */
     refreshSoon() {
       lastRefresh = 0;
-      onWrite();
+      wakeups.wrote();
     },
     /** Reads a stopped instance's files to their end now (a cron run whose dir is about to be removed). */
     collectRest(instance: Omit<TailedInstance, 'active'>): Promise<void> {
@@ -236,9 +249,8 @@ export function createLogCollector(deps: CollectorDeps) {
     },
     async stop() {
       stopped = true;
-      wake?.();
+      wakeups.stop();
       await loop;
-      for (const dir of [...watchers.keys()]) unwatch(dir);
     },
   };
 }

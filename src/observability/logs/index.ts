@@ -1,7 +1,8 @@
 import type { WebSocket } from 'ws';
 import type { RequestRecord } from '../../router/router.js';
-import { logLinesIngested } from '../prometheus.js';
+import { logLinesDropped, logLinesIngested } from '../prometheus.js';
 import type { LogRepo, NewLogEntry } from '../../store/repos/logs.js';
+import { createLogBudget, dropNotice, type DropReport } from './budget.js';
 import { createLogCollector, type TailedInstance } from './collector.js';
 import type { ParsedLogFilter } from './filters.js';
 import { createLogHub } from './hub.js';
@@ -17,22 +18,44 @@ export interface LogsDeps {
   instanceDir(serviceId: string, instanceId: string): string;
   /** Postgres: other Slipway processes share the store (NOTIFY on write, LISTEN via `listen`). */
   shared: boolean;
-  settings: { pollMs: number; flushMs: number; streamBufferBytes: number; pingMs: number };
+  settings: {
+    pollMs: number; flushMs: number; streamBufferBytes: number; pingMs: number;
+    /** Per service: app lines a second, and the burst above it (SLIPWAY_LOG_RATE_LINES / SLIPWAY_LOG_BURST_LINES). */
+    rateLines: number; burstLines: number;
+  };
+  /** A service's lines were dropped over its budget (at most once per DROP_REPORT_MS each): record the event. */
+  onLinesDropped(report: DropReport): Promise<void>;
   log: { warn(o: object, m?: string): void };
 }
+
+/** Drops are reported at most this often per service. */
+const DROP_REPORT_MS = 5000;
 
 /** The log store's moving parts: the file collector, build and request logging, the fan-out hub, subscriptions. */
 export function createLogs(deps: LogsDeps) {
   const { repo, settings } = deps;
   const hub = createLogHub({ repo, pollMs: deps.shared ? 1000 : 5000, log: deps.log });
   const sink = createLogSink({
-    repo, flushMs: settings.flushMs, shared: deps.shared, log: deps.log,
+    // Only PGlite is not shared: it runs in this process.
+    repo, flushMs: settings.flushMs, shared: deps.shared, inProcess: !deps.shared, log: deps.log,
     onCommitted: (rows) => {
-      for (const row of rows) logLinesIngested.inc({ type: row.type });
+      // One inc per type and batch: prom-client's labelled inc() per row was a visible cost at thousands of rows a second.
+      const byType = new Map<string, number>();
+      for (const row of rows) byType.set(row.type, (byType.get(row.type) ?? 0) + 1);
+      for (const [type, n] of byType) logLinesIngested.inc({ type }, n);
       hub.written(rows);
     },
   });
-  const collector = createLogCollector({ repo, sink, instances: deps.instances, instanceDir: deps.instanceDir, pollMs: settings.pollMs, log: deps.log });
+  const budget = createLogBudget({
+    ratePerSec: settings.rateLines, burst: settings.burstLines, reportMs: DROP_REPORT_MS,
+    onDrop: (lines) => logLinesDropped.inc(lines),
+    onReport: (r) => {
+      // The notice goes in the service's own log (past the budget: it is what says lines are missing).
+      sink.push([{ workspaceId: r.workspaceId, resourceId: r.serviceId, instanceId: r.instanceId, deployId: r.deployId, type: 'app', level: 'warn', message: dropNotice(r), timeMs: Date.now() }]);
+      deps.onLinesDropped(r).catch((err) => deps.log.warn({ err, serviceId: r.serviceId }, 'log_lines_dropped event failed'));
+    },
+  });
+  const collector = createLogCollector({ repo, sink, budget, instances: deps.instances, instanceDir: deps.instanceDir, pollMs: settings.pollMs, log: deps.log });
   const workspaces = new Map<string, string | undefined>();
 
   async function requestEntry(r: RequestRecord, timeMs: number): Promise<NewLogEntry | undefined> {
@@ -56,6 +79,7 @@ export function createLogs(deps: LogsDeps) {
     /** Stops collecting and writes what is pending. */
     async close() {
       await collector.stop();
+      budget.reportDue(true);
       await sink.close();
       await hub.close();
     },

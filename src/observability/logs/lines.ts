@@ -31,6 +31,16 @@ function decodeCut(bytes: Buffer, total: number): string {
   return bytes.subarray(0, end).toString('utf8') + TRUNCATED_MARK;
 }
 
+/** What `take` did with one chunk. */
+export interface Taken {
+  lines: string[];
+  /** Complete lines counted and dropped (over budget), and their bytes (newlines included). */
+  dropped: number;
+  droppedBytes: number;
+  /** Complete lines seen (kept or dropped) and their bytes: a stream's average line length. */
+  seenBytes: number;
+}
+
 /**
  * Splits a byte stream into lines. Lines are decoded only once complete, so a multi-byte
  * character split across two reads is never mangled. `consumed` counts the bytes of the
@@ -44,14 +54,7 @@ export function createLineSplitter() {
   let lineBytes = 0;
   let consumed = 0;
 
-  /** A complete line of `total` bytes (of which `bytes` holds at least the first MAX_LINE_BYTES). */
-  function emit(out: string[], bytes: Buffer, total: number) {
-    out.push(decodeCut(bytes, total).replace(/\r$/, ''));
-    consumed += total + 1;
-  }
-
-  function finishLine(out: string[]) {
-    emit(out, Buffer.concat(held, heldBytes), lineBytes);
+  function resetHeld() {
     held = [];
     heldBytes = 0;
     lineBytes = 0;
@@ -66,30 +69,54 @@ export function createLineSplitter() {
     heldBytes += kept.length;
   }
 
-  return {
-    /** The complete lines in `chunk` (with what was held from before). */
-    push(chunk: Buffer): string[] {
-      const out: string[] = [];
-      let start = 0;
-      for (let nl = chunk.indexOf(NEWLINE, start); nl !== -1; nl = chunk.indexOf(NEWLINE, start)) {
+  /**
+   * The complete lines of `chunk`: the first `keep` decoded; past them, the rest are only
+   * counted and dropped when `dropRest` (over budget: no string is made), else left for the next
+   * read (a bound on the work of one call: `position` then stops at that line's start).
+   */
+  function take(chunk: Buffer, keep: number, dropRest: boolean): Taken {
+    const out: Taken = { lines: [], dropped: 0, droppedBytes: 0, seenBytes: 0 };
+    let start = 0;
+    for (let nl = chunk.indexOf(NEWLINE, start); nl !== -1; nl = chunk.indexOf(NEWLINE, start)) {
+      const total = lineBytes + nl - start;
+      if (out.lines.length < keep) {
         // A line whole in this chunk is decoded where it lies; only one begun in an earlier read was held.
-        if (lineBytes === 0) emit(out, chunk.subarray(start, nl), nl - start);
+        if (lineBytes === 0) out.lines.push(decodeCut(chunk.subarray(start, nl), total).replace(/\r$/, ''));
         else {
           hold(chunk.subarray(start, nl));
-          finishLine(out);
+          out.lines.push(decodeCut(Buffer.concat(held, heldBytes), total).replace(/\r$/, ''));
         }
-        start = nl + 1;
+      } else if (dropRest) {
+        out.dropped++;
+        out.droppedBytes += total + 1;
+      } else {
+        return out; // the next read starts at `position`: this line's first unread byte
       }
-      if (start < chunk.length) hold(chunk.subarray(start));
-      return out;
-    },
+      if (lineBytes) resetHeld();
+      out.seenBytes += total + 1;
+      consumed += total + 1;
+      start = nl + 1;
+    }
+    if (start < chunk.length) hold(chunk.subarray(start));
+    return out;
+  }
+
+  return {
+    /** The complete lines in `chunk` (with what was held from before). */
+    push: (chunk: Buffer): string[] => take(chunk, Infinity, false).lines,
+    take,
     /** The unfinished last line, if any (the stream ended without a newline). */
     flush(): string[] {
       if (lineBytes === 0) return [];
-      const out: string[] = [];
-      finishLine(out);
-      consumed -= 1; // there was no newline
-      return out;
+      const line = decodeCut(Buffer.concat(held, heldBytes), lineBytes).replace(/\r$/, '');
+      consumed += lineBytes; // there was no newline
+      resetHeld();
+      return [line];
+    },
+    /** Jumps to `offset` (a line start), forgetting the unfinished line: output skipped unread. */
+    skipTo(offset: number) {
+      resetHeld();
+      consumed = offset;
     },
     get consumed() {
       return consumed;

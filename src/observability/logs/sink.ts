@@ -1,7 +1,14 @@
-import { MAX_INSERT as MAX_BATCH, type LogRepo, type LogRow, type NewLogEntry } from '../../store/repos/logs.js';
+import { createSerial } from '../../lib/keyed-locks.js';
+import { MAX_INSERT, type LogRepo, type LogRow, type NewLogEntry } from '../../store/repos/logs.js';
 
 /** Entries held while the store does not answer; producers that can re-read (files) wait, others drop. */
 const MAX_PENDING = 50_000;
+/**
+ * PGlite runs a statement on this thread, holding it (and the store) meanwhile: 25-85 µs a row
+ * here, plus a few ms a statement. Rows per INSERT adapt so a write takes about this long.
+ */
+const TARGET_WRITE_MS = 10;
+const MIN_ROWS = 20;
 
 export interface LogSinkDeps {
   repo: Pick<LogRepo, 'insertBatch'>;
@@ -9,6 +16,8 @@ export interface LogSinkDeps {
   flushMs: number;
   /** Several processes on one Postgres: batches take the write lock and NOTIFY (LogRepo.insertBatch). */
   shared: boolean;
+  /** PGlite: statements run on this thread, so writes are kept short and paced (on Postgres they wait on the network). */
+  inProcess: boolean;
   /** Called with the rows of each committed batch, in id order. */
   onCommitted(rows: LogRow[]): void;
   log: { warn(o: object, m?: string): void };
@@ -16,7 +25,10 @@ export interface LogSinkDeps {
 
 /**
  * Batches log entries (and the file offsets they move) into one INSERT per `flushMs`, so an
- * app printing thousands of lines a second costs a few transactions a second.
+ * app printing thousands of lines a second costs a few transactions a second. On PGlite the
+ * store (and the thread) is the API's too, one statement at a time: a write is kept to about
+ * TARGET_WRITE_MS, and after a write of W ms the next waits at least W, so log writes hold it
+ * half the time at most and the API's queries go in between.
  */
 export function createLogSink(deps: LogSinkDeps) {
   let entries: NewLogEntry[] = [];
@@ -25,32 +37,50 @@ export function createLogSink(deps: LogSinkDeps) {
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> | undefined;
   let closed = false;
+  const pending = () => entries.length > 0 || offsets.size > 0;
+  const serial = createSerial();
+  let maxRows = deps.inProcess ? 200 : MAX_INSERT;
 
-  async function write(): Promise<void> {
-    timer = undefined;
-    while (entries.length || offsets.size) {
-      const batch = entries.slice(0, MAX_BATCH);
-      // Offsets go with the last batch of what was pending, so they never move past unwritten lines.
-      const moved = entries.length <= MAX_BATCH ? [...offsets].map(([stream, offset]) => ({ stream, offset })) : [];
-      try {
-        const written = await deps.repo.insertBatch(batch, moved, deps.shared);
-        entries = entries.slice(batch.length);
-        for (const { stream, offset } of moved) if (offsets.get(stream) === offset) offsets.delete(stream);
-        if (written.length) deps.onCommitted(written);
-      } catch (err) {
-        deps.log.warn({ err, pending: entries.length, dropped }, 'log store write failed; retrying');
-        if (!closed) schedule(1000);
-        return;
-      }
+  /** One statement: the oldest `maxRows` entries (throws when the store fails); returns how long the statement took (ms). */
+  async function writeBatch(): Promise<number> {
+    const batch = entries.slice(0, maxRows);
+    // Offsets go with the last batch of what was pending, so they never move past unwritten lines.
+    const moved = entries.length <= maxRows ? [...offsets].map(([stream, offset]) => ({ stream, offset })) : [];
+    const started = performance.now();
+    const written = await deps.repo.insertBatch(batch, moved, deps.shared);
+    const took = performance.now() - started;
+    entries = entries.slice(batch.length);
+    for (const { stream, offset } of moved) if (offsets.get(stream) === offset) offsets.delete(stream);
+    if (written.length) deps.onCommitted(written);
+    // A full batch tells what a row costs now (the machine's load changes it): aim the next at TARGET_WRITE_MS.
+    if (deps.inProcess && batch.length >= maxRows / 2 && took > 0) {
+      maxRows = Math.round(Math.min(MAX_INSERT, Math.max(MIN_ROWS, (maxRows + (batch.length * TARGET_WRITE_MS) / took) / 2)));
+    }
+    return took;
+  }
+
+  /** Runs one write; returns how long to wait before the next, or -1 when the store failed. */
+  async function writeOne(): Promise<number> {
+    const statement = writeBatch();
+    writing = statement.then(() => undefined, () => undefined); // what a flush waits for (the error is handled below)
+    try {
+      const took = await statement;
+      return deps.inProcess ? Math.max(deps.flushMs, took) : deps.flushMs;
+    } catch (err) {
+      deps.log.warn({ err, pending: entries.length, dropped }, 'log store write failed; retrying');
+      return -1;
+    } finally {
+      writing = undefined;
     }
   }
 
   function schedule(ms = deps.flushMs) {
     if (timer || writing || closed) return;
     timer = setTimeout(() => {
-      writing = write().finally(() => {
-        writing = undefined;
-        if (entries.length || offsets.size) schedule();
+      timer = undefined;
+      if (writing) return; // a flush is writing everything
+      void writeOne().then((next) => {
+        if (pending()) schedule(next < 0 ? 1000 : next);
       });
     }, ms);
   }
@@ -70,15 +100,16 @@ export function createLogSink(deps: LogSinkDeps) {
     get backlogged() {
       return entries.length >= MAX_PENDING;
     },
-    /** Writes what is pending (used on shutdown and by tests). */
-    async flush() {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      await writing;
-      writing = write();
-      await writing;
-      writing = undefined;
-    },
+    /** Writes what is pending now, batch after batch (on shutdown, and when a cron run's output is complete). */
+    flush: () =>
+      serial(async () => {
+        if (timer) clearTimeout(timer);
+        timer = undefined;
+        while (writing) await writing;
+        while (pending()) {
+          if ((await writeOne()) < 0) return schedule(1000); // the store failed: retried later
+        }
+      }),
     async close() {
       await this.flush().catch(() => undefined);
       closed = true;

@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { toStorableText } from '../../lib/text.js';
-import { rowsOf, type Db } from '../db.js';
+import { AppError } from '../../lib/errors.js';
+import { pgCode, rowsOf, type Db } from '../db.js';
 
 /**
  * Log entries. Timestamps are handled as microseconds since the epoch (a JS number is
@@ -162,8 +163,27 @@ function toRow(r: Record<string, unknown>): LogRow {
   };
 }
 
-export function createLogRepo(db: Db) {
+/**
+ * How long a read with user filters may run on Postgres. PGlite (0.3) ignores statement_timeout:
+ * there the pattern rules (observability/logs/patterns.ts) are what bound a query's work.
+ */
+export const LOG_QUERY_TIMEOUT_MS = 5000;
+
+export function createLogRepo(db: Db, options: { queryTimeoutMs?: number } = {}) {
   const rows = async (query: SQL) => rowsOf(await db.execute(query));
+  const timeoutMs = options.queryTimeoutMs ?? LOG_QUERY_TIMEOUT_MS;
+  /** A filtered read under statement_timeout (SET LOCAL: only this transaction); a timeout is a 503. */
+  const limitedRows = async (query: SQL) => {
+    try {
+      return await db.transaction(async (tx) => {
+        await tx.execute(sql.raw(`set local statement_timeout = ${Math.floor(timeoutMs)}`));
+        return rowsOf(await tx.execute(query));
+      });
+    } catch (err) {
+      if (pgCode(err) !== '57014') throw err;
+      throw new AppError('unavailable', `the log query did not finish within ${timeoutMs / 1000} s; narrow the time range or the filters`);
+    }
+  };
   const maxId = async (): Promise<number> => Number((await rows(sql`select coalesce(max(id), 0)::text as id from logs`))[0]!.id);
   /** Deletes the entries `where` picks and takes their bytes off log_sizes, in one statement; returns how many went. */
   const deleteCounted = async (where: SQL) => {
@@ -223,13 +243,13 @@ export function createLogRepo(db: Db) {
       const range = [sql`timestamp >= ${usToTimestamp(opts.startUs)}`, sql`timestamp <= ${usToTimestamp(opts.endUs)}`];
       // logs.id, not id: a bare name in ORDER BY means the output column, which is id::text.
       const order = opts.backward ? sql`logs.timestamp desc, logs.id desc` : sql`logs.timestamp asc, logs.id asc`;
-      return (await rows(sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${whereSql(f, range)} order by ${order} limit ${opts.limit}`)).map(toRow);
+      return (await limitedRows(sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${whereSql(f, range)} order by ${order} limit ${opts.limit}`)).map(toRow);
     },
     /** Entries after `afterId` in id order, optionally filtered (the live tail and resumes). */
     async after(afterId: number, limit: number, f?: LogFilter & { startUs?: number }): Promise<LogRow[]> {
       const extra = [sql`id > ${afterId}`, ...(f?.startUs ? [sql`timestamp >= ${usToTimestamp(f.startUs)}`] : [])];
-      const where = f ? whereSql(f, extra) : sql.join(extra, sql` and `);
-      return (await rows(sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${where} order by logs.id limit ${limit}`)).map(toRow);
+      if (!f) return (await rows(sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${sql.join(extra, sql` and `)} order by logs.id limit ${limit}`)).map(toRow);
+      return (await limitedRows(sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${whereSql(f, extra)} order by logs.id limit ${limit}`)).map(toRow);
     },
     /** The id just before the first entry at or after `us` (where a replay from a time starts). */
     async idBefore(us: number): Promise<number> {

@@ -1,0 +1,99 @@
+import { RegExpParser, visitRegExpAST, type AST } from '@eslint-community/regexpp';
+import RE2 from 're2';
+import { badRequest } from '../../lib/errors.js';
+
+/**
+ * The rules a log filter's `/regex/` and `*` wildcard values must follow. The same text is run
+ * by Postgres (or PGlite, in this process, with no statement timeout and a stack it can overflow)
+ * and by the live tail, so only patterns whose cost is bounded by their size are accepted:
+ * - at most 256 characters, and a valid JavaScript regular expression in Unicode mode (no
+ *   flags: the value is what stands between the slashes);
+ * - no nested quantifiers: a repeated part (`*`, `+`, `?`, `{n,m}`) contains no quantifier
+ *   itself (`(a+)+`, `(ab*)?`, `((x{2}){3})` are refused; `(ab)+`, `[a-z]+\d*` are fine);
+ * - at most 256 characters and classes once repetitions are written out (`x{n,m}` counts as m
+ *   copies of `x`, `x*` and `x+` as one): Postgres compiles `{n,m}` into copies, and its matching
+ *   time per character grows with their number;
+ * - no backreferences (`\1`, `\k<name>`) and no lookarounds (`(?=`, `(?!`, `(?<=`, `(?<!`):
+ *   they make Postgres backtrack;
+ * - groups nested at most 10 deep;
+ * - at most 10 regular expressions in one query (Postgres caches 32 compiled ones; more would
+ *   be recompiled for every row), and at most 10 `*` in one wildcard value.
+ * In memory (the live tail) patterns run on RE2, whose time is linear in the input, so even an
+ * accepted pattern like `\d*\d*x` cannot stall the event loop as JavaScript's engine would.
+ */
+export const PATTERN_LIMITS = { length: 256, expanded: 256, depth: 10, regexes: 10, wildcards: 10 } as const;
+
+const parser = new RegExpParser({ ecmaVersion: 2024 });
+
+/** The first rule `source` breaks, or undefined when it may run. */
+export function regexProblem(source: string): string | undefined {
+  if (source.length > PATTERN_LIMITS.length) return `patterns are limited to ${PATTERN_LIMITS.length} characters (got ${source.length})`;
+  let ast: AST.Pattern;
+  try {
+    ast = parser.parsePattern(source, 0, source.length, { unicode: true });
+  } catch (err) {
+    return `invalid regular expression: ${(err as Error).message.replace(/^Invalid regular expression: /, '')}`;
+  }
+  let problem: string | undefined;
+  let quantifiers = 0;
+  let depth = 0;
+  const refuse = (rule: string) => void (problem ??= rule);
+  const enterGroup = () => ++depth > PATTERN_LIMITS.depth && refuse(`groups may be nested at most ${PATTERN_LIMITS.depth} deep`);
+  visitRegExpAST(ast, {
+    onQuantifierEnter(q) {
+      if (quantifiers++ > 0) refuse('nested quantifiers are not allowed: a repeated part must not contain *, +, ? or {n,m} itself');
+    },
+    onQuantifierLeave: () => void quantifiers--,
+    onBackreferenceEnter: () => refuse('backreferences (\\1, \\k<name>) are not allowed'),
+    onAssertionEnter(a) {
+      if (a.kind === 'lookahead' || a.kind === 'lookbehind') refuse('lookahead and lookbehind assertions are not allowed');
+    },
+    onGroupEnter: enterGroup,
+    onGroupLeave: () => void depth--,
+    onCapturingGroupEnter: enterGroup,
+    onCapturingGroupLeave: () => void depth--,
+  });
+  const expanded = expandedSize(ast);
+  if (expanded > PATTERN_LIMITS.expanded) refuse(`repetitions written out, the pattern would have ${expanded} characters and classes (at most ${PATTERN_LIMITS.expanded}; {n,m} counts m copies)`);
+  return problem;
+}
+
+/** Characters, classes and assertions, each `{n,m}` counted as m copies (n when unbounded). */
+function expandedSize(node: AST.Node): number {
+  switch (node.type) {
+    case 'Pattern': case 'Group': case 'CapturingGroup': case 'Assertion':
+      return 'alternatives' in node ? node.alternatives.reduce((n, a) => n + expandedSize(a), 0) : 1;
+    case 'Alternative':
+      return node.elements.reduce((n, e) => n + expandedSize(e), 0);
+    case 'Quantifier':
+      return expandedSize(node.element) * Math.max(1, node.max === Infinity ? node.min : node.max);
+    default:
+      return 1;
+  }
+}
+
+/** RE2 for the live tail; `s`: `.` matches a newline, as in Postgres. */
+function re2(source: string, what: string): RE2 {
+  try {
+    return new RE2(source, 'su');
+  } catch (err) {
+    throw badRequest(`${what}: ${(err as Error).message}`);
+  }
+}
+
+/** A checked `/regex/` value: 400 naming the broken rule, else its in-memory matcher. */
+export function compileRegex(name: string, value: string, source: string): RE2 {
+  const problem = regexProblem(source);
+  if (problem) throw badRequest(`${name}: ${JSON.stringify(value)} is refused: ${problem}`);
+  return re2(source, `${name}: ${JSON.stringify(value)} is not supported`);
+}
+
+const escapeRegex = (v: string) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** A `*` wildcard value's in-memory matcher (anchored unless `substring`). */
+export function compileWildcard(name: string, value: string, substring: boolean): RE2 {
+  const parts = value.split('*');
+  if (parts.length - 1 > PATTERN_LIMITS.wildcards) throw badRequest(`${name}: ${JSON.stringify(value)} is refused: at most ${PATTERN_LIMITS.wildcards} * wildcards per value`);
+  const body = parts.map(escapeRegex).join('.*');
+  return re2(substring ? body : `^${body}$`, `${name}: ${JSON.stringify(value)}`);
+}

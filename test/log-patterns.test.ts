@@ -1,0 +1,58 @@
+/** The log filter pattern rules (observability/logs/patterns.ts) and the in-memory matcher's linear time. */
+import { describe, expect, it } from 'vitest';
+import { parseLogFilter } from '../src/observability/logs/filters.js';
+import { regexProblem } from '../src/observability/logs/patterns.js';
+import type { LogRow } from '../src/store/repos/logs.js';
+
+const row = (message: string, extra: Partial<LogRow> = {}): LogRow => ({
+  id: 1, tsUs: 1, workspaceId: 'tea-a', resourceId: 'srv-a', instanceId: null, deployId: null, type: 'app', level: 'info', message,
+  method: null, path: null, statusCode: null, host: null, durationMs: null, bytes: null, ...extra,
+});
+
+describe('regexProblem', () => {
+  it.each([
+    ['((x{1,40}){1,40}){1,40}y', /nested quantifiers/],
+    ['(a+)+b', /nested quantifiers/],
+    ['(ab?)*', /nested quantifiers/],
+    ['(\\d{2}:)*', /nested quantifiers/],
+    ['x'.repeat(257), /limited to 256 characters/],
+    ['(a)\\1', /backreferences/],
+    ['(?<n>a)\\k<n>', /backreferences/],
+    ['(?=a)b', /lookahead and lookbehind/],
+    ['(?<!a)b', /lookahead and lookbehind/],
+    ['x{1000}', /repetitions written out/],
+    ['[a-z]{100}[a-z]{100}[a-z]{100}', /repetitions written out/],
+    ['x{300,}', /repetitions written out/],
+    ['((((((((((((a))))))))))))', /nested at most 10 deep/],
+    ['(', /invalid regular expression/],
+    ['[[:alpha:]]', /invalid regular expression/],
+  ])('refuses %s', (source, rule) => {
+    expect(regexProblem(source)).toMatch(rule);
+  });
+
+  it.each(['error|warn', '^GET \\/api', 'timeout after \\d+ms', '(GET|POST) \\/v1\\/[a-z]+', '^5\\d\\d$', '[a-f0-9]{32}', '\\d*\\d*x', '(ab)+c', '.*'])(
+    'accepts %s',
+    (source) => expect(regexProblem(source)).toBeUndefined(),
+  );
+});
+
+describe('parseLogFilter', () => {
+  it('matches in memory as the rules say, with 400s naming the rule', () => {
+    const { matches } = parseLogFilter('tea-a', { text: ['/error|warn/'] });
+    expect([matches(row('an error here')), matches(row('warn: slow')), matches(row('info: fine'))]).toEqual([true, true, false]);
+    expect(parseLogFilter('tea-a', { path: ['/api/*'] }).matches(row('x', { path: '/api/v1' }))).toBe(true);
+    expect(parseLogFilter('tea-a', { path: ['/api/*'] }).matches(row('x', { path: '/v1/api/' }))).toBe(false);
+    expect(parseLogFilter('tea-a', { text: ['a*c'] }).matches(row('xxabcxx'))).toBe(true);
+    expect(parseLogFilter('tea-a', { statusCode: ['5*'] }).matches(row('x', { statusCode: 503 }))).toBe(true);
+    expect(() => parseLogFilter('tea-a', { text: ['/(a+)+/'] })).toThrow(/text: "\/\(a\+\)\+\/" is refused: nested quantifiers/);
+    expect(() => parseLogFilter('tea-a', { text: ['*a*b*c*d*e*f*g*h*i*j*k*'] })).toThrow(/at most 10 \* wildcards/);
+    expect(() => parseLogFilter('tea-a', { text: Array.from({ length: 11 }, (_, i) => `/a${i}/`) })).toThrow(/at most 10 \/regex\/ values/);
+  });
+
+  it('runs an accepted pattern in linear time (a backtracking engine takes seconds on this)', () => {
+    const { matches } = parseLogFilter('tea-a', { text: ['/\\d*\\d*x/', '*1*x'] });
+    const started = performance.now();
+    expect(matches(row('1'.repeat(3000)))).toBe(false);
+    expect(performance.now() - started).toBeLessThan(250);
+  });
+});
