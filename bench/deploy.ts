@@ -1,10 +1,14 @@
 /**
  * Deploy speed and zero downtime on the fixture Node app (no build step): trigger->live and
  * rollback->live times, restart duration, failed requests under load during back-to-back
- * deploys, and router throughput against the same app hit directly (the ratio).
+ * deploys, and router throughput against the same app hit directly (the ratio). Run twice when
+ * this machine can make namespaces: on the shared network (the baseline) and with a namespace per
+ * instance, whose cost is the ratio of the two.
  */
 import autocannon from 'autocannon';
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { fixtureArchive, freePort, log, median, percentile, signUp, sleep, startSlipway, table } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
@@ -12,9 +16,22 @@ const DEPLOYS = SMOKE ? 3 : 20;
 const LOAD_S = SMOKE ? 2 : 10;
 
 
-async function main() {
+/** Where an instance is reached directly: its namespace's address (from Slipway's lease files), else loopback. */
+function instanceAddress(instanceId: string): string {
+  const stateDir = '/run/slipway/net';
+  for (const subnet of readdirSync(stateDir, { withFileTypes: true }).filter((d) => /^\d+$/.test(d.name))) {
+    const dir = path.join(stateDir, subnet.name, 'leases');
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
+      if ((JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as { id: string }).id === instanceId) return `10.213.${subnet.name}.${file.slice(0, -5)}`;
+    }
+  }
+  throw new Error(`no namespace address for ${instanceId}`);
+}
+
+async function scenario(network: 'shared' | 'namespaces') {
+  log(`== network: ${network}`);
   const routerPort = await freePort();
-  const slipway = await startSlipway({ SLIPWAY_ROUTER_PORT: String(routerPort) });
+  const slipway = await startSlipway({ SLIPWAY_ROUTER_PORT: String(routerPort), SLIPWAY_NETWORK: network });
   const host = (slug: string) => `${slug}.localhost:${routerPort}`;
   try {
     const { call } = await signUp(slipway.url);
@@ -74,7 +91,7 @@ async function main() {
     const failed = loadResult.errors + loadResult.timeouts + loadResult.non2xx;
 
     // Router vs direct, same app, same connections.
-    const direct = await new Promise<{ env: { PORT: string } }>((resolve, reject) => {
+    const direct = await new Promise<{ instance: string; env: { PORT: string } }>((resolve, reject) => {
       // Through the router once, to learn the instance's own port.
       http.get({ host: '127.0.0.1', port: routerPort, path: '/', headers: { host: host(service.slug) } }, (res) => {
         let text = '';
@@ -82,11 +99,11 @@ async function main() {
       }).on('error', reject);
     });
     const measure = (url: string, headers: Record<string, string> = {}) => autocannon({ url, headers, connections: 50, duration: LOAD_S });
-    const viaDirect = await measure(`http://127.0.0.1:${direct.env.PORT}/`);
+    const viaDirect = await measure(`http://${network === 'namespaces' ? instanceAddress(direct.instance) : '127.0.0.1'}:${direct.env.PORT}/`);
     const viaRouter = await measure(`http://127.0.0.1:${routerPort}/`, { host: host(service.slug) });
     await call('DELETE', `/v1/services/${service.id}`);
 
-    const results = {
+    return {
       deploys: DEPLOYS,
       triggerToLiveMs: { median: Math.round(median(deployTimes)), p95: Math.round(percentile(deployTimes, 95)) },
       rollbackToLiveMs: { median: Math.round(median(rollbackTimes)) },
@@ -96,6 +113,24 @@ async function main() {
       direct: { reqPerSec: Math.round(viaDirect.requests.average), p99Ms: viaDirect.latency.p99 },
       routerRatio: Number((viaRouter.requests.average / viaDirect.requests.average).toFixed(3)),
     };
+  } finally {
+    await slipway.stop();
+  }
+}
+
+async function main() {
+  const shared = await scenario('shared');
+  const namespaced = process.getuid?.() === 0 ? await scenario('namespaces') : undefined;
+  const results = namespaced ?? shared;
+  const failed = shared.underLoad.failed + (namespaced?.underLoad.failed ?? 0);
+  const ratio = (a: number, b: number) => Number((a / b).toFixed(3));
+  const namespaceCost = namespaced && {
+    /** Shared over namespaced: 1 means a namespace costs nothing, lower means slower. */
+    triggerToLive: ratio(shared.triggerToLiveMs.median, namespaced.triggerToLiveMs.median),
+    routerThroughput: ratio(namespaced.router.reqPerSec, shared.router.reqPerSec),
+  };
+  {
+    const loadResult = { requests: { total: shared.underLoad.requests + (namespaced?.underLoad.requests ?? 0) } };
     log(table(['measure', 'value', 'target'], [
       ['trigger->live median (ms)', results.triggerToLiveMs.median, '<= 1500'],
       ['trigger->live p95 (ms)', results.triggerToLiveMs.p95, ''],
@@ -105,11 +140,17 @@ async function main() {
       ['router req/s (p99 ms)', `${results.router.reqPerSec} (${results.router.p99Ms})`, ''],
       ['direct req/s (p99 ms)', `${results.direct.reqPerSec} (${results.direct.p99Ms})`, ''],
       ['router / direct', results.routerRatio, '>= 0.6'],
+      ...(namespaceCost
+        ? [
+            ['shared: trigger->live median (ms)', shared.triggerToLiveMs.median, ''],
+            ['shared: router req/s', shared.router.reqPerSec, ''],
+            ['namespaces / shared: trigger->live speed', namespaceCost.triggerToLive, '>= 0.9'],
+            ['namespaces / shared: router req/s', namespaceCost.routerThroughput, '>= 0.9'],
+          ]
+        : [['namespaces', 'not measured (needs root)', '']]),
     ]));
-    console.log(JSON.stringify({ bench: 'deploy', smoke: SMOKE, ...results }));
-    if (failed > 0 || results.router.errors > 0) process.exitCode = 1;
-  } finally {
-    await slipway.stop();
+    console.log(JSON.stringify({ bench: 'deploy', smoke: SMOKE, network: namespaced ? 'namespaces' : 'shared', ...results, shared, namespaceCost }));
+    if (failed > 0 || shared.router.errors > 0 || (namespaced?.router.errors ?? 0) > 0) process.exitCode = 1;
   }
 }
 

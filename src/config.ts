@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_TIMEOUT_SECONDS as TIMEOUTS } from './lib/http-timeouts.js';
 
 /** Every setting Slipway reads, typed, with its embedded default (DESIGN.md §4). */
 export interface Config {
@@ -14,6 +15,13 @@ export interface Config {
   logLevel: string;
   /** Largest JSON body accepted, in bytes. */
   bodyLimitBytes: number;
+  /** API and router connections: how long a client may take to send its headers (slowloris), and its whole request (a body that never ends). */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** API and router: an idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** Router: an app that sends nothing for this long gets a 504 (or its response cut off). */
+  upstreamTimeoutMs: number;
   /** Requests per minute per credential (or per IP when anonymous). */
   rateLimitPerMinute: number;
   /** Login/register attempts per minute per IP. */
@@ -31,6 +39,10 @@ export interface Config {
   archiveMaxFiles: number;
   archiveMaxBytes: number;
   buildTimeoutSeconds: number;
+  /** Processes+threads per instance and build, for every plan (SLIPWAY_PIDS_LIMIT); undefined: the plan's (starter 1,024). */
+  pidsLimit: number | undefined;
+  /** Size in MiB of each writable scratch filesystem ($HOME, /tmp) per instance, for every plan (SLIPWAY_DISK_LIMIT_MB); undefined: the plan's (starter 1,024). */
+  diskLimitMb: number | undefined;
   healthCheckTimeoutSeconds: number;
   /** Artifacts (and uploaded sources) kept per service for rollback; older ones are deleted. */
   keepArtifacts: number;
@@ -38,6 +50,10 @@ export interface Config {
   crashCheckMs: number;
   /** First restart delay after a crash; it doubles per crash in the window (max 60 s). */
   crashBackoffMs: number;
+  /** auto: a network namespace per instance, build and datastore where this machine can make them; namespaces: required; shared: the host's network (one team only). */
+  network: 'auto' | 'namespaces' | 'shared';
+  /** The /16 the workspaces' private networks are cut from (a /24 each). */
+  networkCidr: string;
   /** Postgres datastores as role+database on this existing server (the `cluster` provisioner) instead of local servers. */
   postgresAdminUrl: string | undefined;
   /** Key-value datastores as ACL users on this existing Redis (the `shared` provisioner) instead of local servers. */
@@ -56,6 +72,10 @@ export interface Config {
   logStreamBufferBytes: number;
   /** How often instances' output files are checked for new lines. */
   logPollMs: number;
+  /** App log lines a second each service may store; past it (and the burst), lines are dropped and reported. */
+  logRateLines: number;
+  /** Lines a service may print at once above the rate (the token bucket's size). */
+  logBurstLines: number;
   /** How often every running instance's CPU and memory are sampled (SLIPWAY_METRICS_INTERVAL seconds, fractions allowed). */
   metricsIntervalMs: number;
   /** How often the usage meter appends to the ledger (SLIPWAY_USAGE_INTERVAL_SECONDS, fractions allowed). */
@@ -83,6 +103,21 @@ function secondsAsMs(env: Env, name: string, fallback: number): number {
   return Math.round(value * 1000);
 }
 
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
+
+/** A positive integer, or undefined when unset. */
+function optionalPositive(env: Env, name: string): number | undefined {
+  if (env[name] === undefined || env[name] === '') return undefined;
+  const value = int(env, name, 0);
+  if (value < 1) throw new Error(`${name} must be a positive integer, got "${env[name]}"`);
+  return value;
+}
+
 function oauthProvider(env: Env, provider: OAuthProvider) {
   const prefix = `SLIPWAY_OAUTH_${provider.toUpperCase()}`;
   const clientId = env[`${prefix}_CLIENT_ID`];
@@ -105,6 +140,11 @@ export function loadConfig(env: Env = process.env): Config {
     secretKey: env.SLIPWAY_SECRET_KEY || undefined,
     logLevel: env.SLIPWAY_LOG_LEVEL || 'info',
     bodyLimitBytes: int(env, 'SLIPWAY_BODY_LIMIT_BYTES', 1024 * 1024),
+    // Node refuses a headers timeout above the request timeout.
+    headersTimeoutMs: Math.min(secondsAsMs(env, 'SLIPWAY_HEADERS_TIMEOUT_SECONDS', TIMEOUTS.headers), secondsAsMs(env, 'SLIPWAY_REQUEST_TIMEOUT_SECONDS', TIMEOUTS.request)),
+    requestTimeoutMs: secondsAsMs(env, 'SLIPWAY_REQUEST_TIMEOUT_SECONDS', TIMEOUTS.request),
+    keepAliveTimeoutMs: secondsAsMs(env, 'SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS', TIMEOUTS.keepAlive),
+    upstreamTimeoutMs: secondsAsMs(env, 'SLIPWAY_UPSTREAM_TIMEOUT_SECONDS', TIMEOUTS.upstream),
     rateLimitPerMinute: int(env, 'SLIPWAY_RATE_LIMIT_PER_MINUTE', 1200),
     authRateLimitPerMinute: int(env, 'SLIPWAY_AUTH_RATE_LIMIT_PER_MINUTE', 10),
     authAccountAttemptsPer10Minutes: int(env, 'SLIPWAY_AUTH_ACCOUNT_ATTEMPTS_PER_10_MINUTES', 10),
@@ -115,10 +155,14 @@ export function loadConfig(env: Env = process.env): Config {
     archiveMaxFiles: int(env, 'SLIPWAY_ARCHIVE_MAX_FILES', 50_000),
     archiveMaxBytes: int(env, 'SLIPWAY_ARCHIVE_MAX_BYTES', 1024 * 1024 * 1024),
     buildTimeoutSeconds: int(env, 'SLIPWAY_BUILD_TIMEOUT_SECONDS', 900),
+    pidsLimit: optionalPositive(env, 'SLIPWAY_PIDS_LIMIT'),
+    diskLimitMb: optionalPositive(env, 'SLIPWAY_DISK_LIMIT_MB'),
     healthCheckTimeoutSeconds: int(env, 'SLIPWAY_HEALTH_CHECK_TIMEOUT_SECONDS', 300),
     keepArtifacts: Math.max(1, int(env, 'SLIPWAY_KEEP_ARTIFACTS', 5)),
     crashCheckMs: Math.max(100, int(env, 'SLIPWAY_CRASH_CHECK_MS', 1000)),
     crashBackoffMs: int(env, 'SLIPWAY_CRASH_BACKOFF_MS', 1000),
+    network: oneOf(env, 'SLIPWAY_NETWORK', ['auto', 'namespaces', 'shared'] as const, 'auto'),
+    networkCidr: env.SLIPWAY_NETWORK_CIDR || '10.213.0.0/16',
     postgresAdminUrl: env.SLIPWAY_POSTGRES_ADMIN_URL || undefined,
     redisAdminUrl: env.SLIPWAY_REDIS_ADMIN_URL || undefined,
     localDatastores: env.SLIPWAY_LOCAL_DATASTORES !== '0' && env.SLIPWAY_LOCAL_DATASTORES !== 'false',
@@ -128,6 +172,8 @@ export function loadConfig(env: Env = process.env): Config {
     logMaxBytesPerService: int(env, 'SLIPWAY_LOG_MAX_BYTES_PER_SERVICE', 100 * 1024 * 1024),
     logStreamBufferBytes: Math.max(1024, int(env, 'SLIPWAY_LOG_STREAM_BUFFER_BYTES', 1024 * 1024)),
     logPollMs: Math.max(10, int(env, 'SLIPWAY_LOG_POLL_MS', 50)),
+    logRateLines: Math.max(1, int(env, 'SLIPWAY_LOG_RATE_LINES', 2000)),
+    logBurstLines: Math.max(1, int(env, 'SLIPWAY_LOG_BURST_LINES', 10_000)),
     metricsIntervalMs: secondsAsMs(env, 'SLIPWAY_METRICS_INTERVAL', 10),
     usageIntervalMs: secondsAsMs(env, 'SLIPWAY_USAGE_INTERVAL_SECONDS', 60),
     oauth: {

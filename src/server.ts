@@ -18,7 +18,7 @@ import { createDeployEngine } from './core/deploys/engine.js';
 import type { AppUrls } from './core/deploys/env.js';
 import { createLayout } from './core/deploys/layout.js';
 import { createRouteTable } from './core/deploys/route-table.js';
-import { createSourceStore } from './core/deploys/sources.js';
+import { createSourceStore, removePartialUploads } from './core/deploys/sources.js';
 import { createDatastores } from './core/datastores/datastores.js';
 import { createEnvGroups } from './core/env-groups.js';
 import { createEvents } from './core/events.js';
@@ -73,7 +73,10 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const systemLog = options.log === false
       ? pino({ enabled: false })
       : pino({ level: options.log?.level ?? config.logLevel, base: { component: 'system' } }, options.log?.stream ?? process.stdout);
-    const runtime = await createLocalRuntime({ dataDir: config.dataDir, log: systemLog });
+    const runtime = await createLocalRuntime({
+      dataDir: config.dataDir, network: config.network, networkCidr: config.networkCidr,
+      limits: { pids: config.pidsLimit, diskMb: config.diskLimitMb }, log: systemLog,
+    });
     const routes = createRouteTable(config.appsDomain);
     let routerPort = config.routerPort;
     const urls: AppUrls = {
@@ -86,24 +89,33 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const logs = createLogs({
       repo: repos.logs, instances: () => repos.logs.tailable(), instanceDir: layout.instanceDir, shared: store.kind === 'postgres', log: systemLog,
       workspaceOf: async (id) => (await repos.services.get(id))?.workspaceId,
-      settings: { pollMs: config.logPollMs, flushMs: 5, streamBufferBytes: config.logStreamBufferBytes, pingMs: 30_000 },
+      settings: {
+        pollMs: config.logPollMs, flushMs: 5, streamBufferBytes: config.logStreamBufferBytes, pingMs: 30_000,
+        rateLines: config.logRateLines, burstLines: config.logBurstLines,
+      },
+      onLinesDropped: ({ workspaceId, serviceId, instanceId, deployId, ...counts }) =>
+        events.record({ workspaceId, serviceId, deployId, type: 'log_lines_dropped', details: { serviceId, instanceId, ...counts } }),
     });
     const archive = { maxFiles: config.archiveMaxFiles, maxBytes: config.archiveMaxBytes };
     const gitProtocols = allowedGitProtocols(config.gitAllowLocal);
     const projects = createProjects({ repos, transact });
     const { assertEnvironment } = projects;
-    // Datastore servers run as the apps' unprivileged user (initdb refuses root).
+    // Datastore servers run as the apps' unprivileged user (initdb refuses root), each in a network namespace of its own
+    // on its workspace's private network where the runtime makes them.
     const runAs = runtime.capabilities.runAsUser;
+    const network = runtime.capabilities.network === 'namespaces'
+      ? { attach: runtime.attachServer.bind(runtime), release: runtime.release.bind(runtime) } : undefined;
     const datastores = createDatastores({
       repo: repos.datastores, box: secretBox, events, checkMs: config.datastoreCheckMs, log: systemLog, assertEnvironment,
+      sweepServers: (keep) => runtime.sweepServers(keep),
       referencesTo: async (id) => [...(await repos.envVars.referencing(id)), ...(await repos.envGroupVars.referencing(id))],
       // The usage meter's last pass over a datastore before it goes (the meter is made below; this runs on a delete).
       beforeRemove: async () => void (await usage.meter.flush()),
       provisioners: {
         postgres: config.postgresAdminUrl || config.localDatastores
-          ? createPostgresProvisioner({ dataDir: config.dataDir, adminUrl: config.postgresAdminUrl, runAs }) : undefined,
+          ? createPostgresProvisioner({ dataDir: config.dataDir, adminUrl: config.postgresAdminUrl, runAs, network }) : undefined,
         keyValue: config.redisAdminUrl || config.localDatastores
-          ? createKeyValueProvisioner({ dataDir: config.dataDir, adminUrl: config.redisAdminUrl, runAs }) : undefined,
+          ? createKeyValueProvisioner({ dataDir: config.dataDir, adminUrl: config.redisAdminUrl, runAs, network }) : undefined,
         missing: config.localDatastores
           ? { postgres: POSTGRES_NOT_CONFIGURED, keyValue: KEY_VALUE_NOT_CONFIGURED }
           : { postgres: `${LOCAL_OFF} SLIPWAY_POSTGRES_ADMIN_URL to use an existing server.`, keyValue: `${LOCAL_OFF} SLIPWAY_REDIS_ADMIN_URL to use an existing server.` },
@@ -138,7 +150,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const metrics = createMetrics({ repos, boss: queue.boss, intervalMs: config.metricsIntervalMs, log: systemLog });
     cleanup.push(() => metrics.stop());
     const router = await startRouter({
-      host: config.routerHost, port: config.routerPort, resolve: routes.resolve,
+      host: config.routerHost, port: config.routerPort, resolve: routes.resolve, timeouts: config,
       onRequest: (record) => {
         metrics.traffic.record(record.serviceId, record.bytesOut);
         usage.meter.traffic.record(record.serviceId, record.bytesOut);
@@ -168,7 +180,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         engine,
         saveUpload: createSourceStore({ repo: repos.deploys, layout, maxUploadBytes: config.maxUploadBytes, archive }),
         urls,
-        health: { store: () => store.ping(), queue: () => queue.ping(), storeKind: store.kind },
+        health: { store: () => store.ping(), queue: () => queue.ping(), storeKind: store.kind, runtime: runtime.capabilities },
         logs,
         metrics: metrics.queries,
         prometheus: metrics.prometheus,
@@ -197,6 +209,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     // Instances that died while Slipway was down are closed at their last metered moment before
     // recovery stamps them stopped; then the meter bills everything up to now, and every interval.
     await usage.meter.closeDead();
+    const partialUploads = removePartialUploads(layout);
+    if (partialUploads > 0) systemLog.info({ removed: partialUploads }, 'removed partial uploads a crash left behind');
     await engine.recover();
     await datastores.start();
     await usage.meter.start();
