@@ -1,4 +1,4 @@
-import { mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync, closeSync, fstatSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync, closeSync, fstatSync } from 'node:fs';
 import path from 'node:path';
 import { FIRST_HOST, LAST_HOST, SUBNETS } from './plan.js';
 
@@ -96,7 +96,9 @@ export function createLeaseFiles(stateDir: string) {
      * finds it empty or cut mid-line.
      */
     writeHosts(subnet: number, text: string) {
-      const fd = openSync(path.join(subnetDir(subnet), 'hosts'), 'a+');
+      // r+, not a+: with O_APPEND every write lands at the end, whatever its position.
+      const file = path.join(subnetDir(subnet), 'hosts');
+      const fd = openSync(file, existsSync(file) ? 'r+' : 'w');
       try {
         const old = fstatSync(fd).size;
         const padded = text.length < old ? text + ' '.repeat(old - text.length) : text;
