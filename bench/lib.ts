@@ -7,6 +7,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tar from 'tar';
+import { DEFAULT_NETWORK_CIDR } from '../src/config.js';
+import { findProgram } from '../src/runtime/local/capabilities.js';
+import { removeNetworksOf } from '../src/runtime/local/network/index.js';
+import { killProcessesUnder } from '../test/helpers/kill-under.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -128,6 +132,9 @@ export async function startSlipway(extraEnv: Record<string, string> = {}): Promi
       await exited;
       clearTimeout(timer);
     }
+    // Apps outlive Slipway, and their namespaces are machine-wide: a bench that failed mid-way did not delete its services.
+    killProcessesUnder(dataDir);
+    await removeNetworksOf(dataDir, DEFAULT_NETWORK_CIDR, findProgram);
     rmSync(dataDir, { recursive: true, force: true });
   };
 

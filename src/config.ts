@@ -82,6 +82,8 @@ export interface Config {
   usageIntervalMs: number;
 }
 
+export const DEFAULT_NETWORK_CIDR = '10.213.0.0/16';
+
 export const OAUTH_PROVIDERS = ['github', 'google', 'apple'] as const;
 export type OAuthProvider = (typeof OAUTH_PROVIDERS)[number];
 
@@ -162,7 +164,7 @@ export function loadConfig(env: Env = process.env): Config {
     crashCheckMs: Math.max(100, int(env, 'SLIPWAY_CRASH_CHECK_MS', 1000)),
     crashBackoffMs: int(env, 'SLIPWAY_CRASH_BACKOFF_MS', 1000),
     network: oneOf(env, 'SLIPWAY_NETWORK', ['auto', 'namespaces', 'shared'] as const, 'auto'),
-    networkCidr: env.SLIPWAY_NETWORK_CIDR || '10.213.0.0/16',
+    networkCidr: env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR,
     postgresAdminUrl: env.SLIPWAY_POSTGRES_ADMIN_URL || undefined,
     redisAdminUrl: env.SLIPWAY_REDIS_ADMIN_URL || undefined,
     localDatastores: env.SLIPWAY_LOCAL_DATASTORES !== '0' && env.SLIPWAY_LOCAL_DATASTORES !== 'false',

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -9,6 +9,9 @@ import { findProgram } from '../../src/runtime/local/capabilities.js';
 import { removeNetworksOf } from '../../src/runtime/local/network/index.js';
 import { startSlipway, type Slipway } from '../../src/server.js';
 import { client, type Client } from './client.js';
+import { killProcessesUnder } from './kill-under.js';
+
+export { killProcessesUnder };
 
 /** Postgres to run against, when the suite runs in its Postgres mode. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || undefined;
@@ -80,31 +83,6 @@ export async function killDatastores(slipway: Slipway) {
   }
   // SIGKILL is not instant: wait for the groups to go, so their files can be removed.
   for (let waited = 0; waited < 5000 && groups.some(alive); waited += 50) await new Promise((r) => setTimeout(r, 50));
-}
-
-/**
- * SIGKILLs whatever still runs from a data dir (its cwd or command line lies inside it): a datastore
- * server a step was creating while the test ended, an app the store lost track of.
- */
-export function killProcessesUnder(dataDir: string) {
-  const inside = `${dataDir}/`;
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      const cwd = readlinkSync(`/proc/${entry}/cwd`);
-      if (`${cwd}/`.startsWith(inside) || readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(inside)) found.push(Number(entry));
-    } catch {
-      // gone, or not ours to read
-    }
-  }
-  for (const pid of found) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
 }
 
 /** Boots the real server on a random port with a temp data dir (and a fresh database in Postgres mode). */

@@ -1,3 +1,4 @@
+import { DEFAULT_NETWORK_CIDR } from '../../config.js';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
 import type { Runtime, RuntimeCapabilities, RuntimeLog } from '../types.js';
@@ -40,7 +41,7 @@ async function chooseNetwork(options: { dataDir: string; mode: NetworkMode; cidr
  */
 export async function createLocalRuntime(options: { dataDir: string; network?: NetworkMode; networkCidr?: string; limits?: LimitOverrides; log?: RuntimeLog }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir);
-  const networks = await chooseNetwork({ dataDir: options.dataDir, mode: options.network ?? 'auto', cidr: options.networkCidr ?? '10.213.0.0/16' }, capabilities);
+  const networks = await chooseNetwork({ dataDir: options.dataDir, mode: options.network ?? 'auto', cidr: options.networkCidr ?? DEFAULT_NETWORK_CIDR }, capabilities);
   const { log } = options;
   log?.info(
     { sandbox: capabilities.sandbox, runAsUser: capabilities.runAsUser?.name ?? null, cgroups: capabilities.cgroups, network: capabilities.network },

@@ -143,7 +143,8 @@ export function createNetworks(opts: { owner: string; cidr: string; tools: Netwo
         byId.set(id, { subnet: entry.subnet, host });
         files.writeLease(entry.subnet, host, lease);
         try {
-          await runQuietly([plan.netnsDel(tools.ip, ns)]); // a stale one of the same name, left by a killed Slipway
+          // Stale ones of the same names, left by a killed Slipway (a veth outlives its netns's name while a process holds it).
+          await runQuietly([plan.netnsDel(tools.ip, ns), plan.linkDel(tools.ip, plan.vethName(entry.subnet, host))]);
           await runAll(plan.instanceUp(tools.ip, net, entry.subnet, host));
           if (kind === 'instance') {
             lease.slirp = await startSlirp(ns, files.slirpLog(entry.subnet, host));

@@ -45,7 +45,8 @@ export function bridgeUp(ipPath: string, net: Supernet, subnet: number): Command
   ];
 }
 
-export const bridgeDown = (ipPath: string, subnet: number): Command => ip(ipPath, 'link', 'del', bridgeName(subnet));
+export const linkDel = (ipPath: string, name: string): Command => ip(ipPath, 'link', 'del', name);
+export const bridgeDown = (ipPath: string, subnet: number): Command => linkDel(ipPath, bridgeName(subnet));
 
 /**
  * A namespace of its own for one instance (or datastore server), plugged into its workspace's bridge as eth0.
