@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { closeSync, openSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 
@@ -19,6 +19,8 @@ export interface Command {
   fd3Args?: string[];
   /** Bytes the program reads from file descriptor 4 to its end (bwrap's `--seccomp 4`: the compiled filter). */
   fd4Data?: Buffer;
+  /** Text the program reads on its standard input (e.g. `ip -batch -`); otherwise stdin is closed. */
+  stdin?: string;
 }
 
 export interface RunResult {
@@ -121,8 +123,10 @@ function lineChunker(emit: (chunk: string) => void) {
  */
 export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', 'pipe', 'pipe', ...extraFds(cmd)] });
+    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: [cmd.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...extraFds(cmd)] });
     sendExtraFds(cmd, child);
+    child.stdin?.on('error', () => undefined); // a program that exits before reading: its exit status tells
+    child.stdin?.end(cmd.stdin);
     const tail = new OutputTail(opts.maxOutputBytes ?? 256 * 1024);
     const emit = (chunk: string) => {
       tail.push(chunk);
@@ -194,17 +198,34 @@ export function spawnDetached(
   cmd: Command,
   files: { stdoutPath: string; stderrPath: string },
   onExit: (code: number | null, signal: NodeJS.Signals | null) => void,
+  /** Resolve only once the program has written to its fd 3 (slirp4netns' `--ready-fd=3`), within this many ms. */
+  readyWithinMs?: number,
 ): Promise<number> {
   const stdoutFd = openSync(files.stdoutPath, 'a', 0o640);
   const stderrFd = openSync(files.stderrPath, 'a', 0o640);
   try {
-    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', stdoutFd, stderrFd, ...extraFds(cmd)] });
+    if (readyWithinMs !== undefined && (cmd.fd3Args || cmd.fd4Data)) throw new Error('a ready pipe takes fd 3: no fd3Args or fd4Data with it');
+    const readyPipe: Array<'pipe'> = readyWithinMs === undefined ? [] : ['pipe'];
+    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', stdoutFd, stderrFd, ...readyPipe, ...extraFds(cmd)] });
     sendExtraFds(cmd, child);
     child.once('exit', onExit);
     child.unref();
     return new Promise((resolve, reject) => {
       child.on('error', reject); // a failure to spawn; later errors could only come from signalling through `child`
-      child.once('spawn', () => resolve(child.pid as number));
+      if (readyWithinMs === undefined) return void child.once('spawn', () => resolve(child.pid as number));
+      const ready = child.stdio[3] as Readable;
+      const timer = setTimeout(() => done(new Error(`${cmd.file} was not ready within ${readyWithinMs} ms`)), readyWithinMs);
+      const done = (err?: Error) => {
+        clearTimeout(timer);
+        ready.destroy(); // the program keeps running; only the parent's end of the pipe goes
+        (ready as unknown as { unref?(): void }).unref?.();
+        if (err) {
+          child.kill('SIGKILL'); // not ready in time: it is of no use
+          reject(err);
+        } else resolve(child.pid as number);
+      };
+      ready.once('data', () => done());
+      ready.once('end', () => done(new Error(`${cmd.file} exited before it was ready`)));
     });
   } finally {
     // The child has its own copies.

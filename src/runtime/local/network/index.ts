@@ -78,18 +78,13 @@ export function createNetworks(opts: { owner: string; cidr: string; tools: Netwo
   }
 
   async function startSlirp(ns: string, logPath: string): Promise<ProcessRef> {
-    const pid = await spawnDetached(plan.slirpCommand(tools.slirp4netns, ns), { stdoutPath: logPath, stderrPath: logPath }, () => undefined);
-    const slirp = { pid, startTime: readStat(pid)?.startTime ?? '' };
-    const deadline = Date.now() + SLIRP_READY_MS;
-    for (let wait = 2; ; wait = Math.min(50, wait * 2)) {
-      const route = await run(plan.defaultRoute(tools.ip, ns), { timeoutMs: 5000 });
-      if (route.output.includes('default')) return slirp;
-      if (!isRunning(slirp) || Date.now() > deadline) {
-        killSlirp(slirp);
-        throw new Error(`slirp4netns gave namespace ${ns} no way out within ${SLIRP_READY_MS} ms`);
-      }
-      await new Promise((r) => setTimeout(r, wait));
+    let pid: number;
+    try {
+      pid = await spawnDetached(plan.slirpCommand(tools.slirp4netns, ns), { stdoutPath: logPath, stderrPath: logPath }, () => undefined, SLIRP_READY_MS);
+    } catch (err) {
+      throw new Error(`slirp4netns gave namespace ${ns} no way out: ${(err as Error).message}`);
     }
+    return { pid, startTime: readStat(pid)?.startTime ?? '' };
   }
 
   function rewriteHosts(subnet: number, leases: Map<number, Lease>) {
@@ -167,7 +162,7 @@ export function createNetworks(opts: { owner: string; cidr: string; tools: Netwo
         files.removeBuild(ns);
       };
       try {
-        await runAll([plan.netnsAdd(tools.ip, ns), ...plan.isolatedLoopback(tools.ip, ns, net)]);
+        await runAll(plan.isolatedNetns(tools.ip, ns, net));
         mkdirSync(files.buildsDir, { recursive: true });
         const slirp = await startSlirp(ns, path.join(files.buildsDir, `${ns}.slirp.log`));
         files.writeBuild(ns, owner, slirp);

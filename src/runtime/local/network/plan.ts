@@ -34,15 +34,18 @@ export const hostAddress = (net: Supernet, subnet: number, host: number) => `${n
 export const gatewayAddress = (net: Supernet, subnet: number) => hostAddress(net, subnet, 1);
 
 const ip = (ipPath: string, ...args: string[]): Command => ({ file: ipPath, args, env: {} });
+/** Several `ip` commands in one process (`-batch -`, one per line), inside namespace `ns` when given: a spawn costs more than the work. */
+const ipBatch = (ipPath: string, ns: string | undefined, lines: string[][]): Command => ({
+  file: ipPath,
+  args: [...(ns ? ['-n', ns] : []), '-batch', '-'],
+  env: {},
+  stdin: lines.map((l) => l.join(' ')).join('\n') + '\n',
+});
 
 /** The workspace's bridge, with the host's address on it (layer 2 only: nothing is routed through the host). */
 export function bridgeUp(ipPath: string, net: Supernet, subnet: number): Command[] {
   const br = bridgeName(subnet);
-  return [
-    ip(ipPath, 'link', 'add', br, 'type', 'bridge'),
-    ip(ipPath, 'addr', 'add', `${gatewayAddress(net, subnet)}/24`, 'dev', br),
-    ip(ipPath, 'link', 'set', br, 'up'),
-  ];
+  return [ipBatch(ipPath, undefined, [['link', 'add', br, 'type', 'bridge'], ['addr', 'add', `${gatewayAddress(net, subnet)}/24`, 'dev', br], ['link', 'set', br, 'up']])];
 }
 
 export const linkDel = (ipPath: string, name: string): Command => ip(ipPath, 'link', 'del', name);
@@ -57,25 +60,22 @@ export function instanceUp(ipPath: string, net: Supernet, subnet: number, host: 
   const ns = instanceNetns(subnet, host);
   const veth = vethName(subnet, host);
   return [
-    ip(ipPath, 'netns', 'add', ns),
-    ip(ipPath, 'link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns),
-    ip(ipPath, 'link', 'set', veth, 'master', bridgeName(subnet), 'up'),
-    ip(ipPath, '-n', ns, 'addr', 'add', `${hostAddress(net, subnet, host)}/24`, 'dev', 'eth0'),
-    ip(ipPath, '-n', ns, 'link', 'set', 'eth0', 'up'),
-    ...isolatedLoopback(ipPath, ns, net),
+    ipBatch(ipPath, undefined, [
+      ['netns', 'add', ns],
+      ['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns],
+      ['link', 'set', veth, 'master', bridgeName(subnet), 'up'],
+    ]),
+    ipBatch(ipPath, ns, [['addr', 'add', `${hostAddress(net, subnet, host)}/24`, 'dev', 'eth0'], ['link', 'set', 'eth0', 'up'], ...isolation(net)]),
   ];
 }
 
 /** What every namespace gets: loopback up, the supernet unreachable. */
-export const isolatedLoopback = (ipPath: string, ns: string, net: Supernet): Command[] => [
-  ip(ipPath, '-n', ns, 'link', 'set', 'lo', 'up'),
-  ip(ipPath, '-n', ns, 'route', 'add', 'unreachable', net.cidr),
-];
+const isolation = (net: Supernet) => [['link', 'set', 'lo', 'up'], ['route', 'add', 'unreachable', net.cidr]];
+/** A namespace with no interface but loopback (a build's, before slirp4netns gives it a way out). */
+export const isolatedNetns = (ipPath: string, ns: string, net: Supernet): Command[] => [ip(ipPath, 'netns', 'add', ns), ipBatch(ipPath, ns, isolation(net))];
 
-export const netnsAdd = (ipPath: string, ns: string): Command => ip(ipPath, 'netns', 'add', ns);
 /** Deleting the namespace destroys the veth inside it, and with it the host's end. */
 export const netnsDel = (ipPath: string, ns: string): Command => ip(ipPath, 'netns', 'del', ns);
-export const defaultRoute = (ipPath: string, ns: string): Command => ip(ipPath, '-n', ns, 'route', 'show', 'default');
 
 /**
  * The namespace's way out (user-mode TCP/IP, as rootless podman uses it): connections leave as ordinary sockets of
@@ -84,7 +84,8 @@ export const defaultRoute = (ipPath: string, ns: string): Command => ip(ipPath, 
  */
 export const slirpCommand = (slirpPath: string, ns: string): Command => ({
   file: slirpPath,
-  args: ['--configure', '--mtu=65520', '--disable-host-loopback', '--enable-seccomp', '--netns-type=path', netnsPath(ns), 'tap0'],
+  // --ready-fd: it writes there once the namespace has its address and default route.
+  args: ['--configure', '--mtu=65520', '--disable-host-loopback', '--enable-seccomp', '--ready-fd=3', '--netns-type=path', netnsPath(ns), 'tap0'],
   env: {},
 });
 
