@@ -16,6 +16,11 @@ export interface HealthCheck {
 // Probe often at first (most apps listen within a few hundred ms), then back off.
 const FIRST_RETRY_MS = 10;
 const MAX_RETRY_MS = 200;
+/**
+ * Every FIRST_RETRY_MS during this long, then doubling: most apps listen within a second, and a doubling schedule
+ * from the start would find one that became ready at 45 ms only at 70 ms, one at 75 ms only at 150 ms.
+ */
+const STEADY_MS = 2000;
 const PROBE_TIMEOUT_MS = 2000;
 
 function httpProbe(host: string, port: number, path: string, timeoutMs: number): Promise<void> {
@@ -51,6 +56,7 @@ export async function waitHealthy(check: HealthCheck, isAlive: () => boolean): P
   const target = check.path === undefined ? `port ${check.port}` : `http://${check.host}:${check.port}${check.path}`;
   let lastError = 'not probed yet';
   let retryMs = FIRST_RETRY_MS;
+  const started = Date.now();
   for (;;) {
     check.signal?.throwIfAborted();
     if (!isAlive()) throw new Error(`the process exited before ${target} became healthy (last probe: ${lastError})`);
@@ -63,7 +69,7 @@ export async function waitHealthy(check: HealthCheck, isAlive: () => boolean): P
     }
     if (Date.now() >= deadline) throw new Error(`${target} was not healthy within ${check.timeoutMs} ms (last probe: ${lastError})${hintOf(check)}`);
     await sleep(Math.min(retryMs, deadline - Date.now()));
-    retryMs = Math.min(MAX_RETRY_MS, retryMs * 2);
+    if (Date.now() - started >= STEADY_MS) retryMs = Math.min(MAX_RETRY_MS, retryMs * 2);
   }
 }
 
