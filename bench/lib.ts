@@ -14,7 +14,7 @@ import { killProcessesUnder } from '../test/helpers/kill-under.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-/** Progress goes to stderr so stdout carries only the table and the JSON line (DESIGN.md §10). */
+/** Progress goes to stderr so stdout carries only the table and the JSON line (docs/architecture.md, "Benchmarks"). */
 export const log = (message: string) => process.stderr.write(`${message}\n`);
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { DEFAULT_TIMEOUT_SECONDS as TIMEOUTS } from './lib/http-timeouts.js';
 
-/** Every setting Slipway reads, typed, with its embedded default (DESIGN.md §4). */
+/** Every setting Slipway reads, typed, with its embedded default (docs/architecture.md, "Configuration"; README lists them). */
 export interface Config {
   host: string;
   port: number;

@@ -51,7 +51,7 @@ export interface Slipway {
 
 const LOCAL_OFF = 'Datastore servers on this machine are turned off (SLIPWAY_LOCAL_DATASTORES=0): set';
 
-/** The composition root: config -> store -> queue -> core -> http (DESIGN.md §3). */
+/** The composition root: config -> store -> queue -> core -> http (docs/architecture.md, "Layers"). */
 export async function startSlipway(config: Config, options: LogOptions = {}): Promise<Slipway> {
   const unlock = lockDataDir(config.dataDir);
   const cleanup: Array<() => Promise<void> | void> = [unlock];

@@ -1,7 +1,7 @@
 import { newId } from '../lib/ids.js';
 import type { EventRepo } from '../store/repos/events.js';
 
-/** One transition of a service, deploy or datastore (DESIGN.md §7): the feed webhooks and the dashboard read. */
+/** One transition of a service, deploy or datastore (docs/architecture.md, "Deploys"): the feed webhooks and the dashboard read. */
 export interface ServiceEvent {
   workspaceId: string;
   /** One of serviceId and datastoreId names what the event is about. */

@@ -1,4 +1,4 @@
-/** The stable error codes of DESIGN.md §5 and their HTTP statuses. */
+/** The stable error codes (docs/architecture.md, "API conventions") and their HTTP statuses. */
 export const ERROR_STATUS = {
   bad_request: 400,
   validation_failed: 400,

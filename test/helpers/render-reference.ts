@@ -2,8 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// Render's public OpenAPI document is shared material kept beside the repo (DESIGN.md §6),
-// never copied in. `RENDER_OPENAPI` points at it when the checkout lives elsewhere.
+// Render's public OpenAPI document is shared material kept beside the repo, never copied in; `RENDER_OPENAPI`
+// points at it when the checkout lives elsewhere (.ci/run sets it).
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const candidates = [process.env.RENDER_OPENAPI, path.resolve(repoRoot, '../shared/reference/render-openapi.json')];
 

@@ -13,7 +13,7 @@ export interface AppUrls {
 const ROUTED = new Set(['web_service', 'static_site']);
 
 /**
- * The variables Slipway injects (DESIGN.md §8). Per-instance ones (PORT, SLIPWAY_INSTANCE_ID)
+ * The variables Slipway injects (docs/architecture.md, "Platform environment"). Per-instance ones (PORT, SLIPWAY_INSTANCE_ID)
  * are undefined when no instance is given, which is how GET …/platform-env shows them.
  */
 export function platformEnv(service: ServiceRow, deploy: DeployRow | undefined, urls: AppUrls, instance?: { id: string; port?: number }) {

@@ -25,7 +25,7 @@ const handleOf = (row: InstanceRow) => ({ pid: row.pid ?? 0, startTime: row.star
 const networkOf = (service: ServiceRow) => ({ workspaceId: service.workspaceId, hostnames: [service.slug] });
 const HEALTH_TIMEOUT_CAP_MS = 10 * 60_000;
 
-/** Starts, health-checks and stops the processes of a deploy (DESIGN.md §7 "Update"). */
+/** Starts, health-checks and stops the processes of a deploy (docs/architecture.md, "Deploys"). */
 interface InstancesDeps {
   repo: InstanceRepo;
   runtime: Runtime;

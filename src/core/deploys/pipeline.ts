@@ -67,7 +67,7 @@ function checkInside(root: string, dir: string, what: string) {
   if (real !== realRoot && !real.startsWith(realRoot + path.sep)) throw new DeployFailure('build_failed', `${what} leads outside the source (a symlink?)`);
 }
 
-/** Fetch and build (DESIGN.md §7 "Build"): fills the deploy's artifact dir and picks its start command. */
+/** Fetch and build (docs/architecture.md, "Deploys"): fills the deploy's artifact dir and picks its start command. */
 /** Where build and pre-deploy output lines go (the log store, type `build`). */
 export type BuildLog = (service: ServiceRow, deployId: string) => { write(chunk: string): void; end(): void };
 

@@ -26,7 +26,7 @@ export interface RefPort {
 const KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const MAX_VALUE_LENGTH = 64 * 1024;
 
-/** Keys the platform sets for every instance (DESIGN.md §8); a service cannot override them. */
+/** Keys the platform sets for every instance (docs/architecture.md, "Platform environment"); a service cannot override them. */
 export const isReservedKey = (key: string) => key === 'PORT' || key === 'SLIPWAY' || key.startsWith('SLIPWAY_');
 
 export function checkEnvVars(inputs: EnvVarInput[]): CheckedVar[] {

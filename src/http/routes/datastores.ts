@@ -132,7 +132,7 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
   ];
 }
 
-/** Postgres and key-value datastores (Render's routes, DESIGN.md §6). */
+/** Postgres and key-value datastores (Render's routes; docs/architecture.md, "Datastore servers"). */
 export function datastoreRoutes(deps: HttpDeps): RouteSpec[] {
   const postgres: Family = {
     kind: 'postgres', base: '/v1/postgres', param: 'postgresId', item: 'postgres', tag: 'Postgres', audit: 'Postgres',

@@ -11,7 +11,7 @@ import { loadService, ServiceParams } from './services.js';
 const DEPLOY_STATUSES = ['created', 'queued', 'build_in_progress', 'pre_deploy_in_progress', 'update_in_progress', 'live', 'deactivated', 'build_failed', 'pre_deploy_failed', 'update_failed', 'canceled'] as const;
 const DeployParams = Type.Object({ serviceId: IdParam, deployId: IdParam });
 
-/** Deploys: trigger, list, get, cancel, and rollback (DESIGN.md §7). */
+/** Deploys: trigger, list, get, cancel, and rollback (docs/architecture.md, "Deploys"). */
 export function deployRoutes(deps: HttpDeps) {
   const { engine, repos } = deps;
   async function loadDeploy(req: Parameters<typeof loadService>[1], serviceId: string, deployId: string) {

@@ -15,7 +15,7 @@ const MASK = '********';
 const KeyParams = Type.Object({ serviceId: IdParam, envVarKey: Type.String({ minLength: 1, maxLength: 256 }) });
 const withCursors = (vars: Array<{ key: string; value: string }>) => vars.map((envVar) => ({ envVar, cursor: Buffer.from(envVar.key).toString('base64url') }));
 
-/** A service's own variables (values sealed at rest) and the platform's (DESIGN.md §8). */
+/** A service's own variables (values sealed at rest) and the platform's (docs/architecture.md, "Platform environment"). */
 export function envVarRoutes(deps: HttpDeps) {
   const { envVars, repos, urls } = deps;
   return [

@@ -6,7 +6,7 @@ import { defineRoute } from '../route.js';
 import { DEFAULT_LIMIT, Envelope, ListQuery, Timestamp, toDate } from '../schemas/common.js';
 import { loadService, ServiceParams } from './services.js';
 
-/** Render's service event: every transition of a service and its deploys (DESIGN.md §7); a datastore's carry datastoreId. */
+/** Render's service event: every transition of a service and its deploys (docs/architecture.md, "Deploys"); a datastore's carry datastoreId. */
 const EventBody = Type.Object(
   {
     id: Type.String(), timestamp: Timestamp, serviceId: Type.Optional(Type.String()), datastoreId: Type.Optional(Type.String()),

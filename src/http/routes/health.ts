@@ -5,7 +5,7 @@ import { Timestamp } from '../schemas/common.js';
 
 const Component = Type.Object({ status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]), latencyMs: Type.Number(), error: Type.Optional(Type.String()) });
 
-/** How apps are kept apart on this machine; `notes` says what it cannot enforce (DESIGN.md §8). */
+/** How apps are kept apart on this machine; `notes` says what it cannot enforce (docs/architecture.md, "Tenant isolation on one machine"). */
 const Isolation = Type.Object({
   network: Type.Union([Type.Literal('namespaces'), Type.Literal('shared')], { description: 'shared: fit for one team only' }),
   sandbox: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]),

@@ -19,7 +19,7 @@ export async function loadService({ guard, services }: Pick<HttpDeps, 'guard' | 
   return service;
 }
 
-/** Services: Render's CRUD plus suspend/resume/restart (DESIGN.md §6). */
+/** Services: Render's CRUD plus suspend/resume/restart (docs/architecture.md, "API conventions"). */
 export function serviceRoutes(deps: HttpDeps) {
   const { guard, services, urls } = deps;
   const body = (row: Parameters<typeof serviceBody>[0]) => serviceBody(row, urls);
