@@ -112,11 +112,11 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   return raw as T;
 }
 
-/** A positive integer, or undefined when unset. */
-function optionalPositive(env: Env, name: string): number | undefined {
+/** An integer from 1 to `max`, or undefined when unset. */
+function optionalPositive(env: Env, name: string, max: number): number | undefined {
   if (env[name] === undefined || env[name] === '') return undefined;
   const value = int(env, name, 0);
-  if (value < 1) throw new Error(`${name} must be a positive integer, got "${env[name]}"`);
+  if (value < 1 || value > max) throw new Error(`${name} must be an integer from 1 to ${max}, got "${env[name]}"`);
   return value;
 }
 
@@ -157,8 +157,8 @@ export function loadConfig(env: Env = process.env): Config {
     archiveMaxFiles: int(env, 'SLIPWAY_ARCHIVE_MAX_FILES', 50_000),
     archiveMaxBytes: int(env, 'SLIPWAY_ARCHIVE_MAX_BYTES', 1024 * 1024 * 1024),
     buildTimeoutSeconds: int(env, 'SLIPWAY_BUILD_TIMEOUT_SECONDS', 900),
-    pidsLimit: optionalPositive(env, 'SLIPWAY_PIDS_LIMIT'),
-    diskLimitMb: optionalPositive(env, 'SLIPWAY_DISK_LIMIT_MB'),
+    pidsLimit: optionalPositive(env, 'SLIPWAY_PIDS_LIMIT', 4_194_304), // the kernel's PID_MAX_LIMIT: pids.max refuses more
+    diskLimitMb: optionalPositive(env, 'SLIPWAY_DISK_LIMIT_MB', 1_048_576), // 1 TiB: bwrap's --size takes no exponent notation
     healthCheckTimeoutSeconds: int(env, 'SLIPWAY_HEALTH_CHECK_TIMEOUT_SECONDS', 300),
     keepArtifacts: Math.max(1, int(env, 'SLIPWAY_KEEP_ARTIFACTS', 5)),
     crashCheckMs: Math.max(100, int(env, 'SLIPWAY_CRASH_CHECK_MS', 1000)),

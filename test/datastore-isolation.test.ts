@@ -4,34 +4,22 @@
  * external connection string from the Slipway machine, and from nowhere else: another workspace's apps can neither
  * resolve nor reach it, nor bind its address while it is down. The namespace lives as long as the server runs.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { existsSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { deployFixture, viaRouter } from './helpers/apps.js';
 import { client, signUp, type Caller } from './helpers/client.js';
 import { hasPostgresServer, hasRedisServer, requireOrSkip, untilStatus } from './helpers/datastores.js';
+import { leaseOf } from './helpers/network.js';
 import { waitFor } from './helpers/process.js';
 import { bootServer, killDatastores, useServer } from './helpers/server.js';
 
 const IS_ROOT = process.getuid?.() === 0;
 if (!IS_ROOT && process.env.SLIPWAY_REQUIRE_SERVICES === '1') throw new Error('network isolation tests need root');
 const serversOk = requireOrSkip('postgres and redis-server', hasPostgresServer() && hasRedisServer());
-const STATE_DIR = '/run/slipway/net';
 const ENV = { SLIPWAY_NETWORK: 'namespaces', SLIPWAY_DATASTORE_CHECK_MS: '300' };
 
-/** The namespace Slipway leased to `id` (from the machine-wide lease files): its address and whether it exists. */
-function leaseOf(id: string): { address: string; netns: string } | undefined {
-  for (const subnet of readdirSync(STATE_DIR).filter((d) => /^\d+$/.test(d))) {
-    const dir = path.join(STATE_DIR, subnet, 'leases');
-    for (const file of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
-      const lease = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as { id: string };
-      if (lease.id === id) return { address: `10.213.${subnet}.${file.slice(0, -5)}`, netns: `/run/netns/slw-${subnet}-${file.slice(0, -5)}` };
-    }
-  }
-  return undefined;
-}
 
 describe.runIf(IS_ROOT && serversOk)("datastores on their workspace's private network", () => {
   const t = useServer(ENV);

@@ -1,28 +1,15 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { deployFixture, processesOf, viaRouter } from './helpers/apps.js';
 import { signUp, type TestUser } from './helpers/client.js';
+import { namespaceAddress } from './helpers/network.js';
 import { waitFor } from './helpers/process.js';
 import { useServer } from './helpers/server.js';
 
 // Namespaces need root; CI runs as root and requires them (SLIPWAY_REQUIRE_SERVICES=1).
 const IS_ROOT = process.getuid?.() === 0;
 if (!IS_ROOT && process.env.SLIPWAY_REQUIRE_SERVICES === '1') throw new Error('network isolation tests need root');
-const STATE_DIR = '/run/slipway/net';
 const PORT = 10000;
 
-/** The namespace address Slipway leased to an instance, from the machine-wide lease files. */
-function addressOf(instanceId: string): string | undefined {
-  for (const subnet of readdirSync(STATE_DIR).filter((d) => /^\d+$/.test(d))) {
-    const dir = path.join(STATE_DIR, subnet, 'leases');
-    for (const file of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
-      const lease = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as { id: string };
-      if (lease.id === instanceId) return `10.213.${subnet}.${file.slice(0, -5)}`;
-    }
-  }
-  return undefined;
-}
 
 describe.runIf(IS_ROOT)('network isolation between workspaces', () => {
   const t = useServer({ SLIPWAY_NETWORK: 'namespaces' });
@@ -46,11 +33,11 @@ describe.runIf(IS_ROOT)('network isolation between workspaces', () => {
     for (const d of [theirs, mine, web]) expect(d.deploy.status, d.deploy.failureReason ?? '').toBe('live');
     const [theirInstance] = await instancesOf(b, theirs.service.id);
     const [myInstance] = await instancesOf(a, mine.service.id);
-    const theirAddress = addressOf(theirInstance!);
+    const theirAddress = namespaceAddress(theirInstance!);
     expect(theirAddress, 'each instance has an address of its own').toMatch(/^10\.213\./);
 
     // Its own private service: by its slug, Render's internal hostname, on PORT.
-    expect(await probe(web.service.slug, 'resolve', { name: mine.service.slug })).toEqual({ ok: true, address: addressOf(myInstance!) });
+    expect(await probe(web.service.slug, 'resolve', { name: mine.service.slug })).toEqual({ ok: true, address: namespaceAddress(myInstance!) });
     expect(await probe(web.service.slug, 'connect', { host: mine.service.slug, port: PORT })).toEqual({ ok: true });
 
     // The other workspace's: no name, no route, even by address.
@@ -58,7 +45,14 @@ describe.runIf(IS_ROOT)('network isolation between workspaces', () => {
     expect(await probe(web.service.slug, 'connect', { host: theirAddress!, port: PORT })).toMatchObject({ ok: false });
     // Slipway's API and router on the host's loopback are out of reach, and no host socket is listed.
     const apiPort = Number(new URL(t.server.url).port);
-    for (const port of [apiPort, routerPort()]) expect(await probe(web.service.slug, 'connect', { host: '127.0.0.1', port })).toMatchObject({ ok: false });
+    // By every way a namespace could get to the host: slirp4netns's host gateway (10.0.2.2 reaches the host's loopback
+    // unless --disable-host-loopback), and the host's own address on the workspace's bridge.
+    const gateway = namespaceAddress(myInstance!)!.replace(/\.\d+$/, '.1');
+    for (const host of ['127.0.0.1', '10.0.2.2', gateway]) {
+      for (const port of [apiPort, routerPort()]) expect(await probe(web.service.slug, 'connect', { host, port }), `${host}:${port}`).toMatchObject({ ok: false });
+    }
+    // Nor cloud metadata credentials (link-local): refused at once by the namespace's route, not left to time out.
+    expect(await probe(web.service.slug, 'connect', { host: '169.254.169.254', port: 80 })).toEqual({ ok: false, error: 'EHOSTUNREACH' });
     const listening: string[] = await probe(web.service.slug, 'listening', {});
     expect(listening.map((l) => parseInt(l.split(':')[1]!, 16))).toEqual([PORT]);
   });
@@ -68,7 +62,7 @@ describe.runIf(IS_ROOT)('network isolation between workspaces', () => {
     const victim = await deployFixture(t.api, b, 'net-prober');
     const squatter = await deployFixture(t.api, a, 'net-prober');
     const [victimInstance] = await instancesOf(b, victim.service.id);
-    const victimAddress = addressOf(victimInstance!)!;
+    const victimAddress = namespaceAddress(victimInstance!)!;
     // The squatter loops on binding the victim's address and port, and on its own namespace's every address.
     expect(await probe(squatter.service.slug, 'bind', { host: victimAddress, port: PORT })).toEqual({ ok: false, error: 'EADDRNOTAVAIL' });
     await probe(squatter.service.slug, 'squat', { host: victimAddress, port: PORT, ms: 8000 });

@@ -39,6 +39,8 @@ describe('network leases', () => {
 
   it('takes only a /16 as the supernet', () => {
     expect(parseSupernet('10.213.0.0/16')).toEqual({ prefix: [10, 213], cidr: '10.213.0.0/16' });
-    for (const bad of ['10.213.0.0/24', '10.213.1.0/16', '300.1.0.0/16', 'x']) expect(() => parseSupernet(bad)).toThrow(/SLIPWAY_NETWORK_CIDR/);
+    for (const bad of ['10.213.0.0/24', '10.213.1.0/16', '300.1.0.0/16', 'x', '127.0.0.0/16', '169.254.0.0/16', '0.0.0.0/16', '224.1.0.0/16']) {
+      expect(() => parseSupernet(bad)).toThrow(/SLIPWAY_NETWORK_CIDR/);
+    }
   });
 });

@@ -5,7 +5,7 @@
  * Slipway), even from a placement that was never saved, and stop/destroy remove its namespace.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -20,6 +20,7 @@ import type { KeyValueSpec, Placement, PostgresSpec, Provisioner } from '../src/
 import { findProgram } from '../src/runtime/local/capabilities.js';
 import { createLocalRuntime } from '../src/runtime/local/index.js';
 import { removeNetworksOf } from '../src/runtime/local/network/index.js';
+import { namespaceAddress } from './helpers/network.js';
 
 const IS_ROOT = process.getuid?.() === 0;
 const pgVersion = [...findPostgresInstalls().keys()].pop();
@@ -36,16 +37,6 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** The address leased to `id` in the machine-wide lease files, if any. */
-function leasedAddress(id: string): string | undefined {
-  const root = '/run/slipway/net';
-  for (const subnet of readdirSync(root).filter((d) => /^\d+$/.test(d))) {
-    for (const file of readdirSync(path.join(root, subnet, 'leases')).filter((f) => f.endsWith('.json'))) {
-      if ((JSON.parse(readFileSync(path.join(root, subnet, 'leases', file), 'utf8')) as { id: string }).id === id) return `10.213.${subnet}.${file.slice(0, -5)}`;
-    }
-  }
-  return undefined;
-}
 
 /**
  * The story every local provisioner must tell: shared placement → namespace on a mode change; re-adoption by a new
@@ -61,7 +52,7 @@ async function namespaceStory<S extends { id: string }>(
   const namespaced = make(network);
   expect(await namespaced.check(spec, shared), 'a loopback server is not where apps in namespaces can reach it').toBe(false);
   const moved = await namespaced.start(spec, shared);
-  const address = leasedAddress(spec.id);
+  const address = namespaceAddress(spec.id);
   expect(moved).toMatchObject({ host: address, port: standardPort, state: { internalHost: spec.id } });
   expect(address).toMatch(/^10\.213\./);
   expect(await namespaced.check(spec, moved)).toBe(true);
@@ -76,16 +67,16 @@ async function namespaceStory<S extends { id: string }>(
   const stale = { ...moved, host: '10.213.255.254' };
   expect(await restarted.check(spec, stale)).toBe(false);
   expect(await restarted.start(spec, stale)).toEqual(moved);
-  expect(leasedAddress(spec.id)).toBe(address);
+  expect(namespaceAddress(spec.id)).toBe(address);
 
   await restarted.stop(spec, moved);
-  expect(leasedAddress(spec.id)).toBeUndefined();
+  expect(namespaceAddress(spec.id)).toBeUndefined();
   const again = await restarted.start(spec, moved);
   expect(again.state.internalHost).toBe(spec.id);
-  expect(again.host).toBe(leasedAddress(spec.id));
+  expect(again.host).toBe(namespaceAddress(spec.id));
   expect(await reaches(again)).toBe(true);
   await restarted.destroy(spec, again);
-  expect(leasedAddress(spec.id)).toBeUndefined();
+  expect(namespaceAddress(spec.id)).toBeUndefined();
 }
 
 describe.runIf(IS_ROOT && pgVersion)('local postgres in a namespace of its own', () => {

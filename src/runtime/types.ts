@@ -64,6 +64,8 @@ export interface BuildSpec {
   signal?: AbortSignal;
   onOutput?(chunk: string): void;
   limits: Limits;
+  /** On this workspace's private network (a pre-deploy command reaching its datastores); else a namespace with only a way out. */
+  network?: { workspaceId: string };
 }
 
 export interface RuntimeCapabilities {

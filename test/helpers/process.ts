@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_NETWORK_CIDR } from '../../src/config.js';
 import { findProgram } from '../../src/runtime/local/capabilities.js';
 import { removeNetworksOf } from '../../src/runtime/local/network/index.js';
+import { killProcessesUnder } from './kill-under.js';
 import { createTestDatabase, TEST_DATABASE_URL } from './server.js';
 
 /** The repository root, where `src/main.ts` lives. */
@@ -50,7 +51,8 @@ export async function freshStore(): Promise<{ dataDir: string; databaseUrl: stri
     env: { SLIPWAY_DATA_DIR: dataDir, ...(database ? { DATABASE_URL: database.url } : {}) },
     async remove() {
       await database?.drop();
-      // The namespaces of its apps and builds are machine-wide: they go with the data dir.
+      // Apps outlive Slipway, and the namespaces of its apps and builds are machine-wide: they go with the data dir.
+      killProcessesUnder(dataDir);
       await removeNetworksOf(dataDir, DEFAULT_NETWORK_CIDR, findProgram);
       rmSync(dataDir, { recursive: true, force: true });
     },

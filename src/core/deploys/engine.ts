@@ -14,13 +14,16 @@ import type { DeployPort } from '../services/services.js';
 import { mergeEnv, platformEnv, type AppUrls } from './env.js';
 import { createInstances, type Release } from './instances.js';
 import type { Layout } from './layout.js';
-import { buildEndedDetails, createBuilder, DeployFailure, deployEndedDetails, oomKilledReason, type BuildLog, type PipelineLimits } from './pipeline.js';
+import { buildEndedDetails, commandFailure, createBuilder, DeployFailure, deployEndedDetails, type BuildLog, type PipelineLimits } from './pipeline.js';
 import { failInterruptedDeploys } from './interrupted.js';
 import type { RouteTable } from './route-table.js';
 import { createCronRunner } from './cron.js';
 import { createGarbageCollector } from './gc.js';
 import { createKeyedLocks } from '../../lib/keyed-locks.js';
 import { createSupervisor } from './supervisor.js';
+
+/** A pre-deploy command's resources, whatever the service's plan (a migration, not the app). */
+const PRE_DEPLOY_LIMITS = { memoryMb: 1024, cpuMillicores: 1000, pids: 2048, diskMb: 2048 };
 
 export interface EngineDeps {
   repos: Pick<Repos, 'services' | 'deploys' | 'instances'>;
@@ -98,7 +101,8 @@ export function createDeployEngine(deps: EngineDeps) {
     }
     if (service.type !== 'web_service') return;
     const rows = live ? await instances.active({ deployId: live.id }) : [];
-    const upstreams = rows.filter((r) => r.status === 'running' && r.port && !stopping.has(r.id)).map((r) => ({ host: runtime.addressOf(r.id), port: r.port!, instanceId: r.id }));
+    // Alive, not just `running` in the store: a crashed instance waits there for its restart, and its address must not be routed meanwhile.
+    const upstreams = rows.filter((r) => r.status === 'running' && r.port && !stopping.has(r.id) && instances.isAlive(r)).map((r) => ({ host: runtime.addressOf(r.id), port: r.port!, instanceId: r.id }));
     routes.setInstances(service.slug, service.id, upstreams);
   }
 
@@ -199,11 +203,13 @@ export function createDeployEngine(deps: EngineDeps) {
         const toLog = deps.buildLog?.(service, deploy.id);
         const result = await runtime.build({
           dir: path.join(release.artifactDir, service.rootDir), command: details.preDeployCommand, env: await envFor(service, deploy),
-          timeoutMs: deps.limits.buildTimeoutMs, signal: abort.signal, limits: { memoryMb: 1024, cpuMillicores: 1000, pids: 2048, diskMb: 2048 }, onOutput: toLog?.write,
+          timeoutMs: deps.limits.buildTimeoutMs, signal: abort.signal, limits: PRE_DEPLOY_LIMITS, onOutput: toLog?.write,
+          // Migrations reach the workspace's datastores by their internal names, as its instances do.
+          network: { workspaceId: service.workspaceId },
         });
         toLog?.end();
-        if (result.oomKilled) throw new DeployFailure('pre_deploy_failed', 'the pre-deploy command ran out of memory: the kernel killed it at its 1024 MB limit', oomKilledReason(1024));
-        if (result.exitCode !== 0) throw new DeployFailure('pre_deploy_failed', `the pre-deploy command failed (${result.exitCode ?? result.signal}): ${result.output.slice(-2000)}`);
+        const failure = commandFailure('pre_deploy_failed', 'the pre-deploy command', result, { memoryMb: PRE_DEPLOY_LIMITS.memoryMb, timeoutMs: deps.limits.buildTimeoutMs }, result.output.slice(-2000));
+        if (failure) throw failure;
       }
       phase = 'update_failed';
       const from: DeployStatus[] = deploy.artifactOf ? PENDING : ['build_in_progress', 'pre_deploy_in_progress'];

@@ -38,7 +38,8 @@ export const deployEndedDetails = (failure: DeployFailure) => ({
 export const buildEndedDetails = (failure: DeployFailure) => ({ ...deployEndedDetails(failure), status: failure.status === 'canceled' ? 'canceled' : 'failed' });
 
 /** Why a build or pre-deploy command that did not succeed failed; undefined when it succeeded. */
-function commandFailure(status: DeployStatus, what: string, result: RunResult, limits: { memoryMb: number; timeoutMs: number }): DeployFailure | undefined {
+/** How a build or pre-deploy command failed, if it did; `output` (its tail) is added to a non-zero exit's reason. */
+export function commandFailure(status: DeployStatus, what: string, result: RunResult, limits: { memoryMb: number; timeoutMs: number }, output?: string): DeployFailure | undefined {
   if (result.canceled) return new DeployFailure('canceled', `canceled during ${what}`);
   if (result.oomKilled) {
     return new DeployFailure(status, `${what} ran out of memory: the kernel killed it at its ${limits.memoryMb} MB limit`, oomKilledReason(limits.memoryMb));
@@ -46,7 +47,7 @@ function commandFailure(status: DeployStatus, what: string, result: RunResult, l
   const seconds = Math.round(limits.timeoutMs / 1000);
   if (result.timedOut) return new DeployFailure(status, `${what} did not finish within ${seconds} s`, { timedOutSeconds: seconds });
   if (result.exitCode === 0) return undefined;
-  return new DeployFailure(status, `${what} exited with ${result.exitCode ?? result.signal}`, result.exitCode ? { nonZeroExit: result.exitCode } : undefined);
+  return new DeployFailure(status, `${what} exited with ${result.exitCode ?? result.signal}${output ? `: ${output}` : ''}`, result.exitCode ? { nonZeroExit: result.exitCode } : undefined);
 }
 
 const OUTPUT_TAIL = 64 * 1024;

@@ -6,8 +6,16 @@ import { run, type RunResult } from '../../lib/exec.js';
 import type { BuildSpec } from '../types.js';
 import { oomKilled } from './cgroups.js';
 import { giveTo, type LocalDeps } from './instances.js';
-import type { Networks } from './network/index.js';
 import { sandboxedCommand } from './sandbox.js';
+
+/** A build's namespace: on its workspace's network when asked (with its hosts file), else with only a way out. */
+async function attachNetwork(deps: LocalDeps, name: string, spec: BuildSpec) {
+  const networks = deps.networks?.networks;
+  if (!networks) return undefined;
+  if (!spec.network) return networks.attachBuild();
+  const attached = await networks.attach(name, spec.network.workspaceId, []);
+  return { ...attached, release: () => networks.release(name) };
+}
 
 /**
  * Runs a build command sandboxed like an instance, with the build dir writable (and handed to the app user) and a
@@ -19,9 +27,9 @@ export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunRes
   // Under the system tmp dir rather than the data dir: without bwrap the app user must still reach it by path.
   const home = mkdtempSync(path.join(tmpdir(), `slipway-${name}-`));
   const groupDirs = cgroups?.create(name, spec.limits) ?? [];
-  let network: Awaited<ReturnType<Networks['attachBuild']>> | undefined;
+  let network: { netnsPath: string; hostsFile?: string; release(): Promise<void> } | undefined;
   try {
-    network = await deps.networks?.networks.attachBuild();
+    network = await attachNetwork(deps, name, spec);
     giveTo(spec.dir, policy.runAs, true);
     giveTo(home, policy.runAs);
     const command = sandboxedCommand(policy, {
@@ -33,7 +41,7 @@ export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunRes
       writableDirs: [spec.dir, home],
       diskBytes: spec.limits.diskMb * 1024 * 1024, // /tmp only: the source dir and HOME are on the host's disk
       cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
-      network: network && { nsenterPath: deps.networks!.nsenterPath, netnsPath: network.netnsPath },
+      network: network && { nsenterPath: deps.networks!.nsenterPath, netnsPath: network.netnsPath, hostsFile: policy.bwrap ? network.hostsFile : undefined },
     });
     const result = await run(command, { timeoutMs: spec.timeoutMs, signal: spec.signal, onOutput: spec.onOutput });
     // Read now: the group goes below. A shell reports its child's SIGKILL as 137.

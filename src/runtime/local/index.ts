@@ -30,9 +30,17 @@ async function chooseNetwork(options: { dataDir: string; mode: NetworkMode; cidr
     capabilities.notes.push(`the network is shared, fit for one team only: apps listen on 127.0.0.1 and can reach each other and anything Slipway can (${tools})`);
     return undefined;
   }
+  const networks = createNetworks({ owner: path.resolve(options.dataDir), cidr: options.cidr, tools });
+  // The whole way once (netns, slirp4netns's tap device, routes): `ip netns add` alone passes where /dev/net/tun is missing.
+  const failure = await networks.attachBuild().then((probe) => probe.release(), (err: Error) => err.message);
+  if (failure) {
+    if (options.mode === 'namespaces') throw new Error(`SLIPWAY_NETWORK=namespaces, but a namespace could not be set up here: ${failure}`);
+    capabilities.notes.push(`the network is shared, fit for one team only: a namespace could not be set up here (${failure})`);
+    return undefined;
+  }
   capabilities.network = 'namespaces';
   if (capabilities.sandbox !== 'bwrap') capabilities.notes.push("without bwrap, apps see the machine's /etc/hosts: internal hostnames (<slug>) do not resolve");
-  return { networks: createNetworks({ owner: path.resolve(options.dataDir), cidr: options.cidr, tools }), nsenterPath: tools.nsenter };
+  return { networks, nsenterPath: tools.nsenter };
 }
 
 /**

@@ -4,7 +4,7 @@ import { spawnDetached } from '../../lib/exec.js';
 import type { InstanceHandle, InstanceSpec, RuntimeLog } from '../types.js';
 import type { Cgroups } from './cgroups.js';
 import { readStat } from './proc.js';
-import type { Networks } from './network/index.js';
+import type { Attachment, Networks } from './network/index.js';
 import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
 
 export interface LocalDeps {
@@ -53,13 +53,40 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
   const stdoutPath = path.join(spec.instanceDir, 'stdout.log');
   const stderrPath = path.join(spec.instanceDir, 'stderr.log');
 
-  const attached = deps.networks && spec.network ? await deps.networks.networks.attach(spec.instanceId, spec.network.workspaceId, spec.network.hostnames) : undefined;
   const groupDirs = cgroups?.create(spec.instanceId, spec.limits) ?? [];
   const removeGroup = async () => {
     const left = (await cgroups?.remove(groupDirs)) ?? [];
     if (left.length > 0) log?.warn({ instanceId: spec.instanceId, cgroups: left }, 'could not remove the cgroups of an exited instance');
   };
-  const command = sandboxedCommand(policy, {
+  let attached: Attachment | undefined;
+  let pid: number;
+  try {
+    attached = deps.networks && spec.network ? await deps.networks.networks.attach(spec.instanceId, spec.network.workspaceId, spec.network.hostnames) : undefined;
+    pid = await spawnDetached(commandFor(deps, spec, { home, cwd, writableDirs, scratchDirs, groupDirs, attached }), { stdoutPath, stderrPath }, () => {
+      spec.onExit?.();
+      void removeGroup();
+    });
+  } catch (err) {
+    // Nothing of a start that failed is left: not its cgroup, not its namespace (a cron job would leak one per tick).
+    await removeGroup();
+    if (attached) await deps.networks!.networks.release(spec.instanceId);
+    throw err;
+  }
+  // Readable even if it already exited: Node reaps children only when the event loop next polls, after this code.
+  const startTime = readStat(pid)?.startTime ?? '';
+  const startedAt = new Date();
+  writeFileSync(path.join(spec.instanceDir, 'instance.json'), JSON.stringify({ pid, startTime, startedAt }) + '\n');
+  return { instanceId: spec.instanceId, pid, startTime, startedAt, address: attached?.address ?? '127.0.0.1', stdoutPath, stderrPath };
+}
+
+/** The sandboxed command line of an instance: its dirs, limits, cgroups and namespace. */
+function commandFor(
+  deps: LocalDeps,
+  spec: InstanceSpec,
+  at: { home: string; cwd: string; writableDirs: string[]; scratchDirs: string[]; groupDirs: string[]; attached: Attachment | undefined },
+) {
+  const { home, cwd, writableDirs, scratchDirs, groupDirs, attached } = at;
+  return sandboxedCommand(deps.policy, {
     kind: 'instance',
     command: spec.command,
     env: { HOME: home, ...spec.env },
@@ -71,20 +98,4 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
     cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
     network: attached && { nsenterPath: deps.networks!.nsenterPath, netnsPath: attached.netnsPath, hostsFile: deps.policy.bwrap ? attached.hostsFile : undefined },
   });
-  let pid: number;
-  try {
-    pid = await spawnDetached(command, { stdoutPath, stderrPath }, () => {
-      spec.onExit?.();
-      void removeGroup();
-    });
-  } catch (err) {
-    await removeGroup();
-    if (attached) await deps.networks!.networks.release(spec.instanceId);
-    throw err;
-  }
-  // Readable even if it already exited: Node reaps children only when the event loop next polls, after this code.
-  const startTime = readStat(pid)?.startTime ?? '';
-  const startedAt = new Date();
-  writeFileSync(path.join(spec.instanceDir, 'instance.json'), JSON.stringify({ pid, startTime, startedAt }) + '\n');
-  return { instanceId: spec.instanceId, pid, startTime, startedAt, address: attached?.address ?? '127.0.0.1', stdoutPath, stderrPath };
 }

@@ -18,6 +18,8 @@ export function parseSupernet(cidr: string): Supernet {
   const a = Number(m?.[1]);
   const b = Number(m?.[2]);
   if (!m || a > 255 || b > 255) throw new Error(`SLIPWAY_NETWORK_CIDR must be a /16 such as 10.213.0.0/16, got ${JSON.stringify(cidr)}`);
+  // Loopback (the host's own table would win over the bridge), "this network", link-local, multicast and reserved.
+  if (a === 0 || a === 127 || (a === 169 && b === 254) || a >= 224) throw new Error(`SLIPWAY_NETWORK_CIDR cannot be ${cidr}: pick a private range such as 10.213.0.0/16`);
   return { prefix: [a, b], cidr: `${a}.${b}.0.0/16` };
 }
 
@@ -69,8 +71,8 @@ export function instanceUp(ipPath: string, net: Supernet, subnet: number, host: 
   ];
 }
 
-/** What every namespace gets: loopback up, the supernet unreachable. */
-const isolation = (net: Supernet) => [['link', 'set', 'lo', 'up'], ['route', 'add', 'unreachable', net.cidr]];
+/** What every namespace gets: loopback up; the supernet unreachable, and link-local (cloud metadata credentials at 169.254.169.254). */
+const isolation = (net: Supernet) => [['link', 'set', 'lo', 'up'], ['route', 'add', 'unreachable', net.cidr], ['route', 'add', 'unreachable', '169.254.0.0/16']];
 /** A namespace with no interface but loopback (a build's, before slirp4netns gives it a way out). */
 export const isolatedNetns = (ipPath: string, ns: string, net: Supernet): Command[] => [ip(ipPath, 'netns', 'add', ns), ipBatch(ipPath, ns, isolation(net))];
 
