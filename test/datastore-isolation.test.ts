@@ -70,6 +70,11 @@ describe.runIf(IS_ROOT && serversOk)("datastores on their workspace's private ne
     // Nothing listens on the app's own loopback (servers are not on the host's 127.0.0.1 either, from in here).
     expect(await probe(slug, 'connect', { host: '127.0.0.1', port: 5432 })).toMatchObject({ ok: false });
 
+    // A pre-deploy command (a migration) reaches them by the same names: it runs on the workspace's network.
+    const migrate = `node -e "require('net').connect(5432, '${mine.pgId}').on('connect', () => process.exit(0)).on('error', (e) => { console.log(e.code); process.exit(1); })"`;
+    const migrated = await deployFixture(t.api, a, 'net-prober', { serviceDetails: { runtime: 'node', preDeployCommand: migrate } });
+    expect(migrated.deploy.status, migrated.deploy.failureReason ?? '').toBe('live');
+
     for (const [id, port] of [[theirs.pgId, 5432], [theirs.kvId, 6379]] as const) {
       expect((await probe(slug, 'resolve', { name: id })).ok, `${id} resolves in another workspace`).toBe(false);
       const address = leaseOf(id)?.address;
