@@ -36,6 +36,8 @@ const READ_CHUNK = 64 * 1024;
 const LINES_PER_READ = 2000;
 /** A service over budget with more unread than this skips to the file's end unread (an estimate is counted). */
 const SKIP_MIN_BYTES = 256 * 1024;
+/** A backlog larger than this, found on adoption, was a flood: the budget applies to it as to any output. */
+const BACKLOG_MAX_BYTES = 64 * 1024 * 1024;
 /** Read before a skip, to land on a line start. */
 const TAIL_WINDOW = 8 * 1024;
 /** Line length assumed for an estimate before any line of the stream was seen. */
@@ -62,6 +64,11 @@ interface Stream {
   grewAt: number;
   /** Average line length seen (bytes, newline included), for estimating what a skip dropped. */
   lineBytes?: number;
+  /**
+   * The file's size when this process started tailing it: what was printed before (while Slipway was down) is read
+   * without charging the budget, which measures how fast an app prints, not how late Slipway reads.
+   */
+  backlogEnd?: number;
 }
 
 /**
@@ -109,6 +116,8 @@ export function createLogCollector(deps: CollectorDeps) {
     const offsets = await deps.repo.offsets(fresh.map((s) => s.key));
     for (const s of fresh) {
       s.splitter.consumed = offsets.get(s.key) ?? 0;
+      const size = await stat(s.file).then((st) => st.size, () => 0);
+      if (size > s.splitter.consumed && size - s.splitter.consumed <= BACKLOG_MAX_BYTES) s.backlogEnd = size;
       streams.set(s.key, s);
     }
   }
@@ -134,7 +143,8 @@ export function createLogCollector(deps: CollectorDeps) {
     }
     s.grewAt = Date.now();
     const { serviceId } = s.instance;
-    const allowed = deps.budget.available(serviceId);
+    const catchingUp = s.backlogEnd !== undefined && position < s.backlogEnd;
+    const allowed = catchingUp ? LINES_PER_READ : deps.budget.available(serviceId);
     // Far over budget: what is unread is dropped without reading it through (an app can print
     // 50 MB/s); the lines printed from now on are the next ones kept.
     if (allowed < 1 && size - position > SKIP_MIN_BYTES && (await skipToEnd(s, size))) return false;
@@ -142,7 +152,7 @@ export function createLogCollector(deps: CollectorDeps) {
     const chunk = await readAt(s.file, position, Math.min(size - position, READ_CHUNK));
     // Within budget, at most LINES_PER_READ lines, the rest left for the next read; over it, the rest only counted.
     const taken = s.splitter.take(chunk, Math.min(allowed, LINES_PER_READ), allowed < LINES_PER_READ);
-    deps.budget.spend(serviceId, taken.lines.length);
+    if (!catchingUp) deps.budget.spend(serviceId, taken.lines.length);
     const seen = taken.lines.length + taken.dropped;
     if (seen) s.lineBytes = (s.lineBytes ?? taken.seenBytes / seen) * 0.8 + (taken.seenBytes / seen) * 0.2;
     if (taken.dropped) deps.budget.drop(source(s), taken.dropped, taken.droppedBytes);
