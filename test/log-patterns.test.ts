@@ -26,6 +26,11 @@ describe('regexProblem', () => {
     ['((((((((((((a))))))))))))', /nested at most 10 deep/],
     ['(', /invalid regular expression/],
     ['[[:alpha:]]', /invalid regular expression/],
+    ['\\berror\\b', /\\b and \\B are not allowed: Postgres reads them differently/],
+    ['\\p{L}+', /property escapes are not allowed/],
+    ['\\u{1F600}', /code point escapes are not allowed/],
+    ['[^]', /empty classes/],
+    ['(?<word>x)', /named groups are not allowed/],
   ])('refuses %s', (source, rule) => {
     expect(regexProblem(source)).toMatch(rule);
   });
@@ -47,6 +52,15 @@ describe('parseLogFilter', () => {
     expect(() => parseLogFilter('tea-a', { text: ['/(a+)+/'] })).toThrow(/text: "\/\(a\+\)\+\/" is refused: nested quantifiers/);
     expect(() => parseLogFilter('tea-a', { text: ['*a*b*c*d*e*f*g*h*i*j*k*'] })).toThrow(/at most 10 \* wildcards/);
     expect(() => parseLogFilter('tea-a', { text: Array.from({ length: 11 }, (_, i) => `/a${i}/`) })).toThrow(/at most 10 \/regex\/ values/);
+  });
+
+  it('sends plain substrings as strpos, not LIKE, and bounds the total size of a query\'s values', () => {
+    const { filter, matches } = parseLogFilter('tea-a', { text: ['50%_done'] });
+    expect(filter.text).toMatchObject({ contains: ['50%_done'], like: [] });
+    expect([matches(row('at 50%_done now')), matches(row('at 50x done'))]).toEqual([true, false]);
+    const many = Array.from({ length: 5 }, (_, i) => `${i}`.padEnd(500, 'x'));
+    expect(() => parseLogFilter('tea-a', { text: many })).toThrow(/total at most 2048 characters \(got 2500\)/);
+    expect(() => parseLogFilter('tea-a', { text: many.slice(0, 4) })).not.toThrow();
   });
 
   it('runs an accepted pattern in linear time (a backtracking engine takes seconds on this)', () => {

@@ -28,7 +28,7 @@ type Matcher = (v: string) => boolean;
  */
 function parsePattern(name: string, values: string[] | undefined, substring = false): { sql: Pattern; test: (v: string | null | undefined) => boolean } | undefined {
   if (!values?.length) return undefined;
-  const sql: Pattern = { exact: [], like: [], regex: [] };
+  const sql: Pattern = { exact: [], contains: [], like: [], regex: [] };
   const tests: Matcher[] = [];
   for (const value of values) {
     const re = /^\/(.+)\/$/s.exec(value);
@@ -42,7 +42,7 @@ function parsePattern(name: string, values: string[] | undefined, substring = fa
       sql.like!.push((substring ? '%' : '') + value.split('*').map(escapeLike).join('%') + (substring ? '%' : ''));
     } else if (substring) {
       tests.push((v) => v.includes(value));
-      sql.like!.push(`%${escapeLike(value)}%`);
+      sql.contains!.push(value);
     } else {
       tests.push((v) => v === value);
       sql.exact!.push(value);
@@ -67,6 +67,9 @@ export function parseLogFilter(workspaceId: string, q: LogQuery): ParsedLogFilte
   }
   const regexes = [q.level, q.text, q.method, q.statusCode, q.path, q.host].flat().filter((v) => v !== undefined && /^\/.+\/$/s.test(v)).length;
   if (regexes > PATTERN_LIMITS.regexes) throw badRequest(`at most ${PATTERN_LIMITS.regexes} /regex/ values per query (got ${regexes})`);
+  // Every value is matched against every row the query reads: their total bounds its work per row.
+  const chars = [q.level, q.text, q.method, q.statusCode, q.path, q.host].flat().reduce((n, v) => n + (v?.length ?? 0), 0);
+  if (chars > PATTERN_LIMITS.totalChars) throw badRequest(`the filter values of one query may total at most ${PATTERN_LIMITS.totalChars} characters (got ${chars})`);
   const level = parsePattern('level', q.level);
   const text = parsePattern('text', q.text, true);
   const method = parsePattern('method', q.method);

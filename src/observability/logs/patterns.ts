@@ -21,7 +21,7 @@ import { badRequest } from '../../lib/errors.js';
  * In memory (the live tail) patterns run on RE2, whose time is linear in the input, so even an
  * accepted pattern like `\d*\d*x` cannot stall the event loop as JavaScript's engine would.
  */
-export const PATTERN_LIMITS = { length: 256, expanded: 256, depth: 10, regexes: 10, wildcards: 10 } as const;
+export const PATTERN_LIMITS = { length: 256, expanded: 256, depth: 10, regexes: 10, wildcards: 10, totalChars: 2048 } as const;
 
 const parser = new RegExpParser({ ecmaVersion: 2024 });
 
@@ -35,6 +35,9 @@ export function regexProblem(source: string): string | undefined {
     return `invalid regular expression: ${(err as Error).message.replace(/^Invalid regular expression: /, '')}`;
   }
   let problem: string | undefined;
+  /** What JavaScript (the live tail) and Postgres read differently: named only when no cost rule is broken. */
+  let dialect: string | undefined;
+  const differs = (what: string) => void (dialect ??= `${what} are not allowed: Postgres reads them differently from the live tail`);
   let quantifiers = 0;
   let depth = 0;
   const refuse = (rule: string) => void (problem ??= rule);
@@ -47,15 +50,28 @@ export function regexProblem(source: string): string | undefined {
     onBackreferenceEnter: () => refuse('backreferences (\\1, \\k<name>) are not allowed'),
     onAssertionEnter(a) {
       if (a.kind === 'lookahead' || a.kind === 'lookbehind') refuse('lookahead and lookbehind assertions are not allowed');
+      if (a.kind === 'word') differs('\\b and \\B'); // a word boundary in JavaScript, a backspace in Postgres
+    },
+    onCharacterSetEnter(set) {
+      if (set.kind === 'property') differs('\\p{…} property escapes');
+    },
+    onCharacterEnter(c) {
+      if (c.raw.startsWith('\\u{')) differs('\\u{…} code point escapes');
+    },
+    onCharacterClassEnter(c) {
+      if (c.elements.length === 0) differs('empty classes ([] and [^])');
     },
     onGroupEnter: enterGroup,
     onGroupLeave: () => void depth--,
-    onCapturingGroupEnter: enterGroup,
+    onCapturingGroupEnter(g) {
+      if (g.name) differs('named groups');
+      enterGroup();
+    },
     onCapturingGroupLeave: () => void depth--,
   });
   const expanded = expandedSize(ast);
   if (expanded > PATTERN_LIMITS.expanded) refuse(`repetitions written out, the pattern would have ${expanded} characters and classes (at most ${PATTERN_LIMITS.expanded}; {n,m} counts m copies)`);
-  return problem;
+  return problem ?? dialect;
 }
 
 /** Characters, classes and assertions, each `{n,m}` counted as m copies (n when unbounded). */

@@ -37,6 +37,8 @@ export interface LogRow extends Omit<NewLogEntry, 'timeMs'> {
 /** A match on one column: values are ORed; `/re/` is a regex, `*` a wildcard, otherwise exact. */
 export interface Pattern {
   exact?: string[];
+  /** Substrings: strpos, linear in the text (LIKE '%…%' costs its length times the pattern's). */
+  contains?: string[];
   like?: string[];
   regex?: string[];
 }
@@ -73,6 +75,7 @@ function patternSql(column: SQL, p: Pattern | undefined): SQL | undefined {
   if (!p) return undefined;
   const parts: SQL[] = [
     ...(p.exact ?? []).map((v) => sql`${column} = ${v}`),
+    ...(p.contains ?? []).map((v) => sql`strpos(${column}, ${v}) > 0`),
     ...(p.like ?? []).map((v) => sql`${column} like ${v}`),
     ...(p.regex ?? []).map((v) => sql`${column} ~ ${v}`),
   ];
