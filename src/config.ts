@@ -116,7 +116,7 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
 function optionalPositive(env: Env, name: string, max: number): number | undefined {
   if (env[name] === undefined || env[name] === '') return undefined;
   const value = int(env, name, 0);
-  if (value < 1 || value > max) throw new Error(`${name} must be an integer from 1 to ${max}, got "${env[name]}"`);
+  if (value < 1 || value > max) throw new Error(`${name} must be a positive integer, at most ${max}, got "${env[name]}"`);
   return value;
 }
 

@@ -37,6 +37,7 @@ import { createUsage } from './observability/usage/index.js';
 import { observeDeploy } from './observability/prometheus.js';
 import { createLocalRuntime } from './runtime/local/index.js';
 import { createRepos, inTransaction } from './store/repos/index.js';
+import { LOG_QUERY_TIMEOUT_MS } from './store/repos/logs.js';
 
 export interface Slipway {
   app: FastifyInstance;
@@ -62,7 +63,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const secretBox = createSecretBox(loadSecretKey(config.secretKey, config.dataDir));
     const store = await openStore(config);
     cleanup.push(() => store.close());
-    const repos = createRepos(store.db);
+    const repos = createRepos(store.db, { logQueryTimeoutMs: store.kind === 'postgres' ? LOG_QUERY_TIMEOUT_MS : undefined });
     const transact = <T>(work: Parameters<typeof inTransaction<T>>[1]) => inTransaction(store.db, work);
 
     let app: FastifyInstance | undefined;

@@ -20,6 +20,10 @@ const TMPFS_MAGIC = 0x01021994;
 // The shared network: these tests are about limits, which do not depend on it.
 const t = useServer({ SLIPWAY_PIDS_LIMIT: String(PIDS), SLIPWAY_DISK_LIMIT_MB: String(DISK_MB), SLIPWAY_NETWORK: 'shared' });
 const { limits, notes } = (await detectCapabilities(tmpdir())).capabilities;
+// CI (root, bubblewrap, cgroups) must enforce every limit: a test skipped there would prove nothing.
+if (process.env.SLIPWAY_REQUIRE_SERVICES === '1' && !(limits.pids && limits.disk && limits.seccomp)) {
+  throw new Error(`this machine must enforce pids, disk and seccomp limits: ${notes.join('; ')}`);
+}
 const IS_ROOT = process.getuid?.() === 0;
 const router = (slug: string, urlPath: string) => viaRouter(t.server.slipway.routerPort, slug, urlPath, { timeoutMs: 30_000 });
 

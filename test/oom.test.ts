@@ -13,6 +13,7 @@ import { useServer } from './helpers/server.js';
 
 const t = useServer({ SLIPWAY_NETWORK: 'shared' });
 const { cgroups } = (await detectCapabilities(tmpdir())).capabilities;
+if (cgroups === 'none' && process.env.SLIPWAY_REQUIRE_SERVICES === '1') throw new Error('out-of-memory tests need writable cgroups');
 /** Grows until the kernel kills it: 32 MiB at a time, every page touched. */
 const HOG = 'const held = []; for (;;) held.push(Buffer.alloc(32 << 20, 1))';
 

@@ -19,7 +19,8 @@ import { createUserRepo } from './users.js';
 import { createWorkspaceRepo } from './workspaces.js';
 
 /** Every repository over one database handle (the pool, or a transaction). */
-export function createRepos(db: Db) {
+/** `logQueryTimeoutMs`: the statement time limit of filtered log reads (Postgres only: PGlite ignores it). */
+export function createRepos(db: Db, options: { logQueryTimeoutMs?: number } = {}) {
   return {
     users: createUserRepo(db),
     workspaces: createWorkspaceRepo(db),
@@ -37,7 +38,7 @@ export function createRepos(db: Db) {
     events: createEventRepo(db),
     projects: createProjectRepo(db),
     datastores: createDatastoreRepo(db),
-    logs: createLogRepo(db),
+    logs: createLogRepo(db, { queryTimeoutMs: options.logQueryTimeoutMs }),
     metrics: createMetricRepo(db),
     usage: createUsageRepo(db),
   };

@@ -172,11 +172,13 @@ function toRow(r: Record<string, unknown>): LogRow {
  */
 export const LOG_QUERY_TIMEOUT_MS = 5000;
 
+/** `queryTimeoutMs`: filtered reads run under this statement_timeout (Postgres; unset on PGlite, which ignores it). */
 export function createLogRepo(db: Db, options: { queryTimeoutMs?: number } = {}) {
   const rows = async (query: SQL) => rowsOf(await db.execute(query));
-  const timeoutMs = options.queryTimeoutMs ?? LOG_QUERY_TIMEOUT_MS;
+  const timeoutMs = options.queryTimeoutMs;
   /** A filtered read under statement_timeout (SET LOCAL: only this transaction); a timeout is a 503. */
   const limitedRows = async (query: SQL) => {
+    if (timeoutMs === undefined) return rows(query); // no transaction around a setting that does nothing
     try {
       return await db.transaction(async (tx) => {
         await tx.execute(sql.raw(`set local statement_timeout = ${Math.floor(timeoutMs)}`));
