@@ -77,6 +77,16 @@ async function namespaceStory<S extends { id: string }>(
   expect(await reaches(again)).toBe(true);
   await restarted.destroy(spec, again);
   expect(namespaceAddress(spec.id)).toBeUndefined();
+
+  // And back to the shared network: a free port on loopback, never the namespace's standard one, which on the host
+  // may be anybody's (this machine's own Postgres and Redis listen there).
+  const inNamespace = await namespaced.create(spec);
+  await namespaced.stop(spec, inNamespace);
+  const back = await make().start(spec, inNamespace);
+  expect(back.host).toBe('127.0.0.1');
+  expect(back.port).not.toBe(standardPort);
+  expect(await reaches(back)).toBe(true);
+  await make().destroy(spec, back);
 }
 
 describe.runIf(IS_ROOT && pgVersion)('local postgres in a namespace of its own', () => {

@@ -86,9 +86,26 @@ describe.runIf(pgVersion)('local postgres on a taken port', () => {
     expect(scramVerifies(stored, spec.password)).toBe(true);
     expect(scramVerifies(stored, `${spec.password}x`)).toBe(false);
     expect(scramVerifies(`md5${'0'.repeat(32)}`, spec.password)).toBe(false);
+    // A verifier the datastore's user set by hand with a huge iteration count is refused unhashed, not worked through.
+    const hostile = stored.replace(/^SCRAM-SHA-256\$\d+:/, 'SCRAM-SHA-256$5000000:');
+    const started = performance.now();
+    expect(scramVerifies(hostile, spec.password)).toBe(false);
+    expect(performance.now() - started).toBeLessThan(50);
     expect(await provisioner.check({ ...spec, password: 'not-the-password' }, placement)).toBe(false);
     expect(await provisioner.check(spec, placement)).toBe(true);
-  });
+
+    // The datastore's own user sets that verifier (Postgres stores a pre-hashed one as it is, a few seconds' work in the
+    // user's own backend; hashing it would cost Slipway's event loop a second at every check): checks stay instant.
+    const asUser = new pg.Client({ host: '127.0.0.1', port: placement.port, user: spec.databaseUser, password: spec.password, database: spec.databaseName });
+    await asUser.connect();
+    await asUser.query(`alter role ${spec.databaseUser} password '${hostile}'`);
+    await asUser.end();
+    for (let i = 0; i < 3; i++) {
+      const begun = performance.now();
+      expect(await provisioner.check(spec, placement)).toBe(false);
+      expect(performance.now() - begun).toBeLessThan(500);
+    }
+  }, 60_000);
 });
 
 describe.runIf(redisServer)('local key-value on a taken port, and on its socket only', () => {

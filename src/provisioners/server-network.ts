@@ -39,9 +39,12 @@ export function createServerNetworking(network: ServerNetwork | undefined, stand
     /** Whether a server listening at `host` is on this network: one on the other (SLIPWAY_NETWORK changed since) needs a restart. */
     fits: (host: string) => (host !== LOOPBACK) === namespaced,
 
-    /** For a server about to start: a fresh namespace (namespaces mode), else loopback at `port`. */
-    async listen(spec: { id: string; workspaceId: string }, port: number): Promise<Listener> {
-      if (!network) return { host: LOOPBACK, port, wrap: asIs };
+    /**
+     * For a server about to start where `at` says: a fresh namespace (namespaces mode), else loopback at its port; a
+     * free one when `at` was a namespace's (the mode changed), whose standard port on the host may be anybody's.
+     */
+    async listen(spec: { id: string; workspaceId: string }, at: { host: string; port: number }): Promise<Listener> {
+      if (!network) return { host: LOOPBACK, port: at.host === LOOPBACK ? at.port : await freePort(), wrap: asIs };
       const attached = await network.attach(spec.id, spec.workspaceId, [spec.id]);
       if (!attached) throw new Error(`the runtime gave the server of ${spec.id} no network namespace`);
       return { host: attached.address, port: standardPort, internalHost: spec.id, wrap: attached.wrap };

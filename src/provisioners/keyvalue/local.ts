@@ -11,7 +11,8 @@ import { PortTakenError, type KeyValueProvisioner, type KeyValueSpec, type Place
 import { withSocketPath } from '../unix-socket.js';
 import { ADMIN_USER, assertKeyValueSpec, ownServerRules } from './acl.js';
 import { answersPing, withConnection, type Login } from './connection.js';
-import { datastoreFiles, logSince, prepare, readAdminPassword, serverCommand, type Files, type RunAs } from './server-files.js';
+import { logSince } from '../server-output.js';
+import { datastoreFiles, prepare, readAdminPassword, serverCommand, type Files, type RunAs } from './server-files.js';
 
 /**
  * One Redis-protocol server process per datastore, detached from Slipway (it outlives a control-plane restart
@@ -29,9 +30,10 @@ const START_TIMEOUT_MS = 60_000;
 /** A graceful shutdown flushes the AOF; after this long the server is killed. */
 const STOP_TIMEOUT_MS = 15_000;
 const POLL_MS = 10;
-/** A free port may be bound by someone else before the server binds it: try another. */
 /** What the server logs when its TCP port is someone else's. */
 const PORT_TAKEN = /Could not create server TCP listening socket .*Address already in use/i;
+/** The server's last log lines, for a failure's reason. */
+const lastLines = (files: Files) => logSince(files.log, 0).split('\n').slice(-5).join('\n') || '(no output)';
 
 interface ServerProcess {
   pid: number;
@@ -84,13 +86,6 @@ function runningServer(files: Files, placement: Pick<Placement, 'host' | 'port' 
   return record && isRunning(record) ? { proc: record, at: record } : undefined;
 }
 
-function logTail(files: Files): string {
-  try {
-    return readFileSync(files.log, 'utf8').trimEnd().split('\n').slice(-5).join('\n');
-  } catch {
-    return '(no output)';
-  }
-}
 
 async function waitGone(proc: ServerProcess, timeoutMs: number): Promise<boolean> {
   for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(POLL_MS)) {
@@ -154,10 +149,10 @@ export function createLocalKeyValue(opts: { dataDir: string; runAs?: RunAs | und
     const login = adminLogin(files);
     while (!(await answersOnSocket(files, login, 1000))) {
       if (!isRunning(proc)) {
-        if (PORT_TAKEN.test(logSince(files, logFrom))) throw new PortTakenError(port, `the port ${port} of the key-value server of ${spec.id} is taken by another process`);
-        throw new Error(`the key-value server of ${spec.id} exited while starting:\n${logTail(files)}`);
+        if (PORT_TAKEN.test(logSince(files.log, logFrom))) throw new PortTakenError(port, `the port ${port} of the key-value server of ${spec.id} is taken by another process`);
+        throw new Error(`the key-value server of ${spec.id} exited while starting:\n${lastLines(files)}`);
       }
-      if (Date.now() > deadline) throw new Error(`the key-value server of ${spec.id} did not answer within ${START_TIMEOUT_MS / 1000} s:\n${logTail(files)}`);
+      if (Date.now() > deadline) throw new Error(`the key-value server of ${spec.id} did not answer within ${START_TIMEOUT_MS / 1000} s:\n${lastLines(files)}`);
       await sleep(POLL_MS);
     }
   }
@@ -176,7 +171,7 @@ export function createLocalKeyValue(opts: { dataDir: string; runAs?: RunAs | und
     // Started by an older Slipway with no socket in its config (Slipway talks to it only there), or on the other
     // network (Slipway's network mode changed since): restarted.
     if (running) await stopServer(running.proc);
-    const listen = await net.listen(spec, placement.port);
+    const listen = await net.listen(spec, placement);
     try {
       prepare(files, spec, listen, opts.runAs);
       const proc = await launch(files, listen);

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { chownSync, closeSync, fchownSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
+import { writeRunUserFile } from '../server-output.js';
 import type { KeyValueSpec } from '../types.js';
 import { ADMIN_USER, ownServerRules, passwordHashRule } from './acl.js';
 
@@ -79,32 +80,10 @@ export function readAdminPassword(files: Files): string {
   return password;
 }
 
-/** Replaces a file in the run user's dir without following what that user may have put there (O_EXCL refuses a planted symlink). */
-function writeServerFile(file: string, text: string, runAs: RunAs | undefined): void {
-  const temp = `${file}.slipway-new`;
-  rmSync(temp, { force: true });
-  const fd = openSync(temp, 'wx', 0o600);
-  try {
-    writeSync(fd, text);
-    if (runAs) fchownSync(fd, runAs.uid, runAs.gid);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, file);
-}
 
 export function prepare(files: Files, spec: KeyValueSpec, listen: { host: string; port: number }, runAs: RunAs | undefined): void {
   mkdirSync(files.data, { recursive: true, mode: 0o700 });
   if (runAs) chownSync(files.data, runAs.uid, runAs.gid);
-  writeServerFile(files.config, serverConfig(spec, listen, readAdminPassword(files)), runAs);
+  writeRunUserFile(files.config, serverConfig(spec, listen, readAdminPassword(files)), runAs);
 }
 
-/** What the server wrote to its log since byte `from` (its own reasons for exiting). */
-export function logSince(files: Files, from: number): string {
-  try {
-    const log = readFileSync(files.log);
-    return log.subarray(Math.min(from, log.length)).toString('utf8');
-  } catch {
-    return '';
-  }
-}

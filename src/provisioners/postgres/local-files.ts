@@ -1,11 +1,12 @@
 import {
-  chmodSync, chownSync, closeSync, existsSync, fchownSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync,
+  chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync,
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { run, type Command } from '../../lib/exec.js';
 import type { PostgresSpec } from '../types.js';
 import type { Listener } from '../server-network.js';
+import { writeRunUserFile } from '../server-output.js';
 import type { PostgresInstall } from './binaries.js';
 import { asRunUser, chownTreeCommand, copyTreeCommand, initdbCommand, syncCommand, type DirAccess, type RunContext, type RunUser } from './commands.js';
 import { hbaConf, identConf, LOOPBACK_CLIENTS, postgresqlConf } from './server-files.js';
@@ -78,19 +79,6 @@ export function removeLegacySocketLink(id: string): void {
   if (found?.isSymbolicLink() && found.uid === process.getuid?.()) rmSync(link);
 }
 
-/** Replaces a file in the run user's dir without following a link it may have put there: a new file, renamed over. */
-function writeRunUserFile(ctx: RunContext, file: string, text: string): void {
-  const temp = `${file}.slipway-new`;
-  rmSync(temp, { force: true });
-  const fd = openSync(temp, 'wx', 0o600);
-  try {
-    writeSync(fd, text);
-    if (ctx.runAs) fchownSync(fd, ctx.runAs.uid, ctx.runAs.gid);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, file);
-}
 
 /** Writes the server's config files; true when any changed (a running server needs a restart to see them). */
 export function writeServerFiles(ctx: RunContext, spec: PostgresSpec, layout: DatastoreLayout, listen: Pick<Listener, 'host' | 'port' | 'internalHost'>, adminOsUser: string): boolean {
@@ -104,7 +92,7 @@ export function writeServerFiles(ctx: RunContext, spec: PostgresSpec, layout: Da
   for (const [name, text] of Object.entries(files)) {
     const file = path.join(layout.pgdata, name);
     if (lstatSync(file, { throwIfNoEntry: false })?.isFile() && readFileSync(file, 'utf8') === text) continue;
-    writeRunUserFile(ctx, file, text);
+    writeRunUserFile(file, text, ctx.runAs);
     changed = true;
   }
   return changed;

@@ -17,7 +17,8 @@ import { createServerNetworking, LOOPBACK, type Listener, type ServerNetwork } f
 import { withSocketDir } from '../unix-socket.js';
 import { scramVerifies } from './scram.js';
 import { CONNECT_TIMEOUT_MS, databaseExists, ident, quietSession, roleExists, upsertRole, withClient } from './sql.js';
-import { clearForeignLockFile, findServer, logSince, logSize, listenOf, stopServer, waitReady, type ServerProcess } from './server-process.js';
+import { logSince } from '../server-output.js';
+import { clearForeignLockFile, findServer, logSize, listenOf, stopServer, waitReady, type ServerProcess } from './server-process.js';
 
 export interface LocalPostgresOptions {
   dataDir: string;
@@ -33,7 +34,6 @@ export interface LocalPostgresOptions {
 const POSTGRES_PORT = 5432;
 /** Crash recovery replays WAL before a server accepts connections; give it time. */
 const START_TIMEOUT_MS = 60_000;
-/** A free port may be bound by something else before the server binds it: try another. */
 /** What postgres logs (then "could not create any TCP/IP sockets") when its TCP port is someone else's. */
 const PORT_TAKEN = /could not bind IPv[46] address .*Address already in use/i;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -121,7 +121,7 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       // On the other network (Slipway's network mode changed since): restarted on this one.
       await stopServer(running, 'fast');
     }
-    const listen = await net.listen(spec, placement.port);
+    const listen = await net.listen(spec, placement);
     writeServerFiles(ctx, spec, layout, listen, adminOsUser);
     try {
       return placementOf(listen, await launch(install, layout, listen));
@@ -133,14 +133,15 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
 
   const startFresh = (spec: PostgresSpec) => net.startFresh((at) => start(spec, at));
 
-  /** Whether the role's stored SCRAM verifier is of spec.password; remembered, as PBKDF2 is slow on purpose. */
-  const verified = new Map<string, string>();
+  /** Whether the role's stored SCRAM verifier is of spec.password; the answer, either way, is remembered (PBKDF2 is slow on purpose). */
+  const verified = new Map<string, { key: string; matches: boolean }>();
   function passwordMatches(spec: PostgresSpec, stored: string | null): boolean {
     const key = createHash('sha256').update(`${stored}\0${spec.password}`).digest('base64');
-    if (verified.get(spec.id) === key) return true;
-    if (!scramVerifies(stored, spec.password)) return false;
-    verified.set(spec.id, key);
-    return true;
+    const known = verified.get(spec.id);
+    if (known?.key === key) return known.matches;
+    const matches = scramVerifies(stored, spec.password);
+    verified.set(spec.id, { key, matches });
+    return matches;
   }
 
   /** The datastore's role and database, made over the socket; converges when re-run. */

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { isLive, isRunning, readStat } from '../../runtime/local/proc.js';
 
@@ -67,22 +67,6 @@ export function clearForeignLockFile(pgdata: string): void {
   if (stat && isLive(stat)) rmSync(path.join(pgdata, 'postmaster.pid'), { force: true });
 }
 
-/** Bytes of the log written since `from`, at most the last 4 KiB (for error messages). */
-export function logSince(logPath: string, from: number): string {
-  let fd: number | undefined;
-  try {
-    const size = statSync(logPath).size;
-    const start = Math.max(from, size - 4096);
-    const buffer = Buffer.alloc(Math.max(0, size - start));
-    fd = openSync(logPath, 'r');
-    readSync(fd, buffer, 0, buffer.length, start);
-    return buffer.toString('utf8').trim();
-  } catch {
-    return '';
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
 
 export const logSize = (logPath: string): number => statSync(logPath, { throwIfNoEntry: false })?.size ?? 0;
 
