@@ -40,6 +40,11 @@ describe.runIf(IS_ROOT)('network isolation between workspaces', () => {
     expect(await probe(web.service.slug, 'resolve', { name: mine.service.slug })).toEqual({ ok: true, address: namespaceAddress(myInstance!) });
     expect(await probe(web.service.slug, 'connect', { host: mine.service.slug, port: PORT })).toEqual({ ok: true });
 
+    // The internet by name, through slirp4netns's DNS forwarder (a host nameserver on loopback, as systemd-resolved's
+    // 127.0.0.53, would be the namespace's own loopback).
+    expect((await probe(web.service.slug, 'etc', { file: 'resolv.conf' })).text).toMatch(/^nameserver 10\.0\.2\.3$/m);
+    expect(await probe(web.service.slug, 'resolve', { name: 'registry.npmjs.org' })).toMatchObject({ ok: true });
+
     // The other workspace's: no name, no route, even by address.
     expect((await probe(web.service.slug, 'resolve', { name: theirs.service.slug })).ok).toBe(false);
     expect(await probe(web.service.slug, 'connect', { host: theirAddress!, port: PORT })).toMatchObject({ ok: false });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLeaseFiles, nextHost } from '../src/runtime/local/network/leases.js';
-import { hostsFile, parseSupernet } from '../src/runtime/local/network/plan.js';
+import { hostsFile, parseSupernet, slirpResolvConf } from '../src/runtime/local/network/plan.js';
 
 const stateDir = mkdtempSync(path.join(tmpdir(), 'slipway-net-state-'));
 afterAll(() => rmSync(stateDir, { recursive: true, force: true }));
@@ -35,6 +35,12 @@ describe('network leases', () => {
     expect(nextHost(new Set([3]), 2)).toBe(4); // the freed .2 and the taken .3 are skipped: after the last one
     expect(nextHost(new Set(), 254)).toBe(2);
     expect(nextHost(new Set(Array.from({ length: 253 }, (_, i) => i + 2)), 2)).toBeUndefined();
+  });
+
+  it("gives namespaces the host's resolv.conf with slirp4netns's forwarder as the only nameserver", () => {
+    const host = 'nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch example.internal\nnameserver ::1\n';
+    expect(slirpResolvConf(host)).toBe('nameserver 10.0.2.3\noptions edns0 trust-ad\nsearch example.internal\n');
+    expect(slirpResolvConf('')).toBe('nameserver 10.0.2.3\n');
   });
 
   it('takes only a /16 as the supernet', () => {

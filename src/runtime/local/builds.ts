@@ -27,7 +27,7 @@ export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunRes
   // Under the system tmp dir rather than the data dir: without bwrap the app user must still reach it by path.
   const home = mkdtempSync(path.join(tmpdir(), `slipway-${name}-`));
   const groupDirs = cgroups?.create(name, spec.limits) ?? [];
-  let network: { netnsPath: string; hostsFile?: string; release(): Promise<void> } | undefined;
+  let network: { netnsPath: string; hostsFile?: string; resolvConf: string; release(): Promise<void> } | undefined;
   try {
     network = await attachNetwork(deps, name, spec);
     giveTo(spec.dir, policy.runAs, true);
@@ -41,7 +41,10 @@ export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunRes
       writableDirs: [spec.dir, home],
       diskBytes: spec.limits.diskMb * 1024 * 1024, // /tmp only: the source dir and HOME are on the host's disk
       cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
-      network: network && { nsenterPath: deps.networks!.nsenterPath, netnsPath: network.netnsPath, hostsFile: policy.bwrap ? network.hostsFile : undefined },
+      network: network && {
+        nsenterPath: deps.networks!.nsenterPath, netnsPath: network.netnsPath,
+        ...(policy.bwrap ? { hostsFile: network.hostsFile, resolvConf: network.resolvConf } : {}),
+      },
     });
     const result = await run(command, { timeoutMs: spec.timeoutMs, signal: spec.signal, onOutput: spec.onOutput });
     // Read now: the group goes below. A shell reports its child's SIGKILL as 137.

@@ -39,7 +39,9 @@ async function chooseNetwork(options: { dataDir: string; mode: NetworkMode; cidr
     return undefined;
   }
   capabilities.network = 'namespaces';
-  if (capabilities.sandbox !== 'bwrap') capabilities.notes.push("without bwrap, apps see the machine's /etc/hosts: internal hostnames (<slug>) do not resolve");
+  if (capabilities.sandbox !== 'bwrap') {
+    capabilities.notes.push("without bwrap, apps see the machine's /etc/hosts and /etc/resolv.conf: internal hostnames (<slug>) do not resolve, nor does anything when the machine's nameserver is on its loopback");
+  }
   return { networks, nsenterPath: tools.nsenter };
 }
 

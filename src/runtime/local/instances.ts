@@ -96,6 +96,9 @@ function commandFor(
     scratchDirs,
     diskBytes: spec.limits.diskMb * 1024 * 1024,
     cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
-    network: attached && { nsenterPath: deps.networks!.nsenterPath, netnsPath: attached.netnsPath, hostsFile: deps.policy.bwrap ? attached.hostsFile : undefined },
+    network: attached && {
+      nsenterPath: deps.networks!.nsenterPath, netnsPath: attached.netnsPath,
+      ...(deps.policy.bwrap ? { hostsFile: attached.hostsFile, resolvConf: attached.resolvConf } : {}),
+    },
   });
 }

@@ -34,7 +34,7 @@ export interface SandboxedProcess {
   /** cgroup.procs files to join before any of the command runs, so nothing it forks escapes the limits. */
   cgroupProcsFiles: string[];
   /** The network namespace to run in (entered with nsenter, before bwrap), and the hosts file its workspace sees. */
-  network?: { nsenterPath: string; netnsPath: string; hostsFile?: string };
+  network?: { nsenterPath: string; netnsPath: string; hostsFile?: string; resolvConf?: string };
 }
 
 /** Single-quotes a word for /bin/sh. */
@@ -87,6 +87,7 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
       ...(proc.kind === 'build' ? ['--die-with-parent'] : []),
       ...bwrap.systemMounts,
       ...(proc.network?.hostsFile ? ['--ro-bind', proc.network.hostsFile, '/etc/hosts'] : []),
+      ...(proc.network?.resolvConf ? ['--ro-bind', proc.network.resolvConf, '/etc/resolv.conf'] : []),
       '--proc', '/proc',
       '--dev', '/dev',
       ...tmpfs('1777', '/tmp'),

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { run, spawnDetached, type Command } from '../../../lib/exec.js';
 import { createSerial } from '../../../lib/keyed-locks.js';
@@ -14,6 +14,8 @@ export interface Attachment {
   netnsPath: string;
   /** Bind-mounted at /etc/hosts in the sandbox: the workspace's internal hostnames. */
   hostsFile: string;
+  /** Bind-mounted at /etc/resolv.conf: DNS through slirp4netns. */
+  resolvConf: string;
 }
 
 export interface Networks {
@@ -23,7 +25,7 @@ export interface Networks {
    */
   attach(id: string, workspaceId: string, hostnames: string[], kind?: LeaseKind): Promise<Attachment>;
   /** A namespace with only a way out, for one build; `release` removes it. */
-  attachBuild(): Promise<{ netnsPath: string; release(): Promise<void> }>;
+  attachBuild(): Promise<{ netnsPath: string; resolvConf: string; release(): Promise<void> }>;
   /** Removes `id`'s namespace and address (no-op when it has none). */
   release(id: string): Promise<void>;
   addressOf(id: string): string | undefined;
@@ -69,6 +71,7 @@ export function createNetworks(opts: { owner: string; cidr: string; tools: Netwo
   const { tools, owner } = opts;
   const files = createLeaseFiles(opts.stateDir ?? DEFAULT_STATE_DIR);
   const serial = createSerial();
+  const resolvConf = files.writeResolvConf(plan.slirpResolvConf(existsSync('/etc/resolv.conf') ? readFileSync('/etc/resolv.conf', 'utf8') : ''));
   /** This owner's subnets and what is on them, loaded from the state dir (a restarted Slipway re-adopts them). */
   const subnets = new Map<string, { subnet: number; leases: Map<number, Lease>; last: number }>();
   const byId = new Map<string, { subnet: number; host: number }>();
@@ -150,7 +153,7 @@ export function createNetworks(opts: { owner: string; cidr: string; tools: Netwo
           throw err;
         }
         rewriteHosts(entry.subnet, entry.leases);
-        return { address: plan.hostAddress(net, entry.subnet, host), netnsPath: plan.netnsPath(ns), hostsFile: files.hostsPath(entry.subnet) };
+        return { address: plan.hostAddress(net, entry.subnet, host), netnsPath: plan.netnsPath(ns), hostsFile: files.hostsPath(entry.subnet), resolvConf };
       }),
 
     async attachBuild() {
@@ -166,7 +169,7 @@ export function createNetworks(opts: { owner: string; cidr: string; tools: Netwo
         mkdirSync(files.buildsDir, { recursive: true });
         const slirp = await startSlirp(ns, path.join(files.buildsDir, `${ns}.slirp.log`));
         files.writeBuild(ns, owner, slirp);
-        return { netnsPath: plan.netnsPath(ns), release: () => remove(slirp) };
+        return { netnsPath: plan.netnsPath(ns), resolvConf, release: () => remove(slirp) };
       } catch (err) {
         await remove();
         throw err;

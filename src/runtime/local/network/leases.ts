@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync, closeSync, fstatSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync, closeSync, fstatSync } from 'node:fs';
 import path from 'node:path';
 import { FIRST_HOST, LAST_HOST, SUBNETS } from './plan.js';
 
@@ -106,6 +106,15 @@ export function createLeaseFiles(stateDir: string) {
       } finally {
         closeSync(fd);
       }
+    },
+
+    /** The namespaces' resolv.conf (one for all): written anew, renamed over, at every start. */
+    writeResolvConf(text: string): string {
+      mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+      const file = path.join(stateDir, 'resolv.conf');
+      writeFileSync(`${file}.new`, text, { mode: 0o644 });
+      renameSync(`${file}.new`, file);
+      return file;
     },
 
     writeBuild: (name: string, owner: string, slirp?: ProcessRef) => {

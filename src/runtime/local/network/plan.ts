@@ -91,6 +91,18 @@ export const slirpCommand = (slirpPath: string, ns: string): Command => ({
   env: {},
 });
 
+/** slirp4netns's DNS forwarder, which asks the host's resolvers from the host (reachable even when they are on its loopback). */
+export const SLIRP_DNS = '10.0.2.3';
+
+/**
+ * /etc/resolv.conf of the namespaces with a way out: the host's, its nameservers replaced by slirp4netns's forwarder. A host
+ * nameserver on loopback (systemd-resolved's 127.0.0.53) would be the namespace's own loopback, where nothing answers.
+ */
+export function slirpResolvConf(hostText: string): string {
+  const kept = hostText.split('\n').filter((l) => !/^\s*nameserver\s/.test(l) && l.trim() !== '');
+  return [`nameserver ${SLIRP_DNS}`, ...kept].join('\n') + '\n';
+}
+
 /** /etc/hosts of a workspace's namespaces: its services' and datastores' internal hostnames. */
 export function hostsFile(entries: Array<{ address: string; hostnames: string[] }>): string {
   const lines = ['127.0.0.1 localhost', '::1 localhost ip6-localhost ip6-loopback'];
