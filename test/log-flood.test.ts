@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployFixture } from './helpers/apps.js';
 import { client, signUp, type Client, type TestUser } from './helpers/client.js';
+import { outNumbers } from './helpers/logs.js';
 import { sleep, waitFor } from './helpers/process.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 
@@ -15,22 +16,6 @@ let owner: TestUser;
 let quietId: string;
 let floodId: string;
 let floodFrom: number;
-
-type Entry = { message: string };
-
-/** Every "out <n>" number of a service, oldest first, through Render's time paging. */
-async function outNumbers(serviceId: string): Promise<number[]> {
-  const numbers: number[] = [];
-  let start = new Date(Date.now() - 600_000).toISOString();
-  const end = new Date().toISOString();
-  for (;;) {
-    const res = await api.get(`/v1/logs?resource=${serviceId}&text=out&direction=forward&limit=100&startTime=${encodeURIComponent(start)}&endTime=${encodeURIComponent(end)}`, owner);
-    expect(res.status).toBe(200);
-    numbers.push(...(res.body.logs as Entry[]).map((e) => Number(/^out (\d+) /.exec(e.message)?.[1])).filter((n) => !Number.isNaN(n)));
-    if (!res.body.hasMore) return numbers;
-    start = res.body.nextStartTime;
-  }
-}
 
 /** Latency (ms) of sequential GET /api/health for `ms`. */
 async function healthLatencies(ms: number): Promise<number[]> {
@@ -92,7 +77,7 @@ describe('an app printing as fast as it can', () => {
 
     const notice = await waitFor('the "dropped N log lines" line', async () => {
       const res = await api.get(`/v1/logs?resource=${floodId}&text=slipway: dropped&limit=5`, owner);
-      return (res.body?.logs as Entry[] | undefined)?.[0];
+      return (res.body?.logs as Array<{ message: string }> | undefined)?.[0];
     }, 20_000, 200);
     expect(notice.message).toMatch(new RegExp(`^slipway: dropped (about )?\\d+ log lines .*\\(limit ${rate} lines/s`));
 
@@ -105,7 +90,7 @@ describe('an app printing as fast as it can', () => {
 
   it('stores every line of a well-behaved service meanwhile', async () => {
     const numbers = await waitFor('the quiet service\'s lines', async () => {
-      const n = await outNumbers(quietId);
+      const n = await outNumbers(api, owner, quietId);
       return n.length > 300 ? n : undefined;
     }, 20_000, 500);
     expect(numbers).toEqual(numbers.map((_, i) => i)); // 0, 1, 2, … in order, none missing, none twice

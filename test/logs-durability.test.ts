@@ -2,25 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import { createLogRepo } from '../src/store/repos/logs.js';
 import { deployFixture } from './helpers/apps.js';
-import { client, signUp, type Client, type TestUser } from './helpers/client.js';
+import { client, signUp } from './helpers/client.js';
+import { outNumbers } from './helpers/logs.js';
 import { sleep, waitFor } from './helpers/process.js';
 import { bootServer } from './helpers/server.js';
-
-type Entry = { id: string; message: string };
-
-/** Every "out <n>" line of a service, oldest first, through Render's time paging. */
-async function allOutNumbers(api: Client, as: TestUser, serviceId: string): Promise<number[]> {
-  const numbers: number[] = [];
-  let start = new Date(Date.now() - 600_000).toISOString();
-  const end = new Date().toISOString();
-  for (;;) {
-    const res = await api.get(`/v1/logs?resource=${serviceId}&text=out&direction=forward&limit=100&startTime=${encodeURIComponent(start)}&endTime=${encodeURIComponent(end)}`, as);
-    expect(res.status).toBe(200);
-    numbers.push(...(res.body.logs as Entry[]).map((e) => Number(/^out (\d+) /.exec(e.message)?.[1])));
-    if (!res.body.hasMore) return numbers;
-    start = res.body.nextStartTime;
-  }
-}
 
 describe('log collection', () => {
   it('collects lines written while Slipway was stopped after it restarts: no loss, no duplicates, whatever the log budget', async () => {
@@ -30,14 +15,14 @@ describe('log collection', () => {
     let api = client(first.url);
     const owner = await signUp(api);
     const { service } = await deployFixture(api, owner, 'log-printer', { serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' } });
-    await waitFor('some lines', async () => (await allOutNumbers(api, owner, service.id)).length > 20, 15_000);
+    await waitFor('some lines', async () => (await outNumbers(api, owner, service.id)).length > 20, 15_000);
     await first.stop(); // the app keeps printing
     await sleep(4000);
     const second = await bootServer(budget, { dataDir: first.dataDir, databaseUrl: first.databaseUrl });
     try {
       api = client(second.url);
       const numbers = await waitFor('lines from before, during and after the restart', async () => {
-        const n = await allOutNumbers(api, owner, service.id);
+        const n = await outNumbers(api, owner, service.id);
         return n.length > 350 ? n : undefined;
       }, 20_000, 200);
       expect(numbers).toEqual(numbers.map((_, i) => i)); // 0, 1, 2, … in order, none twice, none missing
