@@ -18,7 +18,7 @@ import { findPostgresInstalls } from '../src/provisioners/postgres/binaries.js';
 import { datastoreLayout } from '../src/provisioners/postgres/local-files.js';
 import { createLocalPostgres } from '../src/provisioners/postgres/local.js';
 import { scramVerifies } from '../src/provisioners/postgres/scram.js';
-import { PortTakenError, type KeyValueProvisioner, type Placement } from '../src/provisioners/types.js';
+import { PortTakenError, type KeyValueProvisioner, type Placement, type Provisioner } from '../src/provisioners/types.js';
 import { isRunning, readStat } from '../src/runtime/local/proc.js';
 import { sleep } from './helpers/process.js';
 import { squat, type Squatter } from './helpers/squatter.js';
@@ -45,6 +45,22 @@ async function squatted(port: number): Promise<Squatter> {
   return s;
 }
 
+/**
+ * Kills the server, binds its port first, and checks the provisioner's answer: not serving, start a PortTakenError
+ * naming the port, relocate serving it on another.
+ */
+async function killSquatAndRelocate<S>(provisioner: Provisioner<S>, spec: S, placement: Placement): Promise<{ squatter: Squatter; moved: Placement }> {
+  await killHard(placement);
+  const squatter = await squatted(placement.port);
+  expect(await provisioner.check(spec, placement)).toBe(false);
+  const err = await provisioner.start(spec, placement).then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(PortTakenError);
+  expect((err as PortTakenError).port).toBe(placement.port);
+  const moved = await provisioner.relocate!(spec, placement);
+  expect(moved.port).not.toBe(placement.port);
+  return { squatter, moved };
+}
+
 describe.runIf(pgVersion)('local postgres on a taken port', () => {
   const provisioner = createLocalPostgres({ dataDir, runAs });
   const spec = { id: newId('postgres'), workspaceId: 'tea-port-taken', version: pgVersion!, databaseName: 'app', databaseUser: 'app_user', password: randomBytes(18).toString('base64url'), size: { memoryMb: 128, maxConnections: 10 } };
@@ -59,15 +75,7 @@ describe.runIf(pgVersion)('local postgres on a taken port', () => {
     await db.query(`create table notes (body text); insert into notes values ('kept')`);
     await db.end();
 
-    await killHard(placement);
-    const squatter = await squatted(placement.port);
-    expect(await provisioner.check(spec, placement)).toBe(false);
-    const err = await provisioner.start(spec, placement).then(() => undefined, (e: unknown) => e);
-    expect(err).toBeInstanceOf(PortTakenError);
-    expect((err as PortTakenError).port).toBe(placement.port);
-
-    const moved = await provisioner.relocate!(spec, placement);
-    expect(moved.port).not.toBe(placement.port);
+    const { squatter, moved } = await killSquatAndRelocate(provisioner, spec, placement);
     expect(await provisioner.check(spec, moved)).toBe(true);
     const again = new pg.Client(asUser(moved));
     await again.connect();
@@ -145,15 +153,7 @@ describe.runIf(redisServer)('local key-value on a taken port, and on its socket 
     await client.set('kept', 'yes');
     client.disconnect();
     await sleep(1100); // appendfsync everysec
-    await killHard(placement);
-    const squatter = await squatted(placement.port);
-    expect(await provisioner.check(spec, placement)).toBe(false);
-    const err = await provisioner.start(spec, placement).then(() => undefined, (e: unknown) => e);
-    expect(err).toBeInstanceOf(PortTakenError);
-    expect((err as PortTakenError).port).toBe(placement.port);
-
-    const moved = await provisioner.relocate!(spec, placement);
-    expect(moved.port).not.toBe(placement.port);
+    const { squatter, moved } = await killSquatAndRelocate(provisioner, spec, placement);
     placement = moved;
     expect(await provisioner.check(spec, moved)).toBe(true);
     await provisioner.update({ ...spec, maxmemoryPolicy: 'volatile-ttl' }, moved);
