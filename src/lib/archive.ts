@@ -1,10 +1,11 @@
-import { constants } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import { copyFile, lstat, mkdir, open, readdir, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import yauzl from 'yauzl';
 import { ArchiveBudget, rejectArchive as reject, showEntry as show, type ArchiveLimits } from './archive-budget.js';
 import { readTarGz, scanTarGz } from './archive-tar.js';
 import { AppError } from './errors.js';
+import { openZip } from './zip-reader.js';
 
 export type { ArchiveLimits } from './archive-budget.js';
 export type ArchiveFormat = 'tar.gz' | 'zip';
@@ -245,7 +246,11 @@ function zipEntryKind(entry: ZipEntry): { name: string; unixMode: number; kind: 
  * sizes may lie, so SafeTree counts the bytes again as they inflate.
  */
 async function readZip(file: string, tree: SafeTree) {
-  const zip = await yauzl.openPromise(file, { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true });
+  const fd = openSync(file, 'r');
+  const zip = await openZip(fd, fstatSync(fd).size, { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true }).catch((err: unknown) => {
+    closeSync(fd);
+    throw err;
+  });
   zip.on('error', () => {}); // surfaced through eachEntry/openReadStream; must not crash the process
   try {
     if (zip.entryCount > tree.limits.maxFiles) throw reject(`archive has ${zip.entryCount} entries, more than the limit of ${tree.limits.maxFiles}`);
