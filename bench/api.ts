@@ -64,12 +64,19 @@ async function checkRoutes(url: string, token: string): Promise<void> {
     // The log is per workspace: its registration plus its share of the keys.
     const expected = Math.min(20, KEYS / WORKSPACES + 1);
     if (route.name === 'audit-logs' && (!Array.isArray(body) || body.length !== expected)) {
-      throw new Error(`GET ${route.path} returned ${Array.isArray(body) ? body.length : 'no'} entries, expected ${expected}`);
+      throw new Error(
+        `GET ${route.path} returned ${Array.isArray(body) ? body.length : 'no'} entries, expected ${expected}`,
+      );
     }
   }
 }
 
-async function measure(url: string, path: string, token: string | undefined, duration: number): Promise<autocannon.Result> {
+async function measure(
+  url: string,
+  path: string,
+  token: string | undefined,
+  duration: number,
+): Promise<autocannon.Result> {
   const result = await autocannon({
     url: url + path,
     connections: CONNECTIONS,
@@ -78,7 +85,9 @@ async function measure(url: string, path: string, token: string | undefined, dur
   });
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0 || result['2xx'] === 0) {
-    throw new Error(`GET ${path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts of ${result.requests.total} requests`);
+    throw new Error(
+      `GET ${path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts of ${result.requests.total} requests`,
+    );
   }
   return result;
 }
@@ -96,7 +105,13 @@ async function benchStore(store: Row['store'], env: Record<string, string>): Pro
     for (const route of ROUTES) {
       log(`[${store}] GET ${route.path}: ${CONNECTIONS} connections for ${DURATION_S} s`);
       const r = await measure(slipway.url, route.path, route.auth ? token : undefined, DURATION_S);
-      rows.push({ store, route: `GET ${route.path}`, reqPerSec: Math.round(r.requests.average), p99Ms: r.latency.p99, ratio: 0 });
+      rows.push({
+        store,
+        route: `GET ${route.path}`,
+        reqPerSec: Math.round(r.requests.average),
+        p99Ms: r.latency.p99,
+        ratio: 0,
+      });
     }
     const baseline = rows[0]!.reqPerSec;
     for (const row of rows) row.ratio = Math.round((row.reqPerSec / baseline) * 1000) / 1000;
@@ -142,10 +157,28 @@ async function main() {
     }
   }
 
-  console.log(`\napi: ${CONNECTIONS} connections, ${DURATION_S} s per route, ${KEYS} API keys in ${WORKSPACES} workspaces${SMOKE ? ' (smoke)' : ''}`);
-  console.log(table(['store', 'route', 'req/s', 'p99 ms', 'ratio'], rows.map((r) => [r.store, r.route, r.reqPerSec, r.p99Ms, r.ratio])));
+  console.log(
+    `\napi: ${CONNECTIONS} connections, ${DURATION_S} s per route, ${KEYS} API keys in ${WORKSPACES} workspaces${SMOKE ? ' (smoke)' : ''}`,
+  );
+  console.log(
+    table(
+      ['store', 'route', 'req/s', 'p99 ms', 'ratio'],
+      rows.map((r) => [r.store, r.route, r.reqPerSec, r.p99Ms, r.ratio]),
+    ),
+  );
   for (const store of skipped) console.log(`${store}: skipped (unreachable at ${POSTGRES_ADMIN_URL})`);
-  console.log(JSON.stringify({ bench: 'api', smoke: SMOKE, connections: CONNECTIONS, durationSeconds: DURATION_S, apiKeys: KEYS, workspaces: WORKSPACES, results: rows, skipped }));
+  console.log(
+    JSON.stringify({
+      bench: 'api',
+      smoke: SMOKE,
+      connections: CONNECTIONS,
+      durationSeconds: DURATION_S,
+      apiKeys: KEYS,
+      workspaces: WORKSPACES,
+      results: rows,
+      skipped,
+    }),
+  );
 }
 
 main().catch((err: Error) => {

@@ -12,12 +12,21 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { findPostgresInstalls } from '../src/provisioners/postgres/binaries.js';
 import { findKeyValueServer } from '../src/provisioners/keyvalue/local.js';
-import { freePort, log, median, signUp, sleep, startSlipway, table, type BenchCaller, type RunningSlipway } from './lib.js';
+import {
+  freePort,
+  log,
+  median,
+  signUp,
+  sleep,
+  startSlipway,
+  table,
+  type BenchCaller,
+  type RunningSlipway,
+} from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const RUNS = SMOKE ? 2 : 10;
 const ADMIN_PG = process.env.BENCH_POSTGRES_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
 
 /** Datastores not yet deleted through the API: killed if the bench dies (they outlive Slipway by design). */
 const created = new Set<string>();
@@ -25,7 +34,9 @@ process.on('exit', () => {
   for (const id of created) {
     try {
       process.kill(serverPid(id), 'SIGKILL');
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
 });
 
@@ -61,14 +72,18 @@ function treeRssKb(root: number): number {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   let total = 0;
   for (const queue = [root]; queue.length;) {
     const pid = queue.shift()!;
     try {
       total += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
     queue.push(...(children.get(pid) ?? []));
   }
   return total;
@@ -91,7 +106,18 @@ async function bareLocalPostgres(): Promise<number> {
   const started = performance.now();
   const [cmd, ...args] = [...asNobody, install.initdb, '-D', `${dir}/data`, '-U', 'bench', '-A', 'trust', '-N'];
   spawnSync(cmd!, args, { stdio: 'ignore' });
-  const [pcmd, ...pargs] = [...asNobody, install.postgres, '-D', `${dir}/data`, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'];
+  const [pcmd, ...pargs] = [
+    ...asNobody,
+    install.postgres,
+    '-D',
+    `${dir}/data`,
+    '-p',
+    String(port),
+    '-k',
+    dir,
+    '-c',
+    'listen_addresses=127.0.0.1',
+  ];
   const server = spawn(pcmd!, pargs, { stdio: 'ignore' });
   await waitFor(async () => {
     const c = new pg.Client({ host: '127.0.0.1', port, user: 'bench', database: 'postgres' });
@@ -121,7 +147,11 @@ async function bareCluster(): Promise<number> {
 async function bareRedis(): Promise<number> {
   const port = await freePort();
   const started = performance.now();
-  const server = spawn(findKeyValueServer()!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const server = spawn(
+    findKeyValueServer()!,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
   await waitFor(async () => {
     const r = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     r.on('error', () => undefined); // refused until it listens
@@ -163,16 +193,43 @@ async function main() {
     }
     const row = (name: string, times: number[], base: number[], target: number) => {
       const m = median(times);
-      return { name, medianMs: Math.round(m), baselineMs: Math.round(median(base)), ratio: Number((m / median(base)).toFixed(2)), targetMs: target };
+      return {
+        name,
+        medianMs: Math.round(m),
+        baselineMs: Math.round(median(base)),
+        ratio: Number((m / median(base)).toFixed(2)),
+        targetMs: target,
+      };
     };
     const results = [
       row('postgres local', pgLocal.times, baseline.pgLocal, 3000),
       row('postgres cluster', pgCluster.times, baseline.pgCluster, 300),
       row('key-value local', kvLocal.times, baseline.kvLocal, 500),
     ];
-    log(table(['create -> available', 'median ms', 'by hand ms', 'ratio', 'target ms'], results.map((r) => [r.name, r.medianMs, r.baselineMs, r.ratio, `<= ${r.targetMs}`])));
-    log(table(['idle memory', 'RSS MiB'], [['postgres local (process tree)', (pgRssKb / 1024).toFixed(1)], ['key-value local', (kvRssKb / 1024).toFixed(1)]]));
-    console.log(JSON.stringify({ bench: 'datastores', smoke: SMOKE, runs: RUNS, results, idleRssKb: { postgresLocal: pgRssKb, keyValueLocal: kvRssKb } }));
+    log(
+      table(
+        ['create -> available', 'median ms', 'by hand ms', 'ratio', 'target ms'],
+        results.map((r) => [r.name, r.medianMs, r.baselineMs, r.ratio, `<= ${r.targetMs}`]),
+      ),
+    );
+    log(
+      table(
+        ['idle memory', 'RSS MiB'],
+        [
+          ['postgres local (process tree)', (pgRssKb / 1024).toFixed(1)],
+          ['key-value local', (kvRssKb / 1024).toFixed(1)],
+        ],
+      ),
+    );
+    console.log(
+      JSON.stringify({
+        bench: 'datastores',
+        smoke: SMOKE,
+        runs: RUNS,
+        results,
+        idleRssKb: { postgresLocal: pgRssKb, keyValueLocal: kvRssKb },
+      }),
+    );
     if (!SMOKE && results.some((r) => r.medianMs > r.targetMs)) process.exitCode = 1;
   } finally {
     await local.stop();
@@ -185,11 +242,19 @@ function serverPid(id: string): number {
   const found = new Map<number, number>();
   for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
     try {
-      const cwd = (() => { try { return readlinkSync(`/proc/${entry}/cwd`); } catch { return ''; } })();
+      const cwd = (() => {
+        try {
+          return readlinkSync(`/proc/${entry}/cwd`);
+        } catch {
+          return '';
+        }
+      })();
       if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(id) && !cwd.includes(id)) continue;
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       found.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   const top = [...found].find(([, ppid]) => !found.has(ppid));
   if (!top) throw new Error(`no process found for ${id}`);

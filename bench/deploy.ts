@@ -14,7 +14,6 @@ const SMOKE = process.env.BENCH_SMOKE === '1';
 const DEPLOYS = SMOKE ? 3 : 20;
 const LOAD_S = SMOKE ? 2 : 10;
 
-
 /** Where an instance is reached directly: its namespace's address (from Slipway's lease files). */
 function instanceAddress(instanceId: string): string {
   const address = namespaceAddress(instanceId);
@@ -33,12 +32,22 @@ async function scenario(network: 'shared' | 'namespaces') {
       for (;;) {
         const d = await call('GET', `/v1/services/${serviceId}/deploys/${deployId}`);
         if (d.status === 'live') return;
-        if (['build_failed', 'update_failed', 'canceled', 'pre_deploy_failed'].includes(d.status)) throw new Error(`deploy ${deployId} ended ${d.status}: ${d.failureReason}`);
+        if (['build_failed', 'update_failed', 'canceled', 'pre_deploy_failed'].includes(d.status))
+          throw new Error(`deploy ${deployId} ended ${d.status}: ${d.failureReason}`);
         await sleep(10);
       }
     };
-    const { service } = await call('POST', '/v1/services', { type: 'web_service', name: 'bench-app', serviceDetails: { runtime: 'node', healthCheckPath: '/healthz', numInstances: 1 } });
-    const first = await call('POST', `/v1/services/${service.id}/source/upload`, undefined, await fixtureArchive('node-web'));
+    const { service } = await call('POST', '/v1/services', {
+      type: 'web_service',
+      name: 'bench-app',
+      serviceDetails: { runtime: 'node', healthCheckPath: '/healthz', numInstances: 1 },
+    });
+    const first = await call(
+      'POST',
+      `/v1/services/${service.id}/source/upload`,
+      undefined,
+      await fixtureArchive('node-web'),
+    );
     await waitLive(service.id, first.deployId);
 
     const timed = async (work: () => Promise<void>) => {
@@ -49,33 +58,49 @@ async function scenario(network: 'shared' | 'namespaces') {
     const deployTimes: number[] = [];
     const deployIds: string[] = [first.deployId];
     for (let i = 0; i < DEPLOYS; i++) {
-      deployTimes.push(await timed(async () => {
-        const d = await call('POST', `/v1/services/${service.id}/deploys`, {});
-        deployIds.push(d.id);
-        await waitLive(service.id, d.id);
-      }));
+      deployTimes.push(
+        await timed(async () => {
+          const d = await call('POST', `/v1/services/${service.id}/deploys`, {});
+          deployIds.push(d.id);
+          await waitLive(service.id, d.id);
+        }),
+      );
     }
     // Back and forth between the two newest builds: each rollback starts a kept artifact, no build.
     const rollbackTimes: number[] = [];
     for (let i = 0; i < Math.min(5, DEPLOYS); i++) {
-      rollbackTimes.push(await timed(async () => {
-        const d = await call('POST', `/v1/services/${service.id}/rollback`, { deployId: deployIds[deployIds.length - 1 - (i % 2)]! });
-        await waitLive(service.id, d.id);
-      }));
+      rollbackTimes.push(
+        await timed(async () => {
+          const d = await call('POST', `/v1/services/${service.id}/rollback`, {
+            deployId: deployIds[deployIds.length - 1 - (i % 2)]!,
+          });
+          await waitLive(service.id, d.id);
+        }),
+      );
     }
     const restartTimes: number[] = [];
-    for (let i = 0; i < Math.min(5, DEPLOYS); i++) restartTimes.push(await timed(() => call('POST', `/v1/services/${service.id}/restart`)));
+    for (let i = 0; i < Math.min(5, DEPLOYS); i++)
+      restartTimes.push(await timed(() => call('POST', `/v1/services/${service.id}/restart`)));
 
     // Failed requests while deploying back to back under load through the router.
     let deploying = true;
     let finish: (r: autocannon.Result) => void = () => undefined;
     const loadDone = new Promise<autocannon.Result>((resolve) => (finish = resolve));
-    const underLoad = autocannon({ url: `http://127.0.0.1:${routerPort}/`, headers: { host: host(service.slug) }, connections: 20, duration: 3600 }, (err, r) => {
-      if (err) throw err;
-      finish(r);
-    });
+    const underLoad = autocannon(
+      {
+        url: `http://127.0.0.1:${routerPort}/`,
+        headers: { host: host(service.slug) },
+        connections: 20,
+        duration: 3600,
+      },
+      (err, r) => {
+        if (err) throw err;
+        finish(r);
+      },
+    );
     const loadDeploys = (async () => {
-      for (let i = 0; i < DEPLOYS; i++) await waitLive(service.id, (await call('POST', `/v1/services/${service.id}/deploys`, {})).id);
+      for (let i = 0; i < DEPLOYS; i++)
+        await waitLive(service.id, (await call('POST', `/v1/services/${service.id}/deploys`, {})).id);
       deploying = false;
       underLoad.stop();
     })();
@@ -87,13 +112,21 @@ async function scenario(network: 'shared' | 'namespaces') {
     // Router vs direct, same app, same connections.
     const direct = await new Promise<{ instance: string; env: { PORT: string } }>((resolve, reject) => {
       // Through the router once, to learn the instance's own port.
-      http.get({ host: '127.0.0.1', port: routerPort, path: '/', headers: { host: host(service.slug) } }, (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolve(JSON.parse(text)));
-      }).on('error', reject);
+      http
+        .get({ host: '127.0.0.1', port: routerPort, path: '/', headers: { host: host(service.slug) } }, (res) => {
+          let text = '';
+          res
+            .setEncoding('utf8')
+            .on('data', (c: string) => (text += c))
+            .on('end', () => resolve(JSON.parse(text)));
+        })
+        .on('error', reject);
     });
-    const measure = (url: string, headers: Record<string, string> = {}) => autocannon({ url, headers, connections: 50, duration: LOAD_S });
-    const viaDirect = await measure(`http://${network === 'namespaces' ? instanceAddress(direct.instance) : '127.0.0.1'}:${direct.env.PORT}/`);
+    const measure = (url: string, headers: Record<string, string> = {}) =>
+      autocannon({ url, headers, connections: 50, duration: LOAD_S });
+    const viaDirect = await measure(
+      `http://${network === 'namespaces' ? instanceAddress(direct.instance) : '127.0.0.1'}:${direct.env.PORT}/`,
+    );
     const viaRouter = await measure(`http://127.0.0.1:${routerPort}/`, { host: host(service.slug) });
     await call('DELETE', `/v1/services/${service.id}`);
 
@@ -103,7 +136,11 @@ async function scenario(network: 'shared' | 'namespaces') {
       rollbackToLiveMs: { median: Math.round(median(rollbackTimes)) },
       restartMs: { median: Math.round(median(restartTimes)) },
       underLoad: { requests: loadResult.requests.total, failed },
-      router: { reqPerSec: Math.round(viaRouter.requests.average), p99Ms: viaRouter.latency.p99, errors: viaRouter.errors + viaRouter.non2xx },
+      router: {
+        reqPerSec: Math.round(viaRouter.requests.average),
+        p99Ms: viaRouter.latency.p99,
+        errors: viaRouter.errors + viaRouter.non2xx,
+      },
       direct: { reqPerSec: Math.round(viaDirect.requests.average), p99Ms: viaDirect.latency.p99 },
       routerRatio: Number((viaRouter.requests.average / viaDirect.requests.average).toFixed(3)),
     };
@@ -123,26 +160,48 @@ async function main() {
     triggerToLive: ratio(shared.triggerToLiveMs.median, namespaced.triggerToLiveMs.median),
     routerThroughput: ratio(namespaced.router.reqPerSec, shared.router.reqPerSec),
   };
-  log(table(['measure', 'value', 'target'], [
-    ['trigger->live median (ms)', results.triggerToLiveMs.median, '<= 1500'],
-    ['trigger->live p95 (ms)', results.triggerToLiveMs.p95, ''],
-    ['rollback->live median (ms)', results.rollbackToLiveMs.median, '<= 1000'],
-    ['restart median (ms)', results.restartMs.median, ''],
-    [`failed requests during ${DEPLOYS} deploys`, `${results.underLoad.failed} of ${results.underLoad.requests}`, '0'],
-    ['router req/s (p99 ms)', `${results.router.reqPerSec} (${results.router.p99Ms})`, ''],
-    ['direct req/s (p99 ms)', `${results.direct.reqPerSec} (${results.direct.p99Ms})`, ''],
-    ['router / direct', results.routerRatio, '>= 0.6'],
-    ...(namespaceCost
-      ? [
-          ['shared: trigger->live median (ms)', shared.triggerToLiveMs.median, ''],
-          ['shared: router req/s', shared.router.reqPerSec, ''],
-          [`shared: failed requests during ${DEPLOYS} deploys`, `${shared.underLoad.failed} of ${shared.underLoad.requests}`, '0'],
-          ['namespaces / shared: trigger->live speed', namespaceCost.triggerToLive, '>= 0.9'],
-          ['namespaces / shared: router req/s', namespaceCost.routerThroughput, '>= 0.9'],
-        ]
-      : [['namespaces', 'not measured (needs root)', '']]),
-  ]));
-  console.log(JSON.stringify({ bench: 'deploy', smoke: SMOKE, network: namespaced ? 'namespaces' : 'shared', ...results, shared, namespaceCost }));
+  log(
+    table(
+      ['measure', 'value', 'target'],
+      [
+        ['trigger->live median (ms)', results.triggerToLiveMs.median, '<= 1500'],
+        ['trigger->live p95 (ms)', results.triggerToLiveMs.p95, ''],
+        ['rollback->live median (ms)', results.rollbackToLiveMs.median, '<= 1000'],
+        ['restart median (ms)', results.restartMs.median, ''],
+        [
+          `failed requests during ${DEPLOYS} deploys`,
+          `${results.underLoad.failed} of ${results.underLoad.requests}`,
+          '0',
+        ],
+        ['router req/s (p99 ms)', `${results.router.reqPerSec} (${results.router.p99Ms})`, ''],
+        ['direct req/s (p99 ms)', `${results.direct.reqPerSec} (${results.direct.p99Ms})`, ''],
+        ['router / direct', results.routerRatio, '>= 0.6'],
+        ...(namespaceCost
+          ? [
+              ['shared: trigger->live median (ms)', shared.triggerToLiveMs.median, ''],
+              ['shared: router req/s', shared.router.reqPerSec, ''],
+              [
+                `shared: failed requests during ${DEPLOYS} deploys`,
+                `${shared.underLoad.failed} of ${shared.underLoad.requests}`,
+                '0',
+              ],
+              ['namespaces / shared: trigger->live speed', namespaceCost.triggerToLive, '>= 0.9'],
+              ['namespaces / shared: router req/s', namespaceCost.routerThroughput, '>= 0.9'],
+            ]
+          : [['namespaces', 'not measured (needs root)', '']]),
+      ],
+    ),
+  );
+  console.log(
+    JSON.stringify({
+      bench: 'deploy',
+      smoke: SMOKE,
+      network: namespaced ? 'namespaces' : 'shared',
+      ...results,
+      shared,
+      namespaceCost,
+    }),
+  );
   if (runs.some((r) => r.underLoad.failed > 0 || r.router.errors > 0)) process.exitCode = 1;
 }
 

@@ -20,7 +20,9 @@ export const log = (message: string) => process.stderr.write(`${message}\n`);
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The value at percentile `p` (nearest rank). */
 export const percentile = (values: number[], p: number) =>
-  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.max(0, Math.ceil((p / 100) * values.length) - 1))]!;
+  [...values].sort((a, b) => a - b)[
+    Math.min(values.length - 1, Math.max(0, Math.ceil((p / 100) * values.length) - 1))
+  ]!;
 export const median = (values: number[]) => percentile(values, 50);
 
 /** A fixture app of test/fixtures/apps as the .tgz a user would upload. */
@@ -40,15 +42,28 @@ export async function fixtureArchive(name: string): Promise<Buffer> {
  */
 export async function signUp(url: string) {
   const register = await fetch(`${url}/v1/auth/register`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: `bench-${randomBytes(6).toString('hex')}@example.com`, password: 'correct horse battery', name: 'Bench' }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      email: `bench-${randomBytes(6).toString('hex')}@example.com`,
+      password: 'correct horse battery',
+      name: 'Bench',
+    }),
   });
   const cookie = /slipway_session=([^;]+)/.exec(register.headers.get('set-cookie') ?? '')![1]!;
   const { workspace } = (await register.json()) as { workspace: { id: string } };
   const headers = { cookie: `slipway_session=${cookie}`, 'x-requested-with': 'bench' };
   const call = async (method: string, path: string, body?: unknown, raw?: Buffer) => {
-    const contentType: Record<string, string> = raw ? { 'content-type': 'application/gzip' } : body !== undefined ? { 'content-type': 'application/json' } : {};
-    const res = await fetch(`${url}${path}`, { method, headers: { ...headers, ...contentType }, body: (raw ?? (body === undefined ? undefined : JSON.stringify(body))) as BodyInit | undefined });
+    const contentType: Record<string, string> = raw
+      ? { 'content-type': 'application/gzip' }
+      : body !== undefined
+        ? { 'content-type': 'application/json' }
+        : {};
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers: { ...headers, ...contentType },
+      body: (raw ?? (body === undefined ? undefined : JSON.stringify(body))) as BodyInit | undefined,
+    });
     const json = await res.json().catch(() => undefined);
     if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
     return json as any;
@@ -110,7 +125,11 @@ export async function startSlipway(extraEnv: Record<string, string> = {}): Promi
   };
   // BENCH_NODE_ARGS: extra node flags for the server only (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts'], {
+    cwd: repoRoot,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   live.set(child, dataDir);
   // Keep the tail of its output: it is the only clue when the server fails to start.
   let output = '';
@@ -151,8 +170,12 @@ export async function startSlipway(extraEnv: Record<string, string> = {}): Promi
 async function waitForHealth(url: string, child: ChildProcess, output: () => string): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`slipway exited with ${child.exitCode} before it was healthy:\n${output()}`);
-    const ok = await fetch(`${url}/api/health`).then((r) => r.status === 200, () => false);
+    if (child.exitCode !== null)
+      throw new Error(`slipway exited with ${child.exitCode} before it was healthy:\n${output()}`);
+    const ok = await fetch(`${url}/api/health`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -160,7 +183,11 @@ async function waitForHealth(url: string, child: ChildProcess, output: () => str
 }
 
 /** Runs `work` over `items` with at most `limit` in flight. */
-export async function pool<T>(items: T[], limit: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
+export async function pool<T>(
+  items: T[],
+  limit: number,
+  work: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length) {
@@ -176,6 +203,13 @@ export function table(headers: string[], rows: Array<Array<string | number>>): s
   const cells = [headers, ...rows.map((r) => r.map(String))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   const line = (r: string[], isHeader: boolean) =>
-    r.map((c, i) => (isHeader || typeof rows[0]?.[i] !== 'number' ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
-  return [line(headers, true), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map((r) => line(r, false))].join('\n');
+    r
+      .map((c, i) => (isHeader || typeof rows[0]?.[i] !== 'number' ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [
+    line(headers, true),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...cells.slice(1).map((r) => line(r, false)),
+  ].join('\n');
 }

@@ -33,35 +33,48 @@ const cpuSeconds = (pid: number) => {
 async function streaming() {
   // The per-service log limit is raised: this measures the pipeline, not the limit.
   const slipway = await startSlipway({
-    SLIPWAY_ROUTER_PORT: '0', SLIPWAY_LOG_RATE_LINES: String(RATE * 2), SLIPWAY_LOG_BURST_LINES: String(RATE * 10),
+    SLIPWAY_ROUTER_PORT: '0',
+    SLIPWAY_LOG_RATE_LINES: String(RATE * 2),
+    SLIPWAY_LOG_BURST_LINES: String(RATE * 10),
     ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
   });
   try {
     const { headers, call } = await signUp(slipway.url);
     const total = RATE * SECONDS;
     const created = await call('POST', '/v1/services', {
-      type: 'web_service', name: 'log-bench', serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' },
-      envVars: [{ key: 'LINE_MS', value: String(TICK_MS) }, { key: 'BURST', value: String((RATE * TICK_MS) / 1000) }, { key: 'STOP_AFTER_LINES', value: String(total) }],
+      type: 'web_service',
+      name: 'log-bench',
+      serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' },
+      envVars: [
+        { key: 'LINE_MS', value: String(TICK_MS) },
+        { key: 'BURST', value: String((RATE * TICK_MS) / 1000) },
+        { key: 'STOP_AFTER_LINES', value: String(total) },
+      ],
     });
     const serviceId = created.service.id;
 
     // Subscribers first (live tail only), then the app starts printing.
-    const subscribers = await Promise.all(Array.from({ length: SUBSCRIBERS }, async () => {
-      const ws = new WebSocket(`${slipway.url.replace('http', 'ws')}/v1/logs/subscribe?resource=${serviceId}&text=out`, { headers });
-      const seen = new Set<number>();
-      const latencies: number[] = [];
-      ws.on('message', (data) => {
-        // A regex on the raw JSON, not JSON.parse: at 50,000 messages/s the bench's own parsing would be what falls behind.
-        const m = /"message":"out (\d+) (\d+)/.exec(String(data));
-        if (!m) return;
-        seen.add(Number(m[1]));
-        latencies.push(Date.now() - Number(m[2]));
-      });
-      const closes: number[] = [];
-      ws.on('close', (code) => closes.push(code));
-      await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-      return { ws, seen, latencies, closes };
-    }));
+    const subscribers = await Promise.all(
+      Array.from({ length: SUBSCRIBERS }, async () => {
+        const ws = new WebSocket(
+          `${slipway.url.replace('http', 'ws')}/v1/logs/subscribe?resource=${serviceId}&text=out`,
+          { headers },
+        );
+        const seen = new Set<number>();
+        const latencies: number[] = [];
+        ws.on('message', (data) => {
+          // A regex on the raw JSON, not JSON.parse: at 50,000 messages/s the bench's own parsing would be what falls behind.
+          const m = /"message":"out (\d+) (\d+)/.exec(String(data));
+          if (!m) return;
+          seen.add(Number(m[1]));
+          latencies.push(Date.now() - Number(m[2]));
+        });
+        const closes: number[] = [];
+        ws.on('close', (code) => closes.push(code));
+        await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+        return { ws, seen, latencies, closes };
+      }),
+    );
 
     const idleFrom = cpuSeconds(slipway.pid);
     await sleep(2000);
@@ -84,13 +97,22 @@ async function streaming() {
     if (process.env.BENCH_DEBUG) {
       const s = subscribers[0]!;
       const missing = Array.from({ length: total }, (_, i) => i).filter((i) => !s.seen.has(i));
-      log(`closes ${JSON.stringify(subscribers.map((x) => x.closes))} missing ${missing.length}: ${missing.slice(0, 20).join(',')} … ${missing.slice(-5).join(',')}`);
+      log(
+        `closes ${JSON.stringify(subscribers.map((x) => x.closes))} missing ${missing.length}: ${missing.slice(0, 20).join(',')} … ${missing.slice(-5).join(',')}`,
+      );
     }
     const latencies = subscribers.flatMap((s) => s.latencies);
     return {
-      lines: total, rate: RATE, subscribers: SUBSCRIBERS, lost,
+      lines: total,
+      rate: RATE,
+      subscribers: SUBSCRIBERS,
+      lost,
       latencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
-      cpu: { idleCores: Number(idleCpu.toFixed(3)), loadCores: Number(loadCpu.toFixed(3)), perThousandLinesPerSec: Number((((loadCpu - idleCpu) * 1000) / RATE).toFixed(3)) },
+      cpu: {
+        idleCores: Number(idleCpu.toFixed(3)),
+        loadCores: Number(loadCpu.toFixed(3)),
+        perThousandLinesPerSec: Number((((loadCpu - idleCpu) * 1000) / RATE).toFixed(3)),
+      },
     };
   } finally {
     await slipway.stop();
@@ -99,16 +121,28 @@ async function streaming() {
 
 async function querying() {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-logq-'));
-  const slipway = await startInProcess(loadConfig({ SLIPWAY_DATA_DIR: dataDir, SLIPWAY_PORT: '0', SLIPWAY_ROUTER_PORT: '0', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '', SLIPWAY_RATE_LIMIT_PER_MINUTE: '100000000' }), { log: false });
+  const slipway = await startInProcess(
+    loadConfig({
+      SLIPWAY_DATA_DIR: dataDir,
+      SLIPWAY_PORT: '0',
+      SLIPWAY_ROUTER_PORT: '0',
+      DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '',
+      SLIPWAY_RATE_LIMIT_PER_MINUTE: '100000000',
+    }),
+    { log: false },
+  );
   try {
     const { headers, workspaceId } = await signUp(slipway.url);
     const t0 = Date.now();
     // Ten services' worth of lines in one workspace, each with a unique, increasing timestamp.
     for (let done = 0; done < ROWS; done += 100_000) {
-      await slipway.store.executeSql(`insert into logs (workspace_id, resource_id, instance_id, type, level, message, timestamp)
+      await slipway.store.executeSql(
+        `insert into logs (workspace_id, resource_id, instance_id, type, level, message, timestamp)
         select $1, 'srv-bench' || (n % 10), 'srv-bench-i', 'app', case when n % 7 = 0 then 'error' else 'info' end, 'line ' || n || ' of the benchmark',
           now() - interval '50 minutes' + n * interval '1 microsecond' * 500
-        from generate_series($2::bigint, $3::bigint) n`, [workspaceId, done, Math.min(ROWS, done + 100_000) - 1]);
+        from generate_series($2::bigint, $3::bigint) n`,
+        [workspaceId, done, Math.min(ROWS, done + 100_000) - 1],
+      );
     }
     // PGlite has no autovacuum: without fresh statistics the planner does not know the table is big.
     await slipway.store.executeSql('analyze logs');
@@ -127,7 +161,13 @@ async function querying() {
     const baseline = await time('/api/health');
     const latest = await time('/v1/logs?limit=100');
     const filtered = await time('/v1/logs?limit=100&instance=srv-bench-i&level=error');
-    return { rows: ROWS, baselineMs: baseline, latestMs: latest, filteredMs: filtered, ratioP99: Number((latest.p99 / baseline.p99).toFixed(2)) };
+    return {
+      rows: ROWS,
+      baselineMs: baseline,
+      latestMs: latest,
+      filteredMs: filtered,
+      ratioP99: Number((latest.p99 / baseline.p99).toFixed(2)),
+    };
   } finally {
     await slipway.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -146,17 +186,30 @@ async function healthLatency(url: string, seconds: number) {
     samples.push(performance.now() - start);
     await sleep(2);
   }
-  return { requests: samples.length, failed, p50: Number(percentile(samples, 50).toFixed(2)), p99: Number(percentile(samples, 99).toFixed(2)) };
+  return {
+    requests: samples.length,
+    failed,
+    p50: Number(percentile(samples, 50).toFixed(2)),
+    p99: Number(percentile(samples, 99).toFixed(2)),
+  };
 }
 
 /** API latency while one app prints FLOOD_RATE lines/s (default limits), against the same server before. */
 async function flooding() {
-  const slipway = await startSlipway({ SLIPWAY_ROUTER_PORT: '0', ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}) });
+  const slipway = await startSlipway({
+    SLIPWAY_ROUTER_PORT: '0',
+    ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
+  });
   try {
     const { call } = await signUp(slipway.url);
     const created = await call('POST', '/v1/services', {
-      type: 'web_service', name: 'log-flood-bench', serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' },
-      envVars: [{ key: 'LINE_MS', value: String(TICK_MS) }, { key: 'BURST', value: String((FLOOD_RATE * TICK_MS) / 1000) }],
+      type: 'web_service',
+      name: 'log-flood-bench',
+      serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' },
+      envVars: [
+        { key: 'LINE_MS', value: String(TICK_MS) },
+        { key: 'BURST', value: String((FLOOD_RATE * TICK_MS) / 1000) },
+      ],
     });
     const serviceId = created.service.id;
     const quiet = await healthLatency(slipway.url, FLOOD_SECONDS);
@@ -174,8 +227,12 @@ async function flooding() {
     }
     await call('DELETE', `/v1/services/${serviceId}`);
     return {
-      rate: FLOOD_RATE, seconds: FLOOD_SECONDS, quietMs: quiet, floodMs: flood,
-      droppedLines: events.reduce((n, e) => n + e.event.details.droppedLines, 0), ratioP99: Number((flood.p99 / quiet.p99).toFixed(2)),
+      rate: FLOOD_RATE,
+      seconds: FLOOD_SECONDS,
+      quietMs: quiet,
+      floodMs: flood,
+      droppedLines: events.reduce((n, e) => n + e.event.details.droppedLines, 0),
+      ratioP99: Number((flood.p99 / quiet.p99).toFixed(2)),
     };
   } finally {
     await slipway.stop();
@@ -188,28 +245,55 @@ async function main() {
   const stream = parts.has('stream') ? await streaming() : undefined;
   const query = parts.has('query') ? await querying() : undefined;
   const flood = parts.has('flood') ? await flooding() : undefined;
-  log(table(['measure', 'value', 'target'], [
-    ...(stream ? [
-      [`lines lost (${stream.lines} lines at ${stream.rate}/s, ${stream.subscribers} subscribers)`, stream.lost, '0'],
-      ['print->receipt p50 (ms)', stream.latencyMs.p50, ''],
-      ['print->receipt p99 (ms)', stream.latencyMs.p99, '<= 100'],
-      ['Slipway CPU idle / under load (cores)', `${stream.cpu.idleCores} / ${stream.cpu.loadCores}`, ''],
-      ['Slipway CPU per 1,000 lines/s (cores)', stream.cpu.perThousandLinesPerSec, ''],
-    ] : []),
-    ...(query ? [
-      [`GET /v1/logs?limit=100 p50 / p99 (ms), ${query.rows} lines`, `${query.latestMs.p50} / ${query.latestMs.p99}`, 'p99 <= 50'],
-      ['  with resource + level filters p50 / p99 (ms)', `${query.filteredMs.p50} / ${query.filteredMs.p99}`, ''],
-      ['  baseline GET /api/health p50 / p99 (ms)', `${query.baselineMs.p50} / ${query.baselineMs.p99}`, ''],
-      ['  logs p99 / baseline p99', query.ratioP99, ''],
-    ] : []),
-    ...(flood ? [
-      [`GET /api/health p50 / p99 (ms), no flood`, `${flood.quietMs.p50} / ${flood.quietMs.p99}`, ''],
-      [`  while an app prints ${flood.rate} lines/s`, `${flood.floodMs.p50} / ${flood.floodMs.p99}`, 'p99 < 100'],
-      ['  requests / not 200 during the flood', `${flood.floodMs.requests} / ${flood.floodMs.failed}`, ''],
-      ['  flood p99 / no-flood p99', flood.ratioP99, ''],
-      ['  lines dropped over the limit (reported)', flood.droppedLines, ''],
-    ] : []),
-  ]));
+  log(
+    table(
+      ['measure', 'value', 'target'],
+      [
+        ...(stream
+          ? [
+              [
+                `lines lost (${stream.lines} lines at ${stream.rate}/s, ${stream.subscribers} subscribers)`,
+                stream.lost,
+                '0',
+              ],
+              ['print->receipt p50 (ms)', stream.latencyMs.p50, ''],
+              ['print->receipt p99 (ms)', stream.latencyMs.p99, '<= 100'],
+              ['Slipway CPU idle / under load (cores)', `${stream.cpu.idleCores} / ${stream.cpu.loadCores}`, ''],
+              ['Slipway CPU per 1,000 lines/s (cores)', stream.cpu.perThousandLinesPerSec, ''],
+            ]
+          : []),
+        ...(query
+          ? [
+              [
+                `GET /v1/logs?limit=100 p50 / p99 (ms), ${query.rows} lines`,
+                `${query.latestMs.p50} / ${query.latestMs.p99}`,
+                'p99 <= 50',
+              ],
+              [
+                '  with resource + level filters p50 / p99 (ms)',
+                `${query.filteredMs.p50} / ${query.filteredMs.p99}`,
+                '',
+              ],
+              ['  baseline GET /api/health p50 / p99 (ms)', `${query.baselineMs.p50} / ${query.baselineMs.p99}`, ''],
+              ['  logs p99 / baseline p99', query.ratioP99, ''],
+            ]
+          : []),
+        ...(flood
+          ? [
+              [`GET /api/health p50 / p99 (ms), no flood`, `${flood.quietMs.p50} / ${flood.quietMs.p99}`, ''],
+              [
+                `  while an app prints ${flood.rate} lines/s`,
+                `${flood.floodMs.p50} / ${flood.floodMs.p99}`,
+                'p99 < 100',
+              ],
+              ['  requests / not 200 during the flood', `${flood.floodMs.requests} / ${flood.floodMs.failed}`, ''],
+              ['  flood p99 / no-flood p99', flood.ratioP99, ''],
+              ['  lines dropped over the limit (reported)', flood.droppedLines, ''],
+            ]
+          : []),
+      ],
+    ),
+  );
   console.log(JSON.stringify({ bench: 'logs', smoke: SMOKE, stream, query, flood }));
   if (stream && stream.lost > 0) process.exitCode = 1;
 }

@@ -36,14 +36,25 @@ async function main() {
   const store = await openStore(loadConfig({ SLIPWAY_DATA_DIR: dataDir }));
   try {
     // 50 instances: a shell with a child each, so the sampler walks real trees.
-    for (let i = 0; i < INSTANCES; i++) children.push(spawn('/bin/sh', ['-c', 'sleep 600 & wait'], { stdio: 'ignore', detached: true }));
+    for (let i = 0; i < INSTANCES; i++)
+      children.push(spawn('/bin/sh', ['-c', 'sleep 600 & wait'], { stdio: 'ignore', detached: true }));
     await sleep(300);
     const instances = children.map((c, i) => ({
-      id: `ins-${i}`, serviceId: 'srv-bench', status: 'running' as const, pid: c.pid!, startTime: readStat(c.pid!)!.startTime,
+      id: `ins-${i}`,
+      serviceId: 'srv-bench',
+      status: 'running' as const,
+      pid: c.pid!,
+      startTime: readStat(c.pid!)!.startTime,
     }));
     const repo = createMetricRepo(store.db);
     const samplerWith = (list: typeof instances) =>
-      createMetricsSampler({ activeInstances: async () => list, insert: (rows) => repo.insert(rows), intervalMs: 1000, log: console, traffic: createTrafficCounter() });
+      createMetricsSampler({
+        activeInstances: async () => list,
+        insert: (rows) => repo.insert(rows),
+        intervalMs: 1000,
+        log: console,
+        traffic: createTrafficCounter(),
+      });
 
     const measure = async (list: typeof instances) => {
       const sampler = samplerWith(list);
@@ -67,7 +78,15 @@ async function main() {
     for (let t = start; t < end; t += 100 * 10_000) {
       const rows: MetricSampleInsert[] = [];
       for (let k = 0; k < 100 && t + k * 10_000 < end; k++) {
-        for (const inst of instances) rows.push({ serviceId: 'srv-bench', instanceId: inst.id, resolution: 0, timestamp: new Date(t + k * 10_000), cpuPercent: Math.random() * 100, memoryBytes: 50_000_000 });
+        for (const inst of instances)
+          rows.push({
+            serviceId: 'srv-bench',
+            instanceId: inst.id,
+            resolution: 0,
+            timestamp: new Date(t + k * 10_000),
+            cpuPercent: Math.random() * 100,
+            memoryBytes: 50_000_000,
+          });
       }
       await repo.insert(rows);
     }
@@ -86,28 +105,50 @@ async function main() {
       return { p50: percentile(ms, 50), p99: percentile(ms, 99) };
     };
     const resolution = HISTORY_HOURS >= 24 ? 600 : 60;
-    const history = await timed(() => queries.history({ id: 'srv-bench', plan: 'starter' }, 'cpu', { startTime: new Date(start).toISOString(), endTime: new Date(end).toISOString(), resolutionSeconds: resolution }));
+    const history = await timed(() =>
+      queries.history({ id: 'srv-bench', plan: 'starter' }, 'cpu', {
+        startTime: new Date(start).toISOString(),
+        endTime: new Date(end).toISOString(),
+        resolutionSeconds: resolution,
+      }),
+    );
     const trivial = await timed(() => store.executeSql('select count(*) from instances', []));
 
     const overheadPercent = (loaded.mean / (DEFAULT_INTERVAL_S * 1000)) * 100;
     const result = {
-      bench: 'metrics', smoke: SMOKE, store: store.kind, instances: INSTANCES,
-      tickCpuMs: Number(loaded.mean.toFixed(2)), emptyTickCpuMs: Number(baseline.mean.toFixed(2)),
+      bench: 'metrics',
+      smoke: SMOKE,
+      store: store.kind,
+      instances: INSTANCES,
+      tickCpuMs: Number(loaded.mean.toFixed(2)),
+      emptyTickCpuMs: Number(baseline.mean.toFixed(2)),
       tickVsEmpty: Number((loaded.mean / baseline.mean).toFixed(2)),
       samplerCorePercentAt10s: Number(overheadPercent.toFixed(3)),
-      historyRows: Math.round((HISTORY_HOURS * 3600 * INSTANCES) / 10), historyResolutionSeconds: resolution, rollupMs: Math.round(rollupMs),
-      historyP50Ms: Number(history.p50.toFixed(1)), historyP99Ms: Number(history.p99.toFixed(1)),
-      trivialQueryP50Ms: Number(trivial.p50.toFixed(2)), historyVsTrivial: Number((history.p50 / trivial.p50).toFixed(1)),
+      historyRows: Math.round((HISTORY_HOURS * 3600 * INSTANCES) / 10),
+      historyResolutionSeconds: resolution,
+      rollupMs: Math.round(rollupMs),
+      historyP50Ms: Number(history.p50.toFixed(1)),
+      historyP99Ms: Number(history.p99.toFixed(1)),
+      trivialQueryP50Ms: Number(trivial.p50.toFixed(2)),
+      historyVsTrivial: Number((history.p50 / trivial.p50).toFixed(1)),
     };
-    process.stderr.write(`${table(['measure', 'value'], [
-      [`sampler CPU per tick, ${INSTANCES} instances (ms)`, result.tickCpuMs],
-      ['sampler CPU per tick, no instances (ms, baseline)', result.emptyTickCpuMs],
-      ['ratio', result.tickVsEmpty],
-      [`share of one core at the default ${DEFAULT_INTERVAL_S} s interval (%)`, result.samplerCorePercentAt10s],
-      [`rolling up ${result.historyRows} raw samples (ms, once)`, result.rollupMs],
-      [`history p50 / p99 (ms), ${HISTORY_HOURS} h of samples, ${resolution} s buckets`, `${result.historyP50Ms} / ${result.historyP99Ms}`],
-      ['trivial query p50 (ms, baseline)', result.trivialQueryP50Ms],
-    ])}\n`);
+    process.stderr.write(
+      `${table(
+        ['measure', 'value'],
+        [
+          [`sampler CPU per tick, ${INSTANCES} instances (ms)`, result.tickCpuMs],
+          ['sampler CPU per tick, no instances (ms, baseline)', result.emptyTickCpuMs],
+          ['ratio', result.tickVsEmpty],
+          [`share of one core at the default ${DEFAULT_INTERVAL_S} s interval (%)`, result.samplerCorePercentAt10s],
+          [`rolling up ${result.historyRows} raw samples (ms, once)`, result.rollupMs],
+          [
+            `history p50 / p99 (ms), ${HISTORY_HOURS} h of samples, ${resolution} s buckets`,
+            `${result.historyP50Ms} / ${result.historyP99Ms}`,
+          ],
+          ['trivial query p50 (ms, baseline)', result.trivialQueryP50Ms],
+        ],
+      )}\n`,
+    );
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
     for (const c of children) {

@@ -16,7 +16,10 @@ const benches = readdirSync(here)
 const failed: string[] = [];
 for (const file of benches) {
   process.stderr.write(`\n== bench/${file}\n`);
-  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(here, file)], { stdio: 'inherit', env: process.env });
+  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(here, file)], {
+    stdio: 'inherit',
+    env: process.env,
+  });
   if (result.status !== 0) failed.push(`${file} (${result.signal ?? `exit ${result.status}`})`);
 }
 

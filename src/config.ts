@@ -101,14 +101,16 @@ function int(env: Env, name: string, fallback: number): number {
 function secondsAsMs(env: Env, name: string, fallback: number): number {
   const raw = env[name];
   const value = raw === undefined || raw === '' ? fallback : Number(raw);
-  if (!Number.isFinite(value) || value < 0.1) throw new Error(`${name} must be a number of seconds (at least 0.1), got "${raw}"`);
+  if (!Number.isFinite(value) || value < 0.1)
+    throw new Error(`${name} must be a number of seconds (at least 0.1), got "${raw}"`);
   return Math.round(value * 1000);
 }
 
 function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  if (!(values as readonly string[]).includes(raw))
+    throw new Error(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
   return raw as T;
 }
 
@@ -116,7 +118,8 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
 function optionalPositive(env: Env, name: string, max: number): number | undefined {
   if (env[name] === undefined || env[name] === '') return undefined;
   const value = int(env, name, 0);
-  if (value < 1 || value > max) throw new Error(`${name} must be a positive integer, at most ${max}, got "${env[name]}"`);
+  if (value < 1 || value > max)
+    throw new Error(`${name} must be a positive integer, at most ${max}, got "${env[name]}"`);
   return value;
 }
 
@@ -143,7 +146,10 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.SLIPWAY_LOG_LEVEL || 'info',
     bodyLimitBytes: int(env, 'SLIPWAY_BODY_LIMIT_BYTES', 1024 * 1024),
     // Node refuses a headers timeout above the request timeout.
-    headersTimeoutMs: Math.min(secondsAsMs(env, 'SLIPWAY_HEADERS_TIMEOUT_SECONDS', TIMEOUTS.headers), secondsAsMs(env, 'SLIPWAY_REQUEST_TIMEOUT_SECONDS', TIMEOUTS.request)),
+    headersTimeoutMs: Math.min(
+      secondsAsMs(env, 'SLIPWAY_HEADERS_TIMEOUT_SECONDS', TIMEOUTS.headers),
+      secondsAsMs(env, 'SLIPWAY_REQUEST_TIMEOUT_SECONDS', TIMEOUTS.request),
+    ),
     requestTimeoutMs: secondsAsMs(env, 'SLIPWAY_REQUEST_TIMEOUT_SECONDS', TIMEOUTS.request),
     keepAliveTimeoutMs: secondsAsMs(env, 'SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS', TIMEOUTS.keepAlive),
     upstreamTimeoutMs: secondsAsMs(env, 'SLIPWAY_UPSTREAM_TIMEOUT_SECONDS', TIMEOUTS.upstream),

@@ -63,7 +63,9 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const secretBox = createSecretBox(loadSecretKey(config.secretKey, config.dataDir));
     const store = await openStore(config);
     cleanup.push(() => store.close());
-    const repos = createRepos(store.db, { logQueryTimeoutMs: store.kind === 'postgres' ? LOG_QUERY_TIMEOUT_MS : undefined });
+    const repos = createRepos(store.db, {
+      logQueryTimeoutMs: store.kind === 'postgres' ? LOG_QUERY_TIMEOUT_MS : undefined,
+    });
     const transact = <T>(work: Parameters<typeof inTransaction<T>>[1]) => inTransaction(store.db, work);
 
     let app: FastifyInstance | undefined;
@@ -71,12 +73,19 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     cleanup.push(() => queue.stop());
 
     // The runtime and the deploy engine log as the system, outside any request.
-    const systemLog = options.log === false
-      ? pino({ enabled: false })
-      : pino({ level: options.log?.level ?? config.logLevel, base: { component: 'system' } }, options.log?.stream ?? process.stdout);
+    const systemLog =
+      options.log === false
+        ? pino({ enabled: false })
+        : pino(
+            { level: options.log?.level ?? config.logLevel, base: { component: 'system' } },
+            options.log?.stream ?? process.stdout,
+          );
     const runtime = await createLocalRuntime({
-      dataDir: config.dataDir, network: config.network, networkCidr: config.networkCidr,
-      limits: { pids: config.pidsLimit, diskMb: config.diskLimitMb }, log: systemLog,
+      dataDir: config.dataDir,
+      network: config.network,
+      networkCidr: config.networkCidr,
+      limits: { pids: config.pidsLimit, diskMb: config.diskLimitMb },
+      log: systemLog,
     });
     const routes = createRouteTable(config.appsDomain);
     let routerPort = config.routerPort;
@@ -88,14 +97,28 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const events = createEvents(repos.events);
     const layout = createLayout(config.dataDir);
     const logs = createLogs({
-      repo: repos.logs, instances: () => repos.logs.tailable(), instanceDir: layout.instanceDir, shared: store.kind === 'postgres', log: systemLog,
+      repo: repos.logs,
+      instances: () => repos.logs.tailable(),
+      instanceDir: layout.instanceDir,
+      shared: store.kind === 'postgres',
+      log: systemLog,
       workspaceOf: async (id) => (await repos.services.get(id))?.workspaceId,
       settings: {
-        pollMs: config.logPollMs, flushMs: 5, streamBufferBytes: config.logStreamBufferBytes, pingMs: 30_000,
-        rateLines: config.logRateLines, burstLines: config.logBurstLines,
+        pollMs: config.logPollMs,
+        flushMs: 5,
+        streamBufferBytes: config.logStreamBufferBytes,
+        pingMs: 30_000,
+        rateLines: config.logRateLines,
+        burstLines: config.logBurstLines,
       },
       onLinesDropped: ({ workspaceId, serviceId, instanceId, deployId, ...counts }) =>
-        events.record({ workspaceId, serviceId, deployId, type: 'log_lines_dropped', details: { serviceId, instanceId, ...counts } }),
+        events.record({
+          workspaceId,
+          serviceId,
+          deployId,
+          type: 'log_lines_dropped',
+          details: { serviceId, instanceId, ...counts },
+        }),
     });
     const archive = { maxFiles: config.archiveMaxFiles, maxBytes: config.archiveMaxBytes };
     const gitProtocols = allowedGitProtocols(config.gitAllowLocal);
@@ -104,22 +127,39 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     // Datastore servers run as the apps' unprivileged user (initdb refuses root), each in a network namespace of its own
     // on its workspace's private network where the runtime makes them.
     const runAs = runtime.capabilities.runAsUser;
-    const network = runtime.capabilities.network === 'namespaces'
-      ? { attach: runtime.attachServer.bind(runtime), release: runtime.release.bind(runtime) } : undefined;
+    const network =
+      runtime.capabilities.network === 'namespaces'
+        ? { attach: runtime.attachServer.bind(runtime), release: runtime.release.bind(runtime) }
+        : undefined;
     const datastores = createDatastores({
-      repo: repos.datastores, box: secretBox, events, checkMs: config.datastoreCheckMs, log: systemLog, assertEnvironment,
+      repo: repos.datastores,
+      box: secretBox,
+      events,
+      checkMs: config.datastoreCheckMs,
+      log: systemLog,
+      assertEnvironment,
       sweepServers: (keep) => runtime.sweepServers(keep),
-      referencesTo: async (id) => [...(await repos.envVars.referencing(id)), ...(await repos.envGroupVars.referencing(id))],
+      referencesTo: async (id) => [
+        ...(await repos.envVars.referencing(id)),
+        ...(await repos.envGroupVars.referencing(id)),
+      ],
       // The usage meter's last pass over a datastore before it goes (the meter is made below; this runs on a delete).
       beforeRemove: async () => void (await usage.meter.flush()),
       provisioners: {
-        postgres: config.postgresAdminUrl || config.localDatastores
-          ? createPostgresProvisioner({ dataDir: config.dataDir, adminUrl: config.postgresAdminUrl, runAs, network }) : undefined,
-        keyValue: config.redisAdminUrl || config.localDatastores
-          ? createKeyValueProvisioner({ dataDir: config.dataDir, adminUrl: config.redisAdminUrl, runAs, network }) : undefined,
+        postgres:
+          config.postgresAdminUrl || config.localDatastores
+            ? createPostgresProvisioner({ dataDir: config.dataDir, adminUrl: config.postgresAdminUrl, runAs, network })
+            : undefined,
+        keyValue:
+          config.redisAdminUrl || config.localDatastores
+            ? createKeyValueProvisioner({ dataDir: config.dataDir, adminUrl: config.redisAdminUrl, runAs, network })
+            : undefined,
         missing: config.localDatastores
           ? { postgres: POSTGRES_NOT_CONFIGURED, keyValue: KEY_VALUE_NOT_CONFIGURED }
-          : { postgres: `${LOCAL_OFF} SLIPWAY_POSTGRES_ADMIN_URL to use an existing server.`, keyValue: `${LOCAL_OFF} SLIPWAY_REDIS_ADMIN_URL to use an existing server.` },
+          : {
+              postgres: `${LOCAL_OFF} SLIPWAY_POSTGRES_ADMIN_URL to use an existing server.`,
+              keyValue: `${LOCAL_OFF} SLIPWAY_REDIS_ADMIN_URL to use an existing server.`,
+            },
       },
     });
     cleanup.push(() => datastores.close());
@@ -127,21 +167,35 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const envVars = createEnvVars({ repo: repos.envVars, box: secretBox, refs });
     const envGroups = createEnvGroups({ repos, transact, box: secretBox, assertEnvironment, refs });
     const usage = createUsage({
-      repo: repos.usage, intervalMs: config.usageIntervalMs, log: systemLog,
+      repo: repos.usage,
+      intervalMs: config.usageIntervalMs,
+      log: systemLog,
       isAlive: (p) => runtime.isAlive(p),
     });
     cleanup.push(() => usage.meter.stop());
     const engine = createDeployEngine({
-      repos, transact, runtime, layout, routes, events, urls, layersOf: envGroups.layersOf,
+      repos,
+      transact,
+      runtime,
+      layout,
+      routes,
+      events,
+      urls,
+      layersOf: envGroups.layersOf,
       limits: {
-        buildTimeoutMs: config.buildTimeoutSeconds * 1000, healthTimeoutMs: config.healthCheckTimeoutSeconds * 1000,
-        keepArtifacts: config.keepArtifacts, crashCheckMs: config.crashCheckMs, crashBackoffMs: config.crashBackoffMs, archive,
+        buildTimeoutMs: config.buildTimeoutSeconds * 1000,
+        healthTimeoutMs: config.healthCheckTimeoutSeconds * 1000,
+        keepArtifacts: config.keepArtifacts,
+        crashCheckMs: config.crashCheckMs,
+        crashBackoffMs: config.crashBackoffMs,
+        archive,
         gitProtocols,
       },
       log: systemLog,
       buildLog: logs.buildLog,
       onDeployEnded: (status, deploy) => observeDeploy(status, deploy.startedAt ?? deploy.createdAt),
-      onBuildEnded: (service, deployId, startedAt, endedAt) => usage.meter.recordBuild(service, deployId, startedAt, endedAt),
+      onBuildEnded: (service, deployId, startedAt, endedAt) =>
+        usage.meter.recordBuild(service, deployId, startedAt, endedAt),
       // A deleted service's instance rows go with it: meter their last stretch first.
       onRemoved: async () => void (await usage.meter.flush()),
       collectOutput: (run) => logs.collectRest(run),
@@ -151,7 +205,10 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const metrics = createMetrics({ repos, boss: queue.boss, intervalMs: config.metricsIntervalMs, log: systemLog });
     cleanup.push(() => metrics.stop());
     const router = await startRouter({
-      host: config.routerHost, port: config.routerPort, resolve: routes.resolve, timeouts: config,
+      host: config.routerHost,
+      port: config.routerPort,
+      resolve: routes.resolve,
+      timeouts: config,
       onRequest: (record) => {
         metrics.traffic.record(record.serviceId, record.bytesOut);
         usage.meter.traffic.record(record.serviceId, record.bytesOut);
@@ -167,13 +224,26 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         config,
         access,
         guard: createGuard(access),
-        auth: createAuth({ ...repos, transact, sessionTtlDays: config.sessionTtlDays, operatorToken: config.operatorToken }),
+        auth: createAuth({
+          ...repos,
+          transact,
+          sessionTtlDays: config.sessionTtlDays,
+          operatorToken: config.operatorToken,
+        }),
         apiKeys: createApiKeys(repos.apiKeys),
         team: createTeam({ ...repos, transact, inviteTtlDays: config.inviteTtlDays }),
         audit: createAuditLog(repos.audit),
         repos,
         secretBox,
-        services: createServices({ repos, transact, envVars, events, deploys: engine, assertEnvironment, gitProtocols }),
+        services: createServices({
+          repos,
+          transact,
+          envVars,
+          events,
+          deploys: engine,
+          assertEnvironment,
+          gitProtocols,
+        }),
         envVars,
         envGroups,
         projects,
@@ -181,7 +251,12 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         engine,
         saveUpload: createSourceStore({ repo: repos.deploys, layout, maxUploadBytes: config.maxUploadBytes, archive }),
         urls,
-        health: { store: () => store.ping(), queue: () => queue.ping(), storeKind: store.kind, runtime: runtime.capabilities },
+        health: {
+          store: () => store.ping(),
+          queue: () => queue.ping(),
+          storeKind: store.kind,
+          runtime: runtime.capabilities,
+        },
         logs,
         metrics: metrics.queries,
         prometheus: metrics.prometheus,
@@ -201,11 +276,22 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       }
     });
     await scheduleMaintenance(queue.boss, repos);
-    await scheduleLogRetention(queue.boss, repos.logs, { retentionDays: config.logRetentionDays, maxBytesPerService: config.logMaxBytesPerService });
+    await scheduleLogRetention(queue.boss, repos.logs, {
+      retentionDays: config.logRetentionDays,
+      maxBytesPerService: config.logMaxBytesPerService,
+    });
     await logs.start();
     cleanup.push(() => logs.close());
     // Several processes on one Postgres: lines collected by another process reach this one's subscribers.
-    if (config.databaseUrl) cleanup.push(await listenChannel(config.databaseUrl, LOG_CHANNEL, (maxId) => logs.hub.poke(maxId ? Number(maxId) : undefined), systemLog));
+    if (config.databaseUrl)
+      cleanup.push(
+        await listenChannel(
+          config.databaseUrl,
+          LOG_CHANNEL,
+          (maxId) => logs.hub.poke(maxId ? Number(maxId) : undefined),
+          systemLog,
+        ),
+      );
     await metrics.start();
     // Instances that died while Slipway was down are closed at their last metered moment before
     // recovery stamps them stopped; then the meter bills everything up to now, and every interval.
@@ -218,7 +304,14 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
-    return { app, routerPort, url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`, store, queue, close: closeAll };
+    return {
+      app,
+      routerPort,
+      url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
+      store,
+      queue,
+      close: closeAll,
+    };
   } catch (err) {
     await closeAll().catch(() => undefined);
     throw err;

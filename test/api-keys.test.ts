@@ -11,7 +11,12 @@ describe('API keys', () => {
     const created = await t.api.post('/v1/api-keys', { name: 'ci deploys' }, owner);
     expect(created.status).toBe(201);
     expect(created.body.token).toMatch(/^slw_[A-Za-z0-9_-]{43}$/);
-    expect(created.body).toMatchObject({ name: 'ci deploys', ownerId: owner.workspaceId, userId: owner.id, expiresAt: null });
+    expect(created.body).toMatchObject({
+      name: 'ci deploys',
+      ownerId: owner.workspaceId,
+      userId: owner.id,
+      expiresAt: null,
+    });
     expect(created.body.token.startsWith(created.body.prefix)).toBe(true);
 
     const list = await t.api.get('/v1/api-keys', owner);
@@ -52,7 +57,14 @@ describe('API keys', () => {
   });
 
   it('malformed Authorization headers answer 401, never 500', async () => {
-    for (const authorization of ['Bearer', 'Bearer ', 'Basic abc', 'Bearer slw_nope', `Bearer ${'x'.repeat(600)}`, 'Bearer a b']) {
+    for (const authorization of [
+      'Bearer',
+      'Bearer ',
+      'Basic abc',
+      'Bearer slw_nope',
+      `Bearer ${'x'.repeat(600)}`,
+      'Bearer a b',
+    ]) {
       const res = await t.api.get('/v1/users', { headers: { authorization } });
       expect(res.status, authorization).toBe(401);
       expect(res.body.code).toBe('unauthorized');
@@ -70,7 +82,9 @@ describe('API keys', () => {
       expect((await t.api.delete(`/v1/api-keys/${key.id}`, member)).status, role).toBe(403);
     }
     const admin = await addMember(t.api, owner, 'admin');
-    expect((await t.api.post('/v1/api-keys', { name: 'by admin', ownerId: owner.workspaceId }, admin)).status).toBe(201);
+    expect((await t.api.post('/v1/api-keys', { name: 'by admin', ownerId: owner.workspaceId }, admin)).status).toBe(
+      201,
+    );
   });
 
   it("another workspace's key answers 404", async () => {
@@ -81,12 +95,14 @@ describe('API keys', () => {
     expect((await t.api.get('/v1/users', { token: key.token })).status).toBe(200);
   });
 
-  it('a key acts only in its own workspace, with its user\'s current role', async () => {
+  it("a key acts only in its own workspace, with its user's current role", async () => {
     const owner = await signUp(t.api);
     const admin = await addMember(t.api, owner, 'admin');
     // The admin's key lives in the admin's default workspace, not the owner's.
     const adminKey = await createApiKey(t.api, admin);
-    expect((await t.api.get(`/v1/team-members?ownerId=${owner.workspaceId}`, { token: adminKey.token })).status).toBe(404);
+    expect((await t.api.get(`/v1/team-members?ownerId=${owner.workspaceId}`, { token: adminKey.token })).status).toBe(
+      404,
+    );
     // A key created in the owner's workspace loses its power when its user is demoted.
     const inOwner = await t.api.post('/v1/api-keys', { name: 'admin in owner ws', ownerId: owner.workspaceId }, admin);
     expect(inOwner.status).toBe(201);

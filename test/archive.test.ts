@@ -1,6 +1,18 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -16,7 +28,12 @@ const MB = 1024 * 1024;
 
 // ---- fixture builders: hostile archives are crafted byte by byte at test time ----
 
-interface ZipEntry { name: string; data?: Buffer; mode?: number; dir?: boolean }
+interface ZipEntry {
+  name: string;
+  data?: Buffer;
+  mode?: number;
+  dir?: boolean;
+}
 
 /** Builds a zip with yazl; names yazl refuses (`../x`, `/x`) are written as same-length placeholders, then patched in. */
 async function zipBuffer(entries: ZipEntry[]): Promise<Buffer> {
@@ -75,7 +92,10 @@ async function archiveFile(name: string, content: Buffer): Promise<string> {
 
 /** Asserts a 400 naming the rule, and that nothing was left in dest or written next to it. */
 async function expectRejected(file: string, message: RegExp, limits = LIMITS, escapes: string[] = []) {
-  const error = await extractArchive(file, dest, limits).then(() => undefined, (err: unknown) => err);
+  const error = await extractArchive(file, dest, limits).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(error).toBeInstanceOf(AppError);
   expect(error).toMatchObject({ code: 'bad_request', statusCode: 400 });
   expect((error as Error).message).toMatch(message);
@@ -126,23 +146,30 @@ async function expectSourceTree(project: string) {
 
 describe('detectArchiveFormat', () => {
   it('recognises gzip and zip magic bytes and nothing else', async () => {
-    expect(await detectArchiveFormat(await archiveFile('a.tgz', rawTarGz([{ name: 'x', data: Buffer.from('x') }])))).toBe('tar.gz');
+    expect(
+      await detectArchiveFormat(await archiveFile('a.tgz', rawTarGz([{ name: 'x', data: Buffer.from('x') }]))),
+    ).toBe('tar.gz');
     expect(await detectArchiveFormat(await archiveFile('a.zip', await zipBuffer([{ name: 'x' }])))).toBe('zip');
     expect(await detectArchiveFormat(await archiveFile('empty.zip', await zipBuffer([])))).toBe('zip');
-    expect(await detectArchiveFormat(await archiveFile('random.bin', Buffer.from('7a3f0c9e1b2d4f6a8c0e', 'hex')))).toBeUndefined();
+    expect(
+      await detectArchiveFormat(await archiveFile('random.bin', Buffer.from('7a3f0c9e1b2d4f6a8c0e', 'hex'))),
+    ).toBeUndefined();
     expect(await detectArchiveFormat(await archiveFile('tiny.bin', Buffer.from([0x1f])))).toBeUndefined();
   });
 });
 
 describe('extractArchive: real-world archives', () => {
-  it.each(['gnu', 'pax'])('extracts a %s tar made by the system tar (./ prefix, long names, exec bit, inside symlink)', async (format) => {
-    const source = await makeSourceTree(path.join(root, 'src'));
-    const file = path.join(root, 'system.tar.gz');
-    execFileSync('tar', [`--format=${format}`, '-czf', file, '-C', path.dirname(source), '.']);
-    const result = await extractArchive(file, dest, LIMITS);
-    expect(result).toEqual({ format: 'tar.gz', files: 12, bytes: SOURCE_TREE_BYTES }); // ./ + 11 entries of the tree
-    await expectSourceTree(path.join(dest, 'package'));
-  });
+  it.each(['gnu', 'pax'])(
+    'extracts a %s tar made by the system tar (./ prefix, long names, exec bit, inside symlink)',
+    async (format) => {
+      const source = await makeSourceTree(path.join(root, 'src'));
+      const file = path.join(root, 'system.tar.gz');
+      execFileSync('tar', [`--format=${format}`, '-czf', file, '-C', path.dirname(source), '.']);
+      const result = await extractArchive(file, dest, LIMITS);
+      expect(result).toEqual({ format: 'tar.gz', files: 12, bytes: SOURCE_TREE_BYTES }); // ./ + 11 entries of the tree
+      await expectSourceTree(path.join(dest, 'package'));
+    },
+  );
 
   it('extracts an npm-pack style pax tar made by node-tar', async () => {
     const source = await makeSourceTree(path.join(root, 'src'));
@@ -154,14 +181,17 @@ describe('extractArchive: real-world archives', () => {
   });
 
   it('extracts a yazl zip with exec bits, an inside symlink, directories and __MACOSX entries', async () => {
-    const file = await archiveFile('app.zip', await zipBuffer([
-      { name: 'app/', dir: true },
-      { name: 'app/run.sh', data: Buffer.from('#!/bin/sh\n'), mode: 0o100755 },
-      { name: 'app/readme.md', data: Buffer.from('hello'), mode: 0o104644 }, // setuid must be dropped
-      { name: 'app/lib/index.js', data: Buffer.from('export {}') },
-      { name: 'app/main.js', data: Buffer.from('lib/index.js'), mode: 0o120777 },
-      { name: '__MACOSX/app/._run.sh', data: Buffer.from('resource fork') },
-    ]));
+    const file = await archiveFile(
+      'app.zip',
+      await zipBuffer([
+        { name: 'app/', dir: true },
+        { name: 'app/run.sh', data: Buffer.from('#!/bin/sh\n'), mode: 0o100755 },
+        { name: 'app/readme.md', data: Buffer.from('hello'), mode: 0o104644 }, // setuid must be dropped
+        { name: 'app/lib/index.js', data: Buffer.from('export {}') },
+        { name: 'app/main.js', data: Buffer.from('lib/index.js'), mode: 0o120777 },
+        { name: '__MACOSX/app/._run.sh', data: Buffer.from('resource fork') },
+      ]),
+    );
     expect(await extractArchive(file, dest, LIMITS)).toEqual({ format: 'zip', files: 6, bytes: 10 + 5 + 9 + 13 });
     expect((await stat(path.join(dest, 'app/run.sh'))).mode & 0o7777).toBe(0o755);
     expect((await stat(path.join(dest, 'app/readme.md'))).mode & 0o7777).toBe(0o644);
@@ -179,13 +209,16 @@ describe('extractArchive: real-world archives', () => {
   });
 
   it('keeps relative symlinks that stay inside, even through other links, and copies inside hardlinks', async () => {
-    const file = await archiveFile('links.tgz', rawTarGz([
-      { name: 'pkg/cli.js', data: Buffer.from('cli') },
-      { name: 'node_modules/.bin/cli', type: '2', linkname: '../../pkg/cli.js' },
-      { name: 'a/b', type: '2', linkname: '..' }, // a/b -> dest itself: allowed
-      { name: 'c', type: '2', linkname: 'a/b/pkg' },
-      { name: 'pkg/copy.js', type: '1', linkname: 'pkg/cli.js' },
-    ]));
+    const file = await archiveFile(
+      'links.tgz',
+      rawTarGz([
+        { name: 'pkg/cli.js', data: Buffer.from('cli') },
+        { name: 'node_modules/.bin/cli', type: '2', linkname: '../../pkg/cli.js' },
+        { name: 'a/b', type: '2', linkname: '..' }, // a/b -> dest itself: allowed
+        { name: 'c', type: '2', linkname: 'a/b/pkg' },
+        { name: 'pkg/copy.js', type: '1', linkname: 'pkg/cli.js' },
+      ]),
+    );
     await extractArchive(file, dest, LIMITS);
     expect(await readFile(path.join(dest, 'node_modules/.bin/cli'), 'utf8')).toBe('cli');
     expect(await readFile(path.join(dest, 'c/cli.js'), 'utf8')).toBe('cli');
@@ -194,92 +227,200 @@ describe('extractArchive: real-world archives', () => {
   });
 
   it('extracts an empty zip to an empty directory', async () => {
-    expect(await extractArchive(await archiveFile('empty.zip', await zipBuffer([])), dest, LIMITS)).toEqual({ format: 'zip', files: 0, bytes: 0 });
+    expect(await extractArchive(await archiveFile('empty.zip', await zipBuffer([])), dest, LIMITS)).toEqual({
+      format: 'zip',
+      files: 0,
+      bytes: 0,
+    });
     expect(await readdir(dest)).toEqual([]);
   });
 
   it('accepts exactly maxFiles entries', async () => {
     const entries = Array.from({ length: 50 }, (_, i) => ({ name: `f${i}`, data: Buffer.from('x') }));
-    const result = await extractArchive(await archiveFile('fifty.tgz', rawTarGz(entries)), dest, { maxFiles: 50, maxBytes: MB });
+    const result = await extractArchive(await archiveFile('fifty.tgz', rawTarGz(entries)), dest, {
+      maxFiles: 50,
+      maxBytes: MB,
+    });
     expect(result).toEqual({ format: 'tar.gz', files: 50, bytes: 50 });
   });
 });
 
 describe('extractArchive: hostile tar.gz', () => {
   it('rejects ../ escapes', async () => {
-    const file = await archiveFile('dotdot.tgz', rawTarGz([{ name: 'ok.txt', data: Buffer.from('ok') }, { name: '../evil', data: Buffer.from('pwned') }]));
+    const file = await archiveFile(
+      'dotdot.tgz',
+      rawTarGz([
+        { name: 'ok.txt', data: Buffer.from('ok') },
+        { name: '../evil', data: Buffer.from('pwned') },
+      ]),
+    );
     await expectRejected(file, /"\.\.\/evil" escapes/, LIMITS, [path.join(sandbox, 'evil')]);
   });
 
   it('checks the name from a GNU long-name record, not the placeholder header name', async () => {
     const longEscape = `../${'x'.repeat(120)}`;
-    const file = await archiveFile('longlink.tgz', rawTarGz([{ name: '././@LongLink', type: 'L', data: Buffer.from(`${longEscape}\0`) }, { name: 'harmless', data: Buffer.from('x') }]));
+    const file = await archiveFile(
+      'longlink.tgz',
+      rawTarGz([
+        { name: '././@LongLink', type: 'L', data: Buffer.from(`${longEscape}\0`) },
+        { name: 'harmless', data: Buffer.from('x') },
+      ]),
+    );
     await expectRejected(file, /escapes the destination/, LIMITS, [path.join(sandbox, longEscape.slice(3))]);
   });
 
   it('rejects absolute paths', async () => {
     const target = path.join(outside, 'abs-evil');
-    await expectRejected(await archiveFile('abs.tgz', rawTarGz([{ name: target, data: Buffer.from('pwned') }])), /absolute path/, LIMITS, [target]);
+    await expectRejected(
+      await archiveFile('abs.tgz', rawTarGz([{ name: target, data: Buffer.from('pwned') }])),
+      /absolute path/,
+      LIMITS,
+      [target],
+    );
   });
 
   it('rejects symlinks to absolute paths, and writes through them', async () => {
-    await expectRejected(await archiveFile('etc.tgz', rawTarGz([{ name: 'etc', type: '2', linkname: '/etc' }])), /"etc" is a symlink to the absolute path "\/etc"/);
-    const file = await archiveFile('through-abs.tgz', rawTarGz([{ name: 'link', type: '2', linkname: outside }, { name: 'link/pwned', data: Buffer.from('x') }]));
+    await expectRejected(
+      await archiveFile('etc.tgz', rawTarGz([{ name: 'etc', type: '2', linkname: '/etc' }])),
+      /"etc" is a symlink to the absolute path "\/etc"/,
+    );
+    const file = await archiveFile(
+      'through-abs.tgz',
+      rawTarGz([
+        { name: 'link', type: '2', linkname: outside },
+        { name: 'link/pwned', data: Buffer.from('x') },
+      ]),
+    );
     await expectRejected(file, /absolute path/, LIMITS, [path.join(outside, 'pwned')]);
   });
 
   it('rejects a symlink to .. and a write through it', async () => {
-    const file = await archiveFile('through-parent.tgz', rawTarGz([{ name: 'link', type: '2', linkname: '..' }, { name: 'link/evil', data: Buffer.from('x') }]));
+    const file = await archiveFile(
+      'through-parent.tgz',
+      rawTarGz([
+        { name: 'link', type: '2', linkname: '..' },
+        { name: 'link/evil', data: Buffer.from('x') },
+      ]),
+    );
     await expectRejected(file, /written through the symlink "link"/, LIMITS, [path.join(sandbox, 'evil')]);
-    await expectRejected(await archiveFile('parent.tgz', rawTarGz([{ name: 'up', type: '2', linkname: '../..' }])), /"up" is a symlink to "\.\.\/\.\.", which resolves outside/);
+    await expectRejected(
+      await archiveFile('parent.tgz', rawTarGz([{ name: 'up', type: '2', linkname: '../..' }])),
+      /"up" is a symlink to "\.\.\/\.\.", which resolves outside/,
+    );
   });
 
   it('rejects writes through a symlink even when it points inside', async () => {
-    const file = await archiveFile('alias.tgz', rawTarGz([{ name: 'dir/', type: '5' }, { name: 'alias', type: '2', linkname: 'dir' }, { name: 'alias/file', data: Buffer.from('x') }]));
+    const file = await archiveFile(
+      'alias.tgz',
+      rawTarGz([
+        { name: 'dir/', type: '5' },
+        { name: 'alias', type: '2', linkname: 'dir' },
+        { name: 'alias/file', data: Buffer.from('x') },
+      ]),
+    );
     await expectRejected(file, /"alias\/file" would be written through the symlink "alias"/);
   });
 
   it('rejects a symlink that escapes only by going through another symlink', async () => {
     // a/b -> .. is dest itself, so a lexical check of "a/b/.." sees `.`; the kernel sees dest/.. (outside).
-    const file = await archiveFile('chain.tgz', rawTarGz([{ name: 'a/b', type: '2', linkname: '..' }, { name: 'c', type: '2', linkname: 'a/b/..' }]));
+    const file = await archiveFile(
+      'chain.tgz',
+      rawTarGz([
+        { name: 'a/b', type: '2', linkname: '..' },
+        { name: 'c', type: '2', linkname: 'a/b/..' },
+      ]),
+    );
     await expectRejected(file, /"c" is a symlink to "a\/b\/\.\.".*outside/);
   });
 
   it('rejects hardlinks to files outside the archive', async () => {
-    await expectRejected(await archiveFile('hard.tgz', rawTarGz([{ name: 'passwd', type: '1', linkname: '/etc/passwd' }])), /"passwd" is a hardlink to "\/etc\/passwd"/);
-    await expectRejected(await archiveFile('hard2.tgz', rawTarGz([{ name: 'x', type: '1', linkname: '../outside/secret' }])), /hardlink/);
+    await expectRejected(
+      await archiveFile('hard.tgz', rawTarGz([{ name: 'passwd', type: '1', linkname: '/etc/passwd' }])),
+      /"passwd" is a hardlink to "\/etc\/passwd"/,
+    );
+    await expectRejected(
+      await archiveFile('hard2.tgz', rawTarGz([{ name: 'x', type: '1', linkname: '../outside/secret' }])),
+      /hardlink/,
+    );
   });
 
-  it.each([['FIFO', '6'], ['character device', '3'], ['block device', '4'], ['sparse file', 'S']])('rejects a %s entry', async (_kind, type) => {
-    await expectRejected(await archiveFile('special.tgz', rawTarGz([{ name: 'ok', data: Buffer.from('x') }, { name: 'special', type }])), /"special" is a \w+ entry/);
+  it.each([
+    ['FIFO', '6'],
+    ['character device', '3'],
+    ['block device', '4'],
+    ['sparse file', 'S'],
+  ])('rejects a %s entry', async (_kind, type) => {
+    await expectRejected(
+      await archiveFile(
+        'special.tgz',
+        rawTarGz([
+          { name: 'ok', data: Buffer.from('x') },
+          { name: 'special', type },
+        ]),
+      ),
+      /"special" is a \w+ entry/,
+    );
   });
 
   it('rejects a file-count bomb at maxFiles + 1 entries', async () => {
     const entries = Array.from({ length: 51 }, (_, i) => ({ name: `f${i}`, data: Buffer.from('x') }));
-    await expectRejected(await archiveFile('count.tgz', rawTarGz(entries)), /more than 50 entries/, { maxFiles: 50, maxBytes: MB });
+    await expectRejected(await archiveFile('count.tgz', rawTarGz(entries)), /more than 50 entries/, {
+      maxFiles: 50,
+      maxBytes: MB,
+    });
   });
 
   it('rejects a truncated gzip and a gzip of random bytes', async () => {
-    const whole = rawTarGz([{ name: 'big.bin', data: Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 251)) }]);
-    await expectRejected(await archiveFile('cut.tgz', whole.subarray(0, Math.floor(whole.length / 2))), /corrupt|truncated/);
-    await expectRejected(await archiveFile('noise.tgz', gzipSync(Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 31) % 256)))), /corrupt|truncated/);
+    const whole = rawTarGz([
+      { name: 'big.bin', data: Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 251)) },
+    ]);
+    await expectRejected(
+      await archiveFile('cut.tgz', whole.subarray(0, Math.floor(whole.length / 2))),
+      /corrupt|truncated/,
+    );
+    await expectRejected(
+      await archiveFile('noise.tgz', gzipSync(Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 31) % 256)))),
+      /corrupt|truncated/,
+    );
   });
 
   it('rejects random bytes as an unsupported format', async () => {
-    await expectRejected(await archiveFile('noise.bin', Buffer.from('this is not an archive at all')), /unsupported archive format/);
+    await expectRejected(
+      await archiveFile('noise.bin', Buffer.from('this is not an archive at all')),
+      /unsupported archive format/,
+    );
   });
 });
 
 describe('extractArchive: hostile zip', () => {
-  it.each([['../evil'], ['/abs'], ['C:\\x'], ['\\\\server\\x'], ['a/../../evil']])('rejects the entry name %s', async (name) => {
-    await expectRejected(await archiveFile('names.zip', await zipBuffer([{ name, data: Buffer.from('pwned') }])), /absolute path|escapes/, LIMITS, [path.join(sandbox, 'evil')]);
-  });
+  it.each([['../evil'], ['/abs'], ['C:\\x'], ['\\\\server\\x'], ['a/../../evil']])(
+    'rejects the entry name %s',
+    async (name) => {
+      await expectRejected(
+        await archiveFile('names.zip', await zipBuffer([{ name, data: Buffer.from('pwned') }])),
+        /absolute path|escapes/,
+        LIMITS,
+        [path.join(sandbox, 'evil')],
+      );
+    },
+  );
 
   it('rejects symlinks out of the archive and special files', async () => {
-    await expectRejected(await archiveFile('link.zip', await zipBuffer([{ name: 'etc', data: Buffer.from('/etc'), mode: 0o120777 }])), /absolute path "\/etc"/);
-    const through = await zipBuffer([{ name: 'up', data: Buffer.from('..'), mode: 0o120777 }, { name: 'up/evil', data: Buffer.from('x') }]);
-    await expectRejected(await archiveFile('through.zip', through), /through the symlink "up"/, LIMITS, [path.join(sandbox, 'evil')]);
-    await expectRejected(await archiveFile('fifo.zip', await zipBuffer([{ name: 'fifo', mode: 0o010644 }])), /"fifo" is a device, FIFO or socket/);
+    await expectRejected(
+      await archiveFile('link.zip', await zipBuffer([{ name: 'etc', data: Buffer.from('/etc'), mode: 0o120777 }])),
+      /absolute path "\/etc"/,
+    );
+    const through = await zipBuffer([
+      { name: 'up', data: Buffer.from('..'), mode: 0o120777 },
+      { name: 'up/evil', data: Buffer.from('x') },
+    ]);
+    await expectRejected(await archiveFile('through.zip', through), /through the symlink "up"/, LIMITS, [
+      path.join(sandbox, 'evil'),
+    ]);
+    await expectRejected(
+      await archiveFile('fifo.zip', await zipBuffer([{ name: 'fifo', mode: 0o010644 }])),
+      /"fifo" is a device, FIFO or socket/,
+    );
   });
 
   it('rejects a zip whose headers claim a small size but inflate larger', async () => {
@@ -288,9 +429,15 @@ describe('extractArchive: hostile zip', () => {
   });
 
   it('rejects a truncated zip and too many entries', async () => {
-    const whole = await zipBuffer([{ name: 'a.txt', data: Buffer.from('hello') }, { name: 'b.txt', data: Buffer.from('world') }]);
+    const whole = await zipBuffer([
+      { name: 'a.txt', data: Buffer.from('hello') },
+      { name: 'b.txt', data: Buffer.from('world') },
+    ]);
     await expectRejected(await archiveFile('cut.zip', whole.subarray(0, whole.length - 30)), /corrupt|truncated/);
-    await expectRejected(await archiveFile('many.zip', whole), /more than the limit of 1/, { maxFiles: 1, maxBytes: MB });
+    await expectRejected(await archiveFile('many.zip', whole), /more than the limit of 1/, {
+      maxFiles: 1,
+      maxBytes: MB,
+    });
   });
 });
 
@@ -302,13 +449,26 @@ describe('extractArchive: byte bombs', () => {
     const sampler = (async () => {
       while (!done) {
         const names = await readdir(dest, { recursive: true }).catch(() => [] as string[]);
-        const sizes = await Promise.all(names.map((name) => lstat(path.join(dest, name)).then((s) => s.size, () => 0)));
-        peak = Math.max(peak, sizes.reduce((a, b) => a + b, 0));
+        const sizes = await Promise.all(
+          names.map((name) =>
+            lstat(path.join(dest, name)).then(
+              (s) => s.size,
+              () => 0,
+            ),
+          ),
+        );
+        peak = Math.max(
+          peak,
+          sizes.reduce((a, b) => a + b, 0),
+        );
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
     })();
     const started = Date.now();
-    const outcome = await extractArchive(file, dest, LIMITS).then(() => undefined, (err: unknown) => err);
+    const outcome = await extractArchive(file, dest, LIMITS).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     const elapsed = Date.now() - started;
     done = true;
     await sampler;
@@ -318,7 +478,10 @@ describe('extractArchive: byte bombs', () => {
   it.each([
     ['tar.gz', async () => rawTarGz([{ name: 'zeros.bin', data: Buffer.alloc(50 * MB) }])],
     ['zip', async () => zipBuffer([{ name: 'zeros.bin', data: Buffer.alloc(50 * MB) }])],
-    ['zip lying about its size', async () => claimUncompressedSize(await zipBuffer([{ name: 'zeros.bin', data: Buffer.alloc(50 * MB) }]), 1000)],
+    [
+      'zip lying about its size',
+      async () => claimUncompressedSize(await zipBuffer([{ name: 'zeros.bin', data: Buffer.alloc(50 * MB) }]), 1000),
+    ],
   ])('aborts a 50 MB %s against a 10 MB limit quickly', async (_kind, build) => {
     const file = await archiveFile('bomb', await build());
     const { outcome, elapsed, peak } = await extractSamplingDisk(file);

@@ -4,13 +4,26 @@ import { addMember, createApiKey, signUp } from './helpers/client.js';
 
 const t = useServer();
 
-type Entry = { auditLog: { id: string; event: string; status: string; actor: Record<string, string>; metadata: Record<string, string>; timestamp: string } };
+type Entry = {
+  auditLog: {
+    id: string;
+    event: string;
+    status: string;
+    actor: Record<string, string>;
+    metadata: Record<string, string>;
+    timestamp: string;
+  };
+};
 
 describe('audit log', () => {
   it('records every mutating request with actor, action, target, status, request id and IP, and no secrets', async () => {
     const owner = await signUp(t.api);
     const key = await createApiKey(t.api, owner, 'deploy bot');
-    const invite = await t.api.post('/v1/team-invites', { email: 'someone@example.com', role: 'viewer' }, { token: key.token, headers: { 'request-id': 'trace-invite-1' } });
+    const invite = await t.api.post(
+      '/v1/team-invites',
+      { email: 'someone@example.com', role: 'viewer' },
+      { token: key.token, headers: { 'request-id': 'trace-invite-1' } },
+    );
     expect(invite.status).toBe(201);
     expect(invite.headers.get('request-id')).toBe('trace-invite-1');
     const denied = await t.api.patch(`/v1/team-members/${owner.id}`, { role: 'viewer' }, owner); // last owner: 409
@@ -20,13 +33,28 @@ describe('audit log', () => {
     const res = await t.api.get('/v1/audit-logs', owner);
     expect(res.status).toBe(200);
     const entries = (res.body as Entry[]).map((e) => e.auditLog);
-    expect(entries.map((e) => e.event)).toEqual(['LoginEvent', 'ChangeTeamMemberRoleEvent', 'InviteToTeamEvent', 'CreateApiKeyEvent', 'CreateWorkspaceEvent']);
+    expect(entries.map((e) => e.event)).toEqual([
+      'LoginEvent',
+      'ChangeTeamMemberRoleEvent',
+      'InviteToTeamEvent',
+      'CreateApiKeyEvent',
+      'CreateWorkspaceEvent',
+    ]);
     const [login, change, inviteEntry, keyEntry, register] = entries;
     expect(register).toMatchObject({ status: 'success', actor: { type: 'user', id: owner.id, email: owner.email } });
-    expect(register!.metadata).toMatchObject({ action: 'POST /v1/auth/register', target: owner.workspaceId, ip: '127.0.0.1', statusCode: '201' });
+    expect(register!.metadata).toMatchObject({
+      action: 'POST /v1/auth/register',
+      target: owner.workspaceId,
+      ip: '127.0.0.1',
+      statusCode: '201',
+    });
     expect(keyEntry!.metadata).toMatchObject({ target: key.id, method: 'POST', path: '/v1/api-keys' });
     expect(inviteEntry).toMatchObject({ status: 'success', actor: { type: 'rest_api', id: owner.id } });
-    expect(inviteEntry!.metadata).toMatchObject({ requestId: 'trace-invite-1', apiKeyId: key.id, target: invite.body.id });
+    expect(inviteEntry!.metadata).toMatchObject({
+      requestId: 'trace-invite-1',
+      apiKeyId: key.id,
+      target: invite.body.id,
+    });
     expect(change).toMatchObject({ status: 'error', event: 'ChangeTeamMemberRoleEvent' });
     expect(change!.metadata).toMatchObject({ statusCode: '409', target: owner.id });
     expect(login).toMatchObject({ status: 'error', actor: { type: 'user', email: owner.email } });
@@ -34,7 +62,8 @@ describe('audit log', () => {
 
     // Neither the password, the API key nor the invite token appears anywhere.
     const all = JSON.stringify((await t.api.get('/v1/audit-logs?limit=100', owner)).body);
-    for (const secret of [owner.password, 'wrong password', key.token, invite.body.token]) expect(all).not.toContain(secret);
+    for (const secret of [owner.password, 'wrong password', key.token, invite.body.token])
+      expect(all).not.toContain(secret);
   });
 
   it('hides invite tokens that travel in the path', async () => {
@@ -60,7 +89,9 @@ describe('audit log', () => {
     expect(ids).toHaveLength(5);
     expect(new Set(ids).size).toBe(5);
     expect([...ids].sort().reverse()).toEqual(ids); // newest first
-    expect((await t.api.get(`/v1/audit-logs?endTime=${before}`, owner)).body.map((e: Entry) => e.auditLog.event)).toEqual(['CreateWorkspaceEvent']);
+    expect(
+      (await t.api.get(`/v1/audit-logs?endTime=${before}`, owner)).body.map((e: Entry) => e.auditLog.event),
+    ).toEqual(['CreateWorkspaceEvent']);
     const inverted = await t.api.get(`/v1/audit-logs?startTime=${new Date().toISOString()}&endTime=${before}`, owner);
     expect(inverted.status).toBe(400);
     expect((await t.api.get('/v1/audit-logs?startTime=yesterday', owner)).status).toBe(400);

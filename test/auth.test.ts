@@ -7,7 +7,11 @@ const t = useServer();
 describe('register, login, logout', () => {
   it('registers a user with a default workspace and an HttpOnly session cookie', async () => {
     const email = uniqueEmail();
-    const res = await t.api.post('/v1/auth/register', { email: email.toUpperCase(), password: 'long enough pw', name: 'Ada' });
+    const res = await t.api.post('/v1/auth/register', {
+      email: email.toUpperCase(),
+      password: 'long enough pw',
+      name: 'Ada',
+    });
     expect(res.status).toBe(201);
     expect(res.body.user).toMatchObject({ email, name: 'Ada' });
     expect(res.body.user.id).toMatch(/^usr-[0-9a-v]{20}$/);
@@ -26,7 +30,11 @@ describe('register, login, logout', () => {
 
   it('refuses a second account with the same email (any case) with 409', async () => {
     const user = await signUp(t.api);
-    const again = await t.api.post('/v1/auth/register', { email: user.email.toUpperCase(), password: 'another password', name: 'X' });
+    const again = await t.api.post('/v1/auth/register', {
+      email: user.email.toUpperCase(),
+      password: 'another password',
+      name: 'X',
+    });
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('conflict');
   });
@@ -81,13 +89,25 @@ describe('CSRF on cookie-authenticated unsafe requests', () => {
     const user = await signUp(t.api);
     const headers = { cookie: `slipway_session=${user.cookie}`, 'content-type': 'application/json' };
     const body = JSON.stringify({ name: 'k' });
-    const crossSite = await fetch(`${t.server.url}/v1/api-keys`, { method: 'POST', headers: { ...headers, origin: 'https://evil.example' }, body });
+    const crossSite = await fetch(`${t.server.url}/v1/api-keys`, {
+      method: 'POST',
+      headers: { ...headers, origin: 'https://evil.example' },
+      body,
+    });
     expect(crossSite.status).toBe(403);
     const bare = await fetch(`${t.server.url}/v1/api-keys`, { method: 'POST', headers, body });
     expect(bare.status).toBe(403);
-    const sameOrigin = await fetch(`${t.server.url}/v1/api-keys`, { method: 'POST', headers: { ...headers, origin: t.server.url }, body });
+    const sameOrigin = await fetch(`${t.server.url}/v1/api-keys`, {
+      method: 'POST',
+      headers: { ...headers, origin: t.server.url },
+      body,
+    });
     expect(sameOrigin.status).toBe(201);
-    const scripted = await fetch(`${t.server.url}/v1/api-keys`, { method: 'POST', headers: { ...headers, 'x-requested-with': 'fetch' }, body });
+    const scripted = await fetch(`${t.server.url}/v1/api-keys`, {
+      method: 'POST',
+      headers: { ...headers, 'x-requested-with': 'fetch' },
+      body,
+    });
     expect(scripted.status).toBe(201);
   });
 });
@@ -119,7 +139,8 @@ describe('brute-force limits on login', () => {
     try {
       const sApi = client(strict.url);
       const replies = [];
-      for (let i = 0; i < 4; i++) replies.push(await sApi.post('/v1/auth/login', { email: uniqueEmail(), password: 'wrong password' }));
+      for (let i = 0; i < 4; i++)
+        replies.push(await sApi.post('/v1/auth/login', { email: uniqueEmail(), password: 'wrong password' }));
       expect(replies.map((r) => r.status)).toEqual([401, 401, 401, 429]);
       expect(replies[0]!.headers.get('ratelimit-limit')).toBe('3');
       expect(replies[0]!.headers.get('ratelimit-remaining')).toBe('2');

@@ -7,17 +7,46 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packFixture, upload } from './helpers/apps.js';
 import { bootServer, type TestServer } from './helpers/server.js';
-import { addMember, client, createApiKey, signUp, uniqueEmail, type Caller, type Client, type Reply, type TestUser } from './helpers/client.js';
+import {
+  addMember,
+  client,
+  createApiKey,
+  signUp,
+  uniqueEmail,
+  type Caller,
+  type Client,
+  type Reply,
+  type TestUser,
+} from './helpers/client.js';
 
 type Access = 'public' | 'signed-in' | 'viewer' | 'developer' | 'admin' | 'owner';
 interface Schema {
-  $ref?: string; type?: string | string[]; properties?: Record<string, Schema>; required?: string[];
-  format?: string; minLength?: number; minimum?: number; exclusiveMinimum?: number; minItems?: number;
-  enum?: unknown[]; const?: unknown; anyOf?: Schema[]; oneOf?: Schema[]; allOf?: Schema[]; items?: Schema;
+  $ref?: string;
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  required?: string[];
+  format?: string;
+  minLength?: number;
+  minimum?: number;
+  exclusiveMinimum?: number;
+  minItems?: number;
+  enum?: unknown[];
+  const?: unknown;
+  anyOf?: Schema[];
+  oneOf?: Schema[];
+  allOf?: Schema[];
+  items?: Schema;
 }
 interface Op {
-  name: string; method: string; path: string; access: Access; isPublic: boolean;
-  pathParams: string[]; ownerIdQuery: boolean; requiredQuery: string[]; body?: { contentType: string; schema?: Schema };
+  name: string;
+  method: string;
+  path: string;
+  access: Access;
+  isPublic: boolean;
+  pathParams: string[];
+  ownerIdQuery: boolean;
+  requiredQuery: string[];
+  body?: { contentType: string; schema?: Schema };
 }
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -41,13 +70,17 @@ function operations(document: any): Op[] {
       const content = op.requestBody?.content ?? {};
       const contentType = content['application/json'] ? 'application/json' : Object.keys(content)[0];
       out.push({
-        name: `${method.toUpperCase()} ${path}`, method: method.toUpperCase(), path,
+        name: `${method.toUpperCase()} ${path}`,
+        method: method.toUpperCase(),
+        path,
         access: op['x-slipway-access'],
         isPublic: Array.isArray(op.security) && op.security.length === 0,
         pathParams: params.filter((p) => p.in === 'path').map((p) => p.name),
         ownerIdQuery: params.some((p) => p.in === 'query' && p.name === 'ownerId'),
         requiredQuery: params.filter((p) => p.in === 'query' && p.required).map((p) => p.name),
-        body: op.requestBody ? { contentType: contentType ?? 'application/json', schema: content[contentType!]?.schema } : undefined,
+        body: op.requestBody
+          ? { contentType: contentType ?? 'application/json', schema: content[contentType!]?.schema }
+          : undefined,
       });
     }
   }
@@ -57,7 +90,15 @@ function operations(document: any): Op[] {
 /** A minimal valid value for `schema`; `overrides` supplies values by property name. */
 function sample(schema: Schema, name: string, overrides: Record<string, unknown>): any {
   if (name in overrides) return overrides[name];
-  if (schema.$ref) return sample(schema.$ref.slice(2).split('/').reduce((s: any, k) => s[k], doc), name, overrides);
+  if (schema.$ref)
+    return sample(
+      schema.$ref
+        .slice(2)
+        .split('/')
+        .reduce((s: any, k) => s[k], doc),
+      name,
+      overrides,
+    );
   if (name === 'role') return 'developer';
   if (schema.const !== undefined) return schema.const;
   if (schema.enum) return schema.enum[0];
@@ -66,7 +107,9 @@ function sample(schema: Schema, name: string, overrides: Record<string, unknown>
   const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
   switch (type ?? (schema.properties ? 'object' : undefined)) {
     case 'object':
-      return Object.fromEntries((schema.required ?? []).map((k) => [k, sample(schema.properties?.[k] ?? {}, k, overrides)]));
+      return Object.fromEntries(
+        (schema.required ?? []).map((k) => [k, sample(schema.properties?.[k] ?? {}, k, overrides)]),
+      );
     case 'array':
       return Array.from({ length: schema.minItems ?? 0 }, () => sample(schema.items ?? {}, name, overrides));
     case 'integer':
@@ -86,15 +129,26 @@ function sample(schema: Schema, name: string, overrides: Record<string, unknown>
 const missingFixtures = (op: Op) => op.pathParams.filter((p) => fixtures[p] === undefined);
 
 /** Calls `op` as `as`, acting in workspace `ownerId` when given (query and/or body). */
-function send(op: Op, as: Caller, opts: { ownerId?: string; overrides?: Record<string, unknown> } = {}): Promise<Reply> {
+function send(
+  op: Op,
+  as: Caller,
+  opts: { ownerId?: string; overrides?: Record<string, unknown> } = {},
+): Promise<Reply> {
   const missing = missingFixtures(op);
-  if (missing.length) throw new Error(`${op.name}: no fixture for path parameter(s) ${missing.join(', ')}; add them to \`fixtures\` in test/authz.test.ts`);
+  if (missing.length)
+    throw new Error(
+      `${op.name}: no fixture for path parameter(s) ${missing.join(', ')}; add them to \`fixtures\` in test/authz.test.ts`,
+    );
   let url = op.path.replace(/\{(\w+)\}/g, (_, p: string) => encodeURIComponent(fixtures[p]!));
   // Required query parameters and body fields named like a path parameter get its fixture (an id in A's workspace).
-  const query = [...op.requiredQuery.map((q) => [q, fixtures[q] ?? 'x']), ...(opts.ownerId && op.ownerIdQuery ? [['ownerId', opts.ownerId]] : [])];
+  const query = [
+    ...op.requiredQuery.map((q) => [q, fixtures[q] ?? 'x']),
+    ...(opts.ownerId && op.ownerIdQuery ? [['ownerId', opts.ownerId]] : []),
+  ];
   if (query.length) url += `?${new URLSearchParams(query)}`;
   if (!op.body) return api.call(op.method, url, as);
-  if (op.body.contentType !== 'application/json') return api.call(op.method, url, { ...as, raw: 'x', headers: { 'content-type': op.body.contentType } });
+  if (op.body.contentType !== 'application/json')
+    return api.call(op.method, url, { ...as, raw: 'x', headers: { 'content-type': op.body.contentType } });
   const body = sample(op.body.schema ?? { type: 'object' }, '', { ...fixtures, ...opts.overrides });
   if (opts.ownerId && op.body.schema?.properties?.ownerId) body.ownerId = opts.ownerId;
   return api.call(op.method, url, { ...as, body });
@@ -103,7 +157,12 @@ function send(op: Op, as: Caller, opts: { ownerId?: string; overrides?: Record<s
 /** '' when `res` is the error `status`/`code` in the §5 shape, else a line describing what came back. */
 function errorMismatch(what: string, res: Reply, status: number, code: string): string {
   const b = res.body;
-  const ok = res.status === status && b?.code === code && typeof b.message === 'string' && b.id === res.headers.get('request-id') && typeof b.id === 'string';
+  const ok =
+    res.status === status &&
+    b?.code === code &&
+    typeof b.message === 'string' &&
+    b.id === res.headers.get('request-id') &&
+    typeof b.id === 'string';
   return ok ? '' : `${what}: expected ${status} ${code}, got ${res.status} ${res.text.slice(0, 200)}`;
 }
 
@@ -121,23 +180,50 @@ beforeAll(async () => {
     return res.body as { id: string; token: string };
   };
   const [invA, invB] = [await invite(), await invite()];
-  const service = await api.post('/v1/services', { type: 'static_site', name: 'authz-site', envVars: [{ key: 'FIXTURE', value: 'x' }], serviceDetails: { publishPath: 'public' } }, ownerA);
+  const service = await api.post(
+    '/v1/services',
+    {
+      type: 'static_site',
+      name: 'authz-site',
+      envVars: [{ key: 'FIXTURE', value: 'x' }],
+      serviceDetails: { publishPath: 'public' },
+    },
+    ownerA,
+  );
   if (service.status !== 201) throw new Error(`service failed: ${service.status} ${service.text}`);
   const source = await upload(api, ownerA, service.body.service.id, await packFixture('static-site'));
   if (source.status !== 201) throw new Error(`upload failed: ${source.status} ${source.text}`);
-  const group = await api.post('/v1/env-groups', { name: 'authz-group', envVars: [{ key: 'FIXTURE', value: 'x' }], serviceIds: [service.body.service.id] }, ownerA);
+  const group = await api.post(
+    '/v1/env-groups',
+    { name: 'authz-group', envVars: [{ key: 'FIXTURE', value: 'x' }], serviceIds: [service.body.service.id] },
+    ownerA,
+  );
   if (group.status !== 201) throw new Error(`env group failed: ${group.status} ${group.text}`);
-  const project = await api.post('/v1/projects', { name: 'authz-project', environments: [{ name: 'production' }] }, ownerA);
+  const project = await api.post(
+    '/v1/projects',
+    { name: 'authz-project', environments: [{ name: 'production' }] },
+    ownerA,
+  );
   if (project.status !== 201) throw new Error(`project failed: ${project.status} ${project.text}`);
   // Datastores (real servers start in the background; nothing here waits for them).
   const postgres = await api.post('/v1/postgres', { name: 'authz-db', plan: 'free' }, ownerA);
   const keyValue = await api.post('/v1/key-value', { name: 'authz-kv', plan: 'free' }, ownerA);
-  if (postgres.status !== 201 || keyValue.status !== 201) throw new Error(`datastores failed: ${postgres.text} ${keyValue.text}`);
+  if (postgres.status !== 201 || keyValue.status !== 201)
+    throw new Error(`datastores failed: ${postgres.text} ${keyValue.text}`);
   fixtures = {
-    postgresId: postgres.body.id, keyValueId: keyValue.body.id,
-    envGroupId: group.body.id, projectId: project.body.id, environmentId: project.body.environmentIds[0],
-    apiKeyId: key.id, ownerId: ownerA.workspaceId, userId: viewer.id, inviteId: invA.id, token: invB.token,
-    serviceId: service.body.service.id, deployId: source.body.deployId, envVarKey: 'FIXTURE',
+    postgresId: postgres.body.id,
+    keyValueId: keyValue.body.id,
+    envGroupId: group.body.id,
+    projectId: project.body.id,
+    environmentId: project.body.environmentIds[0],
+    apiKeyId: key.id,
+    ownerId: ownerA.workspaceId,
+    userId: viewer.id,
+    inviteId: invA.id,
+    token: invB.token,
+    serviceId: service.body.service.id,
+    deployId: source.body.deployId,
+    envVarKey: 'FIXTURE',
     metric: 'cpu', // required query of GET /v1/services/{serviceId}/metrics/history
   };
 });
@@ -146,7 +232,9 @@ afterAll(() => server?.close());
 describe('authorization on every operation of /v1/openapi.json', () => {
   it('walks a real route list, each operation publishing a known access level', () => {
     expect(ops.length).toBeGreaterThan(10);
-    expect(ops.map((o) => o.name)).toEqual(expect.arrayContaining(['GET /v1/users', 'DELETE /v1/api-keys/{apiKeyId}', 'POST /v1/auth/login']));
+    expect(ops.map((o) => o.name)).toEqual(
+      expect.arrayContaining(['GET /v1/users', 'DELETE /v1/api-keys/{apiKeyId}', 'POST /v1/auth/login']),
+    );
     for (const op of ops) {
       expect(ACCESS, `${op.name} x-slipway-access`).toContain(op.access);
       expect(op.isPublic, `${op.name}: security: [] exactly when public`).toBe(op.access === 'public');
@@ -157,7 +245,7 @@ describe('authorization on every operation of /v1/openapi.json', () => {
     expect(ops.filter((o) => UNSAFE.has(o.method) && o.access === 'viewer').map((o) => o.name)).toEqual([]);
   });
 
-  it('has a fixture in A\'s workspace for every path parameter', () => {
+  it("has a fixture in A's workspace for every path parameter", () => {
     const missing = ops.flatMap((o) => missingFixtures(o).map((p) => `${o.name}: {${p}}`));
     expect(missing, 'add a value for these path parameters to `fixtures` in test/authz.test.ts').toEqual([]);
   });
@@ -181,12 +269,13 @@ describe('authorization on every operation of /v1/openapi.json', () => {
       if (op.isPublic || op.access === 'signed-in') continue; // not role-gated
       const res = await send(op, viewer, { ownerId: ownerA.workspaceId });
       if (UNSAFE.has(op.method) || op.access !== 'viewer') failures.push(errorMismatch(op.name, res, 403, 'forbidden'));
-      else if ([401, 403, 404].includes(res.status)) failures.push(`${op.name}: a viewer may read this, got ${res.status} ${res.text.slice(0, 200)}`);
+      else if ([401, 403, 404].includes(res.status))
+        failures.push(`${op.name}: a viewer may read this, got ${res.status} ${res.text.slice(0, 200)}`);
     }
     expect(failures.filter(Boolean)).toEqual([]);
   });
 
-  it('answers 404 not_found to a member of another workspace for A\'s resources, never 200 or 403', async () => {
+  it("answers 404 not_found to a member of another workspace for A's resources, never 200 or 403", async () => {
     const failures: string[] = [];
     for (const op of ops) {
       if (op.isPublic) continue;
@@ -195,7 +284,15 @@ describe('authorization on every operation of /v1/openapi.json', () => {
         // A's ids, from B's own workspace and (where the operation takes ownerId) naming A's.
         failures.push(errorMismatch(op.name, await send(op, userB), 404, 'not_found'));
       }
-      if (actsIn) failures.push(errorMismatch(`${op.name} (ownerId=A)`, await send(op, userB, { ownerId: ownerA.workspaceId }), 404, 'not_found'));
+      if (actsIn)
+        failures.push(
+          errorMismatch(
+            `${op.name} (ownerId=A)`,
+            await send(op, userB, { ownerId: ownerA.workspaceId }),
+            404,
+            'not_found',
+          ),
+        );
     }
     expect(failures.filter(Boolean)).toEqual([]);
   });

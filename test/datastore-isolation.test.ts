@@ -20,18 +20,31 @@ if (!IS_ROOT && process.env.SLIPWAY_REQUIRE_SERVICES === '1') throw new Error('n
 const serversOk = requireOrSkip('postgres and redis-server', hasPostgresServer() && hasRedisServer());
 const ENV = { SLIPWAY_NETWORK: 'namespaces', SLIPWAY_DATASTORE_CHECK_MS: '300' };
 
-
 describe.runIf(IS_ROOT && serversOk)("datastores on their workspace's private network", () => {
   const t = useServer(ENV);
-  const infoOf = async (kind: 'postgres' | 'key-value', id: string, as: Caller) => (await t.api.get(`/v1/${kind}/${id}/connection-info`, as)).body;
-  const eventsOf = async (url: string, as: Caller) => ((await t.api.get(`${url}/events?limit=100`, as)).body as Array<{ event: { type: string } }>).map((e) => e.event.type);
+  const infoOf = async (kind: 'postgres' | 'key-value', id: string, as: Caller) =>
+    (await t.api.get(`/v1/${kind}/${id}/connection-info`, as)).body;
+  const eventsOf = async (url: string, as: Caller) =>
+    ((await t.api.get(`${url}/events?limit=100`, as)).body as Array<{ event: { type: string } }>).map(
+      (e) => e.event.type,
+    );
   /** Asks a tenant's prober app, through the router, to try something on the network. */
   const probe = async (slug: string, what: string, q: Record<string, string | number>) =>
-    JSON.parse((await viaRouter(t.server.slipway.routerPort, slug, `/${what}?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`)).text);
+    JSON.parse(
+      (
+        await viaRouter(
+          t.server.slipway.routerPort,
+          slug,
+          `/${what}?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`,
+        )
+      ).text,
+    );
 
   /** A Postgres and a key-value datastore of `as`, available, with their connection info. */
   async function datastoresOf(as: Caller) {
-    const pgId = (await t.api.post('/v1/postgres', { name: 'db', plan: 'free', databaseName: 'app', databaseUser: 'app_user' }, as)).body.id as string;
+    const pgId = (
+      await t.api.post('/v1/postgres', { name: 'db', plan: 'free', databaseName: 'app', databaseUser: 'app_user' }, as)
+    ).body.id as string;
     const kvId = (await t.api.post('/v1/key-value', { name: 'cache', plan: 'free' }, as)).body.id as string;
     await untilStatus(t.api, as, `/v1/postgres/${pgId}`, 'available', 60_000);
     await untilStatus(t.api, as, `/v1/key-value/${kvId}`, 'available', 60_000);
@@ -72,14 +85,22 @@ describe.runIf(IS_ROOT && serversOk)("datastores on their workspace's private ne
 
     // A pre-deploy command (a migration) reaches them by the same names: it runs on the workspace's network.
     const migrate = `node -e "require('net').connect(5432, '${mine.pgId}').on('connect', () => process.exit(0)).on('error', (e) => { console.log(e.code); process.exit(1); })"`;
-    const migrated = await deployFixture(t.api, a, 'net-prober', { serviceDetails: { runtime: 'node', preDeployCommand: migrate } });
+    const migrated = await deployFixture(t.api, a, 'net-prober', {
+      serviceDetails: { runtime: 'node', preDeployCommand: migrate },
+    });
     expect(migrated.deploy.status, migrated.deploy.failureReason ?? '').toBe('live');
 
-    for (const [id, port] of [[theirs.pgId, 5432], [theirs.kvId, 6379]] as const) {
+    for (const [id, port] of [
+      [theirs.pgId, 5432],
+      [theirs.kvId, 6379],
+    ] as const) {
       expect((await probe(slug, 'resolve', { name: id })).ok, `${id} resolves in another workspace`).toBe(false);
       const address = leaseOf(id)?.address;
       expect(address).toMatch(/^10\.213\./);
-      expect(await probe(slug, 'connect', { host: address!, port }), `${id} is reachable from another workspace`).toMatchObject({ ok: false });
+      expect(
+        await probe(slug, 'connect', { host: address!, port }),
+        `${id} is reachable from another workspace`,
+      ).toMatchObject({ ok: false });
     }
   }, 180_000);
 
@@ -94,29 +115,54 @@ describe.runIf(IS_ROOT && serversOk)("datastores on their workspace's private ne
     await db.end();
 
     const targets = [
-      { id: mine.pgId, url: `/v1/postgres/${mine.pgId}`, address: new URL(mine.pg.externalConnectionString).hostname, port: 5432 },
-      { id: mine.kvId, url: `/v1/key-value/${mine.kvId}`, address: new URL(mine.kv.externalConnectionString).hostname, port: 6379 },
+      {
+        id: mine.pgId,
+        url: `/v1/postgres/${mine.pgId}`,
+        address: new URL(mine.pg.externalConnectionString).hostname,
+        port: 5432,
+      },
+      {
+        id: mine.kvId,
+        url: `/v1/key-value/${mine.kvId}`,
+        address: new URL(mine.kv.externalConnectionString).hostname,
+        port: 6379,
+      },
     ];
-    for (const x of targets) expect(await probe(squatter.service.slug, 'bind', { host: x.address, port: x.port })).toEqual({ ok: false, error: 'EADDRNOTAVAIL' });
+    for (const x of targets)
+      expect(await probe(squatter.service.slug, 'bind', { host: x.address, port: x.port })).toEqual({
+        ok: false,
+        error: 'EADDRNOTAVAIL',
+      });
     // Its servers die; the squatter loops on binding their addresses meanwhile, and after.
     for (const x of targets) await probe(squatter.service.slug, 'squat', { host: x.address, port: x.port, ms: 6000 });
-    const { rows } = await t.server.slipway.store.executeSql(`select provisioner_state->>'pid' as pid from datastores where id = any($1)`, [targets.map((x) => x.id)]);
+    const { rows } = await t.server.slipway.store.executeSql(
+      `select provisioner_state->>'pid' as pid from datastores where id = any($1)`,
+      [targets.map((x) => x.id)],
+    );
     for (const { pid } of rows) process.kill(Number(pid), 'SIGKILL');
     for (const x of targets) {
-      await waitFor(`${x.id} to be repaired`, async () => {
-        const types = await eventsOf(x.url, a);
-        return types.includes('datastore_unavailable') && types[0] === 'datastore_available';
-      }, 30_000);
+      await waitFor(
+        `${x.id} to be repaired`,
+        async () => {
+          const types = await eventsOf(x.url, a);
+          return types.includes('datastore_unavailable') && types[0] === 'datastore_available';
+        },
+        30_000,
+      );
       expect(await eventsOf(x.url, a)).not.toContain('datastore_port_taken');
     }
-    const again = new pg.Client({ connectionString: (await infoOf('postgres', mine.pgId, a)).externalConnectionString });
+    const again = new pg.Client({
+      connectionString: (await infoOf('postgres', mine.pgId, a)).externalConnectionString,
+    });
     await again.connect();
     expect((await again.query('select body from notes')).rows).toEqual([{ body: 'kept' }]);
     await again.end();
-    expect((await probe(squatter.service.slug, 'received', {})).filter((r: { squatted?: string }) => r.squatted)).toEqual([]);
+    expect(
+      (await probe(squatter.service.slug, 'received', {})).filter((r: { squatted?: string }) => r.squatted),
+    ).toEqual([]);
   }, 180_000);
 
-  it('keeps a running server\'s namespace across a Slipway restart, removes it on suspend and delete, and sweeps deleted ones at boot', async () => {
+  it("keeps a running server's namespace across a Slipway restart, removes it on suspend and delete, and sweeps deleted ones at boot", async () => {
     const a = await signUp(t.api);
     const mine = await datastoresOf(a);
     const pgUrl = `/v1/postgres/${mine.pgId}`;

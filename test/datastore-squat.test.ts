@@ -25,7 +25,10 @@ const redisOk = requireOrSkip('redis-server', hasRedisServer());
 // namespaces nobody else can bind a server's address at all (test/datastore-isolation.test.ts).
 const t = useServer({ SLIPWAY_DATASTORE_CHECK_MS: '300', SLIPWAY_NETWORK: 'shared' });
 
-interface DatastoreEvent { type: string; details: Record<string, unknown> }
+interface DatastoreEvent {
+  type: string;
+  details: Record<string, unknown>;
+}
 const eventsOf = async (url: string, as: Caller): Promise<DatastoreEvent[]> =>
   ((await t.api.get(`${url}/events?limit=100`, as)).body as Array<{ event: DatastoreEvent }>).map((e) => e.event);
 const portOf = (connectionString: string) => Number(new URL(connectionString).port);
@@ -37,7 +40,10 @@ afterEach(async () => {
 
 /** SIGKILLs the datastore's server and takes its port the moment it is free, as the attacking app did. */
 async function killAndSquat(id: string, port: number): Promise<Squatter> {
-  const { rows } = await t.server.slipway.store.executeSql(`select provisioner_state->>'pid' as pid from datastores where id = $1`, [id]);
+  const { rows } = await t.server.slipway.store.executeSql(
+    `select provisioner_state->>'pid' as pid from datastores where id = $1`,
+    [id],
+  );
   process.kill(Number(rows[0].pid), 'SIGKILL');
   const squatter = await squat(port);
   squatters.push(squatter);
@@ -46,13 +52,21 @@ async function killAndSquat(id: string, port: number): Promise<Squatter> {
 
 /** The port-taken story, in the datastore's events: unavailable, port taken (the old port), then available again. */
 async function expectPortTakenThenBack(url: string, as: Caller, oldPort: number): Promise<string> {
-  const taken = await waitFor('a datastore_port_taken event', async () => (await eventsOf(url, as)).find((e) => e.type === 'datastore_port_taken'), 30_000);
+  const taken = await waitFor(
+    'a datastore_port_taken event',
+    async () => (await eventsOf(url, as)).find((e) => e.type === 'datastore_port_taken'),
+    30_000,
+  );
   expect(taken.details).toMatchObject({ port: oldPort, status: 'unavailable' });
-  const info = await waitFor('the datastore back, on another port', async () => {
-    if ((await t.api.get(url, as)).body.status !== 'available') return undefined;
-    const body = (await t.api.get(`${url}/connection-info`, as)).body;
-    return portOf(body.externalConnectionString) !== oldPort ? body : undefined;
-  }, 30_000);
+  const info = await waitFor(
+    'the datastore back, on another port',
+    async () => {
+      if ((await t.api.get(url, as)).body.status !== 'available') return undefined;
+      const body = (await t.api.get(`${url}/connection-info`, as)).body;
+      return portOf(body.externalConnectionString) !== oldPort ? body : undefined;
+    },
+    30_000,
+  );
   const types = (await eventsOf(url, as)).map((e) => e.type).reverse(); // oldest first
   const down = types.indexOf('datastore_unavailable');
   expect(down).toBeGreaterThanOrEqual(0);
@@ -86,20 +100,32 @@ describe.skipIf(!pgOk)('a Postgres datastore whose port is squatted', () => {
     const { socketDir } = datastoreLayout(realpathSync(server.dataDir), id);
     const admin = new pg.Client({ host: socketDir, port: oldPort, user: 'slipway-admin', database: 'postgres' });
     await admin.connect();
-    const hash = (await admin.query('select rolpassword from pg_authid where rolname = $1', [created.body.databaseUser])).rows[0];
+    const hash = (
+      await admin.query('select rolpassword from pg_authid where rolname = $1', [created.body.databaseUser])
+    ).rows[0];
     expect(hash.rolpassword).toMatch(/^SCRAM-SHA-256\$\d+:/);
     const rules = (await admin.query(`select type, auth_method from pg_hba_file_rules`)).rows;
-    expect(rules.filter((r) => r.type !== 'local').map((r) => r.auth_method)).toEqual(['scram-sha-256', 'scram-sha-256']);
+    expect(rules.filter((r) => r.type !== 'local').map((r) => r.auth_method)).toEqual([
+      'scram-sha-256',
+      'scram-sha-256',
+    ]);
     expect(rules.filter((r) => r.type === 'local').map((r) => r.auth_method)).toEqual(['peer']);
     await admin.end();
 
     // A service wired to it: its variable follows the datastore to the new port.
-    const service = await api.post('/v1/services', {
-      type: 'web_service', name: `wired-${Date.now().toString(36)}`, serviceDetails: { runtime: 'node' },
-      envVars: [{ key: 'DATABASE_URL', fromDatabase: { id, property: 'connectionString' } }],
-    }, owner);
+    const service = await api.post(
+      '/v1/services',
+      {
+        type: 'web_service',
+        name: `wired-${Date.now().toString(36)}`,
+        serviceDetails: { runtime: 'node' },
+        envVars: [{ key: 'DATABASE_URL', fromDatabase: { id, property: 'connectionString' } }],
+      },
+      owner,
+    );
     expect(service.status, service.text).toBe(201);
-    const wired = async () => (await api.get(`/v1/services/${service.body.service.id}/env-vars`, owner)).body[0].envVar.value as string;
+    const wired = async () =>
+      (await api.get(`/v1/services/${service.body.service.id}/env-vars`, owner)).body[0].envVar.value as string;
     expect(portOf(await wired())).toBe(oldPort);
 
     const squatter = await killAndSquat(id, oldPort);
@@ -117,7 +143,7 @@ describe.skipIf(!pgOk)('a Postgres datastore whose port is squatted', () => {
 });
 
 describe.skipIf(!redisOk)('a key-value datastore whose port is squatted', () => {
-  it('sends the squatter no AUTH (neither the datastore\'s nor Slipway\'s admin password) and comes back on another port', async () => {
+  it("sends the squatter no AUTH (neither the datastore's nor Slipway's admin password) and comes back on another port", async () => {
     const { api, server } = t;
     const owner = await signUp(api);
     const created = await api.post('/v1/key-value', { name: 'b cache', plan: 'starter' }, owner);
@@ -145,8 +171,8 @@ describe.skipIf(!redisOk)('a key-value datastore whose port is squatted', () => 
     again.disconnect();
 
     await sleep(1500);
-    expect(received(squatter, password), 'the datastore user\'s password reached the squatter').toBe(false);
-    expect(received(squatter, adminPassword), 'Slipway\'s admin password reached the squatter').toBe(false);
+    expect(received(squatter, password), "the datastore user's password reached the squatter").toBe(false);
+    expect(received(squatter, adminPassword), "Slipway's admin password reached the squatter").toBe(false);
     expect(squatter.bytes().toString('latin1')).not.toMatch(/AUTH/i);
   }, 120_000);
 });

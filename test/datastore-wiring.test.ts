@@ -27,9 +27,14 @@ describe.skipIf(!localOk)('datastores wired into a deployed app', () => {
     const pgInfo = (await api.get(`/v1/postgres/${pgId}/connection-info`, owner)).body;
     const db = new pg.Client({ connectionString: pgInfo.externalConnectionString });
     await db.connect();
-    await db.query(`create table notes (id serial primary key, body text); insert into notes (body) values ('from postgres')`);
+    await db.query(
+      `create table notes (id serial primary key, body text); insert into notes (body) values ('from postgres')`,
+    );
     await db.end();
-    const kv = new Redis((await api.get(`/v1/key-value/${kvId}/connection-info`, owner)).body.externalConnectionString, { maxRetriesPerRequest: 0 });
+    const kv = new Redis(
+      (await api.get(`/v1/key-value/${kvId}/connection-info`, owner)).body.externalConnectionString,
+      { maxRetriesPerRequest: 0 },
+    );
     await kv.set('greeting', 'from redis');
     kv.disconnect();
 
@@ -41,16 +46,40 @@ describe.skipIf(!localOk)('datastores wired into a deployed app', () => {
       { key: 'A', fromDatabase: { id: 'dpg-00000000000000000000', property: 'host' } },
       { key: 'A', fromDatabase: { id: pgId, property: 'nonsense' } },
     ];
-    const svcBody = (envVars: unknown[]) => ({ type: 'web_service', name: `db-web-${Math.random().toString(36).slice(2, 8)}`, serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' }, envVars });
-    for (const ref of refused) expect((await api.post('/v1/services', svcBody([ref]), owner)).status, JSON.stringify(ref)).toBe(400);
-    expect((await api.post('/v1/services', svcBody([{ key: 'A', fromDatabase: { id: pgId, property: 'host' } }]), stranger)).status).toBe(400);
+    const svcBody = (envVars: unknown[]) => ({
+      type: 'web_service',
+      name: `db-web-${Math.random().toString(36).slice(2, 8)}`,
+      serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' },
+      envVars,
+    });
+    for (const ref of refused)
+      expect((await api.post('/v1/services', svcBody([ref]), owner)).status, JSON.stringify(ref)).toBe(400);
+    expect(
+      (await api.post('/v1/services', svcBody([{ key: 'A', fromDatabase: { id: pgId, property: 'host' } }]), stranger))
+        .status,
+    ).toBe(400);
 
-    const created = await api.post('/v1/services', svcBody([{ key: 'DATABASE_URL', fromDatabase: { id: pgId, property: 'connectionString' } }]), owner);
+    const created = await api.post(
+      '/v1/services',
+      svcBody([{ key: 'DATABASE_URL', fromDatabase: { id: pgId, property: 'connectionString' } }]),
+      owner,
+    );
     expect(created.status, created.text).toBe(201);
     const service = created.body.service;
-    const group = await api.post('/v1/env-groups', { name: 'cache', serviceIds: [service.id], envVars: [{ key: 'REDIS_URL', fromKeyValue: { id: kvId, property: 'connectionString' } }] }, owner);
+    const group = await api.post(
+      '/v1/env-groups',
+      {
+        name: 'cache',
+        serviceIds: [service.id],
+        envVars: [{ key: 'REDIS_URL', fromKeyValue: { id: kvId, property: 'connectionString' } }],
+      },
+      owner,
+    );
     expect(group.status, group.text).toBe(201);
-    expect(group.body.envVars[0]).toMatchObject({ key: 'REDIS_URL', fromKeyValue: { id: kvId, property: 'connectionString' } });
+    expect(group.body.envVars[0]).toMatchObject({
+      key: 'REDIS_URL',
+      fromKeyValue: { id: kvId, property: 'connectionString' },
+    });
     expect(group.body.envVars[0].value).toMatch(/^redis:\/\//);
 
     const up = await upload(api, owner, service.id, await packFixture('db-web'));
@@ -61,9 +90,15 @@ describe.skipIf(!localOk)('datastores wired into a deployed app', () => {
     expect((await router('/kv')).text).toBe('from redis');
 
     const vars = (await api.get(`/v1/services/${service.id}/env-vars`, owner)).body;
-    expect(vars[0].envVar).toMatchObject({ key: 'DATABASE_URL', value: pgInfo.internalConnectionString, fromDatabase: { id: pgId, property: 'connectionString' } });
+    expect(vars[0].envVar).toMatchObject({
+      key: 'DATABASE_URL',
+      value: pgInfo.internalConnectionString,
+      fromDatabase: { id: pgId, property: 'connectionString' },
+    });
     const resolved = (await api.get(`/v1/services/${service.id}/env-vars?resolved=true`, owner)).body;
-    expect(resolved.find((v: { envVar: { key: string } }) => v.envVar.key === 'REDIS_URL').source).toBe(`envGroup:${group.body.id}`);
+    expect(resolved.find((v: { envVar: { key: string } }) => v.envVar.key === 'REDIS_URL').source).toBe(
+      `envGroup:${group.body.id}`,
+    );
 
     // A referenced datastore cannot be deleted out from under the app.
     const blocked = await api.delete(`/v1/postgres/${pgId}`, owner);
@@ -92,7 +127,11 @@ async function sharedServersUp(): Promise<boolean> {
 const sharedOk = requireOrSkip(`Postgres at ${ADMIN_PG} and Redis at ${ADMIN_REDIS}`, await sharedServersUp());
 
 describe.skipIf(!sharedOk)('cluster Postgres and shared key-value provisioners', () => {
-  const t = useServer({ SLIPWAY_DATASTORE_CHECK_MS: '300', SLIPWAY_POSTGRES_ADMIN_URL: ADMIN_PG, SLIPWAY_REDIS_ADMIN_URL: ADMIN_REDIS });
+  const t = useServer({
+    SLIPWAY_DATASTORE_CHECK_MS: '300',
+    SLIPWAY_POSTGRES_ADMIN_URL: ADMIN_PG,
+    SLIPWAY_REDIS_ADMIN_URL: ADMIN_REDIS,
+  });
   let api: Client;
   let owner: TestUser;
   beforeAll(async () => {
@@ -101,11 +140,17 @@ describe.skipIf(!sharedOk)('cluster Postgres and shared key-value provisioners',
   });
 
   it('isolates two Postgres datastores on one server: each user reaches only its own database', async () => {
-    const ids = [(await api.post('/v1/postgres', { name: 'a', plan: 'free' }, owner)).body.id, (await api.post('/v1/postgres', { name: 'b', plan: 'free' }, owner)).body.id];
+    const ids = [
+      (await api.post('/v1/postgres', { name: 'a', plan: 'free' }, owner)).body.id,
+      (await api.post('/v1/postgres', { name: 'b', plan: 'free' }, owner)).body.id,
+    ];
     const infos = [];
     for (const id of ids) {
       const body = await untilStatus(api, owner, `/v1/postgres/${id}`, 'available', 5000);
-      infos.push({ ...(await api.get(`/v1/postgres/${id}/connection-info`, owner)).body, databaseName: body.databaseName });
+      infos.push({
+        ...(await api.get(`/v1/postgres/${id}/connection-info`, owner)).body,
+        databaseName: body.databaseName,
+      });
     }
     const [a, b] = infos;
     const asA = new pg.Client({ connectionString: a.externalConnectionString });
@@ -122,13 +167,18 @@ describe.skipIf(!sharedOk)('cluster Postgres and shared key-value provisioners',
     for (const id of ids) expect((await api.delete(`/v1/postgres/${id}`, owner)).status).toBe(204);
     const admin = new pg.Client({ connectionString: ADMIN_PG });
     await admin.connect();
-    const left = await admin.query('select datname from pg_database where datname = any($1)', [infos.map((i) => i.databaseName)]);
+    const left = await admin.query('select datname from pg_database where datname = any($1)', [
+      infos.map((i) => i.databaseName),
+    ]);
     await admin.end();
     expect(left.rows).toEqual([]);
   }, 60_000);
 
   it('isolates two key-value datastores on one Redis by ACL user and key prefix', async () => {
-    const ids = [(await api.post('/v1/key-value', { name: 'a', plan: 'free' }, owner)).body.id, (await api.post('/v1/key-value', { name: 'b', plan: 'free' }, owner)).body.id];
+    const ids = [
+      (await api.post('/v1/key-value', { name: 'a', plan: 'free' }, owner)).body.id,
+      (await api.post('/v1/key-value', { name: 'b', plan: 'free' }, owner)).body.id,
+    ];
     const infos = [];
     for (const id of ids) {
       await untilStatus(api, owner, `/v1/key-value/${id}`, 'available', 5000);

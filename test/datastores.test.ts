@@ -17,12 +17,16 @@ const redisOk = requireOrSkip('redis-server', hasRedisServer());
 
 /** The pid Slipway keeps for a local datastore's server. */
 async function serverPid(id: string): Promise<number> {
-  const { rows } = await server.slipway.store.executeSql(`select provisioner_state->>'pid' as pid from datastores where id = $1`, [id]);
+  const { rows } = await server.slipway.store.executeSql(
+    `select provisioner_state->>'pid' as pid from datastores where id = $1`,
+    [id],
+  );
   return Number(rows[0].pid);
 }
 /** As root, each server has a namespace of its own (internal host: its id, at the standard port); else 127.0.0.1. */
 const namespaced = async () => (await api.get('/status')).body.isolation.network === 'namespaces';
-const eventTypes = async (api: Client, as: Caller, url: string) => ((await api.get(`${url}/events?limit=100`, as)).body as Array<{ event: { type: string } }>).map((e) => e.event.type);
+const eventTypes = async (api: Client, as: Caller, url: string) =>
+  ((await api.get(`${url}/events?limit=100`, as)).body as Array<{ event: { type: string } }>).map((e) => e.event.type);
 
 let server: TestServer;
 let api: Client;
@@ -53,9 +57,19 @@ async function restartServer(whileDown: () => Promise<void> | void = () => undef
 
 describe.skipIf(!pgOk)('Postgres (local servers)', () => {
   it('creates a real server, keeps its data across a Slipway restart and a crash, suspends, resumes and deletes', async () => {
-    const created = await api.post('/v1/postgres', { name: 'main db', plan: 'free', databaseName: 'app', databaseUser: 'app_user' }, owner);
+    const created = await api.post(
+      '/v1/postgres',
+      { name: 'main db', plan: 'free', databaseName: 'app', databaseUser: 'app_user' },
+      owner,
+    );
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ status: 'creating', databaseName: 'app', databaseUser: 'app_user', owner: { id: owner.workspaceId }, suspended: 'not_suspended' });
+    expect(created.body).toMatchObject({
+      status: 'creating',
+      databaseName: 'app',
+      databaseUser: 'app_user',
+      owner: { id: owner.workspaceId },
+      suspended: 'not_suspended',
+    });
     const url = `/v1/postgres/${created.body.id}`;
     await untilStatus(api, owner, url, 'available');
 
@@ -72,15 +86,22 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
     // Only its own user, with its password, gets in.
     const wrong = new URL(info.externalConnectionString);
     wrong.password = 'wrong';
-    await expect(new pg.Client({ connectionString: wrong.toString() }).connect()).rejects.toThrow(/password authentication failed/);
+    await expect(new pg.Client({ connectionString: wrong.toString() }).connect()).rejects.toThrow(
+      /password authentication failed/,
+    );
     const other = new URL(info.externalConnectionString);
     other.pathname = '/postgres';
-    await expect(new pg.Client({ connectionString: other.toString() }).connect()).rejects.toThrow(/no pg_hba.conf entry|not permitted|does not exist/);
+    await expect(new pg.Client({ connectionString: other.toString() }).connect()).rejects.toThrow(
+      /no pg_hba.conf entry|not permitted|does not exist/,
+    );
 
     // Where it is now: a server started again in a namespace of its own gets a new address.
     // (A timeout: the address of a server that is gone may be routed nowhere.)
     const read = async (at?: { externalConnectionString: string }) => {
-      const c = new pg.Client({ connectionString: (at ?? (await infoNow())).externalConnectionString, connectionTimeoutMillis: 3000 });
+      const c = new pg.Client({
+        connectionString: (at ?? (await infoNow())).externalConnectionString,
+        connectionTimeoutMillis: 3000,
+      });
       await c.connect();
       try {
         return (await c.query('select body from notes')).rows.map((r) => r.body);
@@ -115,10 +136,14 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
 
     // A crash of the server: unavailable, then restarted from its data.
     process.kill(await serverPid(created.body.id), 'SIGKILL');
-    await waitFor('the crash to be noticed and repaired', async () => {
-      const types = await eventTypes(api, owner, url);
-      return types.includes('datastore_unavailable') && types[0] === 'datastore_available';
-    }, 20_000);
+    await waitFor(
+      'the crash to be noticed and repaired',
+      async () => {
+        const types = await eventTypes(api, owner, url);
+        return types.includes('datastore_unavailable') && types[0] === 'datastore_available';
+      },
+      20_000,
+    );
     expect(await read()).toEqual(['kept']);
 
     expect((await api.post(`${url}/suspend`, undefined, owner)).status).toBe(202);
@@ -137,7 +162,7 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
     await expect(read(last)).rejects.toThrow();
   }, 90_000);
 
-  it('refuses bad plans, versions, names and other workspaces\' ids with 4xx', async () => {
+  it("refuses bad plans, versions, names and other workspaces' ids with 4xx", async () => {
     const bad = async (body: unknown, status = 400) => {
       const res = await api.post('/v1/postgres', body, owner);
       expect(res.status, res.text).toBe(status);
@@ -151,7 +176,11 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
     await bad({ name: 'x', plan: 'free', databaseUser: 'postgres' });
     await bad({ name: '', plan: 'free' });
     await bad({ name: 'x', plan: 'free', environmentId: 'evm-doesnotexist000000' }, 404);
-    const malformed = await api.call('POST', '/v1/postgres', { ...owner, raw: '{"name": ', headers: { 'content-type': 'application/json' } });
+    const malformed = await api.call('POST', '/v1/postgres', {
+      ...owner,
+      raw: '{"name": ',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(malformed.status).toBe(400);
 
     // In an environment: listed by it and listed in it.
@@ -159,11 +188,16 @@ describe.skipIf(!pgOk)('Postgres (local servers)', () => {
     const environmentId = project.environmentIds[0];
     const created = (await api.post('/v1/postgres', { name: 'mine', plan: 'free', environmentId }, owner)).body;
     expect(created.environmentId).toBe(environmentId);
-    expect((await api.get(`/v1/postgres?environmentId=${environmentId}`, owner)).body.map((e: { postgres: { id: string } }) => e.postgres.id)).toEqual([created.id]);
+    expect(
+      (await api.get(`/v1/postgres?environmentId=${environmentId}`, owner)).body.map(
+        (e: { postgres: { id: string } }) => e.postgres.id,
+      ),
+    ).toEqual([created.id]);
     expect((await api.get(`/v1/environments/${environmentId}`, owner)).body.databasesIds).toEqual([created.id]);
     const stranger = await signUp(api);
     expect((await api.post('/v1/postgres', { name: 'x', plan: 'free', environmentId }, stranger)).status).toBe(404);
-    for (const route of ['', '/connection-info', '/events']) expect((await api.get(`/v1/postgres/${created.id}${route}`, stranger)).status).toBe(404);
+    for (const route of ['', '/connection-info', '/events'])
+      expect((await api.get(`/v1/postgres/${created.id}${route}`, stranger)).status).toBe(404);
     expect((await api.delete(`/v1/postgres/${created.id}`, stranger)).status).toBe(404);
     expect((await api.get('/v1/postgres', stranger)).body).toEqual([]);
     const list = (await api.get('/v1/postgres?limit=100', owner)).body;
@@ -180,7 +214,10 @@ describe('without a provisioner', () => {
     try {
       const offApi = client(off.url);
       const user = await signUp(offApi);
-      for (const [url, body] of [['/v1/postgres', { name: 'x', plan: 'free' }], ['/v1/key-value', { name: 'x', plan: 'free' }]] as const) {
+      for (const [url, body] of [
+        ['/v1/postgres', { name: 'x', plan: 'free' }],
+        ['/v1/key-value', { name: 'x', plan: 'free' }],
+      ] as const) {
         const res = await offApi.post(url, body, user);
         expect(res.status).toBe(501);
         expect(res.body.code).toBe('not_configured');
@@ -194,10 +231,18 @@ describe('without a provisioner', () => {
 });
 
 describe.skipIf(!redisOk)('key-value (local servers)', () => {
-  it('creates a password-protected server with the plan\'s memory and policy, persists across a restart, applies a new policy live', async () => {
-    const created = await api.post('/v1/key-value', { name: 'cache', plan: 'starter', maxmemoryPolicy: 'allkeys_lfu' }, owner);
+  it("creates a password-protected server with the plan's memory and policy, persists across a restart, applies a new policy live", async () => {
+    const created = await api.post(
+      '/v1/key-value',
+      { name: 'cache', plan: 'starter', maxmemoryPolicy: 'allkeys_lfu' },
+      owner,
+    );
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ status: 'creating', options: { maxmemoryPolicy: 'allkeys_lfu' }, plan: 'starter' });
+    expect(created.body).toMatchObject({
+      status: 'creating',
+      options: { maxmemoryPolicy: 'allkeys_lfu' },
+      plan: 'starter',
+    });
     const url = `/v1/key-value/${created.body.id}`;
     await untilStatus(api, owner, url, 'available');
     const info = (await api.get(`${url}/connection-info`, owner)).body;
@@ -214,7 +259,14 @@ describe.skipIf(!redisOk)('key-value (local servers)', () => {
     kv.disconnect();
     // Without the password: nothing; with a wrong one: refused.
     const { hostname, port, username } = new URL(info.externalConnectionString);
-    const intruder = new Redis({ host: hostname, port: Number(port), lazyConnect: true, maxRetriesPerRequest: 0, enableReadyCheck: false, retryStrategy: () => null });
+    const intruder = new Redis({
+      host: hostname,
+      port: Number(port),
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableReadyCheck: false,
+      retryStrategy: () => null,
+    });
     await intruder.connect();
     await expect(intruder.get('greeting')).rejects.toThrow(/NOAUTH/);
     await expect(intruder.auth(username, 'nope')).rejects.toThrow(/WRONGPASS/);
@@ -237,7 +289,9 @@ describe.skipIf(!redisOk)('key-value (local servers)', () => {
     expect((await api.post(url + '/resume', undefined, owner)).status).toBe(202);
     await untilStatus(api, owner, url, 'available');
     expect((await api.post('/v1/key-value', { name: 'x', plan: 'huge' }, owner)).status).toBe(400);
-    expect((await api.post('/v1/key-value', { name: 'x', plan: 'free', maxmemoryPolicy: 'lru' }, owner)).status).toBe(400);
+    expect((await api.post('/v1/key-value', { name: 'x', plan: 'free', maxmemoryPolicy: 'lru' }, owner)).status).toBe(
+      400,
+    );
     expect((await api.delete(url, owner)).status).toBe(204);
     expect((await api.delete(url, owner)).status).toBe(404);
   }, 90_000);

@@ -12,20 +12,32 @@ const router = (slug: string, path = '/', opts = {}) => viaRouter(t.server.slipw
 describe('deploys of uploaded archives', () => {
   it('builds, runs and routes a Node app, with platform and service env, through the router', async () => {
     const owner = await signUp(t.api);
-    const { service, deploy } = await deployFixture(t.api, owner, 'node-web', { envVars: [{ key: 'GREETING', value: 'hello' }], serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' } });
+    const { service, deploy } = await deployFixture(t.api, owner, 'node-web', {
+      envVars: [{ key: 'GREETING', value: 'hello' }],
+      serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' },
+    });
     expect(deploy).toMatchObject({ status: 'live', trigger: 'new_commit', finishedAt: expect.any(String) });
     const res = await router(service.slug, '/hello');
     expect(res.status).toBe(200);
     const body = res.json();
     expect(body.env).toMatchObject({
-      GREETING: 'hello', SLIPWAY: 'true', SLIPWAY_SERVICE_ID: service.id, SLIPWAY_DEPLOY_ID: deploy.id, SLIPWAY_SERVICE_TYPE: 'web_service',
-      SLIPWAY_EXTERNAL_HOSTNAME: `${service.slug}.localhost`, PORT: expect.stringMatching(/^\d+$/),
+      GREETING: 'hello',
+      SLIPWAY: 'true',
+      SLIPWAY_SERVICE_ID: service.id,
+      SLIPWAY_DEPLOY_ID: deploy.id,
+      SLIPWAY_SERVICE_TYPE: 'web_service',
+      SLIPWAY_EXTERNAL_HOSTNAME: `${service.slug}.localhost`,
+      PORT: expect.stringMatching(/^\d+$/),
     });
     expect(body.env.SLIPWAY_INSTANCE_ID).toMatch(new RegExp(`^${service.id}-`));
     expect(body.headers['x-forwarded-for']).toBeTruthy();
     expect(body.headers.host).toBe(`${service.slug}.localhost:${t.server.slipway.routerPort}`);
     // Nothing of Slipway's own environment leaks into the app.
-    expect(Object.keys(body.env).filter((k) => k.startsWith('SLIPWAY_') && !/^SLIPWAY_(SERVICE|EXTERNAL|INSTANCE|DEPLOY|GIT)/.test(k))).toEqual([]);
+    expect(
+      Object.keys(body.env).filter(
+        (k) => k.startsWith('SLIPWAY_') && !/^SLIPWAY_(SERVICE|EXTERNAL|INSTANCE|DEPLOY|GIT)/.test(k),
+      ),
+    ).toEqual([]);
 
     const unknown = await router('no-such-app');
     expect(unknown.status).toBe(404);
@@ -40,7 +52,9 @@ describe('deploys of uploaded archives', () => {
     const second = await upload(t.api, owner, service.id, await packFixture('node-web', { VERSION: 'v2' }));
     expect((await finished(t.api, owner, service.id, second.body.deployId)).status).toBe('live');
     expect((await router(service.slug)).json().version).toBe('v2');
-    expect((await t.api.get(`/v1/services/${service.id}/deploys/${first.deploy.id}`, owner)).body.status).toBe('deactivated');
+    expect((await t.api.get(`/v1/services/${service.id}/deploys/${first.deploy.id}`, owner)).body.status).toBe(
+      'deactivated',
+    );
 
     // A broken build: the previous deploy keeps serving.
     const broken = await upload(t.api, owner, service.id, await packFixture('crash-on-start'));
@@ -56,7 +70,9 @@ describe('deploys of uploaded archives', () => {
     expect(done.status).toBe('live');
     expect(done.buildOutput).toBeUndefined();
     expect((await router(service.slug)).json().version).toBe('v1');
-    expect((await t.api.post(`/v1/services/${service.id}/rollback`, { deployId: 'dep-00000000000000000000' }, owner)).status).toBe(404);
+    expect(
+      (await t.api.post(`/v1/services/${service.id}/rollback`, { deployId: 'dep-00000000000000000000' }, owner)).status,
+    ).toBe(404);
 
     const list = await t.api.get(`/v1/services/${service.id}/deploys?status=live`, owner);
     expect(list.body.map((i: any) => i.deploy.id)).toEqual([rollback.body.id]);
@@ -72,7 +88,10 @@ describe('deploys of uploaded archives', () => {
 
   it('serves a static site from its artifact and honours a Procfile web line', async () => {
     const owner = await signUp(t.api);
-    const site = await deployFixture(t.api, owner, 'static-site', { type: 'static_site', serviceDetails: { publishPath: 'public' } });
+    const site = await deployFixture(t.api, owner, 'static-site', {
+      type: 'static_site',
+      serviceDetails: { publishPath: 'public' },
+    });
     expect(site.deploy.status).toBe('live');
     const page = await router(site.service.slug, '/');
     expect(page.status).toBe(200);
@@ -109,18 +128,38 @@ describe('deploys of uploaded archives', () => {
 
   it('rejects hostile archives with 400 and keeps nothing; unsupported bodies get 415', async () => {
     const owner = await signUp(t.api);
-    const { service } = (await t.api.post('/v1/services', { type: 'web_service', name: 'hostile', autoDeploy: 'no', serviceDetails: { runtime: 'node' } }, owner)).body;
+    const { service } = (
+      await t.api.post(
+        '/v1/services',
+        { type: 'web_service', name: 'hostile', autoDeploy: 'no', serviceDetails: { runtime: 'node' } },
+        owner,
+      )
+    ).body;
     const tarSlip = rawTarGz([{ name: '../escape.txt', data: Buffer.from('pwned') }]);
     const res = await upload(t.api, owner, service.id, tarSlip);
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('bad_request');
     expect((await upload(t.api, owner, service.id, Buffer.from('not an archive at all'))).status).toBe(400);
-    expect((await t.api.call('POST', `/v1/services/${service.id}/source/upload`, { ...owner, raw: 'x', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
-    const { rows } = await t.server.slipway.store.executeSql('select id from sources where service_id = $1', [service.id]);
+    expect(
+      (
+        await t.api.call('POST', `/v1/services/${service.id}/source/upload`, {
+          ...owner,
+          raw: 'x',
+          headers: { 'content-type': 'text/plain' },
+        })
+      ).status,
+    ).toBe(415);
+    const { rows } = await t.server.slipway.store.executeSql('select id from sources where service_id = $1', [
+      service.id,
+    ]);
     expect(rows).toEqual([]);
     const ok = await upload(t.api, owner, service.id, await packFixture('node-web'));
     expect(ok.status).toBe(201);
-    expect(ok.body).toMatchObject({ id: expect.stringMatching(/^src-/), sha256: expect.stringMatching(/^[0-9a-f]{64}$/), sizeBytes: expect.any(Number) });
+    expect(ok.body).toMatchObject({
+      id: expect.stringMatching(/^src-/),
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      sizeBytes: expect.any(Number),
+    });
     expect(ok.body.deployId).toBeUndefined(); // autoDeploy: no
   });
 
@@ -140,7 +179,9 @@ describe('deploys of uploaded archives', () => {
 
   it('keeps serving during a restart and a redeploy under constant load (0 failed requests)', async () => {
     const owner = await signUp(t.api);
-    const { service } = await deployFixture(t.api, owner, 'node-web', { serviceDetails: { runtime: 'node', numInstances: 2, healthCheckPath: '/healthz' } });
+    const { service } = await deployFixture(t.api, owner, 'node-web', {
+      serviceDetails: { runtime: 'node', numInstances: 2, healthCheckPath: '/healthz' },
+    });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
     let stop = false;
     let ok = 0;
@@ -150,7 +191,10 @@ describe('deploys of uploaded archives', () => {
     expect(before.size).toBe(2); // round robin across both instances (sampled before the load shares the turns)
     const load = Array.from({ length: 8 }, async () => {
       while (!stop) {
-        const r = await router(service.slug, '/?delay=5', { agent }).catch((e: Error) => ({ status: 0, text: e.message }));
+        const r = await router(service.slug, '/?delay=5', { agent }).catch((e: Error) => ({
+          status: 0,
+          text: e.message,
+        }));
         if (r.status === 200) ok++;
         else failures.push(`${r.status} ${r.text.slice(0, 80)}`);
       }

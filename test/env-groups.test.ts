@@ -8,17 +8,39 @@ const t = useServer();
 describe('env groups', () => {
   it('creates, lists, renames, edits and deletes groups; values are sealed at rest', async () => {
     const owner = await signUp(t.api);
-    const { service } = (await t.api.post('/v1/services', { type: 'web_service', name: 'linked', serviceDetails: { runtime: 'node' } }, owner)).body;
-    const created = await t.api.post('/v1/env-groups', { name: 'shared', envVars: [{ key: 'A', value: 'alpha-plain' }, { key: 'TOKEN', generateValue: true }], serviceIds: [service.id] }, owner);
+    const { service } = (
+      await t.api.post(
+        '/v1/services',
+        { type: 'web_service', name: 'linked', serviceDetails: { runtime: 'node' } },
+        owner,
+      )
+    ).body;
+    const created = await t.api.post(
+      '/v1/env-groups',
+      {
+        name: 'shared',
+        envVars: [
+          { key: 'A', value: 'alpha-plain' },
+          { key: 'TOKEN', generateValue: true },
+        ],
+        serviceIds: [service.id],
+      },
+      owner,
+    );
     expect(created.status).toBe(201);
     const group = created.body;
     expect(group).toMatchObject({
-      id: expect.stringMatching(/^evg-/), name: 'shared', ownerId: owner.workspaceId, secretFiles: [],
+      id: expect.stringMatching(/^evg-/),
+      name: 'shared',
+      ownerId: owner.workspaceId,
+      secretFiles: [],
       serviceLinks: [{ id: service.id, name: 'linked', type: 'web' }],
     });
     expect(group.envVars.map((v: any) => v.key)).toEqual(['A', 'TOKEN']);
     expect((await t.api.post('/v1/env-groups', { name: 'shared', envVars: [] }, owner)).status).toBe(409);
-    expect((await t.api.post('/v1/env-groups', { name: 'bad', envVars: [{ key: 'PORT', value: '1' }] }, owner)).status).toBe(400);
+    expect(
+      (await t.api.post('/v1/env-groups', { name: 'bad', envVars: [{ key: 'PORT', value: '1' }] }, owner)).status,
+    ).toBe(400);
 
     const list = await t.api.get('/v1/env-groups', owner);
     expect(list.status).toBe(200);
@@ -32,13 +54,22 @@ describe('env groups', () => {
     expect((await t.api.delete(`/v1/env-groups/${group.id}/env-vars/B`, owner)).status).toBe(204);
     const replaced = await t.api.put(`/v1/env-groups/${group.id}/env-vars`, [{ key: 'ONLY', value: 'one' }], owner);
     expect(replaced.body.envVars).toEqual([{ key: 'ONLY', value: 'one' }]);
-    const { rows } = await t.server.slipway.store.executeSql('select sealed_value from env_group_vars where group_id = $1', [group.id]);
+    const { rows } = await t.server.slipway.store.executeSql(
+      'select sealed_value from env_group_vars where group_id = $1',
+      [group.id],
+    );
     expect(rows.map((r: any) => r.sealed_value)).toEqual([expect.stringMatching(/^v1:/)]);
     expect(rows[0].sealed_value).not.toContain('one');
 
     // Another workspace's service cannot be linked; a viewer cannot read values.
     const other = await signUp(t.api);
-    const foreign = (await t.api.post('/v1/services', { type: 'web_service', name: 'theirs', serviceDetails: { runtime: 'node' } }, other)).body.service;
+    const foreign = (
+      await t.api.post(
+        '/v1/services',
+        { type: 'web_service', name: 'theirs', serviceDetails: { runtime: 'node' } },
+        other,
+      )
+    ).body.service;
     expect((await t.api.post(`/v1/env-groups/${group.id}/services/${foreign.id}`, undefined, owner)).status).toBe(404);
     expect((await t.api.get(`/v1/env-groups/${group.id}`, other)).status).toBe(404);
     const viewer = await addMember(t.api, owner, 'viewer');
@@ -52,20 +83,48 @@ describe('env groups', () => {
 
   it('gives a running app platform < groups (in link order) < its own variables, and shows where each came from', async () => {
     const owner = await signUp(t.api);
-    const { service } = await deployFixture(t.api, owner, 'node-web', { envVars: [{ key: 'SECRET_OWN', value: 'mine' }, { key: 'GREETING_OVERRIDE', value: 'service wins' }] });
-    const first = (await t.api.post('/v1/env-groups', { name: 'first', envVars: [{ key: 'GREETING', value: 'from first' }, { key: 'GREETING_OVERRIDE', value: 'group loses' }, { key: 'SECRET_SHARED', value: 'one' }] }, owner)).body;
-    const second = (await t.api.post('/v1/env-groups', { name: 'second', envVars: [{ key: 'SECRET_SHARED', value: 'two' }] }, owner)).body;
+    const { service } = await deployFixture(t.api, owner, 'node-web', {
+      envVars: [
+        { key: 'SECRET_OWN', value: 'mine' },
+        { key: 'GREETING_OVERRIDE', value: 'service wins' },
+      ],
+    });
+    const first = (
+      await t.api.post(
+        '/v1/env-groups',
+        {
+          name: 'first',
+          envVars: [
+            { key: 'GREETING', value: 'from first' },
+            { key: 'GREETING_OVERRIDE', value: 'group loses' },
+            { key: 'SECRET_SHARED', value: 'one' },
+          ],
+        },
+        owner,
+      )
+    ).body;
+    const second = (
+      await t.api.post('/v1/env-groups', { name: 'second', envVars: [{ key: 'SECRET_SHARED', value: 'two' }] }, owner)
+    ).body;
     expect((await t.api.post(`/v1/env-groups/${first.id}/services/${service.id}`, undefined, owner)).status).toBe(200);
     expect((await t.api.post(`/v1/env-groups/${second.id}/services/${service.id}`, undefined, owner)).status).toBe(200);
 
     // Linking applies on the next deploy or restart.
     await t.api.post(`/v1/services/${service.id}/restart`, undefined, owner);
     const env = (await viaRouter(t.server.slipway.routerPort, service.slug)).json().env;
-    expect(env).toMatchObject({ GREETING: 'from first', GREETING_OVERRIDE: 'service wins', SECRET_SHARED: 'two', SECRET_OWN: 'mine', SLIPWAY_SERVICE_ID: service.id });
+    expect(env).toMatchObject({
+      GREETING: 'from first',
+      GREETING_OVERRIDE: 'service wins',
+      SECRET_SHARED: 'two',
+      SECRET_OWN: 'mine',
+      SLIPWAY_SERVICE_ID: service.id,
+    });
 
     const resolved = await t.api.get(`/v1/services/${service.id}/env-vars?resolved=true`, owner);
     expect(resolved.status).toBe(200);
-    const byKey = Object.fromEntries(resolved.body.map((i: any) => [i.envVar.key, { value: i.envVar.value, source: i.source }]));
+    const byKey = Object.fromEntries(
+      resolved.body.map((i: any) => [i.envVar.key, { value: i.envVar.value, source: i.source }]),
+    );
     expect(byKey.GREETING).toEqual({ value: 'from first', source: `envGroup:${first.id}` });
     expect(byKey.SECRET_SHARED).toEqual({ value: 'two', source: `envGroup:${second.id}` });
     expect(byKey.GREETING_OVERRIDE).toEqual({ value: 'service wins', source: 'service' });

@@ -2,7 +2,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { run } from '../src/lib/exec.js';
 
-const sh = (script: string, env: Record<string, string> = { PATH: '/usr/bin:/bin' }) => ({ file: '/bin/sh', args: ['-c', script], env });
+const sh = (script: string, env: Record<string, string> = { PATH: '/usr/bin:/bin' }) => ({
+  file: '/bin/sh',
+  args: ['-c', script],
+  env,
+});
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Pids of live processes whose command line is exactly `argv` (unique sleep durations mark a test's processes). */
@@ -30,7 +34,9 @@ async function waitUntilGone(argv: string[], ms = 3000): Promise<number[]> {
 describe('run', () => {
   it('returns the exit code and the interleaved stdout+stderr, and passes chunks to onOutput', async () => {
     const chunks: string[] = [];
-    const result = await run(sh('echo out; sleep 0.1; echo err >&2; sleep 0.1; echo out2; exit 3'), { onOutput: (c) => chunks.push(c) });
+    const result = await run(sh('echo out; sleep 0.1; echo err >&2; sleep 0.1; echo out2; exit 3'), {
+      onOutput: (c) => chunks.push(c),
+    });
     expect(result).toEqual({ exitCode: 3, signal: null, timedOut: false, canceled: false, output: 'out\nerr\nout2\n' });
     expect(chunks.join('')).toBe(result.output);
   });
@@ -84,7 +90,10 @@ describe('run', () => {
 
   it('keeps only the last maxOutputBytes of the output', async () => {
     const chunks: string[] = [];
-    const result = await run(sh('i=0; while [ $i -lt 3000 ]; do echo "line $i"; i=$((i+1)); done'), { maxOutputBytes: 100, onOutput: (c) => chunks.push(c) });
+    const result = await run(sh('i=0; while [ $i -lt 3000 ]; do echo "line $i"; i=$((i+1)); done'), {
+      maxOutputBytes: 100,
+      onOutput: (c) => chunks.push(c),
+    });
     expect(Buffer.byteLength(result.output)).toBe(100);
     expect(result.output.endsWith('line 2999\n')).toBe(true);
     expect(chunks.join('')).toContain('line 0\n'); // onOutput still saw everything

@@ -12,7 +12,10 @@ import { bootServer, useServer } from './helpers/server.js';
 const t = useServer({ SLIPWAY_GIT_ALLOW_LOCAL: '1' });
 const repoDir = mkdtempSync(path.join(tmpdir(), 'slipway-git-'));
 afterAll(() => rmSync(repoDir, { recursive: true, force: true }));
-const git = (...args: string[]) => execFileSync('git', ['-C', repoDir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' }).trim();
+const git = (...args: string[]) =>
+  execFileSync('git', ['-C', repoDir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
+    encoding: 'utf8',
+  }).trim();
 
 /** A repository with two commits on `main`: VERSION v1, then v2. */
 function makeRepo() {
@@ -31,17 +34,33 @@ describe('deploys from a git repository', () => {
   it('deploys the branch head on create, then a given commitId, recording the commit', async () => {
     const { first, second } = makeRepo();
     const owner = await signUp(t.api);
-    const created = await t.api.post('/v1/services', { type: 'web_service', name: 'from-git', repo: `file://${repoDir}`, branch: 'main', serviceDetails: { runtime: 'node' } }, owner);
+    const created = await t.api.post(
+      '/v1/services',
+      {
+        type: 'web_service',
+        name: 'from-git',
+        repo: `file://${repoDir}`,
+        branch: 'main',
+        serviceDetails: { runtime: 'node' },
+      },
+      owner,
+    );
     expect(created.status).toBe(201);
     const { service, deployId } = created.body;
     expect(deployId).toMatch(/^dep-/);
     const live = await finished(t.api, owner, service.id, deployId);
     expect(live).toMatchObject({ status: 'live', commit: { id: second, message: 'second version' } });
-    expect((await viaRouter(t.server.slipway.routerPort, service.slug)).json()).toMatchObject({ version: 'v2', env: { SLIPWAY_GIT_COMMIT: second, SLIPWAY_GIT_BRANCH: 'main' } });
+    expect((await viaRouter(t.server.slipway.routerPort, service.slug)).json()).toMatchObject({
+      version: 'v2',
+      env: { SLIPWAY_GIT_COMMIT: second, SLIPWAY_GIT_BRANCH: 'main' },
+    });
 
     const pinned = await t.api.post(`/v1/services/${service.id}/deploys`, { commitId: first }, owner);
     expect(pinned.status).toBe(201);
-    expect(await finished(t.api, owner, service.id, pinned.body.id)).toMatchObject({ status: 'live', commit: { id: first } });
+    expect(await finished(t.api, owner, service.id, pinned.body.id)).toMatchObject({
+      status: 'live',
+      commit: { id: first },
+    });
     expect((await viaRouter(t.server.slipway.routerPort, service.slug)).json().version).toBe('v1');
 
     const missing = await t.api.post(`/v1/services/${service.id}/deploys`, { commitId: 'deadbeefdeadbeef' }, owner);
@@ -54,8 +73,22 @@ describe('deploys from a git repository', () => {
 
 describe('which repos may be cloned', () => {
   it('reads a repo as git does: scheme, host:path (ssh), a path (file), or name:: (a remote helper)', () => {
-    expect(['https://github.com/a/b', 'HTTP://h/r', 'ssh://git@h/r', 'git+ssh://h/r', 'git@github.com:a/b.git', 'git://h/r', 'file:///srv/r', '/srv/r', './r', 'dir/with:colon', 'ext::sh -c x', 'fd::3']
-      .map(gitTransport)).toEqual(['https', 'HTTP', 'ssh', 'ssh', 'ssh', 'git', 'file', 'file', 'file', 'file', 'ext', 'fd']);
+    expect(
+      [
+        'https://github.com/a/b',
+        'HTTP://h/r',
+        'ssh://git@h/r',
+        'git+ssh://h/r',
+        'git@github.com:a/b.git',
+        'git://h/r',
+        'file:///srv/r',
+        '/srv/r',
+        './r',
+        'dir/with:colon',
+        'ext::sh -c x',
+        'fd::3',
+      ].map(gitTransport),
+    ).toEqual(['https', 'HTTP', 'ssh', 'ssh', 'ssh', 'git', 'file', 'file', 'file', 'file', 'ext', 'fd']);
   });
 
   it('refuses local paths and file:// unless SLIPWAY_GIT_ALLOW_LOCAL is set, and remote helpers always', async () => {
@@ -64,12 +97,30 @@ describe('which repos may be cloned', () => {
       const api = client(server.url);
       const owner = await signUp(api);
       // (No whitespace: a repo with any is refused before its transport is read.)
-      for (const repo of [repoDir, `file://${repoDir}`, 'ext::sh%-c%touch%/tmp/slipway-ext', 'fd::3', 'HTTP://example.com/r']) {
-        const res = await api.post('/v1/services', { type: 'web_service', name: 'local', repo, serviceDetails: { runtime: 'node' } }, owner);
+      for (const repo of [
+        repoDir,
+        `file://${repoDir}`,
+        'ext::sh%-c%touch%/tmp/slipway-ext',
+        'fd::3',
+        'HTTP://example.com/r',
+      ]) {
+        const res = await api.post(
+          '/v1/services',
+          { type: 'web_service', name: 'local', repo, serviceDetails: { runtime: 'node' } },
+          owner,
+        );
         expect([res.status, res.body.code], repo).toEqual([400, 'bad_request']);
       }
       expect((await api.get('/v1/services', owner)).body).toEqual([]);
-      expect((await t.api.post('/v1/services', { type: 'web_service', name: 'ext', repo: 'ext::sh', serviceDetails: { runtime: 'node' } }, await signUp(t.api))).status).toBe(400);
+      expect(
+        (
+          await t.api.post(
+            '/v1/services',
+            { type: 'web_service', name: 'ext', repo: 'ext::sh', serviceDetails: { runtime: 'node' } },
+            await signUp(t.api),
+          )
+        ).status,
+      ).toBe(400);
     } finally {
       await server.close();
     }
@@ -80,8 +131,23 @@ describe('which repos may be cloned', () => {
     const dest = mkdtempSync(path.join(tmpdir(), 'slipway-git-dest-'));
     try {
       execFileSync('git', ['-C', src, 'init', '--quiet']);
-      execFileSync('git', ['-C', src, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '--quiet', '--allow-empty', '-m', 'x']);
-      const clone = (repo: string, allowLocal: boolean, to: string) => run(gitCloneCommand(repo, path.join(dest, to), { protocols: allowedGitProtocols(allowLocal) }), { timeoutMs: 10_000 });
+      execFileSync('git', [
+        '-C',
+        src,
+        '-c',
+        'user.name=t',
+        '-c',
+        'user.email=t@example.com',
+        'commit',
+        '--quiet',
+        '--allow-empty',
+        '-m',
+        'x',
+      ]);
+      const clone = (repo: string, allowLocal: boolean, to: string) =>
+        run(gitCloneCommand(repo, path.join(dest, to), { protocols: allowedGitProtocols(allowLocal) }), {
+          timeoutMs: 10_000,
+        });
       const refused = await clone(`file://${src}`, false, 'a');
       expect(refused.exitCode).not.toBe(0);
       expect(refused.output).toMatch(/transport 'file' not allowed/);

@@ -12,7 +12,9 @@ import { bootServer, createTestDatabase, TEST_DATABASE_URL, useServer, type Test
  * PGlite mode explicitly (TEST_DATABASE_URL= set empty, as .ci/run's PGlite pass does).
  */
 const POSTGRES_MISSING_FAILS =
-  process.env.SLIPWAY_REQUIRE_SERVICES === '1' && process.env.TEST_DATABASE_URL === undefined && process.env.DATABASE_URL === undefined;
+  process.env.SLIPWAY_REQUIRE_SERVICES === '1' &&
+  process.env.TEST_DATABASE_URL === undefined &&
+  process.env.DATABASE_URL === undefined;
 
 /** A GET that must answer (any status) within `ms`: a hung endpoint fails the test instead of hanging it. */
 async function answered(api: Client, url: string, ms = 5000) {
@@ -73,7 +75,10 @@ describe('health while Postgres is unreachable', () => {
     const proxied = new URL(database.url);
     proxied.hostname = '127.0.0.1';
     proxied.port = String(proxy.port);
-    server = await bootServer({}, { dataDir: mkdtempSync(path.join(tmpdir(), 'slipway-test-')), databaseUrl: proxied.toString() });
+    server = await bootServer(
+      {},
+      { dataDir: mkdtempSync(path.join(tmpdir(), 'slipway-test-')), databaseUrl: proxied.toString() },
+    );
     api = client(server.url);
     token = (await createApiKey(api, await signUp(api))).token;
   });
@@ -87,7 +92,10 @@ describe('health while Postgres is unreachable', () => {
   });
   const needsPostgres = (ctx: { skip(note?: string): never }) => {
     if (TEST_DATABASE_URL) return;
-    if (POSTGRES_MISSING_FAILS) throw new Error('SLIPWAY_REQUIRE_SERVICES=1 but TEST_DATABASE_URL is not set: the store outage tests need Postgres');
+    if (POSTGRES_MISSING_FAILS)
+      throw new Error(
+        'SLIPWAY_REQUIRE_SERVICES=1 but TEST_DATABASE_URL is not set: the store outage tests need Postgres',
+      );
     console.warn('skipping the store outage tests: they need Postgres (set TEST_DATABASE_URL)');
     ctx.skip('needs Postgres: set TEST_DATABASE_URL');
   };

@@ -23,8 +23,20 @@ const expectError = (res: { status: number; body: any; headers: Headers }, statu
 
 describe('errors in one shape, never a 500', () => {
   it('malformed JSON -> 400 bad_request', async () => {
-    expectError(await api.call('POST', '/v1/api-keys', { token, raw: '{"name": ', headers: { 'content-type': 'application/json' } }), 400, 'bad_request');
-    expectError(await api.call('POST', '/v1/api-keys', { token, raw: '', headers: { 'content-type': 'application/json' } }), 400, 'bad_request');
+    expectError(
+      await api.call('POST', '/v1/api-keys', {
+        token,
+        raw: '{"name": ',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'bad_request',
+    );
+    expectError(
+      await api.call('POST', '/v1/api-keys', { token, raw: '', headers: { 'content-type': 'application/json' } }),
+      400,
+      'bad_request',
+    );
   });
 
   it('wrong types and over-long strings -> 400 validation_failed with field details', async () => {
@@ -40,12 +52,28 @@ describe('errors in one shape, never a 500', () => {
   });
 
   it('bodies over the limit -> 413; other media types -> 415', async () => {
-    expectError(await api.post('/v1/api-keys', { name: 'k', pad: 'x'.repeat(5000) }, { token }), 413, 'payload_too_large');
-    expectError(await api.call('POST', '/v1/api-keys', { token, raw: 'name=k', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
+    expectError(
+      await api.post('/v1/api-keys', { name: 'k', pad: 'x'.repeat(5000) }, { token }),
+      413,
+      'payload_too_large',
+    );
+    expectError(
+      await api.call('POST', '/v1/api-keys', {
+        token,
+        raw: 'name=k',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('prototype pollution attempts are refused', async () => {
-    const res = await api.call('POST', '/v1/api-keys', { token, raw: '{"name":"k","__proto__":{"admin":true}}', headers: { 'content-type': 'application/json' } });
+    const res = await api.call('POST', '/v1/api-keys', {
+      token,
+      raw: '{"name":"k","__proto__":{"admin":true}}',
+      headers: { 'content-type': 'application/json' },
+    });
     expectError(res, 400, 'bad_request');
   });
 
@@ -70,12 +98,16 @@ describe('errors in one shape, never a 500', () => {
     const nested = await api.post('/v1/projects', { name: 'p', environments: [{ name: 'e\u0000' }] }, { token });
     expectError(nested, 400, 'validation_failed');
     expect(nested.body.details[0].field).toBe('environments.0.name');
-    expectError(await api.post('/v1/projects', { name: 'p', environments: [], 'k\u0000': 1 }, { token }), 400, 'validation_failed');
+    expectError(
+      await api.post('/v1/projects', { name: 'p', environments: [], 'k\u0000': 1 }, { token }),
+      400,
+      'validation_failed',
+    );
     expect((await api.get('/v1/api-keys', { token })).body.length).toBe(before);
     expect((await api.get('/v1/projects', { token })).body).toEqual([]);
   });
 
-  it('a malformed %-escape or an over-long path segment -> 400 in the same shape, not the router\'s own', async () => {
+  it("a malformed %-escape or an over-long path segment -> 400 in the same shape, not the router's own", async () => {
     expectError(await api.get('/v1/services/%FF', { token }), 400, 'bad_request');
     expectError(await api.get('/v1/services/%ED%A0%80', { token }), 400, 'bad_request'); // a surrogate's UTF-8: not UTF-8
     expectError(await api.get(`/v1/services/${'a'.repeat(600)}`, { token }), 400, 'bad_request');
@@ -83,14 +115,18 @@ describe('errors in one shape, never a 500', () => {
   });
 
   it('a request the HTTP parser refuses -> 400 (431 for huge headers) in the same shape, with Request-Id', async () => {
-    const raw = (request: string) => new Promise<{ head: string; body: any }>((resolve, reject) => {
-      let data = '';
-      const socket = connect(Number(new URL(server.url).port), '127.0.0.1', () => socket.write(request));
-      socket.on('data', (chunk) => (data += chunk)).on('error', reject).on('close', () => {
-        const [head = '', body = ''] = data.split('\r\n\r\n');
-        resolve({ head, body: JSON.parse(body) });
+    const raw = (request: string) =>
+      new Promise<{ head: string; body: any }>((resolve, reject) => {
+        let data = '';
+        const socket = connect(Number(new URL(server.url).port), '127.0.0.1', () => socket.write(request));
+        socket
+          .on('data', (chunk) => (data += chunk))
+          .on('error', reject)
+          .on('close', () => {
+            const [head = '', body = ''] = data.split('\r\n\r\n');
+            resolve({ head, body: JSON.parse(body) });
+          });
       });
-    });
     const bad = await raw('GET /v1/users HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer slw_\x01\x02\r\n\r\n');
     expect(bad.head).toMatch(/^HTTP\/1.1 400 /);
     expect(bad.body).toMatchObject({ code: 'bad_request', message: expect.any(String) });
@@ -108,7 +144,9 @@ describe('errors in one shape, never a 500', () => {
       const forged = await api.get('/api/health', { headers: { 'request-id': hostile } });
       expect(forged.headers.get('request-id')).toMatch(/^req-/);
     }
-    expect((await api.get('/api/health', { headers: { 'request-id': 'trace-42' } })).headers.get('request-id')).toBe('trace-42');
+    expect((await api.get('/api/health', { headers: { 'request-id': 'trace-42' } })).headers.get('request-id')).toBe(
+      'trace-42',
+    );
   });
 });
 
@@ -130,8 +168,14 @@ describe('Idempotency-Key on POST', () => {
   });
 
   it('stores the replayed reply encrypted', async () => {
-    const res = await api.post('/v1/api-keys', { name: 'sealed' }, { token, headers: { 'idempotency-key': 'sealed-1' } });
-    const rows = await server.slipway.store.executeSql(`select sealed_reply from idempotency_keys where key = $1`, ['sealed-1']);
+    const res = await api.post(
+      '/v1/api-keys',
+      { name: 'sealed' },
+      { token, headers: { 'idempotency-key': 'sealed-1' } },
+    );
+    const rows = await server.slipway.store.executeSql(`select sealed_reply from idempotency_keys where key = $1`, [
+      'sealed-1',
+    ]);
     expect(rows.rows[0].sealed_reply).toMatch(/^v1:/);
     expect(rows.rows[0].sealed_reply).not.toContain(res.body.token);
   });

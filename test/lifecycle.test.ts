@@ -2,11 +2,21 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { client, signUp, uniqueEmail } from './helpers/client.js';
-import { deadPid, freePort, freshStore, postJsonOnce, spawnSlipway, waitForHealthy, within, type SlipwayProcess } from './helpers/process.js';
+import {
+  deadPid,
+  freePort,
+  freshStore,
+  postJsonOnce,
+  spawnSlipway,
+  waitForHealthy,
+  within,
+  type SlipwayProcess,
+} from './helpers/process.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 
 const lockFile = (dataDir: string) => path.join(dataDir, 'slipway.lock');
-const eventsOf = (reply: { body: Array<{ auditLog: { id: string; event: string } }> }) => reply.body.map((e) => e.auditLog);
+const eventsOf = (reply: { body: Array<{ auditLog: { id: string; event: string } }> }) =>
+  reply.body.map((e) => e.auditLog);
 
 describe('restart on the same data dir (and database)', () => {
   it('keeps users, sessions, API keys, idempotent replies and the audit log', async () => {
@@ -14,11 +24,17 @@ describe('restart on the same data dir (and database)', () => {
     try {
       let api = client(first.url);
       const user = await signUp(api);
-      const created = await api.post('/v1/api-keys', { name: 'ci' }, { cookie: user.cookie, headers: { 'idempotency-key': 'restart-key' } });
+      const created = await api.post(
+        '/v1/api-keys',
+        { name: 'ci' },
+        { cookie: user.cookie, headers: { 'idempotency-key': 'restart-key' } },
+      );
       expect(created.status).toBe(201);
       const before = await api.get('/v1/audit-logs', { cookie: user.cookie });
       expect(before.status).toBe(200);
-      expect(eventsOf(before).map((e) => e.event)).toEqual(expect.arrayContaining(['CreateWorkspaceEvent', 'CreateApiKeyEvent']));
+      expect(eventsOf(before).map((e) => e.event)).toEqual(
+        expect.arrayContaining(['CreateWorkspaceEvent', 'CreateApiKeyEvent']),
+      );
 
       await first.stop();
       expect(existsSync(lockFile(first.dataDir))).toBe(false);
@@ -36,7 +52,11 @@ describe('restart on the same data dir (and database)', () => {
         expect(viaKey.status).toBe(200);
         expect(viaKey.body.id).toBe(user.id);
         // The sealed idempotent reply still opens: the secret key persisted in the data dir.
-        const replay = await api.post('/v1/api-keys', { name: 'ci' }, { cookie: user.cookie, headers: { 'idempotency-key': 'restart-key' } });
+        const replay = await api.post(
+          '/v1/api-keys',
+          { name: 'ci' },
+          { cookie: user.cookie, headers: { 'idempotency-key': 'restart-key' } },
+        );
         expect(replay.status).toBe(201);
         expect(replay.headers.get('idempotent-replayed')).toBe('true');
         expect(replay.body).toEqual(created.body);
@@ -70,7 +90,9 @@ describe('one Slipway per data dir', () => {
     try {
       const { code } = await within(other.exited, 20_000, 'second Slipway process');
       expect(code).toBe(1);
-      expect(other.stderr()).toContain(`slipway: could not start: data dir ${holder.dataDir} is in use by another Slipway process (pid ${process.pid})`);
+      expect(other.stderr()).toContain(
+        `slipway: could not start: data dir ${holder.dataDir} is in use by another Slipway process (pid ${process.pid})`,
+      );
     } finally {
       await other.kill();
     }
@@ -86,7 +108,9 @@ describe('one Slipway per data dir', () => {
       },
       (err: Error) => err.message,
     );
-    expect(outcome).toBe(`data dir ${holder.dataDir} is in use by another Slipway process (pid ${process.pid}); stop it or choose another SLIPWAY_DATA_DIR`);
+    expect(outcome).toBe(
+      `data dir ${holder.dataDir} is in use by another Slipway process (pid ${process.pid}); stop it or choose another SLIPWAY_DATA_DIR`,
+    );
     // The running server keeps its lock and keeps working.
     expect(readFileSync(lockFile(holder.dataDir), 'utf8')).toBe(String(process.pid));
     expect((await client(holder.url).get('/api/health')).status).toBe(200);
@@ -142,7 +166,9 @@ describe('Slipway as a process', () => {
 
     const email = uniqueEmail('sigterm');
     let answered = false;
-    const register = postJsonOnce(`${url}/v1/auth/register`, { email, password, name: 'In Flight' }).finally(() => (answered = true));
+    const register = postJsonOnce(`${url}/v1/auth/register`, { email, password, name: 'In Flight' }).finally(
+      () => (answered = true),
+    );
     await proc.waitForOutput(registerPattern);
     expect(answered).toBe(false); // still in flight: the server is hashing the password
     proc.child.kill('SIGTERM');
@@ -178,7 +204,10 @@ describe('Slipway as a process', () => {
     const reply = await register;
     expect(reply.status).toBe(201);
     await reply.text();
-    expect(await within(proc.exited, 5_000, 'exit after SIGTERM with a keep-alive client connected')).toEqual({ code: 0, signal: null });
+    expect(await within(proc.exited, 5_000, 'exit after SIGTERM with a keep-alive client connected')).toEqual({
+      code: 0,
+      signal: null,
+    });
   });
 
   it('comes back after kill -9: the stale lock is taken over and no data is lost', async () => {

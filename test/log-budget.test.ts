@@ -8,7 +8,13 @@ const source = { serviceId: 'srv-a', workspaceId: 'tea-a', instanceId: 'srv-a-i'
 function budgetAt(start = 1_000_000) {
   const clock = { now: start };
   const reports: DropReport[] = [];
-  const budget = createLogBudget({ ratePerSec: 100, burst: 500, reportMs: 5000, onReport: (r) => reports.push(r), now: () => clock.now });
+  const budget = createLogBudget({
+    ratePerSec: 100,
+    burst: 500,
+    reportMs: 5000,
+    onReport: (r) => reports.push(r),
+    now: () => clock.now,
+  });
   return { clock, reports, budget };
 }
 
@@ -35,8 +41,20 @@ describe('log budget', () => {
     expect(budget.dropping('srv-a', 1000)).toBe(true);
     clock.now += 3000;
     budget.reportDue();
-    expect(reports).toEqual([{ ...source, droppedLines: 1500, droppedBytes: 75_000, estimated: true, seconds: 5, limitLinesPerSecond: 100, burstLines: 500 }]);
-    expect(dropNotice(reports[0]!)).toBe('slipway: dropped about 1500 log lines over the last 5 s (limit 100 lines/s, burst 500)');
+    expect(reports).toEqual([
+      {
+        ...source,
+        droppedLines: 1500,
+        droppedBytes: 75_000,
+        estimated: true,
+        seconds: 5,
+        limitLinesPerSecond: 100,
+        burstLines: 500,
+      },
+    ]);
+    expect(dropNotice(reports[0]!)).toBe(
+      'slipway: dropped about 1500 log lines over the last 5 s (limit 100 lines/s, burst 500)',
+    );
     budget.drop(source, 7, 70);
     clock.now += 1000;
     budget.reportDue();

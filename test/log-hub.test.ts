@@ -27,7 +27,14 @@ describe('log hub', () => {
     await hub.start();
     const received: LogRow[] = [];
     hub.subscribe({ onRows: (rows) => received.push(...rows) });
-    const line = (message: string): NewLogEntry => ({ workspaceId: 'tea-hub', resourceId: 'srv-hub', type: 'app', level: 'info', message, timeMs: Date.now() });
+    const line = (message: string): NewLogEntry => ({
+      workspaceId: 'tea-hub',
+      resourceId: 'srv-hub',
+      type: 'app',
+      level: 'info',
+      message,
+      timeMs: Date.now(),
+    });
     reads.length = 0;
 
     const mine = await repo.insertBatch([line('one'), line('two')], [], false);

@@ -5,8 +5,22 @@ import { regexProblem } from '../src/observability/logs/patterns.js';
 import type { LogRow } from '../src/store/repos/logs.js';
 
 const row = (message: string, extra: Partial<LogRow> = {}): LogRow => ({
-  id: 1, tsUs: 1, workspaceId: 'tea-a', resourceId: 'srv-a', instanceId: null, deployId: null, type: 'app', level: 'info', message,
-  method: null, path: null, statusCode: null, host: null, durationMs: null, bytes: null, ...extra,
+  id: 1,
+  tsUs: 1,
+  workspaceId: 'tea-a',
+  resourceId: 'srv-a',
+  instanceId: null,
+  deployId: null,
+  type: 'app',
+  level: 'info',
+  message,
+  method: null,
+  path: null,
+  statusCode: null,
+  host: null,
+  durationMs: null,
+  bytes: null,
+  ...extra,
 });
 
 describe('regexProblem', () => {
@@ -35,26 +49,41 @@ describe('regexProblem', () => {
     expect(regexProblem(source)).toMatch(rule);
   });
 
-  it.each(['error|warn', '^GET \\/api', 'timeout after \\d+ms', '(GET|POST) \\/v1\\/[a-z]+', '^5\\d\\d$', '[a-f0-9]{32}', '\\d*\\d*x', '(ab)+c', '.*'])(
-    'accepts %s',
-    (source) => expect(regexProblem(source)).toBeUndefined(),
-  );
+  it.each([
+    'error|warn',
+    '^GET \\/api',
+    'timeout after \\d+ms',
+    '(GET|POST) \\/v1\\/[a-z]+',
+    '^5\\d\\d$',
+    '[a-f0-9]{32}',
+    '\\d*\\d*x',
+    '(ab)+c',
+    '.*',
+  ])('accepts %s', (source) => expect(regexProblem(source)).toBeUndefined());
 });
 
 describe('parseLogFilter', () => {
   it('matches in memory as the rules say, with 400s naming the rule', () => {
     const { matches } = parseLogFilter('tea-a', { text: ['/error|warn/'] });
-    expect([matches(row('an error here')), matches(row('warn: slow')), matches(row('info: fine'))]).toEqual([true, true, false]);
+    expect([matches(row('an error here')), matches(row('warn: slow')), matches(row('info: fine'))]).toEqual([
+      true,
+      true,
+      false,
+    ]);
     expect(parseLogFilter('tea-a', { path: ['/api/*'] }).matches(row('x', { path: '/api/v1' }))).toBe(true);
     expect(parseLogFilter('tea-a', { path: ['/api/*'] }).matches(row('x', { path: '/v1/api/' }))).toBe(false);
     expect(parseLogFilter('tea-a', { text: ['a*c'] }).matches(row('xxabcxx'))).toBe(true);
     expect(parseLogFilter('tea-a', { statusCode: ['5*'] }).matches(row('x', { statusCode: 503 }))).toBe(true);
-    expect(() => parseLogFilter('tea-a', { text: ['/(a+)+/'] })).toThrow(/text: "\/\(a\+\)\+\/" is refused: nested quantifiers/);
+    expect(() => parseLogFilter('tea-a', { text: ['/(a+)+/'] })).toThrow(
+      /text: "\/\(a\+\)\+\/" is refused: nested quantifiers/,
+    );
     expect(() => parseLogFilter('tea-a', { text: ['*a*b*c*d*e*f*g*h*i*j*k*'] })).toThrow(/at most 10 \* wildcards/);
-    expect(() => parseLogFilter('tea-a', { text: Array.from({ length: 11 }, (_, i) => `/a${i}/`) })).toThrow(/at most 10 \/regex\/ values/);
+    expect(() => parseLogFilter('tea-a', { text: Array.from({ length: 11 }, (_, i) => `/a${i}/`) })).toThrow(
+      /at most 10 \/regex\/ values/,
+    );
   });
 
-  it('sends plain substrings as strpos, not LIKE, and bounds the total size of a query\'s values', () => {
+  it("sends plain substrings as strpos, not LIKE, and bounds the total size of a query's values", () => {
     const { filter, matches } = parseLogFilter('tea-a', { text: ['50%_done'] });
     expect(filter.text).toMatchObject({ contains: ['50%_done'], like: [] });
     expect([matches(row('at 50%_done now')), matches(row('at 50x done'))]).toEqual([true, false]);

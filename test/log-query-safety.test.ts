@@ -19,11 +19,17 @@ let owner: TestUser, viewer: TestUser, stranger: TestUser;
 let serviceId: string, strangerServiceId: string;
 
 const q = (params: Record<string, string | string[]>) =>
-  Object.entries(params).flatMap(([k, v]) => [v].flat().map((one) => `${k}=${encodeURIComponent(one)}`)).join('&');
+  Object.entries(params)
+    .flatMap(([k, v]) => [v].flat().map((one) => `${k}=${encodeURIComponent(one)}`))
+    .join('&');
 /** GET /v1/logs on the owner's service (the viewer is a member of the owner's workspace), or the stranger's. */
 const logs = (params: Record<string, string | string[]>, as: TestUser = owner, resource = serviceId) =>
-  api.get(`/v1/logs?${q({ ownerId: as === stranger ? stranger.workspaceId : owner.workspaceId, resource, limit: '100', ...params })}`, as);
-const messages = (reply: { body: { logs: Array<{ message: string }> } }) => reply.body.logs.map((e) => e.message).sort();
+  api.get(
+    `/v1/logs?${q({ ownerId: as === stranger ? stranger.workspaceId : owner.workspaceId, resource, limit: '100', ...params })}`,
+    as,
+  );
+const messages = (reply: { body: { logs: Array<{ message: string }> } }) =>
+  reply.body.logs.map((e) => e.message).sort();
 const health = async () => {
   const started = performance.now();
   const res = await api.get('/api/health');
@@ -31,7 +37,11 @@ const health = async () => {
 };
 
 async function createService(as: TestUser, name: string): Promise<string> {
-  const res = await api.post('/v1/services', { type: 'web_service', name, autoDeploy: 'no', serviceDetails: { runtime: 'node' } }, as);
+  const res = await api.post(
+    '/v1/services',
+    { type: 'web_service', name, autoDeploy: 'no', serviceDetails: { runtime: 'node' } },
+    as,
+  );
   expect(res.status).toBe(201);
   return res.body.service.id;
 }
@@ -41,22 +51,39 @@ beforeAll(async () => {
   api = client(server.url);
   [owner, stranger] = await Promise.all([signUp(api), signUp(api)]);
   viewer = await addMember(api, owner, 'viewer');
-  [serviceId, strangerServiceId] = await Promise.all([createService(owner, 'patterns'), createService(stranger, 'bystander')]);
-  const entry = (workspaceId: string, resourceId: string, message: string, extra: Partial<NewLogEntry> = {}): NewLogEntry =>
-    ({ workspaceId, resourceId, type: 'app', level: 'info', message, timeMs: Date.now(), ...extra });
+  [serviceId, strangerServiceId] = await Promise.all([
+    createService(owner, 'patterns'),
+    createService(stranger, 'bystander'),
+  ]);
+  const entry = (
+    workspaceId: string,
+    resourceId: string,
+    message: string,
+    extra: Partial<NewLogEntry> = {},
+  ): NewLogEntry => ({ workspaceId, resourceId, type: 'app', level: 'info', message, timeMs: Date.now(), ...extra });
   const request = (method: string, path: string, statusCode: number) =>
-    entry(owner.workspaceId, serviceId, `${method} ${path} ${statusCode} 3ms 10B`, { type: 'request', method, path, statusCode, host: 'patterns.example' });
-  await createLogRepo(server.slipway.store.db).insertBatch([
-    entry(owner.workspaceId, serviceId, 'error: disk full', { level: 'error' }),
-    entry(owner.workspaceId, serviceId, 'warn: slow response', { level: 'warn' }),
-    entry(owner.workspaceId, serviceId, 'info: all good'),
-    entry(owner.workspaceId, serviceId, 'timeout after 250ms'),
-    entry(owner.workspaceId, serviceId, 'timeout after a while'),
-    entry(owner.workspaceId, serviceId, '1'.repeat(16_000)),
-    request('GET', '/api/users', 200),
-    request('POST', '/login', 503),
-    entry(stranger.workspaceId, strangerServiceId, 'bystander line'),
-  ], [], server.slipway.store.kind === 'postgres');
+    entry(owner.workspaceId, serviceId, `${method} ${path} ${statusCode} 3ms 10B`, {
+      type: 'request',
+      method,
+      path,
+      statusCode,
+      host: 'patterns.example',
+    });
+  await createLogRepo(server.slipway.store.db).insertBatch(
+    [
+      entry(owner.workspaceId, serviceId, 'error: disk full', { level: 'error' }),
+      entry(owner.workspaceId, serviceId, 'warn: slow response', { level: 'warn' }),
+      entry(owner.workspaceId, serviceId, 'info: all good'),
+      entry(owner.workspaceId, serviceId, 'timeout after 250ms'),
+      entry(owner.workspaceId, serviceId, 'timeout after a while'),
+      entry(owner.workspaceId, serviceId, '1'.repeat(16_000)),
+      request('GET', '/api/users', 200),
+      request('POST', '/login', 503),
+      entry(stranger.workspaceId, strangerServiceId, 'bystander line'),
+    ],
+    [],
+    server.slipway.store.kind === 'postgres',
+  );
 }, 60_000);
 afterAll(() => server?.close());
 
@@ -64,7 +91,11 @@ describe('hostile log patterns', () => {
   it('the nested-quantifier regex is a 400 naming the rule, for a viewer too', async () => {
     const res = await logs({ text: HOSTILE }, viewer);
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ id: expect.any(String), code: 'bad_request', message: expect.stringMatching(/nested quantifiers are not allowed/) });
+    expect(res.body).toMatchObject({
+      id: expect.any(String),
+      code: 'bad_request',
+      message: expect.stringMatching(/nested quantifiers are not allowed/),
+    });
   });
 
   it('a burst of them leaves other workspaces and /api/health unaffected', async () => {
@@ -114,9 +145,12 @@ describe('hostile log patterns', () => {
   });
 
   it('the live tail refuses them too (the upgrade is a 400)', async () => {
-    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/logs/subscribe?${q({ ownerId: owner.workspaceId, resource: serviceId, text: HOSTILE })}`, {
-      headers: { cookie: `slipway_session=${viewer.cookie}`, 'x-requested-with': 'test' },
-    });
+    const ws = new WebSocket(
+      `${server.url.replace('http', 'ws')}/v1/logs/subscribe?${q({ ownerId: owner.workspaceId, resource: serviceId, text: HOSTILE })}`,
+      {
+        headers: { cookie: `slipway_session=${viewer.cookie}`, 'x-requested-with': 'test' },
+      },
+    );
     const status = await new Promise<number>((resolve, reject) => {
       ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
       ws.once('open', () => reject(new Error('upgrade accepted')));
@@ -132,7 +166,9 @@ describe('useful log patterns', () => {
     expect(messages(await logs({ text: '/error|warn/' }))).toEqual(['error: disk full', 'warn: slow response']);
     expect(messages(await logs({ text: '/^GET \\/api/' }))).toEqual(['GET /api/users 200 3ms 10B']);
     expect(messages(await logs({ text: '/timeout after \\d+ms/' }))).toEqual(['timeout after 250ms']);
-    expect(messages(await logs({ type: 'request', path: '/^\\/api\\//', method: '/^(GET|HEAD)$/' }))).toEqual(['GET /api/users 200 3ms 10B']);
+    expect(messages(await logs({ type: 'request', path: '/^\\/api\\//', method: '/^(GET|HEAD)$/' }))).toEqual([
+      'GET /api/users 200 3ms 10B',
+    ]);
     expect(messages(await logs({ statusCode: '/^5\\d\\d$/' }))).toEqual(['POST /login 503 3ms 10B']);
     expect(messages(await logs({ text: 'timeout*ms' }))).toEqual(['timeout after 250ms']);
   });
@@ -146,9 +182,12 @@ describe('useful log patterns', () => {
   });
 
   it('filter the live tail the same way', async () => {
-    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/logs/subscribe?${q({ ownerId: owner.workspaceId, resource: serviceId, text: '/error|warn/', startTime: new Date(Date.now() - 600_000).toISOString() })}`, {
-      headers: { cookie: `slipway_session=${viewer.cookie}`, 'x-requested-with': 'test' },
-    });
+    const ws = new WebSocket(
+      `${server.url.replace('http', 'ws')}/v1/logs/subscribe?${q({ ownerId: owner.workspaceId, resource: serviceId, text: '/error|warn/', startTime: new Date(Date.now() - 600_000).toISOString() })}`,
+      {
+        headers: { cookie: `slipway_session=${viewer.cookie}`, 'x-requested-with': 'test' },
+      },
+    );
     const got: string[] = [];
     ws.on('message', (data) => got.push(JSON.parse(String(data)).message));
     try {
@@ -166,13 +205,30 @@ describe('statement time limit', () => {
     const line = 'abcdefghij'.repeat(200);
     const repo = createLogRepo(server.slipway.store.db);
     for (let batch = 0; batch < 5; batch++) {
-      await repo.insertBatch(Array.from({ length: 2000 }, () => ({ workspaceId, resourceId: 'srv-timeoutprobe', type: 'app' as const, level: 'info', message: line, timeMs: Date.now() })), [], true);
+      await repo.insertBatch(
+        Array.from({ length: 2000 }, () => ({
+          workspaceId,
+          resourceId: 'srv-timeoutprobe',
+          type: 'app' as const,
+          level: 'info',
+          message: line,
+          timeMs: Date.now(),
+        })),
+        [],
+        true,
+      );
     }
     const filter = { workspaceId, text: { regex: ['[a-j]{40}q'] } };
     const range = { startUs: (Date.now() - 600_000) * 1000, endUs: Date.now() * 1000, backward: true, limit: 10 };
-    const err = await createLogRepo(server.slipway.store.db, { queryTimeoutMs: 1 }).page(filter, range).catch((e: unknown) => e);
+    const err = await createLogRepo(server.slipway.store.db, { queryTimeoutMs: 1 })
+      .page(filter, range)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);
-    expect(err).toMatchObject({ code: 'unavailable', statusCode: 503, message: expect.stringMatching(/did not finish within/) });
+    expect(err).toMatchObject({
+      code: 'unavailable',
+      statusCode: 503,
+      message: expect.stringMatching(/did not finish within/),
+    });
     expect(await repo.page(filter, range)).toEqual([]); // the default limit is ample for it
   });
 });
@@ -182,7 +238,10 @@ describe('a failed embedded database', () => {
     // The raw SQL path has no pattern rules: the hostile regex overflows PGlite's stack.
     let failure: unknown;
     for (let i = 0; i < 200 && (await health()).status === 200; i++) {
-      failure = await server.slipway.store.executeSql(`select 'x' ~ $1 as hit`, [HOSTILE.slice(1, -1)]).then(() => undefined, (e: unknown) => e);
+      failure = await server.slipway.store.executeSql(`select 'x' ~ $1 as hit`, [HOSTILE.slice(1, -1)]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     }
     expect(failure).toMatchObject({ code: '57P03', message: expect.stringMatching(/being reopened/) }); // an outage, not a dead module
     const [down, during] = await Promise.all([health(), logs({}, stranger, strangerServiceId)]);

@@ -17,14 +17,23 @@ describe.skipIf(!TEST_DATABASE_URL)('log fan-out across processes', () => {
     const collector = await bootServer(); // runs the app and collects its lines
     const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-fanout-'));
     const port = await freePort();
-    const other = spawnSlipway({ DATABASE_URL: collector.databaseUrl!, SLIPWAY_DATA_DIR: dataDir, SLIPWAY_PORT: String(port), SLIPWAY_ROUTER_PORT: '0' });
+    const other = spawnSlipway({
+      DATABASE_URL: collector.databaseUrl!,
+      SLIPWAY_DATA_DIR: dataDir,
+      SLIPWAY_PORT: String(port),
+      SLIPWAY_ROUTER_PORT: '0',
+    });
     try {
       const otherUrl = `http://127.0.0.1:${port}`;
       await waitForHealthy(otherUrl, 30_000);
       const api = client(collector.url);
       const owner = await signUp(api);
-      const { service } = await deployFixture(api, owner, 'log-printer', { serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' } });
-      const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/logs/subscribe?resource=${service.id}&text=out`, { headers: { cookie: `slipway_session=${owner.cookie}`, 'x-requested-with': 'test' } });
+      const { service } = await deployFixture(api, owner, 'log-printer', {
+        serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' },
+      });
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/logs/subscribe?resource=${service.id}&text=out`, {
+        headers: { cookie: `slipway_session=${owner.cookie}`, 'x-requested-with': 'test' },
+      });
       const received: Array<{ message: string; at: number }> = [];
       ws.on('message', (data) => received.push({ message: JSON.parse(String(data)).message, at: Date.now() }));
       await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));

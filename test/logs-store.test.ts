@@ -27,11 +27,18 @@ async function logs(query: string, as: TestUser = owner) {
 }
 
 /** Opens a subscription; resolves once the upgrade is done. */
-function subscribe(query: string, as: TestUser = owner): Promise<{ ws: WebSocket; entries: Entry[]; closed: Promise<{ code: number; reason: string }> }> {
-  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/logs/subscribe?${query}`, { headers: { cookie: `slipway_session=${as.cookie}`, 'x-requested-with': 'test' } });
+function subscribe(
+  query: string,
+  as: TestUser = owner,
+): Promise<{ ws: WebSocket; entries: Entry[]; closed: Promise<{ code: number; reason: string }> }> {
+  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/logs/subscribe?${query}`, {
+    headers: { cookie: `slipway_session=${as.cookie}`, 'x-requested-with': 'test' },
+  });
   const entries: Entry[] = [];
   ws.on('message', (data) => entries.push(JSON.parse(String(data))));
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })),
+  );
   return new Promise((resolve, reject) => {
     ws.once('open', () => resolve({ ws, entries, closed }));
     ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
@@ -40,24 +47,36 @@ function subscribe(query: string, as: TestUser = owner): Promise<{ ws: WebSocket
 }
 
 /** Numbers of "out <n>" lines, in the order given. */
-const outNumbers = (entries: Entry[]) => entries.map((e) => /^out (\d+) /.exec(e.message)?.[1]).filter((n): n is string => !!n).map(Number);
+const outNumbers = (entries: Entry[]) =>
+  entries
+    .map((e) => /^out (\d+) /.exec(e.message)?.[1])
+    .filter((n): n is string => !!n)
+    .map(Number);
 
 beforeAll(async () => {
   server = await bootServer({ SLIPWAY_LOG_STREAM_BUFFER_BYTES: '2048' });
   api = client(server.url);
   [owner, stranger] = await Promise.all([signUp(api), signUp(api)]);
   const { service, deploy } = await deployFixture(api, owner, 'log-printer', {
-    serviceDetails: { runtime: 'node', healthCheckPath: '/healthz', envSpecificDetails: { buildCommand: 'echo "build step one"; echo "build step two" >&2' } },
+    serviceDetails: {
+      runtime: 'node',
+      healthCheckPath: '/healthz',
+      envSpecificDetails: { buildCommand: 'echo "build step one"; echo "build step two" >&2' },
+    },
   });
   expect(deploy.status).toBe('live');
   serviceId = service.id;
   deployId = deploy.id;
-  await waitFor('200 out lines', async () => (await logs(`resource=${serviceId}&text=out&limit=100`)).body?.logs?.length >= 100, 20_000);
+  await waitFor(
+    '200 out lines',
+    async () => (await logs(`resource=${serviceId}&text=out&limit=100`)).body?.logs?.length >= 100,
+    20_000,
+  );
 }, 60_000);
 afterAll(() => server?.close());
 
 describe('GET /v1/logs', () => {
-  it('returns Render\'s shape with labels, levels parsed from JSON, multi-byte text intact, long lines cut', async () => {
+  it("returns Render's shape with labels, levels parsed from JSON, multi-byte text intact, long lines cut", async () => {
     const res = await logs(`resource=${serviceId}&direction=forward&limit=100&type=app`);
     expect(res.status).toBe(200);
     const renderDoc = loadRenderReference();
@@ -66,7 +85,9 @@ describe('GET /v1/logs', () => {
       (ajvFormats as unknown as typeof ajvFormats.default)(ajv);
       // Slipway adds one label name Render lacks: `deploy` (issue 4 asks for it).
       const doc = structuredClone(renderDoc);
-      doc.paths['/logs/subscribe'].get.responses['101'].content['application/json'].schema.properties.labels.items.properties.name.enum.push('deploy');
+      doc.paths['/logs/subscribe'].get.responses['101'].content[
+        'application/json'
+      ].schema.properties.labels.items.properties.name.enum.push('deploy');
       ajv.addSchema(doc, 'render');
       const validate = ajv.getSchema('render#/components/responses/Logs200Response/content/application~1json/schema')!;
       expect(validate(res.body), JSON.stringify(validate.errors)).toBe(true);
@@ -98,7 +119,10 @@ describe('GET /v1/logs', () => {
     let start = since;
     const end = new Date().toISOString();
     for (let page = 0; page < 6; page++) {
-      const res = await api.get(`/v1/logs?startTime=${encodeURIComponent(start)}&endTime=${encodeURIComponent(end)}&${query}`, owner);
+      const res = await api.get(
+        `/v1/logs?startTime=${encodeURIComponent(start)}&endTime=${encodeURIComponent(end)}&${query}`,
+        owner,
+      );
       expect(res.status).toBe(200);
       seen.push(...outNumbers(res.body.logs));
       if (!res.body.hasMore) break;
@@ -115,9 +139,11 @@ describe('GET /v1/logs', () => {
     const build = (await logs(`resource=${serviceId}&type=build&direction=forward`)).body.logs as Entry[];
     expect(build.map((e) => e.message)).toEqual(expect.arrayContaining(['build step one', 'build step two']));
     expect(build.every((e) => label(e, 'deploy') === deployId)).toBe(true);
-    const regex = (await logs(`resource=${serviceId}&text=${encodeURIComponent('/^out 1[0-9] /')}&limit=100`)).body.logs as Entry[];
+    const regex = (await logs(`resource=${serviceId}&text=${encodeURIComponent('/^out 1[0-9] /')}&limit=100`)).body
+      .logs as Entry[];
     expect(regex.length).toBe(10);
-    const wild = (await logs(`resource=${serviceId}&text=${encodeURIComponent('out 2*5 ')}&limit=100`)).body.logs as Entry[];
+    const wild = (await logs(`resource=${serviceId}&text=${encodeURIComponent('out 2*5 ')}&limit=100`)).body
+      .logs as Entry[];
     expect(wild.every((e) => /out 2.*5 /.test(e.message))).toBe(true);
     expect(wild.length).toBeGreaterThan(0);
     const warn = (await logs(`resource=${serviceId}&level=warn`)).body.logs as Entry[];
@@ -150,12 +176,21 @@ describe('GET /v1/logs', () => {
   /** Deploys a worker running `node -e <script>` (which then idles); resolves with its first `count` entries. */
   async function workerOutput(name: string, script: string, count: number) {
     const { service } = await deployFixture(api, owner, 'worker', {
-      type: 'background_worker', name, serviceDetails: { runtime: 'node', envSpecificDetails: { startCommand: `node -e "${script}; setInterval(() => {}, 1000)"` } },
+      type: 'background_worker',
+      name,
+      serviceDetails: {
+        runtime: 'node',
+        envSpecificDetails: { startCommand: `node -e "${script}; setInterval(() => {}, 1000)"` },
+      },
     });
-    const entries = await waitFor(`${count} entries of ${name}`, async () => {
-      const r = (await logs(`resource=${service.id}&direction=forward`)).body.logs as Entry[];
-      return r.length >= count ? r : undefined;
-    }, 10_000);
+    const entries = await waitFor(
+      `${count} entries of ${name}`,
+      async () => {
+        const r = (await logs(`resource=${service.id}&direction=forward`)).body.logs as Entry[];
+        return r.length >= count ? r : undefined;
+      },
+      10_000,
+    );
     return { service, entries };
   }
 
@@ -176,7 +211,15 @@ describe('GET /v1/logs', () => {
     expect((await logs(`resource=${serviceId}`, stranger)).status).toBe(404);
     expect((await logs('', stranger)).body.logs).toEqual([]);
     expect((await logs(`ownerId=${owner.workspaceId}`, stranger)).status).toBe(404);
-    for (const bad of ['type=nope', 'limit=101', 'limit=0', 'direction=sideways', `text=${encodeURIComponent('/(/')}`, 'statusCode=abc', 'startTime=yesterday']) {
+    for (const bad of [
+      'type=nope',
+      'limit=101',
+      'limit=0',
+      'direction=sideways',
+      `text=${encodeURIComponent('/(/')}`,
+      'statusCode=abc',
+      'startTime=yesterday',
+    ]) {
       const res = await api.get(`/v1/logs?${bad}`, owner);
       expect(res.status, bad).toBe(400);
       expect(res.body.code, bad).toMatch(/^(bad_request|validation_failed)$/);
@@ -208,7 +251,9 @@ describe('GET /v1/logs/subscribe', () => {
     second.ws.close();
     const all = outNumbers([...first.entries, ...second.entries]);
     expect(all).toEqual(all.map((_, i) => all[0]! + i));
-    expect(first.entries.every((e) => label(e, 'resource') === serviceId && typeof e.timestamp === 'string')).toBe(true);
+    expect(first.entries.every((e) => label(e, 'resource') === serviceId && typeof e.timestamp === 'string')).toBe(
+      true,
+    );
   });
 
   it('replays from startTime, then tails', async () => {
@@ -226,7 +271,12 @@ describe('GET /v1/logs/subscribe', () => {
     const pastEnd = new Date(Date.now() - 1_000).toISOString();
     const past = await subscribe(`resource=${serviceId}&text=out&startTime=${from}&endTime=${pastEnd}`);
     expect(await past.closed).toEqual({ code: 1000, reason: 'endTime reached' });
-    const expected = (await api.get(`/v1/logs?resource=${serviceId}&text=out&direction=forward&limit=100&startTime=${from}&endTime=${pastEnd}`, owner)).body.logs as Entry[];
+    const expected = (
+      await api.get(
+        `/v1/logs?resource=${serviceId}&text=out&direction=forward&limit=100&startTime=${from}&endTime=${pastEnd}`,
+        owner,
+      )
+    ).body.logs as Entry[];
     expect(expected.length).toBeGreaterThan(10);
     expect(past.entries.slice(0, expected.length).map((e) => e.id)).toEqual(expected.map((e) => e.id));
     for (const e of past.entries) expect(Date.parse(e.timestamp)).toBeLessThanOrEqual(Date.parse(pastEnd));
@@ -252,9 +302,12 @@ describe('GET /v1/logs/subscribe', () => {
 
   it('closes a consumer that stops reading with 4008 and the id to resume from', async () => {
     // 40 MB of stored lines to replay: more than the kernel's socket buffers hold.
-    await server.slipway.store.executeSql(`insert into logs (workspace_id, resource_id, type, level, message, timestamp)
+    await server.slipway.store.executeSql(
+      `insert into logs (workspace_id, resource_id, type, level, message, timestamp)
       select $1, $2, 'app', 'info', 'bulk ' || n || ' ' || repeat('y', 4000), now() - interval '20 seconds' + n * interval '1 microsecond'
-      from generate_series(1, 10000) n`, [owner.workspaceId, serviceId]);
+      from generate_series(1, 10000) n`,
+      [owner.workspaceId, serviceId],
+    );
     const sub = await subscribe(`resource=${serviceId}&text=bulk&startTime=${since}`);
     const socket = (sub.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
     socket.pause(); // stop reading: the server's buffer fills

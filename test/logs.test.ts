@@ -16,7 +16,11 @@ describe('structured logs', () => {
       await api.post('/v1/auth/login', { email: owner.email, password: 'a wrong password' });
       const key = await createApiKey(api, owner);
       await api.get('/v1/users', { token: key.token });
-      const invite = await api.post('/v1/team-invites', { email: 'x@example.com', role: 'viewer' }, { token: key.token });
+      const invite = await api.post(
+        '/v1/team-invites',
+        { email: 'x@example.com', role: 'viewer' },
+        { token: key.token },
+      );
       await api.post(`/v1/team-invites/${invite.body.token}/accept`, undefined, owner);
       await api.get('/v1/nope', { token: key.token, headers: { 'request-id': 'trace-me' } });
 

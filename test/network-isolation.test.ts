@@ -10,14 +10,22 @@ const IS_ROOT = process.getuid?.() === 0;
 if (!IS_ROOT && process.env.SLIPWAY_REQUIRE_SERVICES === '1') throw new Error('network isolation tests need root');
 const PORT = 10000;
 
-
 describe.runIf(IS_ROOT)('network isolation between workspaces', () => {
   const t = useServer({ SLIPWAY_NETWORK: 'namespaces' });
   const routerPort = () => t.server.slipway.routerPort;
-  const instancesOf = async (as: TestUser, serviceId: string) => (await t.api.get(`/v1/services/${serviceId}/instances`, as)).body.map((e: any) => e.id) as string[];
+  const instancesOf = async (as: TestUser, serviceId: string) =>
+    (await t.api.get(`/v1/services/${serviceId}/instances`, as)).body.map((e: any) => e.id) as string[];
   /** Asks a tenant's prober app, through the router, to try something on the network. */
   const probe = async (slug: string, what: string, q: Record<string, string | number>) =>
-    JSON.parse((await viaRouter(routerPort(), slug, `/${what}?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`)).text);
+    JSON.parse(
+      (
+        await viaRouter(
+          routerPort(),
+          slug,
+          `/${what}?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`,
+        )
+      ).text,
+    );
 
   it('says so in /status', async () => {
     const status = await t.api.get('/status');
@@ -37,7 +45,10 @@ describe.runIf(IS_ROOT)('network isolation between workspaces', () => {
     expect(theirAddress, 'each instance has an address of its own').toMatch(/^10\.213\./);
 
     // Its own private service: by its slug, Render's internal hostname, on PORT.
-    expect(await probe(web.service.slug, 'resolve', { name: mine.service.slug })).toEqual({ ok: true, address: namespaceAddress(myInstance!) });
+    expect(await probe(web.service.slug, 'resolve', { name: mine.service.slug })).toEqual({
+      ok: true,
+      address: namespaceAddress(myInstance!),
+    });
     expect(await probe(web.service.slug, 'connect', { host: mine.service.slug, port: PORT })).toEqual({ ok: true });
 
     // The internet by name, through slirp4netns's DNS forwarder (a host nameserver on loopback, as systemd-resolved's
@@ -54,10 +65,16 @@ describe.runIf(IS_ROOT)('network isolation between workspaces', () => {
     // unless --disable-host-loopback), and the host's own address on the workspace's bridge.
     const gateway = namespaceAddress(myInstance!)!.replace(/\.\d+$/, '.1');
     for (const host of ['127.0.0.1', '10.0.2.2', gateway]) {
-      for (const port of [apiPort, routerPort()]) expect(await probe(web.service.slug, 'connect', { host, port }), `${host}:${port}`).toMatchObject({ ok: false });
+      for (const port of [apiPort, routerPort()])
+        expect(await probe(web.service.slug, 'connect', { host, port }), `${host}:${port}`).toMatchObject({
+          ok: false,
+        });
     }
     // Nor cloud metadata credentials (link-local): refused at once by the namespace's route, not left to time out.
-    expect(await probe(web.service.slug, 'connect', { host: '169.254.169.254', port: 80 })).toEqual({ ok: false, error: 'EHOSTUNREACH' });
+    expect(await probe(web.service.slug, 'connect', { host: '169.254.169.254', port: 80 })).toEqual({
+      ok: false,
+      error: 'EHOSTUNREACH',
+    });
     const listening: string[] = await probe(web.service.slug, 'listening', {});
     expect(listening.map((l) => parseInt(l.split(':')[1]!, 16))).toEqual([PORT]);
   });
@@ -69,7 +86,10 @@ describe.runIf(IS_ROOT)('network isolation between workspaces', () => {
     const [victimInstance] = await instancesOf(b, victim.service.id);
     const victimAddress = namespaceAddress(victimInstance!)!;
     // The squatter loops on binding the victim's address and port, and on its own namespace's every address.
-    expect(await probe(squatter.service.slug, 'bind', { host: victimAddress, port: PORT })).toEqual({ ok: false, error: 'EADDRNOTAVAIL' });
+    expect(await probe(squatter.service.slug, 'bind', { host: victimAddress, port: PORT })).toEqual({
+      ok: false,
+      error: 'EADDRNOTAVAIL',
+    });
     await probe(squatter.service.slug, 'squat', { host: victimAddress, port: PORT, ms: 8000 });
 
     for (const pid of processesOf(victim.service.id)) process.kill(pid, 'SIGKILL');
@@ -77,14 +97,26 @@ describe.runIf(IS_ROOT)('network isolation between workspaces', () => {
     const statuses: number[] = [];
     const until = Date.now() + 4000;
     while (Date.now() < until) {
-      const reply = await viaRouter(routerPort(), victim.service.slug, '/secret', { headers: { cookie: 'session=victims-secret' } }).catch(() => undefined);
+      const reply = await viaRouter(routerPort(), victim.service.slug, '/secret', {
+        headers: { cookie: 'session=victims-secret' },
+      }).catch(() => undefined);
       if (reply) statuses.push(reply.status);
       await new Promise((r) => setTimeout(r, 20));
     }
-    await waitFor('the victim to be back', async () => (await viaRouter(routerPort(), victim.service.slug, '/')).status === 200, 20_000);
-    const received: Array<{ squatted?: string; cookie?: string | null; host?: string }> = await probe(squatter.service.slug, 'received', {});
+    await waitFor(
+      'the victim to be back',
+      async () => (await viaRouter(routerPort(), victim.service.slug, '/')).status === 200,
+      20_000,
+    );
+    const received: Array<{ squatted?: string; cookie?: string | null; host?: string }> = await probe(
+      squatter.service.slug,
+      'received',
+      {},
+    );
     expect(received.filter((r) => r.squatted)).toEqual([]);
-    expect(received.filter((r) => r.cookie?.includes('victims-secret') || r.host?.startsWith(victim.service.slug))).toEqual([]);
+    expect(
+      received.filter((r) => r.cookie?.includes('victims-secret') || r.host?.startsWith(victim.service.slug)),
+    ).toEqual([]);
     expect(statuses.length).toBeGreaterThan(10);
   });
 });

@@ -12,7 +12,9 @@ describe('network leases', () => {
   it('rewrites the hosts file in place: same inode, only the current entries, never growing past the longest', () => {
     const files = createLeaseFiles(stateDir);
     const subnet = files.claim({ owner: 'me', workspaceId: 'tea-a' })!;
-    const many = hostsFile(Array.from({ length: 20 }, (_, i) => ({ address: `10.213.${subnet}.${i + 2}`, hostnames: [`svc-${i}`] })));
+    const many = hostsFile(
+      Array.from({ length: 20 }, (_, i) => ({ address: `10.213.${subnet}.${i + 2}`, hostnames: [`svc-${i}`] })),
+    );
     files.writeHosts(subnet, many);
     const inode = statSync(files.hostsPath(subnet)).ino;
     for (let round = 0; round < 50; round++) {
@@ -45,7 +47,16 @@ describe('network leases', () => {
 
   it('takes only a /16 as the supernet', () => {
     expect(parseSupernet('10.213.0.0/16')).toEqual({ prefix: [10, 213], cidr: '10.213.0.0/16' });
-    for (const bad of ['10.213.0.0/24', '10.213.1.0/16', '300.1.0.0/16', 'x', '127.0.0.0/16', '169.254.0.0/16', '0.0.0.0/16', '224.1.0.0/16']) {
+    for (const bad of [
+      '10.213.0.0/24',
+      '10.213.1.0/16',
+      '300.1.0.0/16',
+      'x',
+      '127.0.0.0/16',
+      '169.254.0.0/16',
+      '0.0.0.0/16',
+      '224.1.0.0/16',
+    ]) {
       expect(() => parseSupernet(bad)).toThrow(/SLIPWAY_NETWORK_CIDR/);
     }
   });

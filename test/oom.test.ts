@@ -13,7 +13,8 @@ import { useServer } from './helpers/server.js';
 
 const t = useServer({ SLIPWAY_NETWORK: 'shared' });
 const { cgroups } = (await detectCapabilities(tmpdir())).capabilities;
-if (cgroups === 'none' && process.env.SLIPWAY_REQUIRE_SERVICES === '1') throw new Error('out-of-memory tests need writable cgroups');
+if (cgroups === 'none' && process.env.SLIPWAY_REQUIRE_SERVICES === '1')
+  throw new Error('out-of-memory tests need writable cgroups');
 /** Grows until the kernel kills it: 32 MiB at a time, every page touched. */
 const HOG = 'const held = []; for (;;) held.push(Buffer.alloc(32 << 20, 1))';
 
@@ -23,19 +24,31 @@ const eventsOf = async (as: { cookie: string }, serviceId: string, type: string)
 describe.skipIf(cgroups === 'none')('out-of-memory kills', () => {
   it('fail a build with that reason, in the deploy and in its build_ended event', async () => {
     const owner = await signUp(t.api);
-    const created = await t.api.post('/v1/services', {
-      type: 'web_service', name: 'oom-build',
-      serviceDetails: { runtime: 'node', plan: 'starter', envSpecificDetails: { buildCommand: `node -e '${HOG}'` } },
-    }, owner);
+    const created = await t.api.post(
+      '/v1/services',
+      {
+        type: 'web_service',
+        name: 'oom-build',
+        serviceDetails: { runtime: 'node', plan: 'starter', envSpecificDetails: { buildCommand: `node -e '${HOG}'` } },
+      },
+      owner,
+    );
     const service = created.body.service;
     const up = await upload(t.api, owner, service.id, await packFixture('node-web'));
     const deploy = await finished(t.api, owner, service.id, up.body.deployId, 90_000);
     expect(deploy.status).toBe('build_failed');
     expect(deploy.failureReason).toMatch(/the build ran out of memory: the kernel killed it at its 512 MB limit/);
     const [ended] = await eventsOf(owner, service.id, 'build_ended');
-    expect(ended.details).toMatchObject({ deployId: deploy.id, status: 'failed', failure: { oomKilled: { memoryLimit: '512Mi' } } });
+    expect(ended.details).toMatchObject({
+      deployId: deploy.id,
+      status: 'failed',
+      failure: { oomKilled: { memoryLimit: '512Mi' } },
+    });
     const [deployEnded] = await eventsOf(owner, service.id, 'deploy_ended');
-    expect(deployEnded.details).toMatchObject({ status: 'build_failed', failure: { oomKilled: { memoryLimit: '512Mi' } } });
+    expect(deployEnded.details).toMatchObject({
+      status: 'build_failed',
+      failure: { oomKilled: { memoryLimit: '512Mi' } },
+    });
   }, 120_000);
 
   it('of a running instance are reported in server_failed as oomKilled, not earlyExit', async () => {
@@ -48,13 +61,23 @@ describe.skipIf(cgroups === 'none')('out-of-memory kills', () => {
         res.end('ok');
       }).listen(Number(process.env.PORT), '127.0.0.1');
       process.on('SIGTERM', () => process.exit(0));`;
-    const { service, deploy } = await deployFixture(t.api, owner, 'node-web', { serviceDetails: { runtime: 'node', plan: 'starter' } }, { 'server.js': server });
+    const { service, deploy } = await deployFixture(
+      t.api,
+      owner,
+      'node-web',
+      { serviceDetails: { runtime: 'node', plan: 'starter' } },
+      { 'server.js': server },
+    );
     expect(deploy.status).toBe('live');
     await viaRouter(t.server.slipway.routerPort, service.slug, '/grow', { timeoutMs: 30_000 }).catch(() => undefined);
-    const [failed] = await waitFor('server_failed', async () => {
-      const found = await eventsOf(owner, service.id, 'server_failed');
-      return found.length > 0 ? found : undefined;
-    }, 30_000);
+    const [failed] = await waitFor(
+      'server_failed',
+      async () => {
+        const found = await eventsOf(owner, service.id, 'server_failed');
+        return found.length > 0 ? found : undefined;
+      },
+      30_000,
+    );
     expect(failed.details).toMatchObject({ reason: { oomKilled: { memoryLimit: '512Mi' } } });
     expect(failed.details.reason).not.toHaveProperty('earlyExit');
   }, 120_000);
@@ -69,10 +92,14 @@ describe.skipIf(cgroups === 'none')('out-of-memory kills', () => {
       }).listen(Number(process.env.PORT), '127.0.0.1');`;
     const { service } = await deployFixture(t.api, owner, 'node-web', {}, { 'server.js': server });
     await viaRouter(t.server.slipway.routerPort, service.slug, '/exit').catch(() => undefined);
-    const [failed] = await waitFor('server_failed', async () => {
-      const found = await eventsOf(owner, service.id, 'server_failed');
-      return found.length > 0 ? found : undefined;
-    }, 30_000);
+    const [failed] = await waitFor(
+      'server_failed',
+      async () => {
+        const found = await eventsOf(owner, service.id, 'server_failed');
+        return found.length > 0 ? found : undefined;
+      },
+      30_000,
+    );
     expect(failed.details.reason).toEqual({ earlyExit: true });
   }, 120_000);
 });

@@ -25,13 +25,16 @@ function registeredRoutes(): string[] {
     const depth = m[1]!.length / 4;
     stack.length = depth;
     stack.push(m[2]!.replace(/\|.*$/, '')); // `:inviteId|:token`: one node, several names
-    for (const method of m[3]?.split(', ') ?? []) if (method !== 'HEAD') out.push(`${method} ${normalize(stack.join(''))}`);
+    for (const method of m[3]?.split(', ') ?? [])
+      if (method !== 'HEAD') out.push(`${method} ${normalize(stack.join(''))}`);
   }
   return out;
 }
 
 const documented = () =>
-  Object.entries<any>(doc.paths).flatMap(([p, item]) => METHODS.filter((m) => item[m]).map((m) => ({ name: `${m.toUpperCase()} ${p}`, op: item[m] })));
+  Object.entries<any>(doc.paths).flatMap(([p, item]) =>
+    METHODS.filter((m) => item[m]).map((m) => ({ name: `${m.toUpperCase()} ${p}`, op: item[m] })),
+  );
 
 beforeAll(async () => {
   server = await bootServer();
@@ -51,12 +54,27 @@ describe('GET /v1/openapi.json', () => {
 
   it('documents every route registered under /v1 and /api (and known ones)', () => {
     const registered = registeredRoutes().filter((r) => / \/(v1|api)(\/|$)/.test(r) && r !== 'GET /v1/openapi.json');
-    expect(registered).toEqual(expect.arrayContaining(['GET /api/health', 'POST /v1/auth/register', 'DELETE /v1/api-keys/:', 'GET /v1/owners/:/members']));
+    expect(registered).toEqual(
+      expect.arrayContaining([
+        'GET /api/health',
+        'POST /v1/auth/register',
+        'DELETE /v1/api-keys/:',
+        'GET /v1/owners/:/members',
+      ]),
+    );
     const inDoc = documented().map((d) => normalize(d.name));
     expect(registered.filter((r) => !inDoc.includes(r))).toEqual([]);
     // ...and documents nothing the server does not serve.
     expect(inDoc.filter((d) => !registeredRoutes().includes(d))).toEqual([]);
-    for (const known of ['/api/health', '/status', '/v1/users', '/v1/auth/login', '/v1/api-keys/{apiKeyId}', '/v1/owners/{ownerId}/audit-logs', '/v1/team-invites/{token}/accept']) {
+    for (const known of [
+      '/api/health',
+      '/status',
+      '/v1/users',
+      '/v1/auth/login',
+      '/v1/api-keys/{apiKeyId}',
+      '/v1/owners/{ownerId}/audit-logs',
+      '/v1/team-invites/{token}/accept',
+    ]) {
       expect(doc.paths, known).toHaveProperty([known]);
     }
   });
@@ -78,7 +96,9 @@ describe('GET /v1/openapi.json', () => {
 
   it('marks no query parameter that has a default as required (e.g. ?limit=, default 20)', () => {
     const wrong = documented().flatMap(({ name, op }) =>
-      (op.parameters ?? []).filter((p: any) => p.in === 'query' && p.required && p.schema?.default !== undefined).map((p: any) => `${name} ?${p.name}`),
+      (op.parameters ?? [])
+        .filter((p: any) => p.in === 'query' && p.required && p.schema?.default !== undefined)
+        .map((p: any) => `${name} ?${p.name}`),
     );
     expect(wrong).toEqual([]);
   });

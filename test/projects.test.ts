@@ -24,31 +24,58 @@ async function datastoreRow(workspaceId: string, id: string, kind: 'postgres' | 
   );
 }
 const envOf = async (table: string, id: string) =>
-  (await t.server.slipway.store.executeSql(`select environment_id from ${table} where id = $1`, [id])).rows[0]?.environment_id ?? null;
+  (await t.server.slipway.store.executeSql(`select environment_id from ${table} where id = $1`, [id])).rows[0]
+    ?.environment_id ?? null;
 
 describe('projects', () => {
-  it('creates a project with its environments; lists with Render\'s envelope, cursor and filters; renames it', async () => {
+  it("creates a project with its environments; lists with Render's envelope, cursor and filters; renames it", async () => {
     const owner = await signUp(t.api);
-    const created = await t.api.post('/v1/projects', {
-      name: 'shop', ownerId: owner.workspaceId,
-      environments: [{ name: 'production', protectedStatus: 'protected', ipAllowList: [{ cidrBlock: '203.0.113.0/24', description: 'office' }] }, { name: 'staging' }],
-    }, owner);
+    const created = await t.api.post(
+      '/v1/projects',
+      {
+        name: 'shop',
+        ownerId: owner.workspaceId,
+        environments: [
+          {
+            name: 'production',
+            protectedStatus: 'protected',
+            ipAllowList: [{ cidrBlock: '203.0.113.0/24', description: 'office' }],
+          },
+          { name: 'staging' },
+        ],
+      },
+      owner,
+    );
     expect(created.status, created.text).toBe(201);
     expect(created.body).toMatchObject({
-      id: expect.stringMatching(/^prj-[0-9a-v]{20}$/), name: 'shop',
-      owner: { id: owner.workspaceId, email: owner.email, type: 'team' }, environmentIds: [expect.stringMatching(/^evm-/), expect.stringMatching(/^evm-/)],
+      id: expect.stringMatching(/^prj-[0-9a-v]{20}$/),
+      name: 'shop',
+      owner: { id: owner.workspaceId, email: owner.email, type: 'team' },
+      environmentIds: [expect.stringMatching(/^evm-/), expect.stringMatching(/^evm-/)],
     });
     const [prodId] = created.body.environmentIds;
     expect((await t.api.get(`/v1/environments/${prodId}`, owner)).body).toEqual({
-      id: prodId, name: 'production', projectId: created.body.id, databasesIds: [], redisIds: [], serviceIds: [], envGroupIds: [],
-      protectedStatus: 'protected', networkIsolationEnabled: false, ipAllowList: [{ cidrBlock: '203.0.113.0/24', description: 'office' }],
+      id: prodId,
+      name: 'production',
+      projectId: created.body.id,
+      databasesIds: [],
+      redisIds: [],
+      serviceIds: [],
+      envGroupIds: [],
+      protectedStatus: 'protected',
+      networkIsolationEnabled: false,
+      ipAllowList: [{ cidrBlock: '203.0.113.0/24', description: 'office' }],
     });
 
     // Environments are created with the project or not at all.
     const dup = await t.api.post('/v1/projects', { name: 'dup', environments: [{ name: 'a' }, { name: 'a' }] }, owner);
     expect(dup.status).toBe(409);
     expect(dup.body.code).toBe('conflict');
-    const bad = await t.api.post('/v1/projects', { name: 'badcidr', environments: [{ name: 'a', ipAllowList: [{ cidrBlock: '10.0.0.0/33', description: '' }] }] }, owner);
+    const bad = await t.api.post(
+      '/v1/projects',
+      { name: 'badcidr', environments: [{ name: 'a', ipAllowList: [{ cidrBlock: '10.0.0.0/33', description: '' }] }] },
+      owner,
+    );
     expect(bad.status).toBe(400);
 
     await project(owner, 'second', []);
@@ -60,8 +87,12 @@ describe('projects', () => {
     expect(first.body.map((i: any) => i.project.name)).toEqual(['third', 'second']);
     const next = await t.api.get(`/v1/projects?limit=2&cursor=${first.body[1].cursor}`, owner);
     expect(next.body.map((i: any) => i.project.name)).toEqual(['shop']);
-    expect((await t.api.get('/v1/projects?name=shop&name=second', owner)).body.map((i: any) => i.project.name)).toEqual(['second', 'shop']);
-    expect((await t.api.get(`/v1/projects?createdAfter=${new Date(Date.now() + 60_000).toISOString()}`, owner)).body).toEqual([]);
+    expect((await t.api.get('/v1/projects?name=shop&name=second', owner)).body.map((i: any) => i.project.name)).toEqual(
+      ['second', 'shop'],
+    );
+    expect(
+      (await t.api.get(`/v1/projects?createdAfter=${new Date(Date.now() + 60_000).toISOString()}`, owner)).body,
+    ).toEqual([]);
     expect((await t.api.get('/v1/projects?cursor=nonsense', owner)).status).toBe(400);
 
     const renamed = await t.api.patch(`/v1/projects/${created.body.id}`, { name: 'storefront' }, owner);
@@ -77,15 +108,28 @@ describe('projects', () => {
     expect((await t.api.get(`/v1/projects?ownerId=${owner.workspaceId}`, other)).status).toBe(404);
     expect((await t.api.get(`/v1/projects/${created.body.id}`, other)).status).toBe(404);
     expect((await t.api.patch(`/v1/projects/${created.body.id}`, { name: 'mine' }, other)).status).toBe(404);
-    expect((await t.api.post('/v1/projects', { name: 'x', ownerId: owner.workspaceId, environments: [] }, other)).status).toBe(404);
+    expect(
+      (await t.api.post('/v1/projects', { name: 'x', ownerId: owner.workspaceId, environments: [] }, other)).status,
+    ).toBe(404);
   });
 
   it('creates, lists, updates and deletes environments', async () => {
     const owner = await signUp(t.api);
     const { project: p, envIds } = await project(owner, 'app');
-    const created = await t.api.post('/v1/environments', { name: 'staging', projectId: p.id, networkIsolationEnabled: true }, owner);
+    const created = await t.api.post(
+      '/v1/environments',
+      { name: 'staging', projectId: p.id, networkIsolationEnabled: true },
+      owner,
+    );
     expect(created.status, created.text).toBe(201);
-    expect(created.body).toMatchObject({ id: expect.stringMatching(/^evm-/), name: 'staging', projectId: p.id, protectedStatus: 'unprotected', networkIsolationEnabled: true, serviceIds: [] });
+    expect(created.body).toMatchObject({
+      id: expect.stringMatching(/^evm-/),
+      name: 'staging',
+      projectId: p.id,
+      protectedStatus: 'unprotected',
+      networkIsolationEnabled: true,
+      serviceIds: [],
+    });
     expect((await t.api.post('/v1/environments', { name: 'staging', projectId: p.id }, owner)).status).toBe(409);
     expect((await t.api.get(`/v1/projects/${p.id}`, owner)).body.environmentIds).toEqual([envIds[0], created.body.id]);
 
@@ -93,27 +137,56 @@ describe('projects', () => {
     expect(list.status).toBe(200);
     expect(list.body.map((i: any) => i.environment.name)).toEqual(['staging', 'production']);
     for (const item of list.body) expect(Object.keys(item).sort()).toEqual(['cursor', 'environment']);
-    expect((await t.api.get(`/v1/environments?projectId=${p.id}&limit=1&cursor=${list.body[0].cursor}`, owner)).body.map((i: any) => i.environment.name)).toEqual(['production']);
+    expect(
+      (await t.api.get(`/v1/environments?projectId=${p.id}&limit=1&cursor=${list.body[0].cursor}`, owner)).body.map(
+        (i: any) => i.environment.name,
+      ),
+    ).toEqual(['production']);
     expect((await t.api.get(`/v1/environments?projectId=${p.id}&name=production`, owner)).body).toHaveLength(1);
-    expect((await t.api.get(`/v1/environments?projectId=${p.id}&environmentId=${created.body.id}`, owner)).body).toHaveLength(1);
+    expect(
+      (await t.api.get(`/v1/environments?projectId=${p.id}&environmentId=${created.body.id}`, owner)).body,
+    ).toHaveLength(1);
     const missing = await t.api.get('/v1/environments', owner);
     expect(missing.status).toBe(400);
     expect(missing.body).toMatchObject({ code: 'validation_failed', details: [{ field: 'projectId' }] });
     expect((await t.api.get('/v1/environments?projectId=prj-00000000000000000000', owner)).status).toBe(404);
 
-    const patched = await t.api.patch(`/v1/environments/${created.body.id}`, { name: 'qa', ipAllowList: [{ cidrBlock: '2001:db8::/32', description: 'v6' }] }, owner);
+    const patched = await t.api.patch(
+      `/v1/environments/${created.body.id}`,
+      { name: 'qa', ipAllowList: [{ cidrBlock: '2001:db8::/32', description: 'v6' }] },
+      owner,
+    );
     expect(patched.status, patched.text).toBe(200);
-    expect(patched.body).toMatchObject({ name: 'qa', networkIsolationEnabled: true, ipAllowList: [{ cidrBlock: '2001:db8::/32', description: 'v6' }] });
+    expect(patched.body).toMatchObject({
+      name: 'qa',
+      networkIsolationEnabled: true,
+      ipAllowList: [{ cidrBlock: '2001:db8::/32', description: 'v6' }],
+    });
     expect((await t.api.patch(`/v1/environments/${created.body.id}`, { name: 'production' }, owner)).status).toBe(409);
-    expect((await t.api.patch(`/v1/environments/${created.body.id}`, { ipAllowList: [{ cidrBlock: 'not-an-ip', description: '' }] }, owner)).status).toBe(400);
-    expect((await t.api.patch(`/v1/environments/${created.body.id}`, { protectedStatus: 'locked' }, owner)).status).toBe(400);
+    expect(
+      (
+        await t.api.patch(
+          `/v1/environments/${created.body.id}`,
+          { ipAllowList: [{ cidrBlock: 'not-an-ip', description: '' }] },
+          owner,
+        )
+      ).status,
+    ).toBe(400);
+    expect(
+      (await t.api.patch(`/v1/environments/${created.body.id}`, { protectedStatus: 'locked' }, owner)).status,
+    ).toBe(400);
 
     // Protection: only admins change it, and only admins delete a protected environment.
     const developer = await addMember(t.api, owner, 'developer');
     const admin = await addMember(t.api, owner, 'admin');
     const viewer = await addMember(t.api, owner, 'viewer');
-    expect((await t.api.patch(`/v1/environments/${created.body.id}`, { protectedStatus: 'protected' }, developer)).status).toBe(403);
-    expect((await t.api.patch(`/v1/environments/${created.body.id}`, { protectedStatus: 'protected' }, admin)).body.protectedStatus).toBe('protected');
+    expect(
+      (await t.api.patch(`/v1/environments/${created.body.id}`, { protectedStatus: 'protected' }, developer)).status,
+    ).toBe(403);
+    expect(
+      (await t.api.patch(`/v1/environments/${created.body.id}`, { protectedStatus: 'protected' }, admin)).body
+        .protectedStatus,
+    ).toBe('protected');
     expect((await t.api.patch(`/v1/environments/${created.body.id}`, { name: 'qa2' }, developer)).status).toBe(200);
     expect((await t.api.delete(`/v1/environments/${created.body.id}`, developer)).status).toBe(403);
     expect((await t.api.get(`/v1/environments/${created.body.id}`, viewer)).status).toBe(200);
@@ -127,7 +200,9 @@ describe('projects', () => {
 describe('environment resources', () => {
   it('moves services, env groups and datastores in and out; the lists filter by environment', async () => {
     const owner = await signUp(t.api);
-    const { envIds: [prod, staging] } = await project(owner, 'moves', ['production', 'staging']);
+    const {
+      envIds: [prod, staging],
+    } = await project(owner, 'moves', ['production', 'staging']);
     const service = (await createService(owner, 'api')).body.service;
     const group = (await createGroup(owner, 'shared')).body;
     const pg = newId('postgres');
@@ -135,35 +210,67 @@ describe('environment resources', () => {
     await datastoreRow(owner.workspaceId, pg, 'postgres');
     await datastoreRow(owner.workspaceId, kv, 'keyValue');
 
-    const added = await t.api.post(`/v1/environments/${prod}/resources`, { resourceIds: [service.id, group.id, pg, kv, service.id] }, owner);
+    const added = await t.api.post(
+      `/v1/environments/${prod}/resources`,
+      { resourceIds: [service.id, group.id, pg, kv, service.id] },
+      owner,
+    );
     expect(added.status, added.text).toBe(200);
-    expect(added.body).toMatchObject({ id: prod, serviceIds: [service.id], envGroupIds: [group.id], databasesIds: [pg], redisIds: [kv] });
-    expect((await t.api.get(`/v1/services?environmentId=${prod}`, owner)).body.map((i: any) => i.service.id)).toEqual([service.id]);
+    expect(added.body).toMatchObject({
+      id: prod,
+      serviceIds: [service.id],
+      envGroupIds: [group.id],
+      databasesIds: [pg],
+      redisIds: [kv],
+    });
+    expect((await t.api.get(`/v1/services?environmentId=${prod}`, owner)).body.map((i: any) => i.service.id)).toEqual([
+      service.id,
+    ]);
     expect((await t.api.get(`/v1/services/${service.id}`, owner)).body.environmentId).toBe(prod);
-    expect((await t.api.get(`/v1/env-groups?environmentId=${prod}`, owner)).body.map((g: any) => g.id)).toEqual([group.id]);
+    expect((await t.api.get(`/v1/env-groups?environmentId=${prod}`, owner)).body.map((g: any) => g.id)).toEqual([
+      group.id,
+    ]);
     expect((await t.api.get(`/v1/env-groups/${group.id}`, owner)).body.environmentId).toBe(prod);
 
     // Adding to another environment moves it; removing from an environment it is not in leaves it.
-    expect((await t.api.post(`/v1/environments/${staging}/resources`, { resourceIds: [service.id] }, owner)).body.serviceIds).toEqual([service.id]);
+    expect(
+      (await t.api.post(`/v1/environments/${staging}/resources`, { resourceIds: [service.id] }, owner)).body.serviceIds,
+    ).toEqual([service.id]);
     expect((await t.api.get(`/v1/environments/${prod}`, owner)).body.serviceIds).toEqual([]);
-    expect((await t.api.delete(`/v1/environments/${prod}/resources?resourceIds=${service.id}`, owner)).status).toBe(204);
+    expect((await t.api.delete(`/v1/environments/${prod}/resources?resourceIds=${service.id}`, owner)).status).toBe(
+      204,
+    );
     expect(await envOf('services', service.id)).toBe(staging);
 
     // Render's comma-separated list and repeated keys both work.
-    expect((await t.api.delete(`/v1/environments/${prod}/resources?resourceIds=${group.id},${pg}&resourceIds=${kv}`, owner)).status).toBe(204);
-    expect((await t.api.delete(`/v1/environments/${staging}/resources?resourceIds=${service.id}`, owner)).status).toBe(204);
+    expect(
+      (await t.api.delete(`/v1/environments/${prod}/resources?resourceIds=${group.id},${pg}&resourceIds=${kv}`, owner))
+        .status,
+    ).toBe(204);
+    expect((await t.api.delete(`/v1/environments/${staging}/resources?resourceIds=${service.id}`, owner)).status).toBe(
+      204,
+    );
     for (const env of [prod, staging]) {
-      expect((await t.api.get(`/v1/environments/${env}`, owner)).body).toMatchObject({ serviceIds: [], envGroupIds: [], databasesIds: [], redisIds: [] });
+      expect((await t.api.get(`/v1/environments/${env}`, owner)).body).toMatchObject({
+        serviceIds: [],
+        envGroupIds: [],
+        databasesIds: [],
+        redisIds: [],
+      });
     }
     expect((await t.api.get(`/v1/services?environmentId=${staging}`, owner)).body).toEqual([]);
     expect((await t.api.get(`/v1/env-groups?environmentId=${prod}`, owner)).body).toEqual([]);
   });
 
-  it('is all or nothing: unknown, malformed or another workspace\'s ids change nothing', async () => {
+  it("is all or nothing: unknown, malformed or another workspace's ids change nothing", async () => {
     const owner = await signUp(t.api);
     const other = await signUp(t.api);
-    const { envIds: [env] } = await project(owner, 'guarded');
-    const { envIds: [theirEnv] } = await project(other, 'theirs');
+    const {
+      envIds: [env],
+    } = await project(owner, 'guarded');
+    const {
+      envIds: [theirEnv],
+    } = await project(other, 'theirs');
     const mine = (await createService(owner, 'mine')).body.service;
     const theirs = (await createService(other, 'theirs')).body.service;
     const theirGroup = (await createGroup(other, 'their-group')).body;
@@ -188,32 +295,56 @@ describe('environment resources', () => {
     // A key-value id used as a Postgres id is not found either.
     const kv = newId('keyValue');
     await datastoreRow(owner.workspaceId, kv, 'keyValue');
-    expect((await t.api.post(`/v1/environments/${env}/resources`, { resourceIds: [`dpg-${kv.slice(4)}`] }, owner)).status).toBe(404);
+    expect(
+      (await t.api.post(`/v1/environments/${env}/resources`, { resourceIds: [`dpg-${kv.slice(4)}`] }, owner)).status,
+    ).toBe(404);
     expect((await t.api.delete(`/v1/environments/${env}/resources?resourceIds=${theirs.id}`, owner)).status).toBe(404);
     expect((await t.api.delete(`/v1/environments/${env}/resources`, owner)).status).toBe(400);
 
     // Another workspace's environment answers 404 everywhere, and its resources stay put.
-    expect((await t.api.post(`/v1/environments/${theirEnv}/resources`, { resourceIds: [mine.id] }, owner)).status).toBe(404);
+    expect((await t.api.post(`/v1/environments/${theirEnv}/resources`, { resourceIds: [mine.id] }, owner)).status).toBe(
+      404,
+    );
     expect((await t.api.get(`/v1/environments/${theirEnv}`, owner)).status).toBe(404);
     expect((await t.api.patch(`/v1/environments/${theirEnv}`, { name: 'x' }, owner)).status).toBe(404);
     expect((await t.api.delete(`/v1/environments/${theirEnv}`, owner)).status).toBe(404);
-    expect((await t.api.get(`/v1/environments?projectId=${(await t.api.get(`/v1/environments/${theirEnv}`, other)).body.projectId}`, owner)).status).toBe(404);
+    expect(
+      (
+        await t.api.get(
+          `/v1/environments?projectId=${(await t.api.get(`/v1/environments/${theirEnv}`, other)).body.projectId}`,
+          owner,
+        )
+      ).status,
+    ).toBe(404);
     expect(await envOf('services', theirs.id)).toBeNull();
 
     // Malformed bodies are 4xx in the documented shape, never 500.
-    const raw = await t.api.call('POST', `/v1/environments/${env}/resources`, { ...owner, raw: '{"resourceIds": [', headers: { 'content-type': 'application/json' } });
+    const raw = await t.api.call('POST', `/v1/environments/${env}/resources`, {
+      ...owner,
+      raw: '{"resourceIds": [',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(raw.status).toBe(400);
     expect(raw.body).toMatchObject({ code: expect.any(String), id: raw.headers.get('request-id') });
-    expect((await t.api.post('/v1/projects', { name: 5, environments: [] }, owner)).body.code).toBe('validation_failed');
+    expect((await t.api.post('/v1/projects', { name: 5, environments: [] }, owner)).body.code).toBe(
+      'validation_failed',
+    );
     expect((await t.api.post('/v1/projects', { name: 'no-envs' }, owner)).status).toBe(400);
-    expect((await t.api.post('/v1/environments', { name: 'x', projectId: 'prj-00000000000000000000' }, owner)).status).toBe(404);
+    expect(
+      (await t.api.post('/v1/environments', { name: 'x', projectId: 'prj-00000000000000000000' }, owner)).status,
+    ).toBe(404);
   });
 
   it('refuses to delete a non-empty environment or project (409), as Render; empty ones go with their environments', async () => {
     const owner = await signUp(t.api);
-    const { project: p, envIds: [prod, staging] } = await project(owner, 'keep', ['production', 'staging']);
+    const {
+      project: p,
+      envIds: [prod, staging],
+    } = await project(owner, 'keep', ['production', 'staging']);
     const service = (await createService(owner, 'held')).body.service;
-    expect((await t.api.post(`/v1/environments/${staging}/resources`, { resourceIds: [service.id] }, owner)).status).toBe(200);
+    expect(
+      (await t.api.post(`/v1/environments/${staging}/resources`, { resourceIds: [service.id] }, owner)).status,
+    ).toBe(200);
 
     const envDelete = await t.api.delete(`/v1/environments/${staging}`, owner);
     expect(envDelete.status).toBe(409);
@@ -232,31 +363,50 @@ describe('environment resources', () => {
     expect((await t.api.delete(`/v1/projects/${p.id}`, owner)).status).toBe(204);
     expect((await t.api.get(`/v1/projects/${p.id}`, owner)).status).toBe(404);
     expect((await t.api.get(`/v1/environments/${prod}`, owner)).status).toBe(404);
-    const { rows } = await t.server.slipway.store.executeSql('select count(*)::int as n from environments where project_id = $1', [p.id]);
+    const { rows } = await t.server.slipway.store.executeSql(
+      'select count(*)::int as n from environments where project_id = $1',
+      [p.id],
+    );
     expect(rows[0].n).toBe(0);
   });
 
   it('leaves taking resources out of a protected environment to admins', async () => {
     const owner = await signUp(t.api);
     const [developer, admin] = [await addMember(t.api, owner, 'developer'), await addMember(t.api, owner, 'admin')];
-    const { envIds: [prod, staging] } = await project(owner, 'guarded', ['production', 'staging']);
+    const {
+      envIds: [prod, staging],
+    } = await project(owner, 'guarded', ['production', 'staging']);
     const service = (await createService(owner, 'precious')).body.service;
     expect((await t.api.patch(`/v1/environments/${prod}`, { protectedStatus: 'protected' }, owner)).status).toBe(200);
-    expect((await t.api.post(`/v1/environments/${prod}/resources`, { resourceIds: [service.id] }, developer)).status).toBe(200); // adding is not destructive
-    expect((await t.api.delete(`/v1/environments/${prod}/resources?resourceIds=${service.id}`, developer)).status).toBe(403);
-    expect((await t.api.post(`/v1/environments/${staging}/resources`, { resourceIds: [service.id] }, developer)).status).toBe(403);
+    expect(
+      (await t.api.post(`/v1/environments/${prod}/resources`, { resourceIds: [service.id] }, developer)).status,
+    ).toBe(200); // adding is not destructive
+    expect((await t.api.delete(`/v1/environments/${prod}/resources?resourceIds=${service.id}`, developer)).status).toBe(
+      403,
+    );
+    expect(
+      (await t.api.post(`/v1/environments/${staging}/resources`, { resourceIds: [service.id] }, developer)).status,
+    ).toBe(403);
     expect(await envOf('services', service.id)).toBe(prod);
     // Taking it out of an environment it is not in is a no-op, not a protected action.
-    expect((await t.api.delete(`/v1/environments/${staging}/resources?resourceIds=${service.id}`, developer)).status).toBe(204);
-    expect((await t.api.post(`/v1/environments/${staging}/resources`, { resourceIds: [service.id] }, admin)).status).toBe(200);
+    expect(
+      (await t.api.delete(`/v1/environments/${staging}/resources?resourceIds=${service.id}`, developer)).status,
+    ).toBe(204);
+    expect(
+      (await t.api.post(`/v1/environments/${staging}/resources`, { resourceIds: [service.id] }, admin)).status,
+    ).toBe(200);
     expect(await envOf('services', service.id)).toBe(staging);
   });
 
   it('checks environmentId when a service or env group is created into one', async () => {
     const owner = await signUp(t.api);
     const other = await signUp(t.api);
-    const { envIds: [env] } = await project(owner, 'targets');
-    const { envIds: [theirEnv] } = await project(other, 'foreign');
+    const {
+      envIds: [env],
+    } = await project(owner, 'targets');
+    const {
+      envIds: [theirEnv],
+    } = await project(other, 'foreign');
 
     for (const environmentId of ['evm-00000000000000000000', theirEnv!, 'garbage']) {
       const svc = await createService(owner, `svc-${environmentId.slice(-4)}`, { environmentId });
@@ -272,6 +422,9 @@ describe('environment resources', () => {
     expect(svc.body.service.environmentId).toBe(env);
     const grp = await createGroup(owner, 'placed', { environmentId: env });
     expect(grp.status, grp.text).toBe(201);
-    expect((await t.api.get(`/v1/environments/${env}`, owner)).body).toMatchObject({ serviceIds: [svc.body.service.id], envGroupIds: [grp.body.id] });
+    expect((await t.api.get(`/v1/environments/${env}`, owner)).body).toMatchObject({
+      serviceIds: [svc.body.service.id],
+      envGroupIds: [grp.body.id],
+    });
   });
 });

@@ -38,7 +38,14 @@ afterEach(() => {
 
 /** A connection logged in as `user` (the AUTH is explicit, so a refusal rejects here). */
 async function login(placement: Pick<Placement, 'host' | 'port'>, user?: string, password?: string): Promise<Redis> {
-  const client = new Redis({ host: placement.host, port: placement.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, enableReadyCheck: false });
+  const client = new Redis({
+    host: placement.host,
+    port: placement.port,
+    lazyConnect: true,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    enableReadyCheck: false,
+  });
   client.on('error', () => undefined);
   clients.push(client);
   await client.connect();
@@ -47,7 +54,12 @@ async function login(placement: Pick<Placement, 'host' | 'port'>, user?: string,
 }
 
 const sharedReachable = await (async () => {
-  const client = new Redis(SHARED_ADMIN_URL, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000 });
+  const client = new Redis(SHARED_ADMIN_URL, {
+    lazyConnect: true,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 1000,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -61,12 +73,24 @@ const sharedReachable = await (async () => {
 
 function spec(overrides: Partial<KeyValueSpec> = {}): KeyValueSpec {
   const id = newId('keyValue');
-  return { id, workspaceId: 'tea-provisioner-test', user: 'default', password: randomBytes(18).toString('base64url'), size: { memoryMb: 64, maxConnections: 50 }, maxmemoryPolicy: 'allkeys-lru', ...overrides };
+  return {
+    id,
+    workspaceId: 'tea-provisioner-test',
+    user: 'default',
+    password: randomBytes(18).toString('base64url'),
+    size: { memoryMb: 64, maxConnections: 50 },
+    maxmemoryPolicy: 'allkeys-lru',
+    ...overrides,
+  };
 }
 
-const info = async (client: Redis, field: string) => new RegExp(`^${field}:(.*)\\r?$`, 'm').exec(await client.info())?.[1]?.trim();
+const info = async (client: Redis, field: string) =>
+  new RegExp(`^${field}:(.*)\\r?$`, 'm').exec(await client.info())?.[1]?.trim();
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
-const procOf = (placement: Placement) => ({ pid: placement.state.pid as number, startTime: placement.state.startTime as string });
+const procOf = (placement: Placement) => ({
+  pid: placement.state.pid as number,
+  startTime: placement.state.startTime as string,
+});
 
 describe('key-value provisioners need their servers', () => {
   it.runIf(REQUIRED)('a server binary and a shared Redis are present (SLIPWAY_REQUIRE_SERVICES=1)', () => {
@@ -74,8 +98,10 @@ describe('key-value provisioners need their servers', () => {
     expect(sharedReachable, `a Redis at ${SHARED_ADMIN_URL}`).toBe(true);
   });
   it.runIf(!REQUIRED && (!serverPath || !sharedReachable))('skips what it cannot run', () => {
-    if (!serverPath) console.warn('skipping the local key-value tests: neither valkey-server nor redis-server is on the PATH');
-    if (!sharedReachable) console.warn(`skipping the shared key-value tests: no Redis at ${SHARED_ADMIN_URL} (set TEST_REDIS_ADMIN_URL)`);
+    if (!serverPath)
+      console.warn('skipping the local key-value tests: neither valkey-server nor redis-server is on the PATH');
+    if (!sharedReachable)
+      console.warn(`skipping the shared key-value tests: no Redis at ${SHARED_ADMIN_URL} (set TEST_REDIS_ADMIN_URL)`);
   });
 });
 
@@ -93,7 +119,8 @@ describe.skipIf(!serverPath)('local key-value provisioner (a server per datastor
   const dirOf = (s: KeyValueSpec) => path.join(dataDir, 'datastores', s.id);
 
   afterAll(async () => {
-    for (const s of [main, custom]) await kv?.destroy(s, placement ?? { host: '', port: 0, state: {} }).catch(() => undefined);
+    for (const s of [main, custom])
+      await kv?.destroy(s, placement ?? { host: '', port: 0, state: {} }).catch(() => undefined);
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -109,10 +136,16 @@ describe.skipIf(!serverPath)('local key-value provisioner (a server per datastor
       if (s === main) placement = p;
       else await kv.destroy(s, p);
     }
-    console.log(`local key-value create -> PONG: ${times.map((t) => t.toFixed(0)).join(', ')} ms (median ${median(times).toFixed(0)} ms)`);
+    console.log(
+      `local key-value create -> PONG: ${times.map((t) => t.toFixed(0)).join(', ')} ms (median ${median(times).toFixed(0)} ms)`,
+    );
     expect(median(times)).toBeLessThan(500);
 
-    expect(placement).toMatchObject({ host: '127.0.0.1', port: expect.any(Number), state: { pid: expect.any(Number), startTime: expect.any(String) } });
+    expect(placement).toMatchObject({
+      host: '127.0.0.1',
+      port: expect.any(Number),
+      state: { pid: expect.any(Number), startTime: expect.any(String) },
+    });
     const pid = placement.state.pid as number;
     expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(main.password);
     const config = path.join(dirOf(main), 'data', 'redis.conf');
@@ -141,7 +174,15 @@ describe.skipIf(!serverPath)('local key-value provisioner (a server per datastor
     expect(await info(client, 'maxclients')).toBe('50');
     expect(await info(client, 'aof_enabled')).toBe('1');
     // Administration is the platform's.
-    for (const command of [['CONFIG', 'GET', 'maxmemory'], ['ACL', 'LIST'], ['SHUTDOWN'], ['SAVE'], ['REPLICAOF', '127.0.0.1', '1'], ['MODULE', 'LIST'], ['MONITOR']]) {
+    for (const command of [
+      ['CONFIG', 'GET', 'maxmemory'],
+      ['ACL', 'LIST'],
+      ['SHUTDOWN'],
+      ['SAVE'],
+      ['REPLICAOF', '127.0.0.1', '1'],
+      ['MODULE', 'LIST'],
+      ['MONITOR'],
+    ]) {
       await expect(client.call(command[0] as string, ...command.slice(1)), command.join(' ')).rejects.toThrow(/NOPERM/);
     }
   });
@@ -195,7 +236,11 @@ describe.skipIf(!serverPath)('local key-value provisioner (a server per datastor
   });
 
   it('check keeps the server log under 10 MiB: the full one moves to server.log.1, the server writes on at the start', async () => {
-    await expectLogRotatedByCheck(path.join(dirOf(main), 'server.log'), { check: () => kv.check(main, placement), stop: () => kv.stop(main, placement) }, /SIGTERM/);
+    await expectLogRotatedByCheck(
+      path.join(dirOf(main), 'server.log'),
+      { check: () => kv.check(main, placement), stop: () => kv.stop(main, placement) },
+      /SIGTERM/,
+    );
     placement = await kv.start(main, placement);
   });
 
@@ -240,7 +285,17 @@ describe.skipIf(!sharedReachable)('shared key-value provisioner (an ACL user per
     await expect(ca.get(`${b.id}:x`)).rejects.toThrow(/NOPERM/);
     await expect(ca.set(`${b.id}:x`, 'stolen')).rejects.toThrow(/NOPERM/);
     await expect(ca.set('unprefixed', '1')).rejects.toThrow(/NOPERM/);
-    for (const command of [['FLUSHALL'], ['FLUSHDB'], ['CONFIG', 'GET', 'maxmemory'], ['KEYS', '*'], ['SCAN', '0'], ['RANDOMKEY'], ['ACL', 'LIST'], ['CLIENT', 'LIST'], ['SHUTDOWN']]) {
+    for (const command of [
+      ['FLUSHALL'],
+      ['FLUSHDB'],
+      ['CONFIG', 'GET', 'maxmemory'],
+      ['KEYS', '*'],
+      ['SCAN', '0'],
+      ['RANDOMKEY'],
+      ['ACL', 'LIST'],
+      ['CLIENT', 'LIST'],
+      ['SHUTDOWN'],
+    ]) {
       await expect(ca.call(command[0] as string, ...command.slice(1)), command.join(' ')).rejects.toThrow(/NOPERM/);
     }
     await expect(ca.subscribe(`${b.id}:news`)).rejects.toThrow(/NOPERM/);

@@ -30,27 +30,34 @@ const CIDR = '10.213.0.0/16';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-ns-provisioner-'));
 const runtime = IS_ROOT ? await createLocalRuntime({ dataDir, network: 'namespaces' }) : undefined;
-const network: ServerNetwork | undefined = runtime && { attach: runtime.attachServer.bind(runtime), release: runtime.release.bind(runtime) };
+const network: ServerNetwork | undefined = runtime && {
+  attach: runtime.attachServer.bind(runtime),
+  release: runtime.release.bind(runtime),
+};
 afterAll(async () => {
   await runtime?.sweepServers(() => false);
   await removeNetworksOf(dataDir, CIDR, findProgram);
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-
 /**
  * The story every local provisioner must tell: shared placement → namespace on a mode change; re-adoption by a new
  * provisioner, also from a stale placement; stop and destroy release the namespace. `reaches` logs in over TCP.
  */
 async function namespaceStory<S extends { id: string }>(
-  make: (net?: ServerNetwork) => Provisioner<S>, spec: S, standardPort: number, reaches: (p: Placement) => Promise<boolean>,
+  make: (net?: ServerNetwork) => Provisioner<S>,
+  spec: S,
+  standardPort: number,
+  reaches: (p: Placement) => Promise<boolean>,
 ): Promise<void> {
   const shared = await make().create(spec);
   expect(shared).toMatchObject({ host: '127.0.0.1' });
   expect(shared.state.internalHost).toBeUndefined();
 
   const namespaced = make(network);
-  expect(await namespaced.check(spec, shared), 'a loopback server is not where apps in namespaces can reach it').toBe(false);
+  expect(await namespaced.check(spec, shared), 'a loopback server is not where apps in namespaces can reach it').toBe(
+    false,
+  );
   const moved = await namespaced.start(spec, shared);
   const address = namespaceAddress(spec.id);
   expect(moved).toMatchObject({ host: address, port: standardPort, state: { internalHost: spec.id } });
@@ -58,7 +65,9 @@ async function namespaceStory<S extends { id: string }>(
   expect(await namespaced.check(spec, moved)).toBe(true);
   expect(await reaches(moved)).toBe(true);
   // Entered as root, run as its user (the runtime's nsenter switches after entering).
-  expect(readFileSync(`/proc/${moved.state.pid as number}/status`, 'utf8')).toMatch(new RegExp(`^Uid:\\s+${NOBODY.uid}\\s`, 'm'));
+  expect(readFileSync(`/proc/${moved.state.pid as number}/status`, 'utf8')).toMatch(
+    new RegExp(`^Uid:\\s+${NOBODY.uid}\\s`, 'm'),
+  );
 
   // A restarted Slipway adopts it where it runs, also from a placement of an earlier start that was never saved.
   const restarted = make(network);
@@ -92,11 +101,23 @@ async function namespaceStory<S extends { id: string }>(
 describe.runIf(IS_ROOT && pgVersion)('local postgres in a namespace of its own', () => {
   it('moves into one, is re-adopted there, and releases it on stop and destroy', async () => {
     const spec: PostgresSpec = {
-      id: newId('postgres'), workspaceId: `tea-${randomBytes(4).toString('hex')}`, version: pgVersion!, databaseName: 'app', databaseUser: 'app_user',
-      password: randomBytes(18).toString('base64url'), size: { memoryMb: 128, maxConnections: 10 },
+      id: newId('postgres'),
+      workspaceId: `tea-${randomBytes(4).toString('hex')}`,
+      version: pgVersion!,
+      databaseName: 'app',
+      databaseUser: 'app_user',
+      password: randomBytes(18).toString('base64url'),
+      size: { memoryMb: 128, maxConnections: 10 },
     };
     const reaches = async (p: Placement) => {
-      const c = new pg.Client({ host: p.host, port: p.port, user: spec.databaseUser, password: spec.password, database: spec.databaseName, connectionTimeoutMillis: 3000 });
+      const c = new pg.Client({
+        host: p.host,
+        port: p.port,
+        user: spec.databaseUser,
+        password: spec.password,
+        database: spec.databaseName,
+        connectionTimeoutMillis: 3000,
+      });
       await c.connect();
       const { rows } = await c.query('select 1 as ok');
       await c.end();
@@ -110,11 +131,23 @@ describe.runIf(IS_ROOT && pgVersion)('local postgres in a namespace of its own',
 describe.runIf(IS_ROOT && redisServer)('local key-value in a namespace of its own', () => {
   it('moves into one (run as its user through nsenter), is re-adopted there, and releases it on stop and destroy', async () => {
     const spec: KeyValueSpec = {
-      id: newId('keyValue'), workspaceId: `tea-${randomBytes(4).toString('hex')}`, user: 'default', password: randomBytes(18).toString('base64url'),
-      size: { memoryMb: 32, maxConnections: 20 }, maxmemoryPolicy: 'allkeys-lru',
+      id: newId('keyValue'),
+      workspaceId: `tea-${randomBytes(4).toString('hex')}`,
+      user: 'default',
+      password: randomBytes(18).toString('base64url'),
+      size: { memoryMb: 32, maxConnections: 20 },
+      maxmemoryPolicy: 'allkeys-lru',
     };
     const reaches = async (p: Placement) => {
-      const r = new Redis({ host: p.host, port: p.port, password: spec.password, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 3000 });
+      const r = new Redis({
+        host: p.host,
+        port: p.port,
+        password: spec.password,
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+        connectTimeout: 3000,
+      });
       r.on('error', () => undefined);
       try {
         await r.connect();
@@ -123,6 +156,11 @@ describe.runIf(IS_ROOT && redisServer)('local key-value in a namespace of its ow
         r.disconnect();
       }
     };
-    await namespaceStory((net) => createLocalKeyValue({ dataDir, runAs: NOBODY, serverPath: redisServer, network: net }), spec, 6379, reaches);
+    await namespaceStory(
+      (net) => createLocalKeyValue({ dataDir, runAs: NOBODY, serverPath: redisServer, network: net }),
+      spec,
+      6379,
+      reaches,
+    );
   }, 120_000);
 });

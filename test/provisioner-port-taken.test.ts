@@ -18,7 +18,12 @@ import { findPostgresInstalls } from '../src/provisioners/postgres/binaries.js';
 import { datastoreLayout } from '../src/provisioners/postgres/local-files.js';
 import { createLocalPostgres } from '../src/provisioners/postgres/local.js';
 import { scramVerifies } from '../src/provisioners/postgres/scram.js';
-import { PortTakenError, type KeyValueProvisioner, type Placement, type Provisioner } from '../src/provisioners/types.js';
+import {
+  PortTakenError,
+  type KeyValueProvisioner,
+  type Placement,
+  type Provisioner,
+} from '../src/provisioners/types.js';
 import { isRunning, readStat } from '../src/runtime/local/proc.js';
 import { sleep } from './helpers/process.js';
 import { squat, type Squatter } from './helpers/squatter.js';
@@ -49,11 +54,18 @@ async function squatted(port: number): Promise<Squatter> {
  * Kills the server, binds its port first, and checks the provisioner's answer: not serving, start a PortTakenError
  * naming the port, relocate serving it on another.
  */
-async function killSquatAndRelocate<S>(provisioner: Provisioner<S>, spec: S, placement: Placement): Promise<{ squatter: Squatter; moved: Placement }> {
+async function killSquatAndRelocate<S>(
+  provisioner: Provisioner<S>,
+  spec: S,
+  placement: Placement,
+): Promise<{ squatter: Squatter; moved: Placement }> {
   await killHard(placement);
   const squatter = await squatted(placement.port);
   expect(await provisioner.check(spec, placement)).toBe(false);
-  const err = await provisioner.start(spec, placement).then(() => undefined, (e: unknown) => e);
+  const err = await provisioner.start(spec, placement).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(PortTakenError);
   expect((err as PortTakenError).port).toBe(placement.port);
   const moved = await provisioner.relocate!(spec, placement);
@@ -63,10 +75,24 @@ async function killSquatAndRelocate<S>(provisioner: Provisioner<S>, spec: S, pla
 
 describe.runIf(pgVersion)('local postgres on a taken port', () => {
   const provisioner = createLocalPostgres({ dataDir, runAs });
-  const spec = { id: newId('postgres'), workspaceId: 'tea-port-taken', version: pgVersion!, databaseName: 'app', databaseUser: 'app_user', password: randomBytes(18).toString('base64url'), size: { memoryMb: 128, maxConnections: 10 } };
+  const spec = {
+    id: newId('postgres'),
+    workspaceId: 'tea-port-taken',
+    version: pgVersion!,
+    databaseName: 'app',
+    databaseUser: 'app_user',
+    password: randomBytes(18).toString('base64url'),
+    size: { memoryMb: 128, maxConnections: 10 },
+  };
   let placement: Placement;
   afterAll(() => provisioner.destroy(spec, placement).catch(() => undefined));
-  const asUser = (p: Placement): pg.ClientConfig => ({ host: p.host, port: p.port, user: spec.databaseUser, password: spec.password, database: spec.databaseName });
+  const asUser = (p: Placement): pg.ClientConfig => ({
+    host: p.host,
+    port: p.port,
+    user: spec.databaseUser,
+    password: spec.password,
+    database: spec.databaseName,
+  });
 
   it('start is a PortTakenError naming the port; relocate serves it, data and all, on a new one; the squatter hears nothing', async () => {
     placement = await provisioner.create(spec);
@@ -86,9 +112,15 @@ describe.runIf(pgVersion)('local postgres on a taken port', () => {
   }, 60_000);
 
   it('check compares the password with the stored SCRAM verifier, sending none', async () => {
-    const admin = new pg.Client({ host: datastoreLayout(dataDir, spec.id).socketDir, port: placement.port, user: 'slipway-admin', database: 'postgres' });
+    const admin = new pg.Client({
+      host: datastoreLayout(dataDir, spec.id).socketDir,
+      port: placement.port,
+      user: 'slipway-admin',
+      database: 'postgres',
+    });
     await admin.connect();
-    const stored = (await admin.query('select rolpassword from pg_authid where rolname = $1', [spec.databaseUser])).rows[0].rolpassword as string;
+    const stored = (await admin.query('select rolpassword from pg_authid where rolname = $1', [spec.databaseUser]))
+      .rows[0].rolpassword as string;
     await admin.end();
     expect(stored).toMatch(/^SCRAM-SHA-256\$/);
     expect(scramVerifies(stored, spec.password)).toBe(true);
@@ -104,7 +136,13 @@ describe.runIf(pgVersion)('local postgres on a taken port', () => {
 
     // The datastore's own user sets that verifier (Postgres stores a pre-hashed one as it is, a few seconds' work in the
     // user's own backend; hashing it would cost Slipway's event loop a second at every check): checks stay instant.
-    const asUser = new pg.Client({ host: '127.0.0.1', port: placement.port, user: spec.databaseUser, password: spec.password, database: spec.databaseName });
+    const asUser = new pg.Client({
+      host: '127.0.0.1',
+      port: placement.port,
+      user: spec.databaseUser,
+      password: spec.password,
+      database: spec.databaseName,
+    });
     await asUser.connect();
     await asUser.query(`alter role ${spec.databaseUser} password '${hostile}'`);
     await asUser.end();
@@ -124,13 +162,27 @@ describe.runIf(redisServer)('local key-value on a taken port, and on its socket 
   beforeAll(() => {
     provisioner = createLocalKeyValue({ dataDir: deepDir, runAs });
   });
-  const spec = { id: newId('keyValue'), workspaceId: 'tea-port-taken', user: 'default', password: randomBytes(18).toString('base64url'), size: { memoryMb: 32, maxConnections: 20 }, maxmemoryPolicy: 'allkeys-lru' };
+  const spec = {
+    id: newId('keyValue'),
+    workspaceId: 'tea-port-taken',
+    user: 'default',
+    password: randomBytes(18).toString('base64url'),
+    size: { memoryMb: 32, maxConnections: 20 },
+    maxmemoryPolicy: 'allkeys-lru',
+  };
   const data = path.join(deepDir, 'datastores', spec.id, 'data');
   let placement: Placement;
   afterAll(() => provisioner.destroy(spec, placement).catch(() => undefined));
 
   async function login(p: Placement): Promise<Redis> {
-    const client = new Redis({ host: p.host, port: p.port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableReadyCheck: false });
+    const client = new Redis({
+      host: p.host,
+      port: p.port,
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      enableReadyCheck: false,
+    });
     client.on('error', () => undefined);
     await client.connect();
     await client.auth(spec.password);
@@ -168,11 +220,26 @@ describe.runIf(redisServer)('local key-value on a taken port, and on its socket 
     await provisioner.stop(spec, placement);
     const config = path.join(data, 'redis.conf');
     writeFileSync(config, readFileSync(config, 'utf8').replace(/^unixsocket.*\n/gm, ''));
-    const old = spawn(redisServer!, ['/proc/self/cwd/redis.conf'], { cwd: data, stdio: 'ignore', detached: true, env: {}, ...runAs });
+    const old = spawn(redisServer!, ['/proc/self/cwd/redis.conf'], {
+      cwd: data,
+      stdio: 'ignore',
+      detached: true,
+      env: {},
+      ...runAs,
+    });
     onTestFinished(() => void old.kill('SIGKILL'));
     const oldProc = { pid: old.pid!, startTime: readStat(old.pid!)!.startTime };
     const tcp = { ...placement, state: oldProc };
-    for (let i = 0; i < 200 && !(await login(tcp).then((c) => (c.disconnect(), true), () => false)); i++) await sleep(20);
+    for (
+      let i = 0;
+      i < 200 &&
+      !(await login(tcp).then(
+        (c) => (c.disconnect(), true),
+        () => false,
+      ));
+      i++
+    )
+      await sleep(20);
     expect(await provisioner.check(spec, tcp)).toBe(false); // nothing on the socket
     placement = await provisioner.start(spec, tcp);
     expect(placement.state.pid).not.toBe(oldProc.pid);

@@ -1,6 +1,17 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -40,7 +51,11 @@ async function login(config: pg.ClientConfig): Promise<string> {
   }
 }
 
-async function query<R extends pg.QueryResultRow>(config: pg.ClientConfig, sql: string, values: unknown[] = []): Promise<R[]> {
+async function query<R extends pg.QueryResultRow>(
+  config: pg.ClientConfig,
+  sql: string,
+  values: unknown[] = [],
+): Promise<R[]> {
   const client = new pg.Client({ connectionTimeoutMillis: 3000, ...config });
   await client.connect();
   try {
@@ -66,19 +81,33 @@ function spec(name: string, version: string, overrides: Partial<PostgresSpec> = 
   };
 }
 
-const asUser = (s: PostgresSpec, p: Pick<Placement, 'host' | 'port'>, database = s.databaseName): pg.ClientConfig =>
-  ({ host: p.host, port: p.port, user: s.databaseUser, password: s.password, database });
+const asUser = (s: PostgresSpec, p: Pick<Placement, 'host' | 'port'>, database = s.databaseName): pg.ClientConfig => ({
+  host: p.host,
+  port: p.port,
+  user: s.databaseUser,
+  password: s.password,
+  database,
+});
 const procOf = (p: Placement) => ({ pid: p.state.pid as number, startTime: p.state.startTime as string });
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
 describe('postgres provisioners need their servers', () => {
-  it.runIf(REQUIRED)('the server binaries and a Postgres to administer are present (SLIPWAY_REQUIRE_SERVICES=1)', () => {
-    expect(localVersion, 'initdb and postgres on the PATH or under /usr/lib/postgresql/<major>/bin').toBeDefined();
-    expect(clusterReachable, `a Postgres at ${CLUSTER_ADMIN_URL}`).toBe(true);
-  });
+  it.runIf(REQUIRED)(
+    'the server binaries and a Postgres to administer are present (SLIPWAY_REQUIRE_SERVICES=1)',
+    () => {
+      expect(localVersion, 'initdb and postgres on the PATH or under /usr/lib/postgresql/<major>/bin').toBeDefined();
+      expect(clusterReachable, `a Postgres at ${CLUSTER_ADMIN_URL}`).toBe(true);
+    },
+  );
   it.runIf(!REQUIRED && (!localVersion || !clusterReachable))('skips what it cannot run', () => {
-    if (!localVersion) console.warn('skipping the local Postgres tests: initdb/postgres not found on the PATH nor under /usr/lib/postgresql');
-    if (!clusterReachable) console.warn(`skipping the cluster Postgres tests: no Postgres at ${CLUSTER_ADMIN_URL} (set TEST_POSTGRES_ADMIN_URL)`);
+    if (!localVersion)
+      console.warn(
+        'skipping the local Postgres tests: initdb/postgres not found on the PATH nor under /usr/lib/postgresql',
+      );
+    if (!clusterReachable)
+      console.warn(
+        `skipping the cluster Postgres tests: no Postgres at ${CLUSTER_ADMIN_URL} (set TEST_POSTGRES_ADMIN_URL)`,
+      );
   });
 
   it('createPostgresProvisioner picks cluster with an admin URL, else local when installed', () => {
@@ -134,7 +163,9 @@ describe.runIf(localVersion)('local postgres: a server per datastore', () => {
   it('refuses a wrong password, other users and other databases over TCP', async () => {
     expect(await login({ ...asUser(a, placement), password: 'wrong' })).toBe('28P01');
     expect(await login(asUser(a, placement, 'postgres'))).toBe('28000');
-    expect(await login({ ...asUser(a, placement), user: 'slipway-admin', password: 'x', database: 'postgres' })).toBe('28000');
+    expect(await login({ ...asUser(a, placement), user: 'slipway-admin', password: 'x', database: 'postgres' })).toBe(
+      '28000',
+    );
     expect(await login({ ...asUser(a, placement), user: 'postgres', database: 'postgres' })).toBe('28000');
   });
 
@@ -149,7 +180,9 @@ describe.runIf(localVersion)('local postgres: a server per datastore', () => {
       times.push(Date.now() - started);
       expect(p.port).not.toBe(placement.port);
     }
-    console.log(`local create from the template -> accepting connections: ${times.join(', ')} ms (median ${median(times)})`);
+    console.log(
+      `local create from the template -> accepting connections: ${times.join(', ')} ms (median ${median(times)})`,
+    );
     expect(median(times)).toBeLessThan(3000);
   });
 
@@ -207,7 +240,11 @@ describe.runIf(localVersion)('local postgres: a server per datastore', () => {
 
   it('check keeps the server log under 10 MiB: the full one moves to postgres.log.1, the server writes on at the start', async () => {
     const log = path.join(dataDir, 'datastores', a.id, 'postgres.log');
-    await expectLogRotatedByCheck(log, { check: () => provisioner.check(a, placement), stop: () => provisioner.stop(a, placement) }, /shut down/);
+    await expectLogRotatedByCheck(
+      log,
+      { check: () => provisioner.check(a, placement), stop: () => provisioner.stop(a, placement) },
+      /shut down/,
+    );
     placement = await provisioner.start(a, placement);
   });
 
@@ -229,14 +266,15 @@ describe.runIf(localVersion)('local postgres: a server per datastore', () => {
     try {
       expect(`${socketDir}/.s.PGSQL.${p.port}`.length).toBeGreaterThan(107);
       expect(readdirSync(socketDir)).toContain(`.s.PGSQL.${p.port}`);
-      expect(readFileSync(path.join(longDir, 'datastores', s.id, 'pgdata', 'postgresql.conf'), 'utf8')).toMatch(/^unix_socket_directories = '\.\.\/socket'$/m);
+      expect(readFileSync(path.join(longDir, 'datastores', s.id, 'pgdata', 'postgresql.conf'), 'utf8')).toMatch(
+        /^unix_socket_directories = '\.\.\/socket'$/m,
+      );
       expect(existsSync(path.join(tmpdir(), `slipway-pg-${s.id}`))).toBe(false);
       expect(await long.check(s, p)).toBe(true);
     } finally {
       await long.destroy(s, p);
     }
   });
-
 });
 
 describe.runIf(clusterReachable)('cluster postgres: a role and a database per datastore', () => {
@@ -252,7 +290,10 @@ describe.runIf(clusterReachable)('cluster postgres: a role and a database per da
   });
 
   it('creates two datastores; each user reaches its own database only', async () => {
-    const [row] = await query<{ v: string }>(admin, `select (current_setting('server_version_num')::int / 10000)::text as v`);
+    const [row] = await query<{ v: string }>(
+      admin,
+      `select (current_setting('server_version_num')::int / 10000)::text as v`,
+    );
     version = row!.v;
     a = spec('a', version);
     b = spec('b', version);
@@ -281,7 +322,9 @@ describe.runIf(clusterReachable)('cluster postgres: a role and a database per da
     await provisioner.create(a);
     expect(await provisioner.check(a, placement)).toBe(true);
     await expect(provisioner.create({ ...a, id: newId('postgres') })).rejects.toMatchObject({ code: 'conflict' });
-    await expect(provisioner.create({ ...spec('c', version), databaseName: b.databaseName })).rejects.toMatchObject({ code: 'conflict' });
+    await expect(provisioner.create({ ...spec('c', version), databaseName: b.databaseName })).rejects.toMatchObject({
+      code: 'conflict',
+    });
     await expect(provisioner.create(spec('x', '7'))).rejects.toThrow(/runs version/);
   });
 
@@ -299,7 +342,9 @@ describe.runIf(clusterReachable)('cluster postgres: a role and a database per da
 
   it('update sets the connection limit from the plan', async () => {
     await provisioner.update({ ...a, size: { memoryMb: 256, maxConnections: 7 } }, placement);
-    expect(await query(admin, 'select rolconnlimit from pg_roles where rolname = $1', [a.databaseUser])).toEqual([{ rolconnlimit: 7 }]);
+    expect(await query(admin, 'select rolconnlimit from pg_roles where rolname = $1', [a.databaseUser])).toEqual([
+      { rolconnlimit: 7 },
+    ]);
   });
 
   it('destroy drops the role and the database (only its own), idempotently', async () => {

@@ -9,17 +9,24 @@ import { bootServer, TEST_DATABASE_URL, useServer, type TestServer } from './hel
 const storeKind = TEST_DATABASE_URL ? 'postgres' : 'pglite';
 
 const sessionIdsOf = async (server: TestServer, userId: string) =>
-  (await server.slipway.store.db.select({ id: sessions.id }).from(sessions).where(eq(sessions.userId, userId))).map((r) => r.id);
+  (await server.slipway.store.db.select({ id: sessions.id }).from(sessions).where(eq(sessions.userId, userId))).map(
+    (r) => r.id,
+  );
 
 /** Waits until pg-boss reports the job `completed` (failing fast if it failed) and returns it. */
 async function completedJob(boss: PgBoss, id: string, timeoutMs = 15_000) {
-  return waitFor(`job ${id} to complete`, async () => {
-    const job = await boss.getJobById<object>('maintenance', id);
-    if (job && job.state !== 'created' && job.state !== 'active' && job.state !== 'completed') {
-      throw new Error(`job ${id} ended ${job.state}: ${JSON.stringify(job.output)}`);
-    }
-    return job?.state === 'completed' ? job : undefined;
-  }, timeoutMs, 200);
+  return waitFor(
+    `job ${id} to complete`,
+    async () => {
+      const job = await boss.getJobById<object>('maintenance', id);
+      if (job && job.state !== 'created' && job.state !== 'active' && job.state !== 'completed') {
+        throw new Error(`job ${id} ended ${job.state}: ${JSON.stringify(job.output)}`);
+      }
+      return job?.state === 'completed' ? job : undefined;
+    },
+    timeoutMs,
+    200,
+  );
 }
 
 describe(`the job queue on the store (${storeKind})`, () => {
@@ -27,10 +34,14 @@ describe(`the job queue on the store (${storeKind})`, () => {
 
   it('keeps its tables in the store and schedules maintenance every 15 minutes', async () => {
     expect(ctx.server.slipway.store.kind).toBe(storeKind);
-    const { rows } = await ctx.server.slipway.store.executeSql(`select name from pgboss.queue where name = 'maintenance'`);
+    const { rows } = await ctx.server.slipway.store.executeSql(
+      `select name from pgboss.queue where name = 'maintenance'`,
+    );
     expect(rows).toEqual([{ name: 'maintenance' }]);
     const schedules = await ctx.server.slipway.queue.boss.getSchedules();
-    expect(schedules).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'maintenance', cron: '*/15 * * * *' })]));
+    expect(schedules).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'maintenance', cron: '*/15 * * * *' })]),
+    );
   });
 
   it('a maintenance job deletes expired sessions and keeps live ones', async () => {
@@ -50,7 +61,11 @@ describe(`the job queue on the store (${storeKind})`, () => {
     const id = await boss.send('maintenance', {});
     expect(id).toBeTruthy();
     const job = await completedJob(boss, id!);
-    expect(job.output).toMatchObject({ sessions: expect.any(Number), invites: expect.any(Number), idempotencyKeys: expect.any(Number) });
+    expect(job.output).toMatchObject({
+      sessions: expect.any(Number),
+      invites: expect.any(Number),
+      idempotencyKeys: expect.any(Number),
+    });
     expect((job.output as { sessions: number }).sessions).toBeGreaterThanOrEqual(1);
 
     expect(await sessionIdsOf(ctx.server, expired.id)).toEqual([]);

@@ -14,22 +14,34 @@ describe('crashes', () => {
     const killApp = () => processesOf(service.id).forEach((pid) => process.kill(pid, 'SIGKILL'));
     const first = (await router()).json().boot;
     killApp();
-    const second = await waitFor('a restarted instance', async () => {
-      const r = await router().catch(() => undefined);
-      return r?.status === 200 && r.json().boot !== first ? r.json().boot : undefined;
-    }, 15_000);
+    const second = await waitFor(
+      'a restarted instance',
+      async () => {
+        const r = await router().catch(() => undefined);
+        return r?.status === 200 && r.json().boot !== first ? r.json().boot : undefined;
+      },
+      15_000,
+    );
     expect(second).not.toBe(first);
-    const events = await t.server.slipway.store.executeSql(`select type from events where service_id = $1 and type = 'server_failed'`, [service.id]);
+    const events = await t.server.slipway.store.executeSql(
+      `select type from events where service_id = $1 and type = 'server_failed'`,
+      [service.id],
+    );
     expect(events.rows.length).toBeGreaterThanOrEqual(1);
 
     // Keep killing it: after five crashes in the window the service is flagged.
     let boot = second;
     for (let i = 0; i < 5; i++) {
       killApp();
-      boot = await waitFor('the next restart', async () => {
-        const r = await router().catch(() => undefined);
-        return r?.status === 200 && r.json().boot !== boot ? r.json().boot : undefined;
-      }, 40_000, 200);
+      boot = await waitFor(
+        'the next restart',
+        async () => {
+          const r = await router().catch(() => undefined);
+          return r?.status === 200 && r.json().boot !== boot ? r.json().boot : undefined;
+        },
+        40_000,
+        200,
+      );
     }
     const svc = (await t.api.get(`/v1/services/${service.id}`, owner)).body;
     expect(svc.suspenders).toContain('stuck_crashlooping');
@@ -56,7 +68,12 @@ describe('kill -9 of Slipway', () => {
   it('keeps apps serving, re-adopts them on restart, and fails the interrupted deploy with a reason', async () => {
     store = await freshStore();
     const [port, routerPort] = [await freePort(), await freePort()];
-    const env = { ...store.env, SLIPWAY_PORT: String(port), SLIPWAY_ROUTER_PORT: String(routerPort), SLIPWAY_BUILD_TIMEOUT_SECONDS: '60' };
+    const env = {
+      ...store.env,
+      SLIPWAY_PORT: String(port),
+      SLIPWAY_ROUTER_PORT: String(routerPort),
+      SLIPWAY_BUILD_TIMEOUT_SECONDS: '60',
+    };
     proc = spawnSlipway(env);
     const url = `http://127.0.0.1:${port}`;
     await waitForHealthy(url);
@@ -69,14 +86,27 @@ describe('kill -9 of Slipway', () => {
     expect(pids.length).toBeGreaterThan(0);
 
     // A deploy whose build hangs, in flight when Slipway dies.
-    await api.patch(`/v1/services/${service.id}`, { serviceDetails: { envSpecificDetails: { buildCommand: 'sleep 30' } } }, owner);
+    await api.patch(
+      `/v1/services/${service.id}`,
+      { serviceDetails: { envSpecificDetails: { buildCommand: 'sleep 30' } } },
+      owner,
+    );
     const hanging = await upload(api, owner, service.id, await packFixture('node-web', { VERSION: 'v2' }));
-    await waitFor('the build to start', async () => (await api.get(`/v1/services/${service.id}/deploys/${hanging.body.deployId}`, owner)).body.status === 'build_in_progress');
+    await waitFor(
+      'the build to start',
+      async () =>
+        (await api.get(`/v1/services/${service.id}/deploys/${hanging.body.deployId}`, owner)).body.status ===
+        'build_in_progress',
+    );
     proc.child.kill('SIGKILL');
     await proc.exited;
 
     // The app outlives the control plane; the interrupted build dies with it.
-    await waitFor('only the app processes left', async () => JSON.stringify(processesOf(service.id).sort()) === JSON.stringify([...pids].sort()), 5000);
+    await waitFor(
+      'only the app processes left',
+      async () => JSON.stringify(processesOf(service.id).sort()) === JSON.stringify([...pids].sort()),
+      5000,
+    );
     proc = spawnSlipway(env);
     await waitForHealthy(url);
     const after = await viaRouter(routerPort, service.slug);

@@ -6,7 +6,16 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import ajvFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootServer, type TestServer } from './helpers/server.js';
-import { addMember, client, createApiKey, sessionCookie, signUp, uniqueEmail, type Client, type TestUser } from './helpers/client.js';
+import {
+  addMember,
+  client,
+  createApiKey,
+  sessionCookie,
+  signUp,
+  uniqueEmail,
+  type Client,
+  type TestUser,
+} from './helpers/client.js';
 import { loadRenderReference } from './helpers/render-reference.js';
 import { deployFixture } from './helpers/apps.js';
 
@@ -30,12 +39,18 @@ if (renderDoc) {
   ajv.addSchema(looseDetails, 'render-loose-details');
 }
 const DETAILS_SCHEMA: Record<string, string> = {
-  web_service: 'webServiceDetails', private_service: 'privateServiceDetails', background_worker: 'backgroundWorkerDetails',
-  static_site: 'staticSiteDetails', cron_job: 'cronJobDetails',
+  web_service: 'webServiceDetails',
+  private_service: 'privateServiceDetails',
+  background_worker: 'backgroundWorkerDetails',
+  static_site: 'staticSiteDetails',
+  cron_job: 'cronJobDetails',
 };
 /** Render's `service`, with serviceDetails held to the schema of the service's type. */
 function serviceViolations(body: { type: string; serviceDetails: unknown }): string[] {
-  return [...violations(component('service', 'render-loose-details'), body), ...violations(component(DETAILS_SCHEMA[body.type]!), body.serviceDetails)];
+  return [
+    ...violations(component('service', 'render-loose-details'), body),
+    ...violations(component(DETAILS_SCHEMA[body.type]!), body.serviceDetails),
+  ];
 }
 
 function validator(ref: string): ValidateFunction {
@@ -50,14 +65,16 @@ const renderResponse = (renderPath: string) =>
 
 /** Ajv's complaints about `value` ([] when it conforms). */
 function violations(validate: ValidateFunction, value: unknown): string[] {
-  return validate(value) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`);
+  return validate(value)
+    ? []
+    : (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`);
 }
 
 let server: TestServer;
 let api: Client;
 let owner: TestUser, developer: TestUser, viewer: TestUser;
 
-describe.skipIf(!renderDoc)('conformance with Render\'s public API schemas', () => {
+describe.skipIf(!renderDoc)("conformance with Render's public API schemas", () => {
   beforeAll(async () => {
     server = await bootServer();
     api = client(server.url);
@@ -88,36 +105,47 @@ describe.skipIf(!renderDoc)('conformance with Render\'s public API schemas', () 
     const revoked = await api.post('/v1/team-invites', { email: uniqueEmail('revoked'), role: 'developer' }, owner);
     ok(await api.delete(`/v1/team-invites/${revoked.body.id}`, owner), 204, 'revoke'); // RevokeTeamInviteEvent
     // A refused mutation is audited too, with status "error".
-    ok(await api.post('/v1/team-invites', { email: uniqueEmail(), role: 'viewer', ownerId: owner.workspaceId }, developer), 403, 'developer invite');
+    ok(
+      await api.post(
+        '/v1/team-invites',
+        { email: uniqueEmail(), role: 'viewer', ownerId: owner.workspaceId },
+        developer,
+      ),
+      403,
+      'developer invite',
+    );
   });
   afterAll(() => server?.close());
 
-  it('reads Render\'s document and its validators reject what Render rejects', () => {
+  it("reads Render's document and its validators reject what Render rejects", () => {
     expect(renderDoc.info.title).toBe('Render Public API');
     expect(violations(component('user'), { name: 'no email' })).not.toEqual([]);
     expect(violations(component('owner'), { id: 'tea-x', name: 'n', email: 'e', type: 'org' })).not.toEqual([]);
     expect(violations(renderResponse('/owners'), { owner: {} })).not.toEqual([]);
   });
 
-  it('GET /v1/users is Render\'s user', async () => {
+  it("GET /v1/users is Render's user", async () => {
     const me = await api.get('/v1/users', owner);
     expect(me.status).toBe(200);
     expect(violations(component('user'), me.body)).toEqual([]);
     expect(violations(renderResponse('/users'), me.body)).toEqual([]);
   });
 
-  it('error bodies (401, 404) are Render\'s error', async () => {
+  it("error bodies (401, 404) are Render's error", async () => {
     const unauthorized = await api.get('/v1/users');
     expect(unauthorized.status).toBe(401);
     expect(violations(component('error'), unauthorized.body)).toEqual([]);
-    expect(unauthorized.body).toMatchObject({ id: unauthorized.headers.get('request-id'), message: expect.any(String) });
+    expect(unauthorized.body).toMatchObject({
+      id: unauthorized.headers.get('request-id'),
+      message: expect.any(String),
+    });
     const missing = await api.get('/v1/owners/tea-00000000000000000000', owner);
     expect(missing.status).toBe(404);
     expect(violations(component('error'), missing.body)).toEqual([]);
     expect(missing.body).toMatchObject({ id: missing.headers.get('request-id'), message: expect.any(String) });
   });
 
-  it('GET /v1/owners is Render\'s array of ownerWithCursor, with exactly Render\'s envelope', async () => {
+  it("GET /v1/owners is Render's array of ownerWithCursor, with exactly Render's envelope", async () => {
     const list = await api.get('/v1/owners', developer);
     expect(list.status).toBe(200);
     expect(violations(renderResponse('/owners'), list.body)).toEqual([]);
@@ -130,63 +158,106 @@ describe.skipIf(!renderDoc)('conformance with Render\'s public API schemas', () 
     expect(list.body.map((i: { owner: { id: string } }) => i.owner.id)).toContain(owner.workspaceId);
   });
 
-  it('GET /v1/owners/:ownerId is Render\'s owner', async () => {
+  it("GET /v1/owners/:ownerId is Render's owner", async () => {
     const one = await api.get(`/v1/owners/${owner.workspaceId}`, viewer);
     expect(one.status).toBe(200);
     expect(one.body.id).toBe(owner.workspaceId);
     expect(violations(component('owner'), one.body)).toEqual([]);
   });
 
-  it('GET /v1/owners/:ownerId/members is Render\'s teamMembers', async () => {
+  it("GET /v1/owners/:ownerId/members is Render's teamMembers", async () => {
     const members = await api.get(`/v1/owners/${owner.workspaceId}/members`, viewer);
     expect(members.status).toBe(200);
-    expect(members.body.map((m: { userId: string }) => m.userId).sort()).toEqual([owner.id, developer.id, viewer.id].sort());
+    expect(members.body.map((m: { userId: string }) => m.userId).sort()).toEqual(
+      [owner.id, developer.id, viewer.id].sort(),
+    );
     expect(violations(component('teamMembers'), members.body)).toEqual([]);
     expect(violations(renderResponse('/owners/{ownerId}/members'), members.body)).toEqual([]);
   });
 
-  describe('audit logs are Render\'s auditLogWithCursor (event enum + Slipway\'s three names)', () => {
+  describe("audit logs are Render's auditLogWithCursor (event enum + Slipway's three names)", () => {
     const auditLogWithCursor = () => component('auditLogWithCursor', 'render-with-slipway-events');
 
     it('adds only names Render lacks', () => {
       const renderEvents: string[] = renderDoc.components.schemas.auditLog.properties.event.enum;
       expect(SLIPWAY_EVENTS.filter((e) => renderEvents.includes(e))).toEqual([]);
-      expect(violations(auditLogWithCursor(), { cursor: 'c', auditLog: { id: 'aud-1', timestamp: new Date().toISOString(), event: 'MadeUpEvent', status: 'success', actor: { type: 'user' }, metadata: {} } })).not.toEqual([]);
+      expect(
+        violations(auditLogWithCursor(), {
+          cursor: 'c',
+          auditLog: {
+            id: 'aud-1',
+            timestamp: new Date().toISOString(),
+            event: 'MadeUpEvent',
+            status: 'success',
+            actor: { type: 'user' },
+            metadata: {},
+          },
+        }),
+      ).not.toEqual([]);
     });
 
     for (const route of ['/v1/audit-logs', '/v1/owners/:ownerId/audit-logs']) {
       it(`GET ${route}`, async () => {
         const res = await api.get(`${route.replace(':ownerId', owner.workspaceId)}?limit=100`, owner);
         expect(res.status).toBe(200);
-        const entries = res.body as { cursor: string; auditLog: { event: string; status: string; actor: { type: string } } }[];
-        expect(entries.flatMap((item, i) => violations(auditLogWithCursor(), item).map((v) => `[${i}] ${item.auditLog?.event}: ${v}`))).toEqual([]);
+        const entries = res.body as {
+          cursor: string;
+          auditLog: { event: string; status: string; actor: { type: string } };
+        }[];
+        expect(
+          entries.flatMap((item, i) =>
+            violations(auditLogWithCursor(), item).map((v) => `[${i}] ${item.auditLog?.event}: ${v}`),
+          ),
+        ).toEqual([]);
         for (const item of entries) expect(Object.keys(item).sort()).toEqual(['auditLog', 'cursor']);
         // The mutations above really produced entries of every kind.
         const events = new Set(entries.map((e) => e.auditLog.event));
         for (const event of [
-          'CreateWorkspaceEvent', 'LoginEvent', 'LogoutEvent', 'CreateApiKeyEvent', 'DeleteApiKeyEvent', 'InviteToTeamEvent',
-          'AcceptTeamInviteEvent', 'ChangeTeamMemberRoleEvent', 'RemoveUserFromTeamEvent', 'RevokeTeamInviteEvent',
-        ]) expect(events, event).toContain(event);
+          'CreateWorkspaceEvent',
+          'LoginEvent',
+          'LogoutEvent',
+          'CreateApiKeyEvent',
+          'DeleteApiKeyEvent',
+          'InviteToTeamEvent',
+          'AcceptTeamInviteEvent',
+          'ChangeTeamMemberRoleEvent',
+          'RemoveUserFromTeamEvent',
+          'RevokeTeamInviteEvent',
+        ])
+          expect(events, event).toContain(event);
         expect(new Set(entries.map((e) => e.auditLog.status))).toEqual(new Set(['success', 'error']));
         expect(new Set(entries.map((e) => e.auditLog.actor.type))).toEqual(new Set(['user', 'rest_api']));
       });
     }
   });
 
-  describe('services and deploys are Render\'s', () => {
+  describe("services and deploys are Render's", () => {
     const renderBody = (method: string, renderPath: string, status = '200', doc = 'render') =>
-      validator(`${doc}#/paths/${renderPath.replaceAll('/', '~1').replaceAll('{', '%7B').replaceAll('}', '%7D')}/${method}/responses/${status}/content/application~1json/schema`);
+      validator(
+        `${doc}#/paths/${renderPath.replaceAll('/', '~1').replaceAll('{', '%7B').replaceAll('}', '%7D')}/${method}/responses/${status}/content/application~1json/schema`,
+      );
     let deployed: Awaited<ReturnType<typeof deployFixture>>;
     beforeAll(async () => {
       deployed = await deployFixture(api, owner, 'node-web', { envVars: [{ key: 'GREETING', value: 'hi' }] });
     });
 
-    it('POST /v1/services answers Render\'s serviceAndDeploy; GET one and the list are Render\'s service', async () => {
+    it("POST /v1/services answers Render's serviceAndDeploy; GET one and the list are Render's service", async () => {
       for (const type of ['web_service', 'private_service', 'background_worker', 'static_site', 'cron_job']) {
-        const details = type === 'cron_job' ? { runtime: 'node', schedule: '0 3 * * *' } : type === 'static_site' ? {} : { runtime: 'node' };
-        const created = await api.post('/v1/services', { type, name: `conf-${type}`, autoDeploy: 'no', serviceDetails: details }, owner);
+        const details =
+          type === 'cron_job'
+            ? { runtime: 'node', schedule: '0 3 * * *' }
+            : type === 'static_site'
+              ? {}
+              : { runtime: 'node' };
+        const created = await api.post(
+          '/v1/services',
+          { type, name: `conf-${type}`, autoDeploy: 'no', serviceDetails: details },
+          owner,
+        );
         expect(created.status, created.text).toBe(201);
-        expect(violations(renderBody('post', '/services', '201', 'render-loose-details'), created.body), type).toEqual([]);
+        expect(violations(renderBody('post', '/services', '201', 'render-loose-details'), created.body), type).toEqual(
+          [],
+        );
         expect(serviceViolations(created.body.service), type).toEqual([]);
       }
       const one = await api.get(`/v1/services/${deployed.service.id}`, owner);
@@ -197,14 +268,28 @@ describe.skipIf(!renderDoc)('conformance with Render\'s public API schemas', () 
       for (const item of list.body) expect(serviceViolations(item.service), item.service.type).toEqual([]);
     });
 
-    it('deploys, env vars and events are Render\'s', async () => {
+    it("deploys, env vars and events are Render's", async () => {
       const { service, deploy } = deployed;
-      expect(violations(component('deploy'), (await api.get(`/v1/services/${service.id}/deploys/${deploy.id}`, owner)).body)).toEqual([]);
-      expect(violations(renderBody('get', '/services/{serviceId}/deploys'), (await api.get(`/v1/services/${service.id}/deploys`, owner)).body)).toEqual([]);
+      expect(
+        violations(component('deploy'), (await api.get(`/v1/services/${service.id}/deploys/${deploy.id}`, owner)).body),
+      ).toEqual([]);
+      expect(
+        violations(
+          renderBody('get', '/services/{serviceId}/deploys'),
+          (await api.get(`/v1/services/${service.id}/deploys`, owner)).body,
+        ),
+      ).toEqual([]);
       const triggered = await api.post(`/v1/services/${service.id}/deploys`, { clearCache: 'do_not_clear' }, owner);
       expect(violations(renderBody('post', '/services/{serviceId}/deploys', '201'), triggered.body)).toEqual([]);
-      expect(violations(renderBody('get', '/services/{serviceId}/env-vars'), (await api.get(`/v1/services/${service.id}/env-vars`, owner)).body)).toEqual([]);
-      expect(violations(component('envVar'), (await api.get(`/v1/services/${service.id}/env-vars/GREETING`, owner)).body)).toEqual([]);
+      expect(
+        violations(
+          renderBody('get', '/services/{serviceId}/env-vars'),
+          (await api.get(`/v1/services/${service.id}/env-vars`, owner)).body,
+        ),
+      ).toEqual([]);
+      expect(
+        violations(component('envVar'), (await api.get(`/v1/services/${service.id}/env-vars/GREETING`, owner)).body),
+      ).toEqual([]);
       // Event details follow Render's per-type fields loosely (a oneOf Ajv cannot pin down); the envelope is exact.
       const events = await api.get(`/v1/services/${service.id}/events`, owner);
       expect(events.body.length).toBeGreaterThan(0);
@@ -214,34 +299,79 @@ describe.skipIf(!renderDoc)('conformance with Render\'s public API schemas', () 
       }
     });
 
-    it('env groups are Render\'s envGroup and envGroupMeta', async () => {
-      const created = await api.post('/v1/env-groups', { name: 'conformance', envVars: [{ key: 'K', value: 'v' }], serviceIds: [deployed.service.id] }, owner);
+    it("env groups are Render's envGroup and envGroupMeta", async () => {
+      const created = await api.post(
+        '/v1/env-groups',
+        { name: 'conformance', envVars: [{ key: 'K', value: 'v' }], serviceIds: [deployed.service.id] },
+        owner,
+      );
       expect(violations(renderBody('post', '/env-groups', '201'), created.body)).toEqual([]);
-      expect(violations(component('envGroup'), (await api.get(`/v1/env-groups/${created.body.id}`, owner)).body)).toEqual([]);
+      expect(
+        violations(component('envGroup'), (await api.get(`/v1/env-groups/${created.body.id}`, owner)).body),
+      ).toEqual([]);
       expect(violations(renderBody('get', '/env-groups'), (await api.get('/v1/env-groups', owner)).body)).toEqual([]);
-      const linked = await api.post(`/v1/env-groups/${created.body.id}/services/${deployed.service.id}`, undefined, owner);
+      const linked = await api.post(
+        `/v1/env-groups/${created.body.id}/services/${deployed.service.id}`,
+        undefined,
+        owner,
+      );
       expect(violations(renderBody('post', '/env-groups/{envGroupId}/services/{serviceId}'), linked.body)).toEqual([]);
     });
 
-    it('projects and environments are Render\'s project, environment and their envelopes', async () => {
-      const created = await api.post('/v1/projects', { name: 'conformance', environments: [{ name: 'production', ipAllowList: [{ cidrBlock: '10.0.0.0/8', description: 'vpn' }] }] }, owner);
+    it("projects and environments are Render's project, environment and their envelopes", async () => {
+      const created = await api.post(
+        '/v1/projects',
+        {
+          name: 'conformance',
+          environments: [{ name: 'production', ipAllowList: [{ cidrBlock: '10.0.0.0/8', description: 'vpn' }] }],
+        },
+        owner,
+      );
       expect(violations(renderBody('post', '/projects', '201'), created.body)).toEqual([]);
-      expect(violations(renderBody('get', '/projects/{projectId}'), (await api.get(`/v1/projects/${created.body.id}`, owner)).body)).toEqual([]);
-      expect(violations(renderBody('patch', '/projects/{projectId}'), (await api.patch(`/v1/projects/${created.body.id}`, { name: 'conformed' }, owner)).body)).toEqual([]);
+      expect(
+        violations(
+          renderBody('get', '/projects/{projectId}'),
+          (await api.get(`/v1/projects/${created.body.id}`, owner)).body,
+        ),
+      ).toEqual([]);
+      expect(
+        violations(
+          renderBody('patch', '/projects/{projectId}'),
+          (await api.patch(`/v1/projects/${created.body.id}`, { name: 'conformed' }, owner)).body,
+        ),
+      ).toEqual([]);
       const env = await api.post('/v1/environments', { name: 'staging', projectId: created.body.id }, owner);
       expect(violations(renderBody('post', '/environments', '201'), env.body)).toEqual([]);
-      const moved = await api.post(`/v1/environments/${env.body.id}/resources`, { resourceIds: [deployed.service.id] }, owner);
+      const moved = await api.post(
+        `/v1/environments/${env.body.id}/resources`,
+        { resourceIds: [deployed.service.id] },
+        owner,
+      );
       expect(moved.body.serviceIds).toEqual([deployed.service.id]);
       expect(violations(renderBody('post', '/environments/{environmentId}/resources'), moved.body)).toEqual([]);
-      expect(violations(renderBody('patch', '/environments/{environmentId}'), (await api.patch(`/v1/environments/${env.body.id}`, { name: 'qa' }, owner)).body)).toEqual([]);
-      const lists = [await api.get('/v1/projects', owner), await api.get(`/v1/environments?projectId=${created.body.id}`, owner)];
+      expect(
+        violations(
+          renderBody('patch', '/environments/{environmentId}'),
+          (await api.patch(`/v1/environments/${env.body.id}`, { name: 'qa' }, owner)).body,
+        ),
+      ).toEqual([]);
+      const lists = [
+        await api.get('/v1/projects', owner),
+        await api.get(`/v1/environments?projectId=${created.body.id}`, owner),
+      ];
       expect(violations(renderBody('get', '/projects'), lists[0]!.body)).toEqual([]);
       expect(violations(renderBody('get', '/environments'), lists[1]!.body)).toEqual([]);
-      for (const [list, key] of [[lists[0]!, 'project'], [lists[1]!, 'environment']] as const) {
+      for (const [list, key] of [
+        [lists[0]!, 'project'],
+        [lists[1]!, 'environment'],
+      ] as const) {
         expect(list.body.length).toBeGreaterThan(0);
         for (const item of list.body) expect(Object.keys(item).sort()).toEqual(['cursor', key].sort());
       }
-      expect((await api.delete(`/v1/environments/${env.body.id}/resources?resourceIds=${deployed.service.id}`, owner)).status).toBe(204);
+      expect(
+        (await api.delete(`/v1/environments/${env.body.id}/resources?resourceIds=${deployed.service.id}`, owner))
+          .status,
+      ).toBe(204);
     });
   });
 });

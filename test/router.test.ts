@@ -55,8 +55,12 @@ function echoWebSockets(server: http.Server, onSocket?: (socket: net.Socket) => 
     socket.on('error', () => {});
     socket.on('end', () => socket.end()); // http servers allow half-open sockets; close when the client does
     onSocket?.(socket);
-    const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
-    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+    const accept = createHash('sha1')
+      .update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`)
+      .digest('base64');
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+    );
     socket.on('data', (frame: Buffer) => {
       const length = frame[1]! & 0x7f;
       const mask = frame.subarray(2, 6);
@@ -92,7 +96,11 @@ function upgradeRequest(host: string): string {
 function maskedTextFrame(text: string): Buffer {
   const payload = Buffer.from(text);
   const mask = randomBytes(4);
-  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, payload.map((byte, i) => byte ^ mask[i % 4]!)]);
+  return Buffer.concat([
+    Buffer.from([0x81, 0x80 | payload.length]),
+    mask,
+    payload.map((byte, i) => byte ^ mask[i % 4]!),
+  ]);
 }
 
 /** Opens a WebSocket through the router and checks one echo round trip. */
@@ -116,21 +124,33 @@ let router: Router;
 
 function request(
   urlPath: string,
-  { host, method = 'GET', headers = {}, body }: { host: string; method?: string; headers?: http.OutgoingHttpHeaders; body?: string },
+  {
+    host,
+    method = 'GET',
+    headers = {},
+    body,
+  }: { host: string; method?: string; headers?: http.OutgoingHttpHeaders; body?: string },
 ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: router.port, path: urlPath, method, headers: { host, ...headers }, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port: router.port, path: urlPath, method, headers: { host, ...headers }, agent: false },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
-const instances = (serviceId: string, list: Upstream[]): RouteTarget => ({ kind: 'instances', serviceId, upstreams: list });
+const instances = (serviceId: string, list: Upstream[]): RouteTarget => ({
+  kind: 'instances',
+  serviceId,
+  upstreams: list,
+});
 const nameOf = (body: string) => (JSON.parse(body) as { name: string }).name;
 
 const siteDir = mkdtempSync(path.join(tmpdir(), 'slipway-router-'));
@@ -216,7 +236,9 @@ describe('load balancing and failures', () => {
     const stopped = await stoppedUpstream();
     const live = await startUpstream('live');
     routes.set('retry.localhost', instances('svc-retry', [stopped, live]));
-    const statuses = await Promise.all(Array.from({ length: 50 }, () => request('/', { host: 'retry.localhost' }).then((res) => res.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 50 }, () => request('/', { host: 'retry.localhost' }).then((res) => res.status)),
+    );
     expect(statuses).toEqual(Array(50).fill(200));
     expect(live.seen).toHaveLength(50);
     // A retry must not forward the client's address twice.
@@ -228,7 +250,8 @@ describe('load balancing and failures', () => {
     const replacement = await startUpstream('new');
     let calls = 0;
     routes.set('swap.localhost', () => instances('svc-swap', calls++ % 2 === 0 ? [stopped] : [replacement]));
-    for (let i = 0; i < 5; i++) expect((await request('/', { host: 'swap.localhost', method: 'DELETE' })).status).toBe(200);
+    for (let i = 0; i < 5; i++)
+      expect((await request('/', { host: 'swap.localhost', method: 'DELETE' })).status).toBe(200);
     expect(replacement.seen.map((s) => s.method)).toEqual(Array(5).fill('DELETE'));
   });
 
@@ -237,7 +260,8 @@ describe('load balancing and failures', () => {
     const live = await startUpstream('live');
     routes.set('post.localhost', instances('svc-post', [stopped, live]));
     const results = [];
-    for (let i = 0; i < 4; i++) results.push(await request('/submit', { host: 'post.localhost', method: 'POST', body: 'payload' }));
+    for (let i = 0; i < 4; i++)
+      results.push(await request('/submit', { host: 'post.localhost', method: 'POST', body: 'payload' }));
     expect(results.map((res) => res.status).sort()).toEqual([200, 200, 502, 502]);
     expect(results.find((res) => res.status === 502)?.body).toMatch(/did not answer/);
     expect(live.seen.map((s) => s.body)).toEqual(['payload', 'payload']);
@@ -268,16 +292,38 @@ describe('load balancing and failures', () => {
     });
     routes.set('slow.localhost', instances('svc-slow', [slow]));
 
-    const midResponse = http.get({ host: '127.0.0.1', port: router.port, path: '/stream', headers: { host: 'slow.localhost' }, agent: false });
+    const midResponse = http.get({
+      host: '127.0.0.1',
+      port: router.port,
+      path: '/stream',
+      headers: { host: 'slow.localhost' },
+      agent: false,
+    });
     midResponse.on('error', () => {});
     midResponse.on('response', (res) => res.once('data', () => midResponse.destroy()));
-    const beforeResponse = http.get({ host: '127.0.0.1', port: router.port, path: '/hang', headers: { host: 'slow.localhost' }, agent: false });
+    const beforeResponse = http.get({
+      host: '127.0.0.1',
+      port: router.port,
+      path: '/hang',
+      headers: { host: 'slow.localhost' },
+      agent: false,
+    });
     beforeResponse.on('error', () => {});
     await vi.waitFor(() => expect(upstreamClosed).toHaveLength(2));
     beforeResponse.destroy();
 
     await Promise.all(upstreamClosed);
-    await vi.waitFor(() => expect(records.filter((r) => r.serviceId === 'svc-slow').map((r) => [r.path, r.statusCode]).sort()).toEqual([['/hang', 499], ['/stream', 200]]));
+    await vi.waitFor(() =>
+      expect(
+        records
+          .filter((r) => r.serviceId === 'svc-slow')
+          .map((r) => [r.path, r.statusCode])
+          .sort(),
+      ).toEqual([
+        ['/hang', 499],
+        ['/stream', 200],
+      ]),
+    );
     expect((await request('/', { host: 'slow.localhost' })).status).toBe(200);
   });
 });
@@ -330,18 +376,27 @@ describe('static sites', () => {
     routes.set('site.localhost', { kind: 'static', serviceId: 'svc-site', root: site });
     routes.set('bare.localhost', { kind: 'static', serviceId: 'svc-bare', root: path.join(siteDir, 'bare') });
   });
-  const get = (urlPath: string, options: { method?: string; headers?: http.OutgoingHttpHeaders } = {}) => request(urlPath, { host: 'site.localhost', ...options });
+  const get = (urlPath: string, options: { method?: string; headers?: http.OutgoingHttpHeaders } = {}) =>
+    request(urlPath, { host: 'site.localhost', ...options });
 
   it('serves index.html for / and directories, and nested files with their content type', async () => {
     const home = await get('/');
-    expect([home.status, home.body, home.headers['content-type']]).toEqual([200, '<h1>home</h1>', 'text/html; charset=utf-8']);
+    expect([home.status, home.body, home.headers['content-type']]).toEqual([
+      200,
+      '<h1>home</h1>',
+      'text/html; charset=utf-8',
+    ]);
     expect(home.headers['content-length']).toBe('13');
     expect(home.headers['last-modified']).toMatch(/GMT$/);
     expect((await get('/docs/')).body).toBe('<h1>docs</h1>');
     expect((await get('/docs')).body).toBe('<h1>docs</h1>');
     expect((await get('/alias.html')).body).toBe('<h1>home</h1>');
     const css = await get('/css/site.css?v=2');
-    expect([css.status, css.headers['content-type'], css.body]).toEqual([200, 'text/css; charset=utf-8', 'body { color: red }']);
+    expect([css.status, css.headers['content-type'], css.body]).toEqual([
+      200,
+      'text/css; charset=utf-8',
+      'body { color: red }',
+    ]);
   });
 
   it('answers a missing file with the site 404.html, or the router 404 page without one', async () => {
@@ -352,14 +407,21 @@ describe('static sites', () => {
     expect(plain.body).toMatch(/not found/i);
   });
 
-  it.each(['/../secret.txt', '/%2e%2e/secret.txt', '/..%2fsecret.txt', '/css/../../secret.txt', '/../site-private/key.txt', '/leak.txt', '/outside/secret.txt', '/%00index.html', '/index.html%00.txt'])(
-    'refuses %s without leaking anything outside the root',
-    async (urlPath) => {
-      const res = await get(urlPath);
-      expect([400, 404]).toContain(res.status);
-      expect(res.body).not.toContain('TOP-SECRET');
-    },
-  );
+  it.each([
+    '/../secret.txt',
+    '/%2e%2e/secret.txt',
+    '/..%2fsecret.txt',
+    '/css/../../secret.txt',
+    '/../site-private/key.txt',
+    '/leak.txt',
+    '/outside/secret.txt',
+    '/%00index.html',
+    '/index.html%00.txt',
+  ])('refuses %s without leaking anything outside the root', async (urlPath) => {
+    const res = await get(urlPath);
+    expect([400, 404]).toContain(res.status);
+    expect(res.body).not.toContain('TOP-SECRET');
+  });
 
   it('answers HEAD with headers only, and a matching If-None-Match with 304', async () => {
     const head = await get('/css/site.css', { method: 'HEAD' });
@@ -389,7 +451,9 @@ describe('request records', () => {
     await request('/', { host: 'rec-paused.localhost' });
 
     const byService = (serviceId: string) => records.filter((r) => r.serviceId === serviceId);
-    await vi.waitFor(() => expect(['svc-rec', 'svc-rec-site', 'svc-rec-paused'].map((id) => byService(id).length)).toEqual([1, 1, 1]));
+    await vi.waitFor(() =>
+      expect(['svc-rec', 'svc-rec-site', 'svc-rec-paused'].map((id) => byService(id).length)).toEqual([1, 1, 1]),
+    );
     expect(byService('svc-rec')[0]).toEqual({
       serviceId: 'svc-rec',
       method: 'DELETE',
@@ -421,8 +485,17 @@ describe('close()', () => {
     const ownRouter = await startRouter({ host: '127.0.0.1', port: 0, resolve: () => instances('svc-close', [app]) });
 
     const keepAlive = new http.Agent({ keepAlive: true });
-    await new Promise((resolve) => http.get({ port: ownRouter.port, host: '127.0.0.1', agent: keepAlive, headers: { host: 'x.localhost' } }, (res) => res.resume().on('end', resolve)));
-    const hanging = http.get({ port: ownRouter.port, host: '127.0.0.1', path: '/hang', headers: { host: 'x.localhost' } });
+    await new Promise((resolve) =>
+      http.get({ port: ownRouter.port, host: '127.0.0.1', agent: keepAlive, headers: { host: 'x.localhost' } }, (res) =>
+        res.resume().on('end', resolve),
+      ),
+    );
+    const hanging = http.get({
+      port: ownRouter.port,
+      host: '127.0.0.1',
+      path: '/hang',
+      headers: { host: 'x.localhost' },
+    });
     const hangingFailed = once(hanging, 'error');
     const ws = await webSocketEcho(ownRouter.port, 'x.localhost', 'before close');
     await vi.waitFor(() => expect(app.seen.map((s) => s.url)).toContain('/hang'));
@@ -430,7 +503,11 @@ describe('close()', () => {
     const startedAt = Date.now();
     await ownRouter.close();
     expect(Date.now() - startedAt).toBeLessThan(1000);
-    await Promise.all([ws.closed, hangingFailed, ...upstreamSockets.map((socket) => (socket.destroyed ? undefined : once(socket, 'close')))]);
+    await Promise.all([
+      ws.closed,
+      hangingFailed,
+      ...upstreamSockets.map((socket) => (socket.destroyed ? undefined : once(socket, 'close'))),
+    ]);
     keepAlive.destroy();
   });
 });

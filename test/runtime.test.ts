@@ -1,4 +1,15 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +18,13 @@ import { run } from '../src/lib/exec.js';
 import { detectCgroups, limitFiles } from '../src/runtime/local/cgroups.js';
 import { createLocalRuntime } from '../src/runtime/local/index.js';
 import { descendantsOf, isRunning, readStat, type ProcStat } from '../src/runtime/local/proc.js';
-import { cgroupJoinScript, REAPER_SCRIPT, sandboxedCommand, type SandboxedProcess, type SandboxPolicy } from '../src/runtime/local/sandbox.js';
+import {
+  cgroupJoinScript,
+  REAPER_SCRIPT,
+  sandboxedCommand,
+  type SandboxedProcess,
+  type SandboxPolicy,
+} from '../src/runtime/local/sandbox.js';
 import type { InstanceHandle, InstanceSpec, Limits } from '../src/runtime/types.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -30,13 +47,15 @@ async function waitFor<T>(what: string, check: () => T | undefined | false, ms =
 
 /** Live processes whose command line is exactly `argv` (unique sleep durations mark a test's processes). */
 function runningWithArgs(argv: string[]): number[] {
-  return descendantsOf(1).filter((proc) => {
-    try {
-      return proc.state !== 'Z' && readFileSync(`/proc/${proc.pid}/cmdline`, 'utf8') === argv.join('\0') + '\0';
-    } catch {
-      return false;
-    }
-  }).map((proc) => proc.pid);
+  return descendantsOf(1)
+    .filter((proc) => {
+      try {
+        return proc.state !== 'Z' && readFileSync(`/proc/${proc.pid}/cmdline`, 'utf8') === argv.join('\0') + '\0';
+      } catch {
+        return false;
+      }
+    })
+    .map((proc) => proc.pid);
 }
 
 // A data dir like Slipway's: 0700, a secret key, another service's files, and a deployed artifact.
@@ -67,7 +86,10 @@ function instanceSpec(env: Record<string, string>, limits = LIMITS): InstanceSpe
   const instanceId = `rt-${process.pid}-${++count}`;
   const instanceDir = path.join(dataDir, 'services/svc-a/instances', instanceId);
   return {
-    instanceId, serviceId: 'svc-a', deployId: 'dep-1', instanceDir,
+    instanceId,
+    serviceId: 'svc-a',
+    deployId: 'dep-1',
+    instanceDir,
     command: 'node app.cjs',
     env: { PATH: APP_PATH, ...env },
     sandbox: { appDir, workDir: '', writableDirs: [path.join(instanceDir, 'tmp')] },
@@ -90,12 +112,16 @@ async function get<T>(port: number, route: string, file?: string): Promise<T> {
 
 /** The cgroup control file of `controller` that `pid` is in. */
 function cgroupFile(pid: number, controller: 'memory' | 'cpu', file: string): string {
-  const mounts = readFileSync('/proc/self/mounts', 'utf8').split('\n').map((line) => line.split(' '));
+  const mounts = readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' '));
   for (const line of readFileSync(`/proc/${pid}/cgroup`, 'utf8').trim().split('\n')) {
     const [, controllers = '', group = ''] = line.split(':');
     const v2 = runtime.capabilities.cgroups === 'v2';
     if (v2 ? controllers !== '' : !controllers.split(',').includes(controller)) continue;
-    const mount = mounts.find(([, , type, options = '']) => (v2 ? type === 'cgroup2' : type === 'cgroup' && options.split(',').includes(controller)));
+    const mount = mounts.find(([, , type, options = '']) =>
+      v2 ? type === 'cgroup2' : type === 'cgroup' && options.split(',').includes(controller),
+    );
     if (mount?.[1]) return path.join(mount[1], group, file);
   }
   throw new Error(`pid ${pid} is in no ${controller} cgroup`);
@@ -113,25 +139,71 @@ describe('sandboxedCommand (pure)', () => {
     runAs: { setprivPath: '/usr/bin/setpriv', uid: 65534, gid: 65534 },
   };
   const proc: SandboxedProcess = {
-    kind: 'instance', command: 'node server.js', env: { PORT: '3000', HOME: '/data/i1/home' }, cwd: '/data/app/web',
-    readOnlyDirs: ['/data/app'], writableDirs: ['/data/i1/home'], cgroupProcsFiles: ['/cg/memory/slipway/i1/cgroup.procs', '/cg/cpu/slipway/i1/cgroup.procs'],
+    kind: 'instance',
+    command: 'node server.js',
+    env: { PORT: '3000', HOME: '/data/i1/home' },
+    cwd: '/data/app/web',
+    readOnlyDirs: ['/data/app'],
+    writableDirs: ['/data/i1/home'],
+    cgroupProcsFiles: ['/cg/memory/slipway/i1/cgroup.procs', '/cg/cpu/slipway/i1/cgroup.procs'],
   };
 
   it('joins the cgroups, then runs bwrap with only the allowed mounts, then drops to the app user', () => {
     expect(sandboxedCommand(policy, proc)).toEqual({
       file: '/bin/sh',
       args: [
-        '-c', cgroupJoinScript(proc.cgroupProcsFiles), 'slipway-cgroup-join',
+        '-c',
+        cgroupJoinScript(proc.cgroupProcsFiles),
+        'slipway-cgroup-join',
         '/usr/bin/bwrap',
-        '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin',
-        '--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp',
-        '--perms', '0755', '--dir', '/data/app', '--ro-bind', '/data/app', '/data/app',
-        '--perms', '0755', '--dir', '/data/i1/home', '--bind', '/data/i1/home', '/data/i1/home',
-        '--unshare-pid', '--unshare-ipc', '--unshare-uts',
-        '--chdir', '/data/app/web', '--clearenv', '--args', '3',
+        '--ro-bind',
+        '/usr',
+        '/usr',
+        '--symlink',
+        'usr/bin',
+        '/bin',
+        '--proc',
+        '/proc',
+        '--dev',
+        '/dev',
+        '--perms',
+        '1777',
+        '--tmpfs',
+        '/tmp',
+        '--perms',
+        '0755',
+        '--dir',
+        '/data/app',
+        '--ro-bind',
+        '/data/app',
+        '/data/app',
+        '--perms',
+        '0755',
+        '--dir',
+        '/data/i1/home',
+        '--bind',
+        '/data/i1/home',
+        '/data/i1/home',
+        '--unshare-pid',
+        '--unshare-ipc',
+        '--unshare-uts',
+        '--chdir',
+        '/data/app/web',
+        '--clearenv',
+        '--args',
+        '3',
         '--',
-        '/usr/bin/setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--no-new-privs', '--',
-        '/bin/sh', '-c', REAPER_SCRIPT, 'slipway-app', 'node server.js',
+        '/usr/bin/setpriv',
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        '--no-new-privs',
+        '--',
+        '/bin/sh',
+        '-c',
+        REAPER_SCRIPT,
+        'slipway-app',
+        'node server.js',
       ],
       env: {},
       // The environment travels on fd 3, never on the command line (/proc/<pid>/cmdline is world-readable).
@@ -142,32 +214,61 @@ describe('sandboxedCommand (pure)', () => {
   it('lets only builds die with Slipway', () => {
     const build = sandboxedCommand({ bwrap: policy.bwrap }, { ...proc, kind: 'build', cgroupProcsFiles: [] });
     expect(build.args.slice(0, 1)).toEqual(['--die-with-parent']);
-    expect(sandboxedCommand({ bwrap: policy.bwrap }, { ...proc, cgroupProcsFiles: [] }).args).not.toContain('--die-with-parent');
+    expect(sandboxedCommand({ bwrap: policy.bwrap }, { ...proc, cgroupProcsFiles: [] }).args).not.toContain(
+      '--die-with-parent',
+    );
   });
 
   it('without bwrap passes env and cwd directly, with or without a user to drop to', () => {
     const plain = { ...proc, cgroupProcsFiles: [] };
-    expect(sandboxedCommand({}, plain)).toEqual({ file: '/bin/sh', args: ['-c', 'node server.js'], env: proc.env, cwd: proc.cwd });
+    expect(sandboxedCommand({}, plain)).toEqual({
+      file: '/bin/sh',
+      args: ['-c', 'node server.js'],
+      env: proc.env,
+      cwd: proc.cwd,
+    });
     expect(sandboxedCommand({ runAs: policy.runAs }, plain)).toEqual({
       file: '/usr/bin/setpriv',
-      args: ['--reuid=65534', '--regid=65534', '--clear-groups', '--no-new-privs', '--', '/bin/sh', '-c', 'node server.js'],
+      args: [
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        '--no-new-privs',
+        '--',
+        '/bin/sh',
+        '-c',
+        'node server.js',
+      ],
       env: proc.env,
       cwd: proc.cwd,
     });
   });
 
   it('quotes cgroup paths for the join script and refuses to go on if joining fails', () => {
-    expect(cgroupJoinScript(["/cg/it's"])).toBe(`for f in '/cg/it'\\''s'; do echo $$ > "$f" || { echo "slipway: cannot join cgroup $f" >&2; exit 125; }; done; exec "$@"`);
+    expect(cgroupJoinScript(["/cg/it's"])).toBe(
+      `for f in '/cg/it'\\''s'; do echo $$ > "$f" || { echo "slipway: cannot join cgroup $f" >&2; exit 125; }; done; exec "$@"`,
+    );
   });
 
   it('turns limits into cgroup control files', () => {
     const limits = { memoryMb: 512, cpuMillicores: 250, pids: 100, diskMb: 64 };
     expect(limitFiles('v1', { controllers: ['memory', 'cpu'], swap: true }, limits)).toEqual([
-      ['memory.limit_in_bytes', '536870912'], ['memory.memsw.limit_in_bytes', '536870912'],
-      ['cpu.cfs_period_us', '100000'], ['cpu.cfs_quota_us', '25000'],
+      ['memory.limit_in_bytes', '536870912'],
+      ['memory.memsw.limit_in_bytes', '536870912'],
+      ['cpu.cfs_period_us', '100000'],
+      ['cpu.cfs_quota_us', '25000'],
     ]);
-    expect(limitFiles('v2', { controllers: ['memory', 'cpu'], swap: true }, limits)).toEqual([['memory.max', '536870912'], ['memory.swap.max', '0'], ['cpu.max', '25000 100000']]);
-    expect(limitFiles('v1', { controllers: ['cpu'], swap: false }, { ...limits, memoryMb: 1, cpuMillicores: 1 })).toEqual([['cpu.cfs_period_us', '100000'], ['cpu.cfs_quota_us', '1000']]);
+    expect(limitFiles('v2', { controllers: ['memory', 'cpu'], swap: true }, limits)).toEqual([
+      ['memory.max', '536870912'],
+      ['memory.swap.max', '0'],
+      ['cpu.max', '25000 100000'],
+    ]);
+    expect(
+      limitFiles('v1', { controllers: ['cpu'], swap: false }, { ...limits, memoryMb: 1, cpuMillicores: 1 }),
+    ).toEqual([
+      ['cpu.cfs_period_us', '100000'],
+      ['cpu.cfs_quota_us', '1000'],
+    ]);
     expect(limitFiles('v1', { controllers: ['pids'], swap: false }, limits)).toEqual([['pids.max', '100']]);
   });
 });
@@ -177,12 +278,16 @@ describe('local runtime', () => {
     if (existsSync('/usr/bin/bwrap')) expect(runtime.capabilities.sandbox).toBe('bwrap');
     if (IS_ROOT) expect(runtime.capabilities.runAsUser).toEqual({ uid: 65534, gid: 65534, name: 'nobody' });
     expect(logged.filter((l) => l.level === 'info')).toHaveLength(1);
-    expect(logged.filter((l) => l.level === 'warn').map((l) => l.m)).toEqual(runtime.capabilities.notes.map((n) => `runtime: ${n}`));
+    expect(logged.filter((l) => l.level === 'warn').map((l) => l.m)).toEqual(
+      runtime.capabilities.notes.map((n) => `runtime: ${n}`),
+    );
   });
 
   it('runs a node app that answers health checks, with exactly the given env, logging to files', async () => {
     process.env.SLIPWAY_RUNTIME_TEST_MARKER = 'must not leak';
-    const { handle, port, spec } = await startApp({ GREETING: 'hello world' }).finally(() => delete process.env.SLIPWAY_RUNTIME_TEST_MARKER);
+    const { handle, port, spec } = await startApp({ GREETING: 'hello world' }).finally(
+      () => delete process.env.SLIPWAY_RUNTIME_TEST_MARKER,
+    );
     await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
     expect(await get(port, '/health')).toBe('ok');
 
@@ -190,13 +295,15 @@ describe('local runtime', () => {
     // HOME is the runtime's default; PWD is set by /bin/sh itself.
     expect(env).toEqual({ ...spec.env, HOME: path.join(spec.instanceDir, 'home'), PWD: appDir });
     // Env values (secrets) never show on a command line: any local user can read those in /proc.
-    const cmdlines = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      } catch {
-        return '';
-      }
-    });
+    const cmdlines = readdirSync('/proc')
+      .filter((e) => /^\d+$/.test(e))
+      .map((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        } catch {
+          return '';
+        }
+      });
     expect(cmdlines.filter((c) => c.includes('hello world'))).toEqual([]);
     const id = await get<{ uid: number; gid: number; cwd: string }>(port, '/id');
     expect(id.cwd).toBe(appDir);
@@ -204,7 +311,11 @@ describe('local runtime', () => {
 
     expect(readFileSync(handle.stdoutPath, 'utf8')).toContain('app starting (serve)');
     expect(readFileSync(handle.stderrPath, 'utf8')).toContain('app stderr line');
-    expect(JSON.parse(readFileSync(path.join(spec.instanceDir, 'instance.json'), 'utf8'))).toEqual({ pid: handle.pid, startTime: handle.startTime, startedAt: handle.startedAt.toISOString() });
+    expect(JSON.parse(readFileSync(path.join(spec.instanceDir, 'instance.json'), 'utf8'))).toEqual({
+      pid: handle.pid,
+      startTime: handle.startTime,
+      startedAt: handle.startedAt.toISOString(),
+    });
     expect(runtime.isAlive(handle)).toBe(true);
     expect(runtime.isAlive({ pid: handle.pid, startTime: String(Number(handle.startTime) + 1) })).toBe(false);
   });
@@ -225,45 +336,62 @@ describe('local runtime', () => {
     if (IS_ROOT) expect(statSync(path.join(spec.instanceDir, 'tmp/file.txt')).uid).toBe(65534);
   });
 
-  it.skipIf(!cgroupsWritable)('applies memory and CPU limits to the app and everything it starts (skipped when cgroups are not writable)', async () => {
-    const { handle, port } = await startApp({ SPAWN_SLEEP: '969' }, { ...LIMITS, memoryMb: 200, cpuMillicores: 250 });
-    await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
-    const v2 = runtime.capabilities.cgroups === 'v2';
-    expect(readFileSync(cgroupFile(handle.pid, 'memory', v2 ? 'memory.max' : 'memory.limit_in_bytes'), 'utf8').trim()).toBe(String(200 * 1024 * 1024));
-    expect(readFileSync(cgroupFile(handle.pid, 'cpu', v2 ? 'cpu.max' : 'cpu.cfs_quota_us'), 'utf8').trim()).toBe(v2 ? '25000 100000' : '25000');
-    // Joined before anything ran: every process of the instance is in the same groups.
-    const groups = readFileSync(`/proc/${handle.pid}/cgroup`, 'utf8');
-    await waitFor('the sleep child', () => descendantsOf(handle.pid).find((p) => p.comm === 'sleep'));
-    for (const proc of descendantsOf(handle.pid)) expect(readFileSync(`/proc/${proc.pid}/cgroup`, 'utf8')).toBe(groups);
+  it.skipIf(!cgroupsWritable)(
+    'applies memory and CPU limits to the app and everything it starts (skipped when cgroups are not writable)',
+    async () => {
+      const { handle, port } = await startApp({ SPAWN_SLEEP: '969' }, { ...LIMITS, memoryMb: 200, cpuMillicores: 250 });
+      await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
+      const v2 = runtime.capabilities.cgroups === 'v2';
+      expect(
+        readFileSync(cgroupFile(handle.pid, 'memory', v2 ? 'memory.max' : 'memory.limit_in_bytes'), 'utf8').trim(),
+      ).toBe(String(200 * 1024 * 1024));
+      expect(readFileSync(cgroupFile(handle.pid, 'cpu', v2 ? 'cpu.max' : 'cpu.cfs_quota_us'), 'utf8').trim()).toBe(
+        v2 ? '25000 100000' : '25000',
+      );
+      // Joined before anything ran: every process of the instance is in the same groups.
+      const groups = readFileSync(`/proc/${handle.pid}/cgroup`, 'utf8');
+      await waitFor('the sleep child', () => descendantsOf(handle.pid).find((p) => p.comm === 'sleep'));
+      for (const proc of descendantsOf(handle.pid))
+        expect(readFileSync(`/proc/${proc.pid}/cgroup`, 'utf8')).toBe(groups);
 
-    const memoryGroup = path.dirname(cgroupFile(handle.pid, 'memory', 'x'));
-    await runtime.stop(handle, 1000);
-    expect(existsSync(memoryGroup)).toBe(false);
-  });
+      const memoryGroup = path.dirname(cgroupFile(handle.pid, 'memory', 'x'));
+      await runtime.stop(handle, 1000);
+      expect(existsSync(memoryGroup)).toBe(false);
+    },
+  );
 
-  it.skipIf(!cgroupsWritable)('sweeps empty groups left behind, never one with a process in it (skipped when cgroups are not writable)', async () => {
-    const cgroups = (await detectCgroups([]))!;
-    const empty = cgroups.create('sweep-test-empty', LIMITS);
-    const { handle, port } = await startApp();
-    await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
-    const busy = path.dirname(cgroupFile(handle.pid, 'memory', 'x'));
-    cgroups.sweepEmpty(0);
-    for (const dir of empty) expect(existsSync(dir)).toBe(false);
-    expect(existsSync(busy)).toBe(true);
-    expect(runtime.isAlive(handle)).toBe(true);
-    // A fresh group (another Slipway may be about to join it) is left alone by the default age.
-    const fresh = cgroups.create('sweep-test-fresh', LIMITS);
-    cgroups.sweepEmpty();
-    for (const dir of fresh) expect(existsSync(dir)).toBe(true);
-    await cgroups.remove(fresh);
-  });
+  it.skipIf(!cgroupsWritable)(
+    'sweeps empty groups left behind, never one with a process in it (skipped when cgroups are not writable)',
+    async () => {
+      const cgroups = (await detectCgroups([]))!;
+      const empty = cgroups.create('sweep-test-empty', LIMITS);
+      const { handle, port } = await startApp();
+      await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
+      const busy = path.dirname(cgroupFile(handle.pid, 'memory', 'x'));
+      cgroups.sweepEmpty(0);
+      for (const dir of empty) expect(existsSync(dir)).toBe(false);
+      expect(existsSync(busy)).toBe(true);
+      expect(runtime.isAlive(handle)).toBe(true);
+      // A fresh group (another Slipway may be about to join it) is left alone by the default age.
+      const fresh = cgroups.create('sweep-test-fresh', LIMITS);
+      cgroups.sweepEmpty();
+      for (const dir of fresh) expect(existsSync(dir)).toBe(true);
+      await cgroups.remove(fresh);
+    },
+  );
 
-  it.skipIf(!cgroupsWritable)('kills an app that allocates more than its memory limit (skipped when cgroups are not writable)', async () => {
-    const { handle } = await startApp({ APP_MODE: 'no-listen', ALLOCATE_MB: '300' }, { ...LIMITS, memoryMb: 100, cpuMillicores: 1000 });
-    await waitFor('the app to be OOM-killed', () => !runtime.isAlive(handle), 20_000);
-    expect(readFileSync(handle.stdoutPath, 'utf8')).toBe('app starting (no-listen)\n'); // it ran, but never finished allocating
-    expect(readFileSync(handle.stderrPath, 'utf8')).toContain('Killed'); // by the OOM killer's SIGKILL (reported by its shell)
-  });
+  it.skipIf(!cgroupsWritable)(
+    'kills an app that allocates more than its memory limit (skipped when cgroups are not writable)',
+    async () => {
+      const { handle } = await startApp(
+        { APP_MODE: 'no-listen', ALLOCATE_MB: '300' },
+        { ...LIMITS, memoryMb: 100, cpuMillicores: 1000 },
+      );
+      await waitFor('the app to be OOM-killed', () => !runtime.isAlive(handle), 20_000);
+      expect(readFileSync(handle.stdoutPath, 'utf8')).toBe('app starting (no-listen)\n'); // it ran, but never finished allocating
+      expect(readFileSync(handle.stderrPath, 'utf8')).toContain('Killed'); // by the OOM killer's SIGKILL (reported by its shell)
+    },
+  );
 
   it('stop() SIGKILLs an app ignoring SIGTERM after graceMs, with the children it started in another process group', async () => {
     const { handle, port } = await startApp({ IGNORE_SIGTERM: '1', SPAWN_SLEEP: '968' });
@@ -293,7 +421,11 @@ describe('local runtime', () => {
       return procs.some((p) => p.comm === 'sleep') && procs;
     });
     process.kill(-handle.pid, 'SIGKILL');
-    await waitFor('every process of the instance to be gone', () => !runtime.isAlive(handle) && app.every((p) => !isRunning(p)), 3000);
+    await waitFor(
+      'every process of the instance to be gone',
+      () => !runtime.isAlive(handle) && app.every((p) => !isRunning(p)),
+      3000,
+    );
   });
 
   it('stop() returns as soon as a well-behaved app has exited on SIGTERM', async () => {
@@ -315,7 +447,9 @@ describe('local runtime', () => {
   it('waitHealthy rejects early when the app crashes on start', async () => {
     const { handle, port } = await startApp({ APP_MODE: 'crash' });
     const begun = Date.now();
-    await expect(runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 30_000 })).rejects.toThrow(/exited before/);
+    await expect(
+      runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 30_000 }),
+    ).rejects.toThrow(/exited before/);
     expect(Date.now() - begun).toBeLessThan(5000);
     expect(readFileSync(handle.stderrPath, 'utf8')).toContain('app stderr line');
   });
@@ -324,7 +458,9 @@ describe('local runtime', () => {
     const { handle, port } = await startApp({ APP_MODE: 'no-listen' });
     for (const probePath of ['/health', undefined]) {
       const begun = Date.now();
-      await expect(runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: probePath, timeoutMs: 1200 })).rejects.toThrow(/not healthy within 1200 ms/);
+      await expect(
+        runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: probePath, timeoutMs: 1200 }),
+      ).rejects.toThrow(/not healthy within 1200 ms/);
       expect(Date.now() - begun).toBeGreaterThanOrEqual(1200);
       expect(Date.now() - begun).toBeLessThan(3000);
     }
@@ -333,7 +469,9 @@ describe('local runtime', () => {
 
   it('refuses a workDir outside the app dir', async () => {
     const spec = instanceSpec({});
-    await expect(runtime.start({ ...spec, sandbox: { ...spec.sandbox, workDir: '../..' } })).rejects.toThrow(/outside the app dir/);
+    await expect(runtime.start({ ...spec, sandbox: { ...spec.sandbox, workDir: '../..' } })).rejects.toThrow(
+      /outside the app dir/,
+    );
   });
 
   it('keeps instances running when Slipway exits; a new Slipway finds and stops them', async () => {
@@ -341,16 +479,36 @@ describe('local runtime', () => {
     const spec = instanceSpec({ PORT: String(port) });
     // Another node process plays Slipway: it starts the instance and exits.
     const slipway = await run(
-      { file: process.execPath, args: ['--import', 'tsx', path.join(FIXTURES, 'start-instance.ts'), dataDir, JSON.stringify(spec)], cwd: REPO_ROOT },
+      {
+        file: process.execPath,
+        args: ['--import', 'tsx', path.join(FIXTURES, 'start-instance.ts'), dataDir, JSON.stringify(spec)],
+        cwd: REPO_ROOT,
+      },
       { timeoutMs: 30_000 },
     );
     expect(slipway.exitCode, slipway.output).toBe(0);
-    const { pid, startTime } = JSON.parse(readFileSync(path.join(spec.instanceDir, 'instance.json'), 'utf8')) as InstanceHandle;
-    started.push({ instanceId: spec.instanceId, pid, startTime, startedAt: new Date(), address: '127.0.0.1', stdoutPath: '', stderrPath: '' });
+    const { pid, startTime } = JSON.parse(
+      readFileSync(path.join(spec.instanceDir, 'instance.json'), 'utf8'),
+    ) as InstanceHandle;
+    started.push({
+      instanceId: spec.instanceId,
+      pid,
+      startTime,
+      startedAt: new Date(),
+      address: '127.0.0.1',
+      stdoutPath: '',
+      stderrPath: '',
+    });
 
     const restarted = await createLocalRuntime({ dataDir, network: 'shared' });
     expect(restarted.isAlive({ pid, startTime })).toBe(true);
-    await restarted.waitHealthy({ host: '127.0.0.1', handle: { pid, startTime }, port, path: '/health', timeoutMs: 10_000 });
+    await restarted.waitHealthy({
+      host: '127.0.0.1',
+      handle: { pid, startTime },
+      port,
+      path: '/health',
+      timeoutMs: 10_000,
+    });
     await restarted.stop({ pid, startTime }, 2000);
     expect(restarted.isAlive({ pid, startTime })).toBe(false);
     expect(readFileSync(path.join(spec.instanceDir, 'stdout.log'), 'utf8')).toContain('app starting (serve)');
@@ -377,7 +535,9 @@ describe('local runtime builds', () => {
     });
     expect(result.exitCode, result.output).toBe(0);
     // stdout and stderr are separate pipes: lines interleave, but each arrives whole.
-    expect(result.output.split('\n')).toEqual(expect.arrayContaining(['building', 'no-secret', expect.stringMatching(/^node v\d+/)]));
+    expect(result.output.split('\n')).toEqual(
+      expect.arrayContaining(['building', 'no-secret', expect.stringMatching(/^node v\d+/)]),
+    );
     expect(result.output).not.toContain('top secret');
     expect(chunks.join('')).toBe(result.output);
     expect(readFileSync(path.join(dir, 'copy.txt'), 'utf8')).toBe('source');
@@ -386,9 +546,19 @@ describe('local runtime builds', () => {
 
   it('enforces the build timeout, killing everything the build started', async () => {
     const begun = Date.now();
-    const result = await runtime.build({ dir: buildDir(), command: 'sleep 966 & sleep 965', env: { PATH: APP_PATH }, timeoutMs: 500, limits: LIMITS });
+    const result = await runtime.build({
+      dir: buildDir(),
+      command: 'sleep 966 & sleep 965',
+      env: { PATH: APP_PATH },
+      timeoutMs: 500,
+      limits: LIMITS,
+    });
     expect(result.timedOut).toBe(true);
     expect(Date.now() - begun).toBeLessThan(3500);
-    await waitFor('the build processes to be gone', () => runningWithArgs(['sleep', '966']).length + runningWithArgs(['sleep', '965']).length === 0, 3000);
+    await waitFor(
+      'the build processes to be gone',
+      () => runningWithArgs(['sleep', '966']).length + runningWithArgs(['sleep', '965']).length === 0,
+      3000,
+    );
   });
 });

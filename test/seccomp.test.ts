@@ -2,7 +2,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { PLAN_LIMITS, PLANS } from '../src/core/services/details.js';
-import { sandboxedCommand, scratchOwnerScript, type SandboxedProcess, type SandboxPolicy } from '../src/runtime/local/sandbox.js';
+import {
+  sandboxedCommand,
+  scratchOwnerScript,
+  type SandboxedProcess,
+  type SandboxPolicy,
+} from '../src/runtime/local/sandbox.js';
 import { withOverrides } from '../src/runtime/local/sandbox-limits.js';
 import { deniedSyscalls, seccompProgram, type SeccompArch } from '../src/runtime/local/seccomp.js';
 
@@ -36,15 +41,37 @@ function evaluate(program: Buffer, call: { arch: number; nr: number; arg0?: numb
 function headerNumbers(file: string): Map<string, number> | undefined {
   if (!existsSync(file)) return undefined;
   const found = new Map<string, number>();
-  for (const m of readFileSync(file, 'utf8').matchAll(/^#define __NR(?:3264)?_(\w+)\s+(\d+)\s*$/gm)) found.set(m[1]!, Number(m[2]));
+  for (const m of readFileSync(file, 'utf8').matchAll(/^#define __NR(?:3264)?_(\w+)\s+(\d+)\s*$/gm))
+    found.set(m[1]!, Number(m[2]));
   return found;
 }
 
 describe('seccomp filter', () => {
   const DOCKER_DENIES = [
-    'keyctl', 'add_key', 'request_key', 'mount', 'umount2', 'pivot_root', 'swapon', 'swapoff', 'reboot', 'kexec_load', 'kexec_file_load',
-    'init_module', 'finit_module', 'delete_module', 'bpf', 'perf_event_open', 'userfaultfd', 'open_by_handle_at', 'setns', 'acct',
-    'settimeofday', 'clock_settime', 'lookup_dcookie', 'ptrace',
+    'keyctl',
+    'add_key',
+    'request_key',
+    'mount',
+    'umount2',
+    'pivot_root',
+    'swapon',
+    'swapoff',
+    'reboot',
+    'kexec_load',
+    'kexec_file_load',
+    'init_module',
+    'finit_module',
+    'delete_module',
+    'bpf',
+    'perf_event_open',
+    'userfaultfd',
+    'open_by_handle_at',
+    'setns',
+    'acct',
+    'settimeofday',
+    'clock_settime',
+    'lookup_dcookie',
+    'ptrace',
   ];
 
   for (const arch of ['x64', 'arm64'] as SeccompArch[]) {
@@ -52,7 +79,8 @@ describe('seccomp filter', () => {
       const program = seccompProgram(arch);
       const denied = deniedSyscalls(arch);
       expect(Object.keys(denied)).toEqual(expect.arrayContaining(DOCKER_DENIES));
-      for (const [name, nr] of Object.entries(denied)) expect(evaluate(program, { arch: AUDIT_ARCH[arch], nr }), name).toBe(EPERM);
+      for (const [name, nr] of Object.entries(denied))
+        expect(evaluate(program, { arch: AUDIT_ARCH[arch], nr }), name).toBe(EPERM);
       const deniedNumbers = new Set(Object.values(denied));
       const clone = arch === 'x64' ? 56 : 220;
       const unshare = arch === 'x64' ? 272 : 97;
@@ -66,7 +94,8 @@ describe('seccomp filter', () => {
       expect(evaluate(program, { arch: AUDIT_ARCH[arch], nr: unshare, arg0: 0x200 })).toBe(ALLOW); // CLONE_FS
       expect(evaluate(program, { arch: AUDIT_ARCH[arch], nr: unshare, arg0: 0x80 })).toBe(EPERM); // CLONE_NEWTIME
       expect(evaluate(program, { arch: AUDIT_ARCH[arch], nr: 435 })).toBe(ENOSYS);
-      for (const other of Object.values(AUDIT_ARCH).filter((a) => a !== AUDIT_ARCH[arch])) expect(evaluate(program, { arch: other, nr: 0 })).toBe(EPERM);
+      for (const other of Object.values(AUDIT_ARCH).filter((a) => a !== AUDIT_ARCH[arch]))
+        expect(evaluate(program, { arch: other, nr: 0 })).toBe(EPERM);
     });
   }
 
@@ -84,7 +113,8 @@ describe('seccomp filter', () => {
       if (process.env.SLIPWAY_REQUIRE_SERVICES === '1') throw new Error(`${header} is missing`);
       return;
     }
-    for (const [name, nr] of Object.entries(deniedSyscalls(arch))) if (numbers.has(name)) expect(nr, name).toBe(numbers.get(name));
+    for (const [name, nr] of Object.entries(deniedSyscalls(arch)))
+      if (numbers.has(name)) expect(nr, name).toBe(numbers.get(name));
   });
 });
 
@@ -95,8 +125,15 @@ describe('sandbox limits (pure)', () => {
     runAs: { setprivPath: '/usr/bin/setpriv', uid: 65534, gid: 65534 },
   };
   const proc: SandboxedProcess = {
-    kind: 'instance', command: 'node app.js', env: { HOME: '/d/i1/home' }, cwd: '/d/app', readOnlyDirs: ['/d/app'], writableDirs: ['/d/i1/status'],
-    scratchDirs: ['/d/i1/home', '/d/i1/tmp'], diskBytes: 64 * 1024 * 1024, cgroupProcsFiles: [],
+    kind: 'instance',
+    command: 'node app.js',
+    env: { HOME: '/d/i1/home' },
+    cwd: '/d/app',
+    readOnlyDirs: ['/d/app'],
+    writableDirs: ['/d/i1/status'],
+    scratchDirs: ['/d/i1/home', '/d/i1/tmp'],
+    diskBytes: 64 * 1024 * 1024,
+    cgroupProcsFiles: [],
   };
 
   it('mounts /tmp and each scratch dir as a sized tmpfs, hands them to the app user, and loads the filter from fd 4', () => {
@@ -108,9 +145,17 @@ describe('sandbox limits (pure)', () => {
     expect(args).toContain('--bind /d/i1/status /d/i1/status'); // a host dir stays a host dir
     expect(args).not.toContain('--bind /d/i1/home');
     const afterBwrap = cmd.args.slice(cmd.args.indexOf('--') + 1);
-    expect(afterBwrap.slice(0, 4)).toEqual(['/bin/sh', '-c', scratchOwnerScript(65534, 65534, ['/d/i1/home', '/d/i1/tmp']), 'slipway-scratch']);
+    expect(afterBwrap.slice(0, 4)).toEqual([
+      '/bin/sh',
+      '-c',
+      scratchOwnerScript(65534, 65534, ['/d/i1/home', '/d/i1/tmp']),
+      'slipway-scratch',
+    ]);
     expect(afterBwrap[4]).toBe('/usr/bin/setpriv');
-    expect(cmd.args.slice(cmd.args.indexOf('--seccomp'), cmd.args.indexOf('--seccomp') + 2)).toEqual(['--seccomp', '4']);
+    expect(cmd.args.slice(cmd.args.indexOf('--seccomp'), cmd.args.indexOf('--seccomp') + 2)).toEqual([
+      '--seccomp',
+      '4',
+    ]);
     expect(cmd.fd4Data).toEqual(seccomp);
   });
 
@@ -129,7 +174,11 @@ describe('sandbox limits (pure)', () => {
       expect(PLAN_LIMITS[PLANS[i]!].diskMb).toBeGreaterThanOrEqual(PLAN_LIMITS[PLANS[i - 1]!].diskMb);
     }
     const config = loadConfig({ SLIPWAY_PIDS_LIMIT: '300', SLIPWAY_DISK_LIMIT_MB: '64' });
-    expect(withOverrides(PLAN_LIMITS.pro, { pids: config.pidsLimit, diskMb: config.diskLimitMb })).toEqual({ ...PLAN_LIMITS.pro, pids: 300, diskMb: 64 });
+    expect(withOverrides(PLAN_LIMITS.pro, { pids: config.pidsLimit, diskMb: config.diskLimitMb })).toEqual({
+      ...PLAN_LIMITS.pro,
+      pids: 300,
+      diskMb: 64,
+    });
     expect(withOverrides(PLAN_LIMITS.pro, { pids: loadConfig({}).pidsLimit })).toEqual(PLAN_LIMITS.pro);
     expect(() => loadConfig({ SLIPWAY_PIDS_LIMIT: '0' })).toThrow(/positive integer/);
     // Past what the kernel (pids.max) and bwrap (--size, no exponent notation) take: refused at start, not at every deploy.

@@ -4,20 +4,45 @@ import { useServer } from './helpers/server.js';
 
 const t = useServer();
 const webService = (name: string, extra: Record<string, unknown> = {}) => ({
-  type: 'web_service', name, serviceDetails: { runtime: 'node', plan: 'starter', healthCheckPath: '/healthz', envSpecificDetails: { buildCommand: '', startCommand: 'node server.js' } }, ...extra,
+  type: 'web_service',
+  name,
+  serviceDetails: {
+    runtime: 'node',
+    plan: 'starter',
+    healthCheckPath: '/healthz',
+    envSpecificDetails: { buildCommand: '', startCommand: 'node server.js' },
+  },
+  ...extra,
 });
 
 describe('services', () => {
   it('creates, reads, lists with Render filters, updates and deletes a service', async () => {
     const owner = await signUp(t.api);
-    const created = await t.api.post('/v1/services', webService('My App', { envVars: [{ key: 'GREETING', value: 'hi' }] }), owner);
+    const created = await t.api.post(
+      '/v1/services',
+      webService('My App', { envVars: [{ key: 'GREETING', value: 'hi' }] }),
+      owner,
+    );
     expect(created.status).toBe(201);
     const service = created.body.service;
     expect(created.body.deployId).toBeUndefined(); // no repo, no upload yet: nothing to deploy
     expect(service).toMatchObject({
-      id: expect.stringMatching(/^srv-[0-9a-v]{20}$/), name: 'My App', slug: 'my-app', ownerId: owner.workspaceId, type: 'web_service',
-      autoDeploy: 'yes', suspended: 'not_suspended', suspenders: [], rootDir: '',
-      serviceDetails: { runtime: 'node', plan: 'starter', numInstances: 1, healthCheckPath: '/healthz', envSpecificDetails: { startCommand: 'node server.js' } },
+      id: expect.stringMatching(/^srv-[0-9a-v]{20}$/),
+      name: 'My App',
+      slug: 'my-app',
+      ownerId: owner.workspaceId,
+      type: 'web_service',
+      autoDeploy: 'yes',
+      suspended: 'not_suspended',
+      suspenders: [],
+      rootDir: '',
+      serviceDetails: {
+        runtime: 'node',
+        plan: 'starter',
+        numInstances: 1,
+        healthCheckPath: '/healthz',
+        envSpecificDetails: { startCommand: 'node server.js' },
+      },
     });
     expect(service.serviceDetails.url).toBe(`http://my-app.localhost:${t.server.slipway.routerPort}`);
 
@@ -28,7 +53,11 @@ describe('services', () => {
     expect(twin.body.service.slug).toMatch(/^my-app-[0-9a-f]{4}$/);
     expect((await t.api.post('/v1/services', webService('My App'), owner)).status).toBe(409);
 
-    await t.api.post('/v1/services', { type: 'background_worker', name: 'jobs', serviceDetails: { runtime: 'node' } }, owner);
+    await t.api.post(
+      '/v1/services',
+      { type: 'background_worker', name: 'jobs', serviceDetails: { runtime: 'node' } },
+      owner,
+    );
     const list = await t.api.get('/v1/services?type=web_service', owner);
     expect(list.status).toBe(200);
     expect(list.body.map((i: any) => i.service.id)).toEqual([service.id]);
@@ -39,9 +68,17 @@ describe('services', () => {
     const next = await t.api.get(`/v1/services?limit=1&cursor=${page.body[0].cursor}`, owner);
     expect(next.body.map((i: any) => i.service.id)).not.toContain(page.body[0].service.id);
 
-    const patched = await t.api.patch(`/v1/services/${service.id}`, { name: 'Renamed', serviceDetails: { numInstances: 2 } }, owner);
+    const patched = await t.api.patch(
+      `/v1/services/${service.id}`,
+      { name: 'Renamed', serviceDetails: { numInstances: 2 } },
+      owner,
+    );
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ name: 'Renamed', slug: 'my-app', serviceDetails: { numInstances: 2, healthCheckPath: '/healthz' } });
+    expect(patched.body).toMatchObject({
+      name: 'Renamed',
+      slug: 'my-app',
+      serviceDetails: { numInstances: 2, healthCheckPath: '/healthz' },
+    });
 
     expect((await t.api.delete(`/v1/services/${service.id}`, owner)).status).toBe(204);
     expect((await t.api.get(`/v1/services/${service.id}`, owner)).status).toBe(404);
@@ -67,7 +104,14 @@ describe('services', () => {
     await bad(webService('opt', { repo: '--upload-pack=touch /tmp/x' }));
     await bad({ type: 'cron_job', name: 'cron', serviceDetails: { runtime: 'node', schedule: 'every minute' } });
     await bad(webService('health', { serviceDetails: { runtime: 'node', healthCheckPath: 'healthz' } }));
-    const envErr = await bad(webService('env', { envVars: [{ key: '1BAD', value: 'x' }, { key: 'PORT', value: '1' }] }));
+    const envErr = await bad(
+      webService('env', {
+        envVars: [
+          { key: '1BAD', value: 'x' },
+          { key: 'PORT', value: '1' },
+        ],
+      }),
+    );
     expect(envErr.details.map((d: any) => d.field)).toEqual(['envVars[0].key', 'envVars[1].key']);
     // Nothing was created by the refused requests.
     expect((await t.api.get('/v1/services', owner)).body).toEqual([]);
@@ -78,28 +122,52 @@ describe('services', () => {
     const owner = await signUp(t.api);
     const { service } = (await t.api.post('/v1/services', webService('patchy'), owner)).body;
     const patches = [
-      { healthCheckPath: '/ready' }, { preDeployCommand: 'echo pre' }, { maxShutdownDelaySeconds: 7 }, { plan: 'standard' },
-      { envSpecificDetails: { buildCommand: 'echo build' } }, { envSpecificDetails: { startCommand: 'node other.js' } },
+      { healthCheckPath: '/ready' },
+      { preDeployCommand: 'echo pre' },
+      { maxShutdownDelaySeconds: 7 },
+      { plan: 'standard' },
+      { envSpecificDetails: { buildCommand: 'echo build' } },
+      { envSpecificDetails: { startCommand: 'node other.js' } },
     ];
-    const replies = await Promise.all(patches.map((serviceDetails) => t.api.patch(`/v1/services/${service.id}`, { serviceDetails }, owner)));
+    const replies = await Promise.all(
+      patches.map((serviceDetails) => t.api.patch(`/v1/services/${service.id}`, { serviceDetails }, owner)),
+    );
     expect(replies.map((r) => r.status)).toEqual(patches.map(() => 200));
     expect((await t.api.get(`/v1/services/${service.id}`, owner)).body.serviceDetails).toMatchObject({
-      healthCheckPath: '/ready', maxShutdownDelaySeconds: 7, plan: 'standard',
+      healthCheckPath: '/ready',
+      maxShutdownDelaySeconds: 7,
+      plan: 'standard',
       envSpecificDetails: { buildCommand: 'echo build', startCommand: 'node other.js', preDeployCommand: 'echo pre' },
     });
   });
 
   it('keeps env vars sealed at rest, replaces the set, and serves single keys', async () => {
     const owner = await signUp(t.api);
-    const { service } = (await t.api.post('/v1/services', webService('env-app', { envVars: [{ key: 'SECRET', value: 'hunter2-plaintext' }] }), owner)).body;
-    const put = await t.api.put(`/v1/services/${service.id}/env-vars`, [{ key: 'A', value: '1' }, { key: 'TOKEN', generateValue: true }], owner);
+    const { service } = (
+      await t.api.post(
+        '/v1/services',
+        webService('env-app', { envVars: [{ key: 'SECRET', value: 'hunter2-plaintext' }] }),
+        owner,
+      )
+    ).body;
+    const put = await t.api.put(
+      `/v1/services/${service.id}/env-vars`,
+      [
+        { key: 'A', value: '1' },
+        { key: 'TOKEN', generateValue: true },
+      ],
+      owner,
+    );
     expect(put.status).toBe(200);
     expect(put.body.map((i: any) => i.envVar.key)).toEqual(['A', 'TOKEN']);
     const token = put.body[1].envVar.value;
     expect(token).toMatch(/^[A-Za-z0-9_-]{32}$/);
     expect((await t.api.get(`/v1/services/${service.id}/env-vars/SECRET`, owner)).status).toBe(404); // replaced away
 
-    expect((await t.api.put(`/v1/services/${service.id}/env-vars/B`, { value: 'two' }, owner)).body).toEqual({ key: 'B', value: 'two' });
+    expect((await t.api.put(`/v1/services/${service.id}/env-vars/B`, { value: 'two' }, owner)).body).toEqual({
+      key: 'B',
+      value: 'two',
+    });
     expect((await t.api.get(`/v1/services/${service.id}/env-vars/B`, owner)).body).toEqual({ key: 'B', value: 'two' });
     expect((await t.api.delete(`/v1/services/${service.id}/env-vars/A`, owner)).status).toBe(204);
     expect((await t.api.delete(`/v1/services/${service.id}/env-vars/A`, owner)).status).toBe(404);
@@ -107,13 +175,19 @@ describe('services', () => {
     expect((await t.api.put(`/v1/services/${service.id}/env-vars`, [{ key: 'X', value: 1 }], owner)).status).toBe(400);
     // A NUL would reach the app cut short (execve ends the value there): refused, nothing stored.
     const nul = await t.api.put(`/v1/services/${service.id}/env-vars/NUL`, { value: 'he\u0000llo' }, owner);
-    expect([nul.status, nul.body.details]).toEqual([400, [{ field: 'value', message: expect.stringContaining('NUL') }]]);
+    expect([nul.status, nul.body.details]).toEqual([
+      400,
+      [{ field: 'value', message: expect.stringContaining('NUL') }],
+    ]);
     // A key as long as the schema allows (256) is reachable by its path.
     const long = `K${'_'.repeat(255)}`;
     expect((await t.api.put(`/v1/services/${service.id}/env-vars/${long}`, { value: 'v' }, owner)).status).toBe(200);
     expect((await t.api.delete(`/v1/services/${service.id}/env-vars/${long}`, owner)).status).toBe(204);
 
-    const { rows } = await t.server.slipway.store.executeSql('select key, sealed_value from env_vars where service_id = $1 order by key', [service.id]);
+    const { rows } = await t.server.slipway.store.executeSql(
+      'select key, sealed_value from env_vars where service_id = $1 order by key',
+      [service.id],
+    );
     expect(rows.map((r: any) => r.key)).toEqual(['B', 'TOKEN']);
     for (const r of rows) {
       expect(r.sealed_value).toMatch(/^v1:/);

@@ -14,14 +14,23 @@ import { useServer } from './helpers/server.js';
 
 const HEADERS_TIMEOUT_S = 1;
 const REQUEST_TIMEOUT_S = 2;
-const t = useServer({ SLIPWAY_HEADERS_TIMEOUT_SECONDS: String(HEADERS_TIMEOUT_S), SLIPWAY_REQUEST_TIMEOUT_SECONDS: String(REQUEST_TIMEOUT_S) });
+const t = useServer({
+  SLIPWAY_HEADERS_TIMEOUT_SECONDS: String(HEADERS_TIMEOUT_S),
+  SLIPWAY_REQUEST_TIMEOUT_SECONDS: String(REQUEST_TIMEOUT_S),
+});
 const apiPort = () => Number(new URL(t.server.url).port);
 
 /**
  * Opens a raw connection, writes `start`, then one more byte of `trickle` per `everyMs` until the
  * server closes it (or `giveUpMs` passes); resolves with when it closed and what it answered.
  */
-function trickle(port: number, start: string, drip: string, everyMs: number, giveUpMs = 10_000): Promise<{ closedAfterMs: number; answer: string }> {
+function trickle(
+  port: number,
+  start: string,
+  drip: string,
+  everyMs: number,
+  giveUpMs = 10_000,
+): Promise<{ closedAfterMs: number; answer: string }> {
   return new Promise((resolve, reject) => {
     const began = performance.now();
     const socket = net.connect(port, '127.0.0.1');
@@ -48,7 +57,12 @@ function trickle(port: number, start: string, drip: string, everyMs: number, giv
 
 describe('the API', () => {
   it(`disconnects a client that sends one header byte per 300 ms after the ${HEADERS_TIMEOUT_S} s headers timeout`, async () => {
-    const { closedAfterMs, answer } = await trickle(apiPort(), 'GET /api/health HTTP/1.1\r\nHost: x\r\n', 'X-Slow: aaaaaaaaaaaaaaaaaaaa', 300);
+    const { closedAfterMs, answer } = await trickle(
+      apiPort(),
+      'GET /api/health HTTP/1.1\r\nHost: x\r\n',
+      'X-Slow: aaaaaaaaaaaaaaaaaaaa',
+      300,
+    );
     expect(closedAfterMs).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_S * 1000 - 50);
     expect(closedAfterMs).toBeLessThan(HEADERS_TIMEOUT_S * 1000 + 1500);
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
@@ -56,7 +70,8 @@ describe('the API', () => {
   });
 
   it(`disconnects a request whose body never ends after the ${REQUEST_TIMEOUT_S} s request timeout`, async () => {
-    const head = 'POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"email":';
+    const head =
+      'POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"email":';
     const { closedAfterMs, answer } = await trickle(apiPort(), head, ' ', 300);
     expect(closedAfterMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_S * 1000 - 50);
     expect(closedAfterMs).toBeLessThan(REQUEST_TIMEOUT_S * 1000 + 1500);
@@ -66,7 +81,9 @@ describe('the API', () => {
   it('keeps a WebSocket log stream open past every deadline', async () => {
     const owner = await signUp(t.api);
     const key = await createApiKey(t.api, owner);
-    const ws = new WebSocket(`${t.server.url.replace('http', 'ws')}/v1/logs/subscribe`, { headers: { authorization: `Bearer ${key.token}` } });
+    const ws = new WebSocket(`${t.server.url.replace('http', 'ws')}/v1/logs/subscribe`, {
+      headers: { authorization: `Bearer ${key.token}` },
+    });
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
     const closed = new Promise<number>((resolve) => ws.once('close', resolve));
     await sleep((REQUEST_TIMEOUT_S + 1.5) * 1000);
@@ -79,7 +96,12 @@ describe('the API', () => {
 describe('the router', () => {
   it(`disconnects a client that sends one header byte per 300 ms after the ${HEADERS_TIMEOUT_S} s headers timeout`, async () => {
     const port = t.server.slipway.routerPort;
-    const { closedAfterMs, answer } = await trickle(port, 'GET / HTTP/1.1\r\nHost: nothing.localhost\r\n', 'X-Slow: aaaaaaaaaaaaaaaaaaaa', 300);
+    const { closedAfterMs, answer } = await trickle(
+      port,
+      'GET / HTTP/1.1\r\nHost: nothing.localhost\r\n',
+      'X-Slow: aaaaaaaaaaaaaaaaaaaa',
+      300,
+    );
     expect(closedAfterMs).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_S * 1000 - 50);
     expect(closedAfterMs).toBeLessThan(HEADERS_TIMEOUT_S * 1000 + 1500);
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
@@ -104,10 +126,21 @@ describe('the router in front of a hung app', () => {
       setTimeout(() => res.end('slow'), 3000).unref();
     });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-    const target = { kind: 'instances' as const, serviceId: 'srv-hung', upstreams: [{ host: '127.0.0.1', port: (upstream.address() as AddressInfo).port }] };
+    const target = {
+      kind: 'instances' as const,
+      serviceId: 'srv-hung',
+      upstreams: [{ host: '127.0.0.1', port: (upstream.address() as AddressInfo).port }],
+    };
     router = await startRouter({
-      host: '127.0.0.1', port: 0, resolve: () => target,
-      timeouts: { headersTimeoutMs: 5000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5000, upstreamTimeoutMs: UPSTREAM_TIMEOUT_MS },
+      host: '127.0.0.1',
+      port: 0,
+      resolve: () => target,
+      timeouts: {
+        headersTimeoutMs: 5000,
+        requestTimeoutMs: 10_000,
+        keepAliveTimeoutMs: 5000,
+        upstreamTimeoutMs: UPSTREAM_TIMEOUT_MS,
+      },
     });
   });
   afterAll(async () => {
@@ -118,12 +151,22 @@ describe('the router in front of a hung app', () => {
   const get = (path: string) =>
     new Promise<{ status: number; type: string; text: string; ms: number; complete: boolean }>((resolve, reject) => {
       const began = performance.now();
-      http.get({ host: '127.0.0.1', port: router.port, path, headers: { host: 'hung.localhost' } }, (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (c: string) => (text += c));
-        res.on('error', () => undefined);
-        res.once('close', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), text, ms: performance.now() - began, complete: res.complete }));
-      }).on('error', reject);
+      http
+        .get({ host: '127.0.0.1', port: router.port, path, headers: { host: 'hung.localhost' } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (c: string) => (text += c));
+          res.on('error', () => undefined);
+          res.once('close', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              type: String(res.headers['content-type']),
+              text,
+              ms: performance.now() - began,
+              complete: res.complete,
+            }),
+          );
+        })
+        .on('error', reject);
     });
 
   it('answers 504 in its page style when the app sends nothing within the upstream timeout, and never retries', async () => {

@@ -10,7 +10,12 @@ describe('workspaces', () => {
     const b = await signUp(t.api);
     const list = await t.api.get('/v1/workspaces', a);
     expect(list.status).toBe(200);
-    expect(list.body).toEqual([{ cursor: expect.any(String), owner: expect.objectContaining({ id: a.workspaceId, type: 'team', email: a.email }) }]);
+    expect(list.body).toEqual([
+      {
+        cursor: expect.any(String),
+        owner: expect.objectContaining({ id: a.workspaceId, type: 'team', email: a.email }),
+      },
+    ]);
     expect((await t.api.get(`/v1/workspaces/${a.workspaceId}`, a)).body.id).toBe(a.workspaceId);
     const other = await t.api.get(`/v1/workspaces/${b.workspaceId}`, a);
     expect(other.status).toBe(404);
@@ -43,7 +48,12 @@ describe('invites and members', () => {
 
     const members = await t.api.get(`/v1/team-members?ownerId=${owner.workspaceId}`, dev);
     expect(members.status).toBe(200);
-    const roles = Object.fromEntries(members.body.map((e: { teamMember: { userId: string; role: string } }) => [e.teamMember.userId, e.teamMember.role]));
+    const roles = Object.fromEntries(
+      members.body.map((e: { teamMember: { userId: string; role: string } }) => [
+        e.teamMember.userId,
+        e.teamMember.role,
+      ]),
+    );
     expect(roles).toEqual({ [owner.id]: 'owner', [dev.id]: 'developer' });
     expect((await t.api.get('/v1/team-invites', owner)).body).toEqual([]);
     // The new member now sees both workspaces.
@@ -55,10 +65,19 @@ describe('invites and members', () => {
     const viewer = await addMember(t.api, owner, 'viewer'); // registers with inviteToken
     const existing = await signUp(t.api);
     const invite = await t.api.post('/v1/team-invites', { email: existing.email, role: 'admin' }, owner);
-    const login = await t.api.post('/v1/auth/login', { email: existing.email, password: existing.password, inviteToken: invite.body.token });
+    const login = await t.api.post('/v1/auth/login', {
+      email: existing.email,
+      password: existing.password,
+      inviteToken: invite.body.token,
+    });
     expect(login.status).toBe(200);
     const members = await t.api.get(`/v1/team-members?ownerId=${owner.workspaceId}`, { cookie: sessionCookie(login) });
-    const roles = Object.fromEntries(members.body.map((e: { teamMember: { userId: string; role: string } }) => [e.teamMember.userId, e.teamMember.role]));
+    const roles = Object.fromEntries(
+      members.body.map((e: { teamMember: { userId: string; role: string } }) => [
+        e.teamMember.userId,
+        e.teamMember.role,
+      ]),
+    );
     expect(roles).toMatchObject({ [viewer.id]: 'viewer', [existing.id]: 'admin' });
   });
 
@@ -68,13 +87,22 @@ describe('invites and members', () => {
     const admin = await addMember(t.api, owner, 'admin');
     const ws = `?ownerId=${owner.workspaceId}`;
     expect((await t.api.get(`/v1/team-members${ws}`, viewer)).status).toBe(200);
-    const viewerInvite = await t.api.post('/v1/team-invites', { email: uniqueEmail(), role: 'viewer', ownerId: owner.workspaceId }, viewer);
+    const viewerInvite = await t.api.post(
+      '/v1/team-invites',
+      { email: uniqueEmail(), role: 'viewer', ownerId: owner.workspaceId },
+      viewer,
+    );
     expect(viewerInvite.status).toBe(403);
     expect((await t.api.patch(`/v1/team-members/${viewer.id}${ws}`, { role: 'admin' }, viewer)).status).toBe(403);
 
-    expect((await t.api.patch(`/v1/team-members/${viewer.id}${ws}`, { role: 'developer' }, admin)).body.role).toBe('developer');
+    expect((await t.api.patch(`/v1/team-members/${viewer.id}${ws}`, { role: 'developer' }, admin)).body.role).toBe(
+      'developer',
+    );
     expect((await t.api.patch(`/v1/team-members/${viewer.id}${ws}`, { role: 'owner' }, admin)).status).toBe(403);
-    expect((await t.api.post('/v1/team-invites', { email: uniqueEmail(), role: 'owner', ownerId: owner.workspaceId }, admin)).status).toBe(403);
+    expect(
+      (await t.api.post('/v1/team-invites', { email: uniqueEmail(), role: 'owner', ownerId: owner.workspaceId }, admin))
+        .status,
+    ).toBe(403);
     expect((await t.api.patch(`/v1/team-members/${owner.id}${ws}`, { role: 'viewer' }, admin)).status).toBe(403);
     expect((await t.api.delete(`/v1/team-members/${viewer.id}${ws}`, admin)).status).toBe(204);
     expect((await t.api.get(`/v1/team-members${ws}`, viewer)).status).toBe(404); // no longer a member
@@ -96,10 +124,17 @@ describe('invites and members', () => {
     const email = uniqueEmail();
     const invite = await t.api.post('/v1/team-invites', { email, role: 'developer' }, owner);
     expect((await t.api.delete(`/v1/team-invites/${invite.body.id}`, owner)).status).toBe(204);
-    const late = await t.api.post('/v1/auth/register', { email, password: 'long enough pw', name: 'Late', inviteToken: invite.body.token });
+    const late = await t.api.post('/v1/auth/register', {
+      email,
+      password: 'long enough pw',
+      name: 'Late',
+      inviteToken: invite.body.token,
+    });
     expect(late.status).toBe(404);
     expect((await t.api.post('/v1/auth/login', { email, password: 'long enough pw' })).status).toBe(401); // nothing was created
     expect((await t.api.delete(`/v1/team-invites/${invite.body.id}`, owner)).status).toBe(404);
-    expect((await t.api.patch(`/v1/team-members/usr-00000000000000000000`, { role: 'viewer' }, owner)).status).toBe(404);
+    expect((await t.api.patch(`/v1/team-members/usr-00000000000000000000`, { role: 'viewer' }, owner)).status).toBe(
+      404,
+    );
   });
 });

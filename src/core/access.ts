@@ -13,7 +13,9 @@ export function createAccess(workspaces: Pick<WorkspaceRepo, 'get' | 'roleOf'>) 
         return (await workspaces.get(workspaceId)) ? 'owner' : undefined;
       case 'api_key':
         // A key acts in its own workspace only, with its user's current role there.
-        return workspaceId === principal.apiKey.workspaceId ? workspaces.roleOf(workspaceId, principal.user.id) : undefined;
+        return workspaceId === principal.apiKey.workspaceId
+          ? workspaces.roleOf(workspaceId, principal.user.id)
+          : undefined;
       case 'user':
         return workspaces.roleOf(workspaceId, principal.user.id);
     }

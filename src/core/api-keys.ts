@@ -3,7 +3,10 @@ import { hashToken, randomToken } from '../lib/tokens.js';
 import type { ApiKeyRepo } from '../store/repos/api-keys.js';
 import { API_KEY_PREFIX } from './auth.js';
 
-export function createApiKeys(repo: Pick<ApiKeyRepo, 'insert' | 'get' | 'list' | 'revoke'>, now: () => Date = () => new Date()) {
+export function createApiKeys(
+  repo: Pick<ApiKeyRepo, 'insert' | 'get' | 'list' | 'revoke'>,
+  now: () => Date = () => new Date(),
+) {
   return {
     /** The token is returned here once; only its hash is stored. */
     async create(input: { workspaceId: string; userId: string; name: string; expiresAt?: Date }) {

@@ -35,7 +35,11 @@ export function auditLogBody(row: AuditRow) {
     timestamp: row.createdAt.toISOString(),
     event: row.event,
     status: row.status,
-    actor: { type: row.actorType, ...(row.actorId ? { id: row.actorId } : {}), ...(row.actorEmail ? { email: row.actorEmail } : {}) },
+    actor: {
+      type: row.actorType,
+      ...(row.actorId ? { id: row.actorId } : {}),
+      ...(row.actorEmail ? { email: row.actorEmail } : {}),
+    },
     metadata: JSON.parse(row.metadata) as Record<string, string>,
   };
 }

@@ -41,18 +41,26 @@ export function createAuth(deps: AuthDeps) {
       const email = normalizeEmail(input.email);
       if (await deps.users.findByEmail(email)) throw conflict('an account with this email already exists');
       const passwordHash = await hashPassword(input.password);
-      const { user, workspaceId } = await deps.transact(async (repos) => {
-        const userId = newId('user');
-        const workspaceId = newId('workspace');
-        const user = await repos.users.insert({ id: userId, email, name: input.name.trim(), passwordHash, defaultWorkspaceId: workspaceId });
-        await repos.workspaces.insert({ id: workspaceId, name: `${user.name}'s workspace`, ownerUserId: userId });
-        await repos.workspaces.putMember(workspaceId, userId, 'owner');
-        if (input.invite) await joinWithInvite(repos, input.invite, user, now());
-        return { user, workspaceId };
-      }).catch((err: unknown) => {
-        // Two registrations racing for one email: the unique index decides.
-        throw isUniqueViolation(err) ? conflict('an account with this email already exists') : err;
-      });
+      const { user, workspaceId } = await deps
+        .transact(async (repos) => {
+          const userId = newId('user');
+          const workspaceId = newId('workspace');
+          const user = await repos.users.insert({
+            id: userId,
+            email,
+            name: input.name.trim(),
+            passwordHash,
+            defaultWorkspaceId: workspaceId,
+          });
+          await repos.workspaces.insert({ id: workspaceId, name: `${user.name}'s workspace`, ownerUserId: userId });
+          await repos.workspaces.putMember(workspaceId, userId, 'owner');
+          if (input.invite) await joinWithInvite(repos, input.invite, user, now());
+          return { user, workspaceId };
+        })
+        .catch((err: unknown) => {
+          // Two registrations racing for one email: the unique index decides.
+          throw isUniqueViolation(err) ? conflict('an account with this email already exists') : err;
+        });
       return { user, workspaceId, session: await startSession(user) };
     },
 
@@ -77,7 +85,8 @@ export function createAuth(deps: AuthDeps) {
       if (!token.startsWith(API_KEY_PREFIX)) return undefined;
       const found = await deps.apiKeys.findByTokenHash(hashToken(token));
       const at = now();
-      if (!found || found.apiKey.revokedAt || (found.apiKey.expiresAt && found.apiKey.expiresAt <= at)) return undefined;
+      if (!found || found.apiKey.revokedAt || (found.apiKey.expiresAt && found.apiKey.expiresAt <= at))
+        return undefined;
       const { apiKey, user } = found;
       if (!apiKey.lastUsedAt || at.getTime() - apiKey.lastUsedAt.getTime() > TOUCH_INTERVAL_MS) {
         await deps.apiKeys.touch(apiKey.id, at);
@@ -89,6 +98,7 @@ export function createAuth(deps: AuthDeps) {
 export type Auth = ReturnType<typeof createAuth>;
 
 export function requireUser(principal: Principal): UserRow {
-  if (principal.kind === 'operator') throw forbidden('this needs a user: sign in or use an API key, not the operator token');
+  if (principal.kind === 'operator')
+    throw forbidden('this needs a user: sign in or use an API key, not the operator token');
   return principal.user;
 }

@@ -7,7 +7,13 @@ import type { Repos, Transact } from '../store/repos/index.js';
 import { createEnvVars, type EnvVarInput, type RefPort } from './services/env-vars.js';
 
 /** Render's serviceTypeShort, used in an env group's serviceLinks. */
-const SHORT_TYPE = { web_service: 'web', private_service: 'pserv', background_worker: 'worker', cron_job: 'cron', static_site: 'static' } as const;
+const SHORT_TYPE = {
+  web_service: 'web',
+  private_service: 'pserv',
+  background_worker: 'worker',
+  cron_job: 'cron',
+  static_site: 'static',
+} as const;
 
 /** One layer of a service's environment, in precedence order (later wins). */
 export interface EnvLayer {
@@ -20,7 +26,10 @@ export interface EnvLayer {
  * platform < its groups in link order < its own variables.
  */
 export function createEnvGroups(deps: {
-  repos: Pick<Repos, 'envGroups' | 'envGroupVars' | 'envVars' | 'services'>; transact: Transact; box: SecretBox; refs: RefPort;
+  repos: Pick<Repos, 'envGroups' | 'envGroupVars' | 'envVars' | 'services'>;
+  transact: Transact;
+  box: SecretBox;
+  refs: RefPort;
   /** 404 unless the environment is in the workspace (core/projects.ts). */
   assertEnvironment: (workspaceId: string, environmentId: string) => Promise<void>;
 }) {
@@ -43,25 +52,33 @@ export function createEnvGroups(deps: {
     await change();
     return (await repos.envGroups.update(group.id, {})) ?? group;
   }
-  const named = <T>(name: string) => (err: unknown): T => {
-    throw isUniqueViolation(err) ? conflict(`an env group named "${name}" already exists in this workspace`) : err;
-  };
+  const named =
+    <T>(name: string) =>
+    (err: unknown): T => {
+      throw isUniqueViolation(err) ? conflict(`an env group named "${name}" already exists in this workspace`) : err;
+    };
 
   return {
     get,
     list: (q: EnvGroupQuery) => repos.envGroups.list(q),
-    async create(workspaceId: string, input: { name: string; envVars: EnvVarInput[]; serviceIds?: string[]; environmentId?: string }) {
+    async create(
+      workspaceId: string,
+      input: { name: string; envVars: EnvVarInput[]; serviceIds?: string[]; environmentId?: string },
+    ) {
       for (const id of input.serviceIds ?? []) await serviceIn(workspaceId, id);
       if (input.environmentId) await deps.assertEnvironment(workspaceId, input.environmentId);
       const vars = await groupVars.prepare(workspaceId, input.envVars);
       return transact(async (tx) => {
-        const group = await tx.envGroups.insert({ id: newId('envGroup'), workspaceId, name: input.name, environmentId: input.environmentId ?? null }).catch(named<EnvGroupRow>(input.name));
+        const group = await tx.envGroups
+          .insert({ id: newId('envGroup'), workspaceId, name: input.name, environmentId: input.environmentId ?? null })
+          .catch(named<EnvGroupRow>(input.name));
         await groupVars.write(group.id, vars, tx.envGroupVars);
         for (const serviceId of input.serviceIds ?? []) await tx.envGroups.link(group.id, serviceId);
         return group;
       });
     },
-    rename: async (group: EnvGroupRow, name: string) => (await repos.envGroups.update(group.id, { name }).catch(named<undefined>(name)))!,
+    rename: async (group: EnvGroupRow, name: string) =>
+      (await repos.envGroups.update(group.id, { name }).catch(named<undefined>(name)))!,
     remove: (group: EnvGroupRow) => repos.envGroups.delete(group.id),
     getVar: (group: EnvGroupRow, key: string) => groupVars.get(group.id, key),
     // Every change to a group's variables or links bumps its updatedAt; each returns the group as it is now.
@@ -77,9 +94,12 @@ export function createEnvGroups(deps: {
     /** Render's envGroup: metadata, linked services and (opened) variables. */
     async body(group: EnvGroupRow) {
       return {
-        id: group.id, name: group.name, ownerId: group.workspaceId,
+        id: group.id,
+        name: group.name,
+        ownerId: group.workspaceId,
         ...(group.environmentId ? { environmentId: group.environmentId } : {}),
-        createdAt: group.createdAt.toISOString(), updatedAt: group.updatedAt.toISOString(),
+        createdAt: group.createdAt.toISOString(),
+        updatedAt: group.updatedAt.toISOString(),
         serviceLinks: (await repos.envGroups.linkedServices(group.id)).map((l) => ({ ...l, type: SHORT_TYPE[l.type] })),
         envVars: await groupVars.list(group.id),
         secretFiles: [] as never[],
@@ -89,7 +109,8 @@ export function createEnvGroups(deps: {
     async layersOf(serviceId: string): Promise<EnvLayer[]> {
       const groups = await repos.envGroups.groupsOf(serviceId);
       const layers: EnvLayer[] = [];
-      for (const group of groups) layers.push({ source: `envGroup:${group.id}`, vars: await groupVars.list(group.id, true) });
+      for (const group of groups)
+        layers.push({ source: `envGroup:${group.id}`, vars: await groupVars.list(group.id, true) });
       layers.push({ source: 'service', vars: await serviceVars.list(serviceId, true) });
       return layers;
     },

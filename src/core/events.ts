@@ -15,7 +15,15 @@ export interface ServiceEvent {
 export function createEvents(repo: Pick<EventRepo, 'insert'>) {
   return {
     record: (e: ServiceEvent) =>
-      repo.insert({ id: newId('event'), workspaceId: e.workspaceId, serviceId: e.serviceId ?? null, datastoreId: e.datastoreId ?? null, deployId: e.deployId ?? null, type: e.type, details: e.details ?? {} }),
+      repo.insert({
+        id: newId('event'),
+        workspaceId: e.workspaceId,
+        serviceId: e.serviceId ?? null,
+        datastoreId: e.datastoreId ?? null,
+        deployId: e.deployId ?? null,
+        type: e.type,
+        details: e.details ?? {},
+      }),
   };
 }
 export type Events = ReturnType<typeof createEvents>;

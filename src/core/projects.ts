@@ -3,7 +3,13 @@ import { badRequest, conflict, forbidden, notFound } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
 import { isUniqueViolation } from '../store/db.js';
 import type { Repos, Transact } from '../store/repos/index.js';
-import type { EnvironmentQuery, EnvironmentRow, ProjectQuery, ProjectRow, ResourceTable } from '../store/repos/projects.js';
+import type {
+  EnvironmentQuery,
+  EnvironmentRow,
+  ProjectQuery,
+  ProjectRow,
+  ResourceTable,
+} from '../store/repos/projects.js';
 import type { WorkspaceRow } from '../store/repos/workspaces.js';
 import { roleAtLeast, type Role } from './principal.js';
 
@@ -31,7 +37,13 @@ function checkIpAllowList(rules: IpRule[] | undefined): IpRule[] | undefined {
   for (const { cidrBlock } of rules ?? []) {
     const [address = '', bits, extra] = cidrBlock.split('/');
     const family = isIP(address);
-    if (!family || extra !== undefined || !bits || !/^\d{1,3}$/.test(bits) || Number(bits) > (family === 4 ? 32 : 128)) {
+    if (
+      !family ||
+      extra !== undefined ||
+      !bits ||
+      !/^\d{1,3}$/.test(bits) ||
+      Number(bits) > (family === 4 ? 32 : 128)
+    ) {
       throw badRequest(`ipAllowList: "${cidrBlock}" is not a CIDR block such as 203.0.113.0/24`);
     }
   }
@@ -55,12 +67,18 @@ function mayDestroy(role: Role, env: Pick<EnvironmentRow, 'name' | 'protectedSta
  */
 export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspaces'>; transact: Transact }) {
   const { repos, transact } = deps;
-  const named = <T>(what: string, name: string) => (err: unknown): T => {
-    throw isUniqueViolation(err) ? conflict(`${what} named "${name}" already exists in this project`) : err;
-  };
+  const named =
+    <T>(what: string, name: string) =>
+    (err: unknown): T => {
+      throw isUniqueViolation(err) ? conflict(`${what} named "${name}" already exists in this project`) : err;
+    };
   const envRow = (projectId: string, workspaceId: string, input: EnvironmentInput, now = Date.now()) => ({
-    id: newId('environment', now), projectId, workspaceId, name: input.name,
-    protectedStatus: input.protectedStatus ?? 'unprotected', networkIsolationEnabled: input.networkIsolationEnabled ?? false,
+    id: newId('environment', now),
+    projectId,
+    workspaceId,
+    name: input.name,
+    protectedStatus: input.protectedStatus ?? 'unprotected',
+    networkIsolationEnabled: input.networkIsolationEnabled ?? false,
     ipAllowList: checkIpAllowList(input.ipAllowList) ?? [],
   });
 
@@ -84,7 +102,10 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
     const unique = [...new Set(ids)];
     for (const id of unique) {
       const known = /^[a-z]{3}-/.test(id) ? RESOURCE_KINDS[id.slice(0, 3)] : undefined;
-      if (!known) throw badRequest(`resourceIds: "${id}" is not the id of a service (srv-), env group (evg-), Postgres database (dpg-) or key-value instance (red-)`);
+      if (!known)
+        throw badRequest(
+          `resourceIds: "${id}" is not the id of a service (srv-), env group (evg-), Postgres database (dpg-) or key-value instance (red-)`,
+        );
       byTable[known.table].push(id);
     }
     const environmentIds = new Set<string>();
@@ -93,7 +114,8 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
       for (const id of byTable[table]) {
         const row = found.get(id);
         const known = RESOURCE_KINDS[id.slice(0, 3)]!;
-        if (!row || row.workspaceId !== workspaceId || (known.kind && row.kind !== known.kind)) throw notFound(`${known.what} ${id}`);
+        if (!row || row.workspaceId !== workspaceId || (known.kind && row.kind !== known.kind))
+          throw notFound(`${known.what} ${id}`);
         if (row.environmentId) environmentIds.add(row.environmentId);
       }
     }
@@ -108,8 +130,11 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
       if (!locked) throw notFound('environment');
       // Taking a resource out of a protected environment (this one, or the one it leaves to come here) is destructive.
       if (to === null) mayDestroy(role, locked);
-      else for (const source of await tx.projects.lockEnvironments({ ids: environmentIds.filter((id) => id !== env.id) })) mayDestroy(role, source);
-      for (const table of Object.keys(byTable) as ResourceTable[]) await tx.projects.setEnvironment(table, byTable[table], to, to ? undefined : env.id);
+      else
+        for (const source of await tx.projects.lockEnvironments({ ids: environmentIds.filter((id) => id !== env.id) }))
+          mayDestroy(role, source);
+      for (const table of Object.keys(byTable) as ResourceTable[])
+        await tx.projects.setEnvironment(table, byTable[table], to, to ? undefined : env.id);
     });
   }
 
@@ -133,18 +158,25 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
       const rows = input.environments.map((e, i) => envRow('', workspaceId, e, now + i));
       return transact(async (tx) => {
         const project = await tx.projects.insertProject({ id: newId('project'), workspaceId, name: input.name });
-        for (const row of rows) await tx.projects.insertEnvironment({ ...row, projectId: project.id }).catch(named('an environment', row.name));
+        for (const row of rows)
+          await tx.projects
+            .insertEnvironment({ ...row, projectId: project.id })
+            .catch(named('an environment', row.name));
         return project;
       });
     },
-    renameProject: async (project: ProjectRow, name: string | undefined) => (name === undefined ? project : ((await repos.projects.updateProject(project.id, { name })) ?? project)),
+    renameProject: async (project: ProjectRow, name: string | undefined) =>
+      name === undefined ? project : ((await repos.projects.updateProject(project.id, { name })) ?? project),
     /** Render's rule: only a project whose environments are all empty can be deleted (409 otherwise). */
     deleteProject(project: ProjectRow, role: Role): Promise<void> {
       return transact(async (tx) => {
         const envs = await tx.projects.lockEnvironments({ projectId: project.id });
         for (const env of envs) mayDestroy(role, env);
         const held = await tx.projects.countResources(envs.map((e) => e.id));
-        if (held) throw conflict(`project "${project.name}" still has ${held} resource(s) in its environments; move or delete them first`);
+        if (held)
+          throw conflict(
+            `project "${project.name}" still has ${held} resource(s) in its environments; move or delete them first`,
+          );
         await tx.projects.deleteProject(project.id);
       });
     },
@@ -158,14 +190,20 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
       });
     },
     async updateEnvironment(env: EnvironmentRow, patch: EnvironmentPatch, role: Role): Promise<EnvironmentRow> {
-      if (patch.protectedStatus !== undefined && patch.protectedStatus !== env.protectedStatus && !roleAtLeast(role, 'admin')) {
+      if (
+        patch.protectedStatus !== undefined &&
+        patch.protectedStatus !== env.protectedStatus &&
+        !roleAtLeast(role, 'admin')
+      ) {
         throw forbidden(`changing protectedStatus needs the admin role; you are ${role}`);
       }
       const updated = await repos.projects
         .updateEnvironment(env.id, {
           ...(patch.name !== undefined ? { name: patch.name } : {}),
           ...(patch.protectedStatus !== undefined ? { protectedStatus: patch.protectedStatus } : {}),
-          ...(patch.networkIsolationEnabled !== undefined ? { networkIsolationEnabled: patch.networkIsolationEnabled } : {}),
+          ...(patch.networkIsolationEnabled !== undefined
+            ? { networkIsolationEnabled: patch.networkIsolationEnabled }
+            : {}),
           ...(patch.ipAllowList !== undefined ? { ipAllowList: checkIpAllowList(patch.ipAllowList) } : {}),
         })
         .catch(named<undefined>('an environment', patch.name ?? env.name));
@@ -179,7 +217,8 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
         if (!locked) throw notFound('environment');
         mayDestroy(role, locked);
         const held = await tx.projects.countResources([env.id]);
-        if (held) throw conflict(`environment "${env.name}" still holds ${held} resource(s); move or delete them first`);
+        if (held)
+          throw conflict(`environment "${env.name}" still holds ${held} resource(s); move or delete them first`);
         await tx.projects.deleteEnvironment(env.id);
         await tx.projects.updateProject(env.projectId, {});
       });
@@ -190,14 +229,20 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
     removeResources: (env: EnvironmentRow, ids: string[], role: Role) => move(env, ids, role, null),
 
     /** Each project with its environment ids and owning workspace (Render's `project` body, unserialized). */
-    async projectViews(rows: ProjectRow[]): Promise<Array<{ project: ProjectRow; environmentIds: string[]; owner: WorkspaceRow }>> {
+    async projectViews(
+      rows: ProjectRow[],
+    ): Promise<Array<{ project: ProjectRow; environmentIds: string[]; owner: WorkspaceRow }>> {
       const envIds = await repos.projects.environmentIdsOf(rows.map((p) => p.id));
       const owners = new Map<string, WorkspaceRow>();
       for (const id of new Set(rows.map((p) => p.workspaceId))) {
         const workspace = await repos.workspaces.get(id);
         if (workspace) owners.set(id, workspace);
       }
-      return rows.map((project) => ({ project, environmentIds: envIds.get(project.id) ?? [], owner: owners.get(project.workspaceId)! }));
+      return rows.map((project) => ({
+        project,
+        environmentIds: envIds.get(project.id) ?? [],
+        owner: owners.get(project.workspaceId)!,
+      }));
     },
     /** Render's `environment` bodies, with what each environment holds. */
     async environmentBodies(rows: EnvironmentRow[]) {
@@ -205,9 +250,16 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
       return rows.map((e) => {
         const r = held.get(e.id)!;
         return {
-          id: e.id, name: e.name, projectId: e.projectId,
-          databasesIds: r.postgresIds, redisIds: r.keyValueIds, serviceIds: r.serviceIds, envGroupIds: r.envGroupIds,
-          protectedStatus: e.protectedStatus, networkIsolationEnabled: e.networkIsolationEnabled, ipAllowList: e.ipAllowList,
+          id: e.id,
+          name: e.name,
+          projectId: e.projectId,
+          databasesIds: r.postgresIds,
+          redisIds: r.keyValueIds,
+          serviceIds: r.serviceIds,
+          envGroupIds: r.envGroupIds,
+          protectedStatus: e.protectedStatus,
+          networkIsolationEnabled: e.networkIsolationEnabled,
+          ipAllowList: e.ipAllowList,
         };
       });
     },

@@ -12,11 +12,17 @@ const DAY_MS = 86_400_000;
 export type ValidInvite = InviteRow & { readonly checked: true };
 
 /** Inside a transaction: the invite is consumed once and the user joins with its role. */
-export async function joinWithInvite(repos: Pick<Repos, 'invites' | 'workspaces'>, invite: ValidInvite, user: UserRow, now: Date) {
+export async function joinWithInvite(
+  repos: Pick<Repos, 'invites' | 'workspaces'>,
+  invite: ValidInvite,
+  user: UserRow,
+  now: Date,
+) {
   if (!(await repos.invites.markAccepted(invite.id, user.id, now))) throw conflict('this invite has already been used');
   const current = await repos.workspaces.roleOf(invite.workspaceId, user.id);
   // Joining never demotes someone who is already a member.
-  if (!current || !roleAtLeast(current, invite.role)) await repos.workspaces.putMember(invite.workspaceId, user.id, invite.role);
+  if (!current || !roleAtLeast(current, invite.role))
+    await repos.workspaces.putMember(invite.workspaceId, user.id, invite.role);
 }
 
 interface TeamDeps {
@@ -78,7 +84,8 @@ export function createTeam(deps: TeamDeps) {
       return { invite, token };
     },
 
-    listInvites: (workspaceId: string, opts: { beforeId?: string; limit: number }) => deps.invites.listPending(workspaceId, now(), opts),
+    listInvites: (workspaceId: string, opts: { beforeId?: string; limit: number }) =>
+      deps.invites.listPending(workspaceId, now(), opts),
 
     async getInvite(inviteId: string) {
       const invite = await deps.invites.get(inviteId);
@@ -100,7 +107,8 @@ export function createTeam(deps: TeamDeps) {
       return invite as ValidInvite;
     },
 
-    accept: (invite: ValidInvite, user: UserRow) => deps.transact((repos) => joinWithInvite(repos, invite, user, now())),
+    accept: (invite: ValidInvite, user: UserRow) =>
+      deps.transact((repos) => joinWithInvite(repos, invite, user, now())),
   };
 }
 export type Team = ReturnType<typeof createTeam>;

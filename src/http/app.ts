@@ -53,12 +53,15 @@ export interface LogOptions {
 export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promise<FastifyInstance> {
   const timeouts = serverTimeouts(deps.config);
   const app = Fastify({
-    logger: options.log === false ? false : {
-      level: options.log?.level ?? deps.config.logLevel,
-      ...(options.log ? { stream: options.log.stream } : {}),
-      redact: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'],
-      serializers: { req: (req) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }) },
-    },
+    logger:
+      options.log === false
+        ? false
+        : {
+            level: options.log?.level ?? deps.config.logLevel,
+            ...(options.log ? { stream: options.log.stream } : {}),
+            redact: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'],
+            serializers: { req: (req) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }) },
+          },
     bodyLimit: deps.config.bodyLimitBytes,
     // Slow headers (slowloris) and bodies that never end are cut: 408 via sendClientError. Fastify
     // sets requestTimeout and keepAliveTimeout on the server itself, over what `http` says.
@@ -96,10 +99,13 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     preClose(done) {
       const clients = [...app.websocketServer.clients];
       for (const c of clients) c.close(1001, 'server shutting down');
-      setTimeout(() => {
-        for (const c of clients) c.terminate();
-        app.websocketServer.close(() => done());
-      }, clients.length ? 1000 : 0).unref();
+      setTimeout(
+        () => {
+          for (const c of clients) c.terminate();
+          app.websocketServer.close(() => done());
+        },
+        clients.length ? 1000 : 0,
+      ).unref();
     },
   });
   await app.register(cookie);

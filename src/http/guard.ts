@@ -8,10 +8,15 @@ import { badRequest } from '../lib/errors.js';
  * the route's declared access, and note the workspace for the audit entry.
  */
 export function createGuard(access: Access) {
-  async function workspace(request: FastifyRequest, workspaceId: string, what = 'resource'): Promise<{ workspaceId: string; role: Role }> {
+  async function workspace(
+    request: FastifyRequest,
+    workspaceId: string,
+    what = 'resource',
+  ): Promise<{ workspaceId: string; role: Role }> {
     const principal = principalOf(request);
     const declared = request.routeOptions.config.access;
-    const minRole: Role = declared === 'public' || declared === 'signed-in' || declared === 'operator' || !declared ? 'viewer' : declared;
+    const minRole: Role =
+      declared === 'public' || declared === 'signed-in' || declared === 'operator' || !declared ? 'viewer' : declared;
     const role = await access.roleIn(principal, workspaceId);
     if (role) request.auditInfo.workspaceId = workspaceId; // members' denied attempts show in their workspace's log
     return { workspaceId, role: access.check(role, minRole, what) };
@@ -28,8 +33,11 @@ export function createGuard(access: Access) {
      * caller's default one; undefined (every workspace) for the operator without ownerId.
      */
     async listScope(request: FastifyRequest, ownerIds: string[] | undefined): Promise<string[] | undefined> {
-      if (ownerIds?.length) return Promise.all(ownerIds.map(async (id) => (await this.context(request, id)).workspaceId));
-      return principalOf(request).kind === 'operator' ? undefined : [(await this.context(request, undefined)).workspaceId];
+      if (ownerIds?.length)
+        return Promise.all(ownerIds.map(async (id) => (await this.context(request, id)).workspaceId));
+      return principalOf(request).kind === 'operator'
+        ? undefined
+        : [(await this.context(request, undefined)).workspaceId];
     },
     /** The workspace that owns an existing resource: 404 when the caller cannot see it. */
     resource: (request: FastifyRequest, workspaceId: string, what: string) => workspace(request, workspaceId, what),
@@ -38,6 +46,7 @@ export function createGuard(access: Access) {
 export type Guard = ReturnType<typeof createGuard>;
 
 export function principalOf(request: FastifyRequest): Principal {
-  if (!request.principal) throw new Error(`route ${request.routeOptions.url} used a principal without declaring access`);
+  if (!request.principal)
+    throw new Error(`route ${request.routeOptions.url} used a principal without declaring access`);
   return request.principal;
 }

@@ -1,7 +1,14 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type {
-  ContextConfigDefault, FastifyInstance, FastifyReply, FastifyRequest, FastifySchema,
-  RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault, RouteGenericInterface,
+  ContextConfigDefault,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchema,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteGenericInterface,
 } from 'fastify';
 import type { Role } from '../core/principal.js';
 import { badRequest } from '../lib/errors.js';
@@ -22,9 +29,21 @@ declare module 'fastify' {
   }
 }
 
-type Request<S extends FastifySchema> = FastifyRequest<RouteGenericInterface, RawServerDefault, RawRequestDefaultExpression, S, TypeBoxTypeProvider>;
+type Request<S extends FastifySchema> = FastifyRequest<
+  RouteGenericInterface,
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  S,
+  TypeBoxTypeProvider
+>;
 type Reply<S extends FastifySchema> = FastifyReply<
-  RouteGenericInterface, RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, ContextConfigDefault, S, TypeBoxTypeProvider
+  RouteGenericInterface,
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  ContextConfigDefault,
+  S,
+  TypeBoxTypeProvider
 >;
 
 /** A route declaration is the whole contract: method, path, schema, access, audit, limits, docs. */
@@ -60,8 +79,10 @@ const errorResponses = (spec: RouteSpec) => {
 
 export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
   for (const spec of routes) {
-    if (UNSAFE.has(spec.method) && !spec.audit) throw new Error(`${spec.method} ${spec.url} must declare an audit event`);
-    if (UNSAFE.has(spec.method) && spec.access === 'viewer') throw new Error(`${spec.method} ${spec.url}: viewers only read`);
+    if (UNSAFE.has(spec.method) && !spec.audit)
+      throw new Error(`${spec.method} ${spec.url} must declare an audit event`);
+    if (UNSAFE.has(spec.method) && spec.access === 'viewer')
+      throw new Error(`${spec.method} ${spec.url}: viewers only read`);
     const schema = spec.schema as Record<string, unknown>;
     const ws = spec.websocket;
     const prepared = new WeakMap<object, unknown>();

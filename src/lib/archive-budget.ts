@@ -1,6 +1,9 @@
 import { AppError } from './errors.js';
 
-export interface ArchiveLimits { maxFiles: number; maxBytes: number } // max entries; max total unpacked bytes
+export interface ArchiveLimits {
+  maxFiles: number;
+  maxBytes: number;
+} // max entries; max total unpacked bytes
 
 /** Every refusal of an archive is the uploader's fault: a 400 naming the entry and the rule. */
 export const rejectArchive = (message: string) => new AppError('bad_request', message);
@@ -19,7 +22,8 @@ export class ArchiveBudget {
 
   /** Counts one more entry (file, directory or link). */
   countEntry(raw: string) {
-    if (++this.entries > this.limits.maxFiles) throw rejectArchive(`archive has more than ${this.limits.maxFiles} entries (limit reached at ${showEntry(raw)})`);
+    if (++this.entries > this.limits.maxFiles)
+      throw rejectArchive(`archive has more than ${this.limits.maxFiles} entries (limit reached at ${showEntry(raw)})`);
   }
 
   /** Adds unpacked bytes; refuses as soon as the total passes maxBytes, before the offending bytes reach disk. */
@@ -33,5 +37,6 @@ export class ArchiveBudget {
     if (this.bytes + size > this.limits.maxBytes) throw this.tooBig(raw);
   }
 
-  private tooBig = (raw: string) => rejectArchive(`archive unpacks to more than ${this.limits.maxBytes} bytes (limit reached at ${showEntry(raw)})`);
+  private tooBig = (raw: string) =>
+    rejectArchive(`archive unpacks to more than ${this.limits.maxBytes} bytes (limit reached at ${showEntry(raw)})`);
 }

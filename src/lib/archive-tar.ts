@@ -78,11 +78,20 @@ export async function scanTarGz(file: string, limits: ArchiveLimits): Promise<vo
 
 function addTarEntry(sink: EntrySink, entry: tar.ReadEntry, data: AsyncIterable<Buffer>) {
   switch (entry.type) {
-    case 'Directory': return sink.directory(entry.path);
-    case 'File': case 'OldFile': case 'ContiguousFile': return sink.file(entry.path, entry.mode ?? 0o644, entry.size, async () => data);
-    case 'SymbolicLink': return sink.symlink(entry.path, entry.linkpath ?? '');
-    case 'Link': return sink.hardlink(entry.path, entry.linkpath ?? '');
-    default: throw rejectArchive(`archive entry ${showEntry(entry.path)} is a ${entry.type} entry; only files, directories and links are allowed`);
+    case 'Directory':
+      return sink.directory(entry.path);
+    case 'File':
+    case 'OldFile':
+    case 'ContiguousFile':
+      return sink.file(entry.path, entry.mode ?? 0o644, entry.size, async () => data);
+    case 'SymbolicLink':
+      return sink.symlink(entry.path, entry.linkpath ?? '');
+    case 'Link':
+      return sink.hardlink(entry.path, entry.linkpath ?? '');
+    default:
+      throw rejectArchive(
+        `archive entry ${showEntry(entry.path)} is a ${entry.type} entry; only files, directories and links are allowed`,
+      );
   }
 }
 
@@ -124,9 +133,15 @@ export async function readTarGz(file: string, sink: EntrySink) {
   });
   parser.on('error', (err: Error) => fail(rejectArchive(`tar.gz archive is corrupt or truncated: ${err.message}`)));
   // node-tar skips oversized pax/long-name records and entry types it does not know (sparse files, tape labels…)
-  parser.on('ignoredEntry', (entry: tar.ReadEntry) => fail(rejectArchive(entry.meta
-    ? `tar.gz archive has an oversized ${entry.type} header`
-    : `archive entry ${showEntry(entry.path)} is a ${entry.type} entry; only files, directories and links are allowed`)));
+  parser.on('ignoredEntry', (entry: tar.ReadEntry) =>
+    fail(
+      rejectArchive(
+        entry.meta
+          ? `tar.gz archive has an oversized ${entry.type} header`
+          : `archive entry ${showEntry(entry.path)} is a ${entry.type} entry; only files, directories and links are allowed`,
+      ),
+    ),
+  );
   parser.on('eof', () => (sawEof = true));
   const ended = new Promise<void>((resolve) => parser.once('end', resolve));
   try {

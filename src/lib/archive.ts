@@ -35,7 +35,11 @@ export async function detectArchiveFormat(file: string): Promise<ArchiveFormat |
  * and removes everything it wrote (dest removed entirely), so a rejected archive leaves nothing behind.
  * `files` counts every entry (files, directories, links) — the quantity `maxFiles` limits.
  */
-export async function extractArchive(file: string, dest: string, limits: ArchiveLimits): Promise<{ format: ArchiveFormat; files: number; bytes: number }> {
+export async function extractArchive(
+  file: string,
+  dest: string,
+  limits: ArchiveLimits,
+): Promise<{ format: ArchiveFormat; files: number; bytes: number }> {
   const format = await detectArchiveFormat(file);
   if (!format) throw reject('unsupported archive format: the upload is neither a .tar.gz/.tgz nor a .zip file');
   await mkdir(dest, { recursive: true, mode: 0o755 });
@@ -89,7 +93,10 @@ class SafeTree extends ArchiveBudget {
   private readonly files = new Map<string, number>(); // regular file -> size, for hardlink copies
   private readonly symlinks = new Map<string, string>(); // link -> target, created at the end
 
-  constructor(private readonly root: string, limits: ArchiveLimits) {
+  constructor(
+    private readonly root: string,
+    limits: ArchiveLimits,
+  ) {
     super(limits);
   }
 
@@ -98,11 +105,13 @@ class SafeTree extends ArchiveBudget {
     this.countEntry(raw);
     const rel = entryPath(raw);
     if (kind === 'directory') {
-      if (this.files.has(rel) || this.symlinks.has(rel)) throw reject(`archive entry ${show(raw)} is a directory and also a file or link`);
+      if (this.files.has(rel) || this.symlinks.has(rel))
+        throw reject(`archive entry ${show(raw)} is a directory and also a file or link`);
       return rel;
     }
     if (rel === '') throw reject(`archive entry ${show(raw)} has an empty path`);
-    if (this.dirs.has(rel) || this.files.has(rel) || this.symlinks.has(rel)) throw reject(`archive entry ${show(raw)} appears more than once`);
+    if (this.dirs.has(rel) || this.files.has(rel) || this.symlinks.has(rel))
+      throw reject(`archive entry ${show(raw)} appears more than once`);
     return rel;
   }
 
@@ -112,8 +121,10 @@ class SafeTree extends ArchiveBudget {
     for (const segment of rel ? rel.split('/') : []) {
       prefix = prefix ? `${prefix}/${segment}` : segment;
       if (this.dirs.has(prefix)) continue;
-      if (this.symlinks.has(prefix)) throw reject(`archive entry ${show(raw)} would be written through the symlink ${show(prefix)}`);
-      if (this.files.has(prefix)) throw reject(`archive entry ${show(raw)} would be written inside the file ${show(prefix)}`);
+      if (this.symlinks.has(prefix))
+        throw reject(`archive entry ${show(raw)} would be written through the symlink ${show(prefix)}`);
+      if (this.files.has(prefix))
+        throw reject(`archive entry ${show(raw)} would be written inside the file ${show(prefix)}`);
       await mkdir(path.join(this.root, prefix), { mode: 0o755 });
       this.dirs.add(prefix);
     }
@@ -148,8 +159,10 @@ class SafeTree extends ArchiveBudget {
   /** Records a symlink for createSymlinks; its parents are made real directories now so nothing can later take their place. */
   async symlink(raw: string, target: string) {
     const rel = this.claim(raw, 'symlink');
-    if (!target || target.length > MAX_LINK_TARGET || target.includes('\0')) throw reject(`archive entry ${show(raw)} is a symlink with an empty, oversized or invalid target`);
-    if (/^([/\\]|[A-Za-z]:)/.test(target)) throw reject(`archive entry ${show(raw)} is a symlink to the absolute path ${show(target)}`);
+    if (!target || target.length > MAX_LINK_TARGET || target.includes('\0'))
+      throw reject(`archive entry ${show(raw)} is a symlink with an empty, oversized or invalid target`);
+    if (/^([/\\]|[A-Za-z]:)/.test(target))
+      throw reject(`archive entry ${show(raw)} is a symlink to the absolute path ${show(target)}`);
     await this.ensureDir(parentOf(rel), raw);
     this.symlinks.set(rel, target);
   }
@@ -161,7 +174,10 @@ class SafeTree extends ArchiveBudget {
       source = entryPath(target);
     } catch {} // an absolute or escaping target is simply not an earlier file
     const size = source === undefined ? undefined : this.files.get(source);
-    if (source === undefined || size === undefined) throw reject(`archive entry ${show(raw)} is a hardlink to ${show(target)}, which is not an earlier file in the archive`);
+    if (source === undefined || size === undefined)
+      throw reject(
+        `archive entry ${show(raw)} is a hardlink to ${show(target)}, which is not an earlier file in the archive`,
+      );
     const rel = this.claim(raw, 'file');
     this.addBytes(size, raw);
     await this.ensureDir(parentOf(rel), raw);
@@ -172,11 +188,13 @@ class SafeTree extends ArchiveBudget {
   /** Resolves every link the way the kernel would (following the archive's other links) and creates them only if all stay inside. */
   async createSymlinks() {
     for (const [rel, target] of this.symlinks) {
-      if (!this.resolvesInside(rel, target)) throw reject(`archive entry ${show(rel)} is a symlink to ${show(target)}, which resolves outside the archive`);
+      if (!this.resolvesInside(rel, target))
+        throw reject(`archive entry ${show(rel)} is a symlink to ${show(target)}, which resolves outside the archive`);
     }
     for (const [rel, target] of this.symlinks) {
       const parent = path.join(this.root, path.posix.dirname(rel));
-      if (!(await lstat(parent)).isDirectory()) throw reject(`archive entry ${show(rel)} has a parent that is not a directory`);
+      if (!(await lstat(parent)).isDirectory())
+        throw reject(`archive entry ${show(rel)} has a parent that is not a directory`);
       await symlink(target, path.join(this.root, rel));
     }
   }
@@ -234,7 +252,9 @@ function zipEntryKind(entry: ZipEntry): { name: string; unixMode: number; kind: 
   if (name.endsWith('/') || type === S_IFDIR) return { name, unixMode, kind: 'directory' };
   if (type === S_IFLNK) return { name, unixMode, kind: 'symlink' };
   if (type !== 0 && type !== S_IFREG) {
-    throw reject(`archive entry ${show(name)} is a device, FIFO or socket (mode 0o${unixMode.toString(8)}); only files, directories and links are allowed`);
+    throw reject(
+      `archive entry ${show(name)} is a device, FIFO or socket (mode 0o${unixMode.toString(8)}); only files, directories and links are allowed`,
+    );
   }
   if (entry.isEncrypted()) throw reject(`archive entry ${show(name)} is encrypted`);
   return { name, unixMode, kind: 'file' };
@@ -247,13 +267,19 @@ function zipEntryKind(entry: ZipEntry): { name: string; unixMode: number; kind: 
  */
 async function readZip(file: string, tree: SafeTree) {
   const fd = openSync(file, 'r');
-  const zip = await openZip(fd, fstatSync(fd).size, { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true }).catch((err: unknown) => {
+  const zip = await openZip(fd, fstatSync(fd).size, {
+    lazyEntries: true,
+    autoClose: false,
+    decodeStrings: false,
+    validateEntrySizes: true,
+  }).catch((err: unknown) => {
     closeSync(fd);
     throw err;
   });
   zip.on('error', () => {}); // surfaced through eachEntry/openReadStream; must not crash the process
   try {
-    if (zip.entryCount > tree.limits.maxFiles) throw reject(`archive has ${zip.entryCount} entries, more than the limit of ${tree.limits.maxFiles}`);
+    if (zip.entryCount > tree.limits.maxFiles)
+      throw reject(`archive has ${zip.entryCount} entries, more than the limit of ${tree.limits.maxFiles}`);
     const claims = new ArchiveBudget(tree.limits);
     const entries: Array<ReturnType<typeof zipEntryKind> & { entry: ZipEntry }> = [];
     for await (const entry of zip.eachEntry()) {
@@ -264,7 +290,8 @@ async function readZip(file: string, tree: SafeTree) {
     }
     for (const { entry, name, unixMode, kind } of entries) {
       if (kind === 'directory') await tree.directory(name);
-      else if (kind === 'symlink') await tree.symlink(name, await readLinkTarget(await zip.openReadStreamPromise(entry)));
+      else if (kind === 'symlink')
+        await tree.symlink(name, await readLinkTarget(await zip.openReadStreamPromise(entry)));
       else await tree.file(name, unixMode, entry.uncompressedSize, () => zip.openReadStreamPromise(entry));
     }
   } finally {

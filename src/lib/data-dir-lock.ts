@@ -21,7 +21,9 @@ export function lockDataDir(dataDir: string): () => void {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(dataDir, 'slipway.lock');
   const inUse = (pid: number) =>
-    new Error(`data dir ${dataDir} is in use by another Slipway process (pid ${pid}); stop it or choose another SLIPWAY_DATA_DIR`);
+    new Error(
+      `data dir ${dataDir} is in use by another Slipway process (pid ${pid}); stop it or choose another SLIPWAY_DATA_DIR`,
+    );
   if (held.has(file)) throw inUse(process.pid);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {

@@ -56,7 +56,8 @@ export function killGroup(pid: number, signal: NodeJS.Signals): void {
 }
 
 /** fds 3 and 4 of the child, when it reads from them (a pipe each; an fd it does not use is not opened). */
-const extraFds = (cmd: Command): Array<'pipe' | 'ignore'> => (cmd.fd4Data ? [cmd.fd3Args ? 'pipe' : 'ignore', 'pipe'] : cmd.fd3Args ? ['pipe'] : []);
+const extraFds = (cmd: Command): Array<'pipe' | 'ignore'> =>
+  cmd.fd4Data ? [cmd.fd3Args ? 'pipe' : 'ignore', 'pipe'] : cmd.fd3Args ? ['pipe'] : [];
 function sendExtraFds(cmd: Command, child: ChildProcess) {
   const send = (fd: number, data: string | Buffer) => {
     const pipe = child.stdio[fd] as Writable | null;
@@ -123,7 +124,10 @@ function lineChunker(emit: (chunk: string) => void) {
  */
 export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: [cmd.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...extraFds(cmd)] });
+    const child = spawn(cmd.file, cmd.args, {
+      ...spawnOptions(cmd),
+      stdio: [cmd.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...extraFds(cmd)],
+    });
     sendExtraFds(cmd, child);
     child.stdin?.on('error', () => undefined); // a program that exits before reading: its exit status tells
     child.stdin?.end(cmd.stdin);
@@ -204,9 +208,13 @@ export function spawnDetached(
   const stdoutFd = openSync(files.stdoutPath, 'a', 0o640);
   const stderrFd = openSync(files.stderrPath, 'a', 0o640);
   try {
-    if (readyWithinMs !== undefined && (cmd.fd3Args || cmd.fd4Data)) throw new Error('a ready pipe takes fd 3: no fd3Args or fd4Data with it');
+    if (readyWithinMs !== undefined && (cmd.fd3Args || cmd.fd4Data))
+      throw new Error('a ready pipe takes fd 3: no fd3Args or fd4Data with it');
     const readyPipe: Array<'pipe'> = readyWithinMs === undefined ? [] : ['pipe'];
-    const child = spawn(cmd.file, cmd.args, { ...spawnOptions(cmd), stdio: ['ignore', stdoutFd, stderrFd, ...readyPipe, ...extraFds(cmd)] });
+    const child = spawn(cmd.file, cmd.args, {
+      ...spawnOptions(cmd),
+      stdio: ['ignore', stdoutFd, stderrFd, ...readyPipe, ...extraFds(cmd)],
+    });
     sendExtraFds(cmd, child);
     child.once('exit', onExit);
     child.unref();
@@ -214,7 +222,10 @@ export function spawnDetached(
       child.on('error', reject); // a failure to spawn; later errors could only come from signalling through `child`
       if (readyWithinMs === undefined) return void child.once('spawn', () => resolve(child.pid as number));
       const ready = child.stdio[3] as Readable;
-      const timer = setTimeout(() => done(new Error(`${cmd.file} was not ready within ${readyWithinMs} ms`)), readyWithinMs);
+      const timer = setTimeout(
+        () => done(new Error(`${cmd.file} was not ready within ${readyWithinMs} ms`)),
+        readyWithinMs,
+      );
       const done = (err?: Error) => {
         clearTimeout(timer);
         ready.destroy(); // the program keeps running; only the parent's end of the pipe goes

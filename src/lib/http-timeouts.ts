@@ -17,7 +17,11 @@ export const DEFAULT_TIMEOUT_SECONDS = { headers: 20, request: 300, keepAlive: 7
  * No idle-socket timeout: a handler may work a while without sending anything (checking an
  * archive), and an upgraded WebSocket is the log stream's to keep alive.
  */
-export function serverTimeouts(t: ConnectionTimeouts): Required<Pick<ServerOptions, 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'connectionsCheckingInterval'>> {
+export function serverTimeouts(
+  t: ConnectionTimeouts,
+): Required<
+  Pick<ServerOptions, 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'connectionsCheckingInterval'>
+> {
   return {
     headersTimeout: t.headersTimeoutMs,
     requestTimeout: t.requestTimeoutMs,

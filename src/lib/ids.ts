@@ -3,10 +3,25 @@ import { randomBytes } from 'node:crypto';
 const ALPHABET = '0123456789abcdefghijklmnopqrstuv'; // base32hex, as in Render's ids
 
 export const ID_PREFIXES = {
-  user: 'usr', workspace: 'tea', service: 'srv', deploy: 'dep', source: 'src', customDomain: 'cdm',
-  postgres: 'dpg', keyValue: 'red', project: 'prj', environment: 'evm', envGroup: 'evg',
-  blueprint: 'exs', blueprintSync: 'exe', webhook: 'whk', event: 'evt', audit: 'aud',
-  apiKey: 'key', invite: 'inv', session: 'ses',
+  user: 'usr',
+  workspace: 'tea',
+  service: 'srv',
+  deploy: 'dep',
+  source: 'src',
+  customDomain: 'cdm',
+  postgres: 'dpg',
+  keyValue: 'red',
+  project: 'prj',
+  environment: 'evm',
+  envGroup: 'evg',
+  blueprint: 'exs',
+  blueprintSync: 'exe',
+  webhook: 'whk',
+  event: 'evt',
+  audit: 'aud',
+  apiKey: 'key',
+  invite: 'inv',
+  session: 'ses',
 } as const;
 export type IdKind = keyof typeof ID_PREFIXES;
 

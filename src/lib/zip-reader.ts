@@ -22,12 +22,21 @@ class ReadAheadReader extends yauzl.RandomAccessReader {
 
   override _readStreamForRange(start: number, end: number): Readable {
     const out = new PassThrough();
-    this.range(start, end).then((data) => out.end(data), (err: Error) => out.destroy(err));
+    this.range(start, end).then(
+      (data) => out.end(data),
+      (err: Error) => out.destroy(err),
+    );
     return out;
   }
 
   /** yauzl reads each central directory record through here: a copy out of the block, not a stream piped per read. */
-  override read(buffer: Buffer, offset: number, length: number, position: number, callback: (err: Error | null, bytesRead?: number) => void): void {
+  override read(
+    buffer: Buffer,
+    offset: number,
+    length: number,
+    position: number,
+    callback: (err: Error | null, bytesRead?: number) => void,
+  ): void {
     this.range(position, position + length).then(
       (data) => callback(null, data.copy(buffer, offset)),
       (err: Error) => callback(err),
@@ -40,11 +49,14 @@ class ReadAheadReader extends yauzl.RandomAccessReader {
 
   private async range(start: number, end: number): Promise<Buffer> {
     const cached = this.block;
-    if (cached && start >= cached.start && end <= cached.start + cached.data.length) return cached.data.subarray(start - cached.start, end - cached.start);
+    if (cached && start >= cached.start && end <= cached.start + cached.data.length)
+      return cached.data.subarray(start - cached.start, end - cached.start);
     const length = Math.min(this.size - start, Math.max(end - start, BLOCK_BYTES));
     const data = await new Promise<Buffer>((resolve, reject) => {
       const buffer = Buffer.alloc(length);
-      read(this.fd, buffer, 0, length, start, (err, bytesRead) => (err ? reject(err) : resolve(buffer.subarray(0, bytesRead))));
+      read(this.fd, buffer, 0, length, start, (err, bytesRead) =>
+        err ? reject(err) : resolve(buffer.subarray(0, bytesRead)),
+      );
     });
     if (end - start <= BLOCK_BYTES) this.block = { start, data };
     return data.subarray(0, end - start);

@@ -8,7 +8,11 @@ import { PortTakenError, type Placement } from './types.js';
  */
 export interface ServerNetwork {
   /** A new namespace for `id` (replacing one it had), where the workspace's apps reach it as `hostnames`; undefined: none. */
-  attach(id: string, workspaceId: string, hostnames: string[]): Promise<{ address: string; wrap(cmd: Command): Command } | undefined>;
+  attach(
+    id: string,
+    workspaceId: string,
+    hostnames: string[],
+  ): Promise<{ address: string; wrap(cmd: Command): Command } | undefined>;
   /** Removes it; called once the server stopped. */
   release(id: string): Promise<void>;
 }

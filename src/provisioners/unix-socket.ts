@@ -22,4 +22,6 @@ export async function withSocketDir<T>(dir: string, nameMax: number, fn: (dirPat
 
 /** withSocketDir for the one socket `file`. */
 export const withSocketPath = <T>(file: string, fn: (socketPath: string) => Promise<T>): Promise<T> =>
-  withSocketDir(path.dirname(file), Buffer.byteLength(path.basename(file)), (dir) => fn(path.join(dir, path.basename(file))));
+  withSocketDir(path.dirname(file), Buffer.byteLength(path.basename(file)), (dir) =>
+    fn(path.join(dir, path.basename(file))),
+  );

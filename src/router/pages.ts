@@ -2,15 +2,39 @@ import { STATUS_CODES, type ServerResponse } from 'node:http';
 
 /** The router's own answers, for when there is no app to answer for itself. */
 const PAGES = {
-  noService: { status: 404, title: 'No service here', text: (host: string) => `There is no service at this address (${host}).` },
-  noLiveDeploy: { status: 503, title: 'No live deploy', text: (host: string) => `${host} has no live deploy right now. Try again in a few seconds.` },
-  suspended: { status: 503, title: 'Service suspended', text: (host: string) => `The service at ${host} is suspended.` },
+  noService: {
+    status: 404,
+    title: 'No service here',
+    text: (host: string) => `There is no service at this address (${host}).`,
+  },
+  noLiveDeploy: {
+    status: 503,
+    title: 'No live deploy',
+    text: (host: string) => `${host} has no live deploy right now. Try again in a few seconds.`,
+  },
+  suspended: {
+    status: 503,
+    title: 'Service suspended',
+    text: (host: string) => `The service at ${host} is suspended.`,
+  },
   badGateway: { status: 502, title: 'Bad gateway', text: (host: string) => `The service at ${host} did not answer.` },
-  gatewayTimeout: { status: 504, title: 'Gateway timeout', text: (host: string) => `The service at ${host} did not answer in time.` },
+  gatewayTimeout: {
+    status: 504,
+    title: 'Gateway timeout',
+    text: (host: string) => `The service at ${host} did not answer in time.`,
+  },
   notFound: { status: 404, title: 'Not found', text: (host: string) => `There is no such page on ${host}.` },
   badRequest: { status: 400, title: 'Bad request', text: (host: string) => `${host} cannot serve this address.` },
-  methodNotAllowed: { status: 405, title: 'Method not allowed', text: (host: string) => `${host} is a static site: only GET and HEAD are allowed.` },
-  internalError: { status: 500, title: 'Router error', text: (host: string) => `The router failed while handling a request for ${host}.` },
+  methodNotAllowed: {
+    status: 405,
+    title: 'Method not allowed',
+    text: (host: string) => `${host} is a static site: only GET and HEAD are allowed.`,
+  },
+  internalError: {
+    status: 500,
+    title: 'Router error',
+    text: (host: string) => `The router failed while handling a request for ${host}.`,
+  },
 } as const;
 
 export type PageKind = keyof typeof PAGES;

@@ -69,7 +69,11 @@ function hostnameOf(hostHeader: string | undefined): string {
 /** Only a request without a body can be sent a second time: its body stream has nothing left to replay. */
 function isReplayable(req: http.IncomingMessage): boolean {
   const length = req.headers['content-length'];
-  return BODYLESS_METHODS.has(req.method ?? '') && req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
+  return (
+    BODYLESS_METHODS.has(req.method ?? '') &&
+    req.headers['transfer-encoding'] === undefined &&
+    (length === undefined || length === '0')
+  );
 }
 
 const upstreamName = (upstream: Upstream) => `${upstream.host}:${upstream.port}`;
@@ -87,8 +91,10 @@ interface Exchange {
 export async function startRouter(options: RouterOptions): Promise<Router> {
   const log = options.log ?? silentLog;
   const timeouts = options.timeouts ?? {
-    headersTimeoutMs: DEFAULT_TIMEOUT_SECONDS.headers * 1000, requestTimeoutMs: DEFAULT_TIMEOUT_SECONDS.request * 1000,
-    keepAliveTimeoutMs: DEFAULT_TIMEOUT_SECONDS.keepAlive * 1000, upstreamTimeoutMs: DEFAULT_TIMEOUT_SECONDS.upstream * 1000,
+    headersTimeoutMs: DEFAULT_TIMEOUT_SECONDS.headers * 1000,
+    requestTimeoutMs: DEFAULT_TIMEOUT_SECONDS.request * 1000,
+    keepAliveTimeoutMs: DEFAULT_TIMEOUT_SECONDS.keepAlive * 1000,
+    upstreamTimeoutMs: DEFAULT_TIMEOUT_SECONDS.upstream * 1000,
   };
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const proxy = httpProxy.createProxyServer({ agent, xfwd: true, ws: true, changeOrigin: false });
@@ -104,7 +110,13 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     return upstreams[turn % upstreams.length];
   }
 
-  function report(exchange: Exchange, method: string | undefined, url: string | undefined, statusCode: number, bytesWritten: number): void {
+  function report(
+    exchange: Exchange,
+    method: string | undefined,
+    url: string | undefined,
+    statusCode: number,
+    bytesWritten: number,
+  ): void {
     if (!options.onRequest || exchange.serviceId === undefined) return; // unknown hosts belong to no service
     try {
       options.onRequest({
@@ -135,7 +147,13 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     const replayable = isReplayable(req);
     res.once('close', () => {
       // The socket's byte count includes the status line and headers: what the client was actually sent.
-      report(exchange, req.method, req.url, res.headersSent ? res.statusCode : CLIENT_CLOSED_REQUEST, socket.bytesWritten);
+      report(
+        exchange,
+        req.method,
+        req.url,
+        res.headersSent ? res.statusCode : CLIENT_CLOSED_REQUEST,
+        socket.bytesWritten,
+      );
     });
 
     /** Resolves the host and sends the request there; `failed` is the upstream a first attempt could not reach, which makes this the last try. */
@@ -160,7 +178,9 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
 
     function proxyToInstance(target: InstancesTarget, failed: Upstream | undefined): void {
       if (target.upstreams.length === 0) return sendPage(res, 'noLiveDeploy', exchange.hostname);
-      const candidates = failed ? target.upstreams.filter((u) => upstreamName(u) !== upstreamName(failed)) : target.upstreams;
+      const candidates = failed
+        ? target.upstreams.filter((u) => upstreamName(u) !== upstreamName(failed))
+        : target.upstreams;
       const upstream = pickUpstream(target.serviceId, candidates);
       if (!upstream) return sendPage(res, 'badGateway', exchange.hostname);
       exchange.upstream = upstreamName(upstream);
@@ -169,7 +189,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       proxy.web(req, res, { target: { host: upstream.host, port: upstream.port } }, (err: NodeJS.ErrnoException) => {
         if (res.destroyed || res.writableEnded) return; // the client left, or this was already answered
         if (!failed && !res.headersSent && RETRYABLE_CONNECT_ERRORS.has(err.code ?? '') && replayable) {
-          log.warn({ err, serviceId: target.serviceId, upstream: exchange.upstream }, 'router: upstream unreachable, retrying once');
+          log.warn(
+            { err, serviceId: target.serviceId, upstream: exchange.upstream },
+            'router: upstream unreachable, retrying once',
+          );
           for (const [name, value] of forwardedHeaders) {
             if (value === undefined) delete req.headers[name];
             else req.headers[name] = value;
@@ -194,7 +217,9 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     // Node stops listening for errors on a socket it hands over for an upgrade; a reset must not crash the process.
     socket.on('error', () => socket.destroy());
     const exchange = startExchange(req, socket);
-    socket.once('close', () => report(exchange, req.method, req.url, upgradeStatuses.get(socket) ?? 101, socket.bytesWritten));
+    socket.once('close', () =>
+      report(exchange, req.method, req.url, upgradeStatuses.get(socket) ?? 101, socket.bytesWritten),
+    );
 
     const reject = (kind: PageKind) => {
       const { status, response } = rawPageResponse(kind, exchange.hostname);
@@ -218,11 +243,21 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     exchange.upstream = upstreamName(upstream);
     exchange.instanceId = upstream.instanceId;
 
-    proxy.ws(req, socket, head, { target: { host: upstream.host, port: upstream.port } }, (err: NodeJS.ErrnoException) => {
-      log.warn({ err, serviceId: exchange.serviceId, upstream: exchange.upstream }, 'router: websocket upstream failed');
-      if (socket.bytesWritten === 0 && socket.writable) reject(err.code === UPSTREAM_TIMEOUT ? 'gatewayTimeout' : 'badGateway');
-      else socket.destroy();
-    });
+    proxy.ws(
+      req,
+      socket,
+      head,
+      { target: { host: upstream.host, port: upstream.port } },
+      (err: NodeJS.ErrnoException) => {
+        log.warn(
+          { err, serviceId: exchange.serviceId, upstream: exchange.upstream },
+          'router: websocket upstream failed',
+        );
+        if (socket.bytesWritten === 0 && socket.writable)
+          reject(err.code === UPSTREAM_TIMEOUT ? 'gatewayTimeout' : 'badGateway');
+        else socket.destroy();
+      },
+    );
   }
 
   /**
@@ -231,7 +266,11 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
    */
   function limitSilence(proxyReq: http.ClientRequest): void {
     proxyReq.setTimeout(timeouts.upstreamTimeoutMs, () => {
-      proxyReq.destroy(Object.assign(new Error(`the app sent nothing for ${timeouts.upstreamTimeoutMs} ms`), { code: UPSTREAM_TIMEOUT }));
+      proxyReq.destroy(
+        Object.assign(new Error(`the app sent nothing for ${timeouts.upstreamTimeoutMs} ms`), {
+          code: UPSTREAM_TIMEOUT,
+        }),
+      );
     });
   }
 

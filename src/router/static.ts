@@ -31,7 +31,12 @@ interface OpenFile {
 }
 
 /** Serves the file a GET or HEAD asks for from `root`, never anything outside it. */
-export async function serveStatic(req: IncomingMessage, res: ServerResponse, root: string, host: string): Promise<void> {
+export async function serveStatic(
+  req: IncomingMessage,
+  res: ServerResponse,
+  root: string,
+  host: string,
+): Promise<void> {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('allow', 'GET, HEAD');
     return sendPage(res, 'methodNotAllowed', host);

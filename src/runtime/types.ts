@@ -94,7 +94,14 @@ export interface Runtime {
    * path given: HTTP GET host:port+path until 2xx/3xx; else TCP connect.
    * Rejects early (clear message) if the process dies; rejects on timeout.
    */
-  waitHealthy(opts: { handle: Pick<InstanceHandle, 'pid' | 'startTime'>; host: string; port: number; path?: string; timeoutMs: number; signal?: AbortSignal }): Promise<void>;
+  waitHealthy(opts: {
+    handle: Pick<InstanceHandle, 'pid' | 'startTime'>;
+    host: string;
+    port: number;
+    path?: string;
+    timeoutMs: number;
+    signal?: AbortSignal;
+  }): Promise<void>;
   /** The PORT for a new instance: Render's 10000 in a namespace of its own; a free loopback port on the shared network. */
   instancePort(): Promise<number>;
   /** Where a running (or re-adopted) instance is reached; 127.0.0.1 on the shared network. */
@@ -107,7 +114,11 @@ export interface Runtime {
    * A namespace on the workspace's private network for a datastore server, where the workspace's apps reach it as
    * `hostnames`; undefined on the shared network. `wrap` runs a command inside it. `release(id)` removes it.
    */
-  attachServer(id: string, workspaceId: string, hostnames: string[]): Promise<{ address: string; wrap(cmd: Command): Command } | undefined>;
+  attachServer(
+    id: string,
+    workspaceId: string,
+    hostnames: string[],
+  ): Promise<{ address: string; wrap(cmd: Command): Command } | undefined>;
   /** Removes the namespaces of datastore servers that `keep` refuses. */
   sweepServers(keep: (id: string) => boolean): Promise<void>;
   /** Whether the instance's process, found exited, was killed for going over its memory limit; told once. Optional: runtimes without limits never say so. */

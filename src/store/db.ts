@@ -52,10 +52,13 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
  * thrown value), or overflowed its stack (each overflow leaks stack until the module aborts).
  */
 const isPgliteFatal = (err: unknown) =>
-  err instanceof WebAssembly.RuntimeError || !(err instanceof Error) || (err instanceof RangeError && /call stack/i.test(err.message));
+  err instanceof WebAssembly.RuntimeError ||
+  !(err instanceof Error) ||
+  (err instanceof RangeError && /call stack/i.test(err.message));
 
 /** Answered while PGlite is reopened; 57P03 (cannot_connect_now) is a store outage: a 503 `unavailable`. */
-const reopening = () => Object.assign(new Error('the embedded database failed and is being reopened; retry shortly'), { code: '57P03' });
+const reopening = () =>
+  Object.assign(new Error('the embedded database failed and is being reopened; retry shortly'), { code: '57P03' });
 
 const REOPEN_RETRY_MS = 1000;
 
@@ -74,34 +77,39 @@ async function openPglite(dataDir: string): Promise<Store> {
   let current = await start();
   let reopened: Promise<void> | undefined;
   let closed = false;
-  const reopen = () => (reopened ??= (async () => {
-    await withTimeout(current.close(), 5000, 'closing the failed PGlite').catch(() => undefined);
-    while (!closed) {
-      try {
-        current = await start();
-        return;
-      } catch {
-        await new Promise((resolve) => setTimeout(resolve, REOPEN_RETRY_MS));
+  const reopen = () =>
+    (reopened ??= (async () => {
+      await withTimeout(current.close(), 5000, 'closing the failed PGlite').catch(() => undefined);
+      while (!closed) {
+        try {
+          current = await start();
+          return;
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, REOPEN_RETRY_MS));
+        }
       }
-    }
-  })().finally(() => (reopened = undefined)));
+    })().finally(() => (reopened = undefined)));
   /** Runs `call` on the current instance; a fatal error starts a reopen and reads as an outage. */
-  const guarded = <A extends unknown[], R>(call: (instance: PGlite, ...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-    if (reopened) throw reopening();
-    const instance = current;
-    try {
-      return await call(instance, ...args);
-    } catch (err) {
-      // A call queued on an instance being replaced fails with it ("PGlite is closed"): an outage too.
-      const replaced = instance !== current || reopened !== undefined;
-      if (!replaced && !isPgliteFatal(err)) throw err;
-      if (!replaced && !closed) void reopen();
-      throw Object.assign(reopening(), { cause: err });
-    }
-  };
+  const guarded =
+    <A extends unknown[], R>(call: (instance: PGlite, ...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      if (reopened) throw reopening();
+      const instance = current;
+      try {
+        return await call(instance, ...args);
+      } catch (err) {
+        // A call queued on an instance being replaced fails with it ("PGlite is closed"): an outage too.
+        const replaced = instance !== current || reopened !== undefined;
+        if (!replaced && !isPgliteFatal(err)) throw err;
+        if (!replaced && !closed) void reopen();
+        throw Object.assign(reopening(), { cause: err });
+      }
+    };
   // What Drizzle and pg-boss use of PGlite: query(), exec() and transaction().
   const client = {
-    query: guarded((c, text: string, params?: unknown[], options?: Parameters<PGlite['query']>[2]) => c.query(text, params, options)),
+    query: guarded((c, text: string, params?: unknown[], options?: Parameters<PGlite['query']>[2]) =>
+      c.query(text, params, options),
+    ),
     exec: guarded((c, text: string) => c.exec(text)),
     transaction: guarded((c, fn: Parameters<PGlite['transaction']>[0]) => c.transaction(fn)),
   };
@@ -116,7 +124,12 @@ async function openPglite(dataDir: string): Promise<Store> {
       const results = await client.exec(text);
       return results[results.length - 1] ?? { rows: [] };
     },
-    ping: (timeoutMs = 2000) => withTimeout(client.query('select 1').then(() => undefined), timeoutMs, 'PGlite'),
+    ping: (timeoutMs = 2000) =>
+      withTimeout(
+        client.query('select 1').then(() => undefined),
+        timeoutMs,
+        'PGlite',
+      ),
     close: async () => {
       closed = true;
       await reopened;
@@ -144,7 +157,12 @@ async function openPostgres(url: string): Promise<Store> {
     kind: 'postgres',
     db: db as unknown as Db,
     executeSql: (text, values) => pool.query(text, values),
-    ping: (timeoutMs = 2000) => withTimeout(db.execute(sql`select 1`).then(() => undefined), timeoutMs, 'Postgres'),
+    ping: (timeoutMs = 2000) =>
+      withTimeout(
+        db.execute(sql`select 1`).then(() => undefined),
+        timeoutMs,
+        'Postgres',
+      ),
     close: () => pool.end(),
   };
 }

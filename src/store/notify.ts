@@ -5,7 +5,12 @@ import pg from 'pg';
  * LISTEN), reconnecting after errors. Notifications missed while reconnecting are covered by
  * the listener's own periodic check. Returns a function that stops listening.
  */
-export async function listenChannel(url: string, channel: string, onNotify: (payload: string | undefined) => void, log: { warn(o: object, m?: string): void }): Promise<() => Promise<void>> {
+export async function listenChannel(
+  url: string,
+  channel: string,
+  onNotify: (payload: string | undefined) => void,
+  log: { warn(o: object, m?: string): void },
+): Promise<() => Promise<void>> {
   let client: pg.Client | undefined;
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;

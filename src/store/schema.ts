@@ -1,4 +1,18 @@
-import { bigint, bigserial, boolean, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, type AnyPgColumn } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  type AnyPgColumn,
+} from 'drizzle-orm/pg-core';
 
 // Timestamps are timestamptz, read back as Date; ids are time-ordered text (lib/ids.ts).
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -28,8 +42,12 @@ export const workspaces = pgTable('workspaces', {
 export const memberships = pgTable(
   'memberships',
   {
-    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     role: text('role', { enum: ['owner', 'admin', 'developer', 'viewer'] }).notNull(),
     createdAt: createdAt(),
   },
@@ -41,7 +59,9 @@ export const sessions = pgTable(
   {
     id: text('id').primaryKey(),
     tokenHash: text('token_hash').notNull(),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     createdAt: createdAt(),
     expiresAt: ts('expires_at').notNull(),
   },
@@ -55,21 +75,30 @@ export const apiKeys = pgTable(
     name: text('name').notNull(),
     tokenHash: text('token_hash').notNull(),
     prefix: text('prefix').notNull(),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
-    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
     createdAt: createdAt(),
     expiresAt: ts('expires_at'),
     lastUsedAt: ts('last_used_at'),
     revokedAt: ts('revoked_at'),
   },
-  (t) => [uniqueIndex('api_keys_token_hash_key').on(t.tokenHash), index('api_keys_workspace_idx').on(t.workspaceId, t.id)],
+  (t) => [
+    uniqueIndex('api_keys_token_hash_key').on(t.tokenHash),
+    index('api_keys_workspace_idx').on(t.workspaceId, t.id),
+  ],
 );
 
 export const invites = pgTable(
   'invites',
   {
     id: text('id').primaryKey(),
-    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
     email: text('email').notNull(),
     role: text('role', { enum: ['owner', 'admin', 'developer', 'viewer'] }).notNull(),
     tokenHash: text('token_hash').notNull(),
@@ -79,7 +108,10 @@ export const invites = pgTable(
     acceptedAt: ts('accepted_at'),
     acceptedBy: text('accepted_by'),
   },
-  (t) => [uniqueIndex('invites_token_hash_key').on(t.tokenHash), index('invites_workspace_idx').on(t.workspaceId, t.id)],
+  (t) => [
+    uniqueIndex('invites_token_hash_key').on(t.tokenHash),
+    index('invites_workspace_idx').on(t.workspaceId, t.id),
+  ],
 );
 
 export const auditLogs = pgTable(
@@ -117,11 +149,15 @@ export const services = pgTable(
   'services',
   {
     id: text('id').primaryKey(),
-    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     /** Unique across Slipway: the app answers at `<slug>.<apps domain>`. */
     slug: text('slug').notNull(),
-    type: text('type', { enum: ['web_service', 'private_service', 'background_worker', 'cron_job', 'static_site'] }).notNull(),
+    type: text('type', {
+      enum: ['web_service', 'private_service', 'background_worker', 'cron_job', 'static_site'],
+    }).notNull(),
     repo: text('repo'),
     branch: text('branch'),
     rootDir: text('root_dir').notNull().default(''),
@@ -136,7 +172,9 @@ export const services = pgTable(
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
   (t) => [
-    uniqueIndex('services_slug_key').on(t.slug), uniqueIndex('services_workspace_name_key').on(t.workspaceId, t.name), index('services_workspace_idx').on(t.workspaceId, t.id),
+    uniqueIndex('services_slug_key').on(t.slug),
+    uniqueIndex('services_workspace_name_key').on(t.workspaceId, t.name),
+    index('services_workspace_idx').on(t.workspaceId, t.id),
     index('services_environment_idx').on(t.environmentId),
   ],
 );
@@ -145,7 +183,9 @@ export const sources = pgTable(
   'sources',
   {
     id: text('id').primaryKey(),
-    serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+    serviceId: text('service_id')
+      .notNull()
+      .references(() => services.id, { onDelete: 'cascade' }),
     sha256: text('sha256').notNull(),
     sizeBytes: bigint('size_bytes', { mode: 'number' }).notNull(),
     createdAt: createdAt(),
@@ -157,9 +197,23 @@ export const deploys = pgTable(
   'deploys',
   {
     id: text('id').primaryKey(),
-    serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+    serviceId: text('service_id')
+      .notNull()
+      .references(() => services.id, { onDelete: 'cascade' }),
     status: text('status', {
-      enum: ['created', 'queued', 'build_in_progress', 'pre_deploy_in_progress', 'update_in_progress', 'live', 'deactivated', 'build_failed', 'pre_deploy_failed', 'update_failed', 'canceled'],
+      enum: [
+        'created',
+        'queued',
+        'build_in_progress',
+        'pre_deploy_in_progress',
+        'update_in_progress',
+        'live',
+        'deactivated',
+        'build_failed',
+        'pre_deploy_failed',
+        'update_failed',
+        'canceled',
+      ],
     }).notNull(),
     trigger: text('trigger').notNull(),
     sourceId: text('source_id'),
@@ -184,7 +238,9 @@ export const deploys = pgTable(
 export const envVars = pgTable(
   'env_vars',
   {
-    serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+    serviceId: text('service_id')
+      .notNull()
+      .references(() => services.id, { onDelete: 'cascade' }),
     key: text('key').notNull(),
     /** The value sealed with the secret box (AES-256-GCM); empty when `ref` is set. */
     sealedValue: text('sealed_value').notNull(),
@@ -200,7 +256,9 @@ export const instances = pgTable(
   'instances',
   {
     id: text('id').primaryKey(),
-    serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+    serviceId: text('service_id')
+      .notNull()
+      .references(() => services.id, { onDelete: 'cascade' }),
     deployId: text('deploy_id').notNull(),
     status: text('status', { enum: ['starting', 'running', 'stopped', 'failed'] }).notNull(),
     pid: integer('pid'),
@@ -227,7 +285,8 @@ export const events = pgTable(
     createdAt: createdAt(),
   },
   (t) => [
-    index('events_service_idx').on(t.serviceId, t.id), index('events_workspace_idx').on(t.workspaceId, t.id),
+    index('events_service_idx').on(t.serviceId, t.id),
+    index('events_workspace_idx').on(t.workspaceId, t.id),
     index('events_datastore_idx').on(t.datastoreId, t.id),
   ],
 );
@@ -236,14 +295,17 @@ export const envGroups = pgTable(
   'env_groups',
   {
     id: text('id').primaryKey(),
-    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     environmentId: text('environment_id').references((): AnyPgColumn => environments.id, { onDelete: 'restrict' }),
     createdAt: createdAt(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
   (t) => [
-    uniqueIndex('env_groups_workspace_name_key').on(t.workspaceId, t.name), index('env_groups_workspace_idx').on(t.workspaceId, t.id),
+    uniqueIndex('env_groups_workspace_name_key').on(t.workspaceId, t.name),
+    index('env_groups_workspace_idx').on(t.workspaceId, t.id),
     index('env_groups_environment_idx').on(t.environmentId),
   ],
 );
@@ -251,7 +313,9 @@ export const envGroups = pgTable(
 export const envGroupVars = pgTable(
   'env_group_vars',
   {
-    groupId: text('group_id').notNull().references(() => envGroups.id, { onDelete: 'cascade' }),
+    groupId: text('group_id')
+      .notNull()
+      .references(() => envGroups.id, { onDelete: 'cascade' }),
     key: text('key').notNull(),
     /** The value sealed with the secret box (AES-256-GCM); empty when `ref` is set. */
     sealedValue: text('sealed_value').notNull(),
@@ -265,8 +329,12 @@ export const envGroupVars = pgTable(
 export const envGroupLinks = pgTable(
   'env_group_links',
   {
-    groupId: text('group_id').notNull().references(() => envGroups.id, { onDelete: 'cascade' }),
-    serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+    groupId: text('group_id')
+      .notNull()
+      .references(() => envGroups.id, { onDelete: 'cascade' }),
+    serviceId: text('service_id')
+      .notNull()
+      .references(() => services.id, { onDelete: 'cascade' }),
     linkedAt: ts('linked_at').notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.groupId, t.serviceId] }), index('env_group_links_service_idx').on(t.serviceId)],
@@ -283,7 +351,9 @@ export const projects = pgTable(
   'projects',
   {
     id: text('id').primaryKey(),
-    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     createdAt: createdAt(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
@@ -295,16 +365,28 @@ export const environments = pgTable(
   'environments',
   {
     id: text('id').primaryKey(),
-    projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
-    protectedStatus: text('protected_status', { enum: ['protected', 'unprotected'] }).notNull().default('unprotected'),
+    protectedStatus: text('protected_status', { enum: ['protected', 'unprotected'] })
+      .notNull()
+      .default('unprotected'),
     networkIsolationEnabled: boolean('network_isolation_enabled').notNull().default(false),
-    ipAllowList: jsonb('ip_allow_list').$type<Array<{ cidrBlock: string; description: string }>>().notNull().default([]),
+    ipAllowList: jsonb('ip_allow_list')
+      .$type<Array<{ cidrBlock: string; description: string }>>()
+      .notNull()
+      .default([]),
     createdAt: createdAt(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('environments_project_name_key').on(t.projectId, t.name), index('environments_workspace_idx').on(t.workspaceId, t.id)],
+  (t) => [
+    uniqueIndex('environments_project_name_key').on(t.projectId, t.name),
+    index('environments_workspace_idx').on(t.workspaceId, t.id),
+  ],
 );
 
 /**
@@ -315,7 +397,9 @@ export const datastores = pgTable(
   'datastores',
   {
     id: text('id').primaryKey(),
-    workspaceId: text('workspace_id').notNull().references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
     kind: text('kind', { enum: ['postgres', 'keyValue'] }).notNull(),
     name: text('name').notNull(),
     plan: text('plan').notNull(),
@@ -325,7 +409,17 @@ export const datastores = pgTable(
     /** Which provisioner owns it: local | cluster (postgres) | shared (key-value). */
     provisioner: text('provisioner').notNull(),
     status: text('status', {
-      enum: ['creating', 'available', 'unavailable', 'suspended', 'config_restart', 'recovery_failed', 'recovery_in_progress', 'updating_instance', 'unknown'],
+      enum: [
+        'creating',
+        'available',
+        'unavailable',
+        'suspended',
+        'config_restart',
+        'recovery_failed',
+        'recovery_in_progress',
+        'updating_instance',
+        'unknown',
+      ],
     }).notNull(),
     /** Render's `suspended`: 'suspended' | 'not_suspended'. */
     suspended: boolean('suspended').notNull().default(false),
@@ -334,7 +428,10 @@ export const datastores = pgTable(
     /** The password sealed with the secret box. */
     sealedPassword: text('sealed_password').notNull(),
     maxmemoryPolicy: text('maxmemory_policy'),
-    ipAllowList: jsonb('ip_allow_list').$type<Array<{ cidrBlock: string; description: string }>>().notNull().default([]),
+    ipAllowList: jsonb('ip_allow_list')
+      .$type<Array<{ cidrBlock: string; description: string }>>()
+      .notNull()
+      .default([]),
     host: text('host'),
     port: integer('port'),
     /** What the provisioner needs to find it again (pid, start time, key prefix, ...). */
@@ -342,7 +439,11 @@ export const datastores = pgTable(
     createdAt: createdAt(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
-  (t) => [index('datastores_workspace_idx').on(t.workspaceId, t.kind, t.id), index('datastores_status_idx').on(t.status), index('datastores_environment_idx').on(t.environmentId)],
+  (t) => [
+    index('datastores_workspace_idx').on(t.workspaceId, t.kind, t.id),
+    index('datastores_status_idx').on(t.status),
+    index('datastores_environment_idx').on(t.environmentId),
+  ],
 );
 
 /**
@@ -413,7 +514,10 @@ export const metricSamples = pgTable(
     /** The instance cgroup's memory.current, where cgroups are available. */
     cgroupMemoryBytes: bigint('cgroup_memory_bytes', { mode: 'number' }),
   },
-  (t) => [primaryKey({ columns: [t.instanceId, t.resolution, t.timestamp] }), index('metric_samples_service_idx').on(t.serviceId, t.resolution, t.timestamp)],
+  (t) => [
+    primaryKey({ columns: [t.instanceId, t.resolution, t.timestamp] }),
+    index('metric_samples_service_idx').on(t.serviceId, t.resolution, t.timestamp),
+  ],
 );
 
 /**
@@ -431,7 +535,9 @@ export const usageEntries = pgTable(
     resourceId: text('resource_id').notNull(),
     /** What was metered: an instance, deploy (build), service (bandwidth) or datastore id. */
     sourceId: text('source_id').notNull(),
-    kind: text('kind', { enum: ['instance_seconds', 'build_seconds', 'bandwidth_bytes', 'datastore_seconds'] }).notNull(),
+    kind: text('kind', {
+      enum: ['instance_seconds', 'build_seconds', 'bandwidth_bytes', 'datastore_seconds'],
+    }).notNull(),
     plan: text('plan').notNull(),
     quantity: doublePrecision('quantity').notNull(),
     startedAt: ts('started_at').notNull(),

@@ -24,23 +24,53 @@ export async function packFixture(name: string, extra: Record<string, string> = 
   }
 }
 
-export async function upload(api: Client, as: Caller, serviceId: string, archive: Uint8Array, contentType = 'application/gzip') {
-  return api.call('POST', `/v1/services/${serviceId}/source/upload`, { ...as, raw: archive, headers: { 'content-type': contentType } });
+export async function upload(
+  api: Client,
+  as: Caller,
+  serviceId: string,
+  archive: Uint8Array,
+  contentType = 'application/gzip',
+) {
+  return api.call('POST', `/v1/services/${serviceId}/source/upload`, {
+    ...as,
+    raw: archive,
+    headers: { 'content-type': contentType },
+  });
 }
 
 const DONE = new Set(['live', 'deactivated', 'build_failed', 'pre_deploy_failed', 'update_failed', 'canceled']);
 
 /** Polls a deploy until it ends (any final status); returns it. */
 export async function finished(api: Client, as: Caller, serviceId: string, deployId: string, timeoutMs = 60_000) {
-  return waitFor(`deploy ${deployId} to finish`, async () => {
-    const res = await api.get(`/v1/services/${serviceId}/deploys/${deployId}`, as);
-    return DONE.has(res.body?.status) ? res.body : undefined;
-  }, timeoutMs, 50);
+  return waitFor(
+    `deploy ${deployId} to finish`,
+    async () => {
+      const res = await api.get(`/v1/services/${serviceId}/deploys/${deployId}`, as);
+      return DONE.has(res.body?.status) ? res.body : undefined;
+    },
+    timeoutMs,
+    50,
+  );
 }
 
 /** Creates a service and deploys a fixture archive; returns the service and its live deploy. */
-export async function deployFixture(api: Client, as: Caller, fixture: string, service: Record<string, unknown> = {}, extra: Record<string, string> = {}) {
-  const created = await api.post('/v1/services', { type: 'web_service', name: `${fixture}-${Math.random().toString(36).slice(2, 8)}`, serviceDetails: { runtime: 'node' }, ...service }, as);
+export async function deployFixture(
+  api: Client,
+  as: Caller,
+  fixture: string,
+  service: Record<string, unknown> = {},
+  extra: Record<string, string> = {},
+) {
+  const created = await api.post(
+    '/v1/services',
+    {
+      type: 'web_service',
+      name: `${fixture}-${Math.random().toString(36).slice(2, 8)}`,
+      serviceDetails: { runtime: 'node' },
+      ...service,
+    },
+    as,
+  );
   if (created.status !== 201) throw new Error(`create service: ${created.status} ${created.text}`);
   const svc = created.body.service;
   const up = await upload(api, as, svc.id, await packFixture(fixture, extra));
@@ -57,10 +87,22 @@ export interface RouterReply {
 }
 
 /** A request through Slipway's router for `<slug>.localhost`, the way a browser would send it. */
-export function viaRouter(routerPort: number, slug: string, urlPath = '/', opts: { method?: string; agent?: http.Agent; timeoutMs?: number; headers?: Record<string, string> } = {}): Promise<RouterReply> {
+export function viaRouter(
+  routerPort: number,
+  slug: string,
+  urlPath = '/',
+  opts: { method?: string; agent?: http.Agent; timeoutMs?: number; headers?: Record<string, string> } = {},
+): Promise<RouterReply> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port: routerPort, path: urlPath, method: opts.method ?? 'GET', headers: { ...opts.headers, host: `${slug}.localhost:${routerPort}` }, agent: opts.agent },
+      {
+        host: '127.0.0.1',
+        port: routerPort,
+        path: urlPath,
+        method: opts.method ?? 'GET',
+        headers: { ...opts.headers, host: `${slug}.localhost:${routerPort}` },
+        agent: opts.agent,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

@@ -3,7 +3,11 @@ import { crc32, deflateRawSync, gzipSync } from 'node:zlib';
 // Archives with very many entries, written by hand: fast to make (yazl takes half a minute for
 // 100,000 entries), and each entry may claim any size.
 
-export interface BombEntry { name: string; data?: Buffer; claimedSize?: number }
+export interface BombEntry {
+  name: string;
+  data?: Buffer;
+  claimedSize?: number;
+}
 
 /**
  * A zip of stored (uncompressed) entries, zip64 when it has more than a classic one can count. An entry

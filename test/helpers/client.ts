@@ -46,10 +46,14 @@ export function client(baseUrl: string) {
   return {
     call,
     get: <T = any>(path: string, opts?: Caller & { headers?: Record<string, string> }) => call<T>('GET', path, opts),
-    post: <T = any>(path: string, body?: unknown, opts?: Caller & { headers?: Record<string, string> }) => call<T>('POST', path, { ...opts, body }),
-    patch: <T = any>(path: string, body?: unknown, opts?: Caller & { headers?: Record<string, string> }) => call<T>('PATCH', path, { ...opts, body }),
-    put: <T = any>(path: string, body?: unknown, opts?: Caller & { headers?: Record<string, string> }) => call<T>('PUT', path, { ...opts, body }),
-    delete: <T = any>(path: string, opts?: Caller & { headers?: Record<string, string> }) => call<T>('DELETE', path, opts),
+    post: <T = any>(path: string, body?: unknown, opts?: Caller & { headers?: Record<string, string> }) =>
+      call<T>('POST', path, { ...opts, body }),
+    patch: <T = any>(path: string, body?: unknown, opts?: Caller & { headers?: Record<string, string> }) =>
+      call<T>('PATCH', path, { ...opts, body }),
+    put: <T = any>(path: string, body?: unknown, opts?: Caller & { headers?: Record<string, string> }) =>
+      call<T>('PUT', path, { ...opts, body }),
+    delete: <T = any>(path: string, opts?: Caller & { headers?: Record<string, string> }) =>
+      call<T>('DELETE', path, opts),
   };
 }
 export type Client = ReturnType<typeof client>;
@@ -72,23 +76,39 @@ export interface TestUser {
 }
 
 /** Registers a fresh user; returns its ids and session cookie. */
-export async function signUp(api: Client, opts: { email?: string; name?: string; inviteToken?: string } = {}): Promise<TestUser> {
+export async function signUp(
+  api: Client,
+  opts: { email?: string; name?: string; inviteToken?: string } = {},
+): Promise<TestUser> {
   const email = opts.email ?? uniqueEmail();
   const password = 'correct horse battery';
-  const res = await api.post('/v1/auth/register', { email, password, name: opts.name ?? 'Test User', inviteToken: opts.inviteToken });
+  const res = await api.post('/v1/auth/register', {
+    email,
+    password,
+    name: opts.name ?? 'Test User',
+    inviteToken: opts.inviteToken,
+  });
   if (res.status !== 201) throw new Error(`register failed: ${res.status} ${res.text}`);
   return { id: res.body.user.id, email, password, workspaceId: res.body.workspace.id, cookie: sessionCookie(res) };
 }
 
 /** Creates an API key for `user` in its default workspace; returns the token. */
-export async function createApiKey(api: Client, user: Caller, name = 'test key'): Promise<{ id: string; token: string }> {
+export async function createApiKey(
+  api: Client,
+  user: Caller,
+  name = 'test key',
+): Promise<{ id: string; token: string }> {
   const res = await api.post('/v1/api-keys', { name }, user);
   if (res.status !== 201) throw new Error(`api key failed: ${res.status} ${res.text}`);
   return { id: res.body.id, token: res.body.token };
 }
 
 /** Invites `email` into `owner`'s workspace with `role` and has that user accept; returns the member. */
-export async function addMember(api: Client, owner: TestUser, role: 'admin' | 'developer' | 'viewer'): Promise<TestUser> {
+export async function addMember(
+  api: Client,
+  owner: TestUser,
+  role: 'admin' | 'developer' | 'viewer',
+): Promise<TestUser> {
   const email = uniqueEmail(role);
   const invite = await api.post('/v1/team-invites', { email, role }, owner);
   if (invite.status !== 201) throw new Error(`invite failed: ${invite.status} ${invite.text}`);

@@ -12,15 +12,21 @@ export const hasRedisServer = () => findKeyValueServer() !== undefined;
  */
 export function requireOrSkip(what: string, present: boolean): boolean {
   if (present) return true;
-  if (process.env.SLIPWAY_REQUIRE_SERVICES === '1') throw new Error(`SLIPWAY_REQUIRE_SERVICES=1 but ${what} is not installed`);
+  if (process.env.SLIPWAY_REQUIRE_SERVICES === '1')
+    throw new Error(`SLIPWAY_REQUIRE_SERVICES=1 but ${what} is not installed`);
   console.warn(`skipping: ${what} is not installed on this machine`);
   return false;
 }
 
 /** Polls a datastore until it has `status`; returns its body. */
 export async function untilStatus(api: Client, as: Caller, url: string, status: string, timeoutMs = 20_000) {
-  return waitFor(`${url} to be ${status}`, async () => {
-    const res = await api.get(url, as);
-    return res.body?.status === status ? res.body : undefined;
-  }, timeoutMs, 100);
+  return waitFor(
+    `${url} to be ${status}`,
+    async () => {
+      const res = await api.get(url, as);
+      return res.body?.status === status ? res.body : undefined;
+    },
+    timeoutMs,
+    100,
+  );
 }

@@ -11,7 +11,8 @@ export function killProcessesUnder(dataDir: string) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
       const cwd = readlinkSync(`/proc/${entry}/cwd`);
-      if (`${cwd}/`.startsWith(inside) || readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(inside)) found.push(Number(entry));
+      if (`${cwd}/`.startsWith(inside) || readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(inside))
+        found.push(Number(entry));
     } catch {
       // gone, or not ours to read
     }

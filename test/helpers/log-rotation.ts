@@ -6,7 +6,11 @@ import { expect } from 'vitest';
  * full log in `<log>.1`, an empty one in its place) and that the server, stopped, wrote its
  * shutdown lines at the start of the emptied log through the descriptor it had.
  */
-export async function expectLogRotatedByCheck(log: string, server: { check(): Promise<boolean>; stop(): Promise<void> }, shutdownLine: RegExp) {
+export async function expectLogRotatedByCheck(
+  log: string,
+  server: { check(): Promise<boolean>; stop(): Promise<void> },
+  shutdownLine: RegExp,
+) {
   appendFileSync(log, `${'x'.repeat(11 * 1024 * 1024)}\n`);
   expect(await server.check()).toBe(true);
   expect(statSync(`${log}.1`).size).toBeGreaterThan(11 * 1024 * 1024);

@@ -7,9 +7,14 @@ export async function outNumbers(api: Client, as: TestUser, serviceId: string): 
   let start = new Date(Date.now() - 600_000).toISOString();
   const end = new Date().toISOString();
   for (;;) {
-    const res = await api.get(`/v1/logs?resource=${serviceId}&text=out&direction=forward&limit=100&startTime=${encodeURIComponent(start)}&endTime=${encodeURIComponent(end)}`, as);
+    const res = await api.get(
+      `/v1/logs?resource=${serviceId}&text=out&direction=forward&limit=100&startTime=${encodeURIComponent(start)}&endTime=${encodeURIComponent(end)}`,
+      as,
+    );
     expect(res.status).toBe(200);
-    numbers.push(...(res.body.logs as Array<{ message: string }>).map((e) => Number(/^out (\d+) /.exec(e.message)?.[1])));
+    numbers.push(
+      ...(res.body.logs as Array<{ message: string }>).map((e) => Number(/^out (\d+) /.exec(e.message)?.[1])),
+    );
     if (!res.body.hasMore) return numbers;
     start = res.body.nextStartTime;
   }

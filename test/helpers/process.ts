@@ -17,7 +17,12 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls `check` until it returns a truthy value; throws with `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | null | false>,
+  timeoutMs = 10_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -27,7 +32,10 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     } catch (err) {
       lastError = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${(lastError as Error).message})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${(lastError as Error).message})` : ''}`,
+      );
     await sleep(everyMs);
   }
 }
@@ -42,7 +50,12 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
 }
 
 /** A temp data dir, plus a fresh database in Postgres mode, for servers started by hand. */
-export async function freshStore(): Promise<{ dataDir: string; databaseUrl: string | undefined; env: Record<string, string>; remove(): Promise<void> }> {
+export async function freshStore(): Promise<{
+  dataDir: string;
+  databaseUrl: string | undefined;
+  env: Record<string, string>;
+  remove(): Promise<void>;
+}> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-test-'));
   const database = TEST_DATABASE_URL ? await createTestDatabase(TEST_DATABASE_URL) : undefined;
   return {
@@ -104,7 +117,9 @@ export interface SlipwayProcess {
  * only the SLIPWAY_* / DATABASE_URL settings given here (none inherited from the test run).
  */
 export function spawnSlipway(env: Record<string, string>): SlipwayProcess {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SLIPWAY_') && k !== 'DATABASE_URL'));
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('SLIPWAY_') && k !== 'DATABASE_URL'),
+  );
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: REPO_ROOT,
     env: { ...base, SLIPWAY_HOST: '127.0.0.1', SLIPWAY_LOG_LEVEL: 'info', ...env },
@@ -134,9 +149,16 @@ export function spawnSlipway(env: Record<string, string>): SlipwayProcess {
         const check = () => {
           const line = out.split('\n').find((l) => pattern.test(l));
           if (line !== undefined) done(() => resolve(line));
-          else if (child.exitCode !== null || child.signalCode !== null) done(() => reject(new Error(`process exited before printing ${pattern}\nstdout: ${out}\nstderr: ${err}`)));
+          else if (child.exitCode !== null || child.signalCode !== null)
+            done(() => reject(new Error(`process exited before printing ${pattern}\nstdout: ${out}\nstderr: ${err}`)));
         };
-        const timer = setTimeout(() => done(() => reject(new Error(`no output matching ${pattern} within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`))), timeoutMs);
+        const timer = setTimeout(
+          () =>
+            done(() =>
+              reject(new Error(`no output matching ${pattern} within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`)),
+            ),
+          timeoutMs,
+        );
         const done = (settle: () => void) => {
           clearTimeout(timer);
           listeners.delete(check);
@@ -155,22 +177,35 @@ export function spawnSlipway(env: Record<string, string>): SlipwayProcess {
 
 /** Waits until GET /api/health answers 200 (each attempt bounded, so a hung server cannot hang the test). */
 export function waitForHealthy(url: string, timeoutMs = 20_000): Promise<Response> {
-  return waitFor(`${url}/api/health to answer 200`, async () => {
-    const res = await fetch(`${url}/api/health`, { signal: AbortSignal.timeout(2000) });
-    return res.status === 200 ? res : undefined;
-  }, timeoutMs);
+  return waitFor(
+    `${url}/api/health to answer 200`,
+    async () => {
+      const res = await fetch(`${url}/api/health`, { signal: AbortSignal.timeout(2000) });
+      return res.status === 200 ? res : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /** POSTs JSON on a connection of its own that closes after the reply (`Connection: close`, no keep-alive). */
 export function postJsonOnce(url: string, body: unknown, timeoutMs = 15_000): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify(body);
-    const req = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }, timeout: timeoutMs }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+        timeout: timeoutMs,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`POST ${url}: no reply within ${timeoutMs} ms`)));
     req.on('error', reject);
     req.end(payload);

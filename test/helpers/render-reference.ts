@@ -12,6 +12,8 @@ export const renderReferencePath = candidates.find((p): p is string => !!p && ex
 /** The parsed document, or undefined (with a warning saying where it was looked for). */
 export function loadRenderReference(): any {
   if (renderReferencePath) return JSON.parse(readFileSync(renderReferencePath, 'utf8'));
-  console.warn(`Render's OpenAPI reference not found (looked at ${candidates.filter(Boolean).join(', ')}): conformance tests skipped`);
+  console.warn(
+    `Render's OpenAPI reference not found (looked at ${candidates.filter(Boolean).join(', ')}): conformance tests skipped`,
+  );
   return undefined;
 }

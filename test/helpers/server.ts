@@ -50,7 +50,9 @@ export async function createTestDatabase(adminUrl: string): Promise<{ url: strin
 
 /** SIGKILLs the process group of every instance the store knows. */
 export async function killApps(slipway: Slipway) {
-  const { rows } = await slipway.store.executeSql(`select pid from instances where pid is not null and status in ('starting', 'running')`);
+  const { rows } = await slipway.store.executeSql(
+    `select pid from instances where pid is not null and status in ('starting', 'running')`,
+  );
   for (const { pid } of rows) {
     try {
       process.kill(-pid, 'SIGKILL');
@@ -62,7 +64,9 @@ export async function killApps(slipway: Slipway) {
 
 /** SIGKILLs every local datastore server the store knows (they outlive Slipway by design, like apps). */
 export async function killDatastores(slipway: Slipway) {
-  const { rows } = await slipway.store.executeSql(`select provisioner_state->>'pid' as pid from datastores where provisioner = 'local'`);
+  const { rows } = await slipway.store.executeSql(
+    `select provisioner_state->>'pid' as pid from datastores where provisioner = 'local'`,
+  );
   const alive = (target: number) => {
     try {
       process.kill(target, 0);

@@ -29,7 +29,8 @@ function answer(socket: net.Socket, chunk: Buffer): void {
     else if (code === PROTOCOL_3) socket.write(ASK_CLEARTEXT_PASSWORD);
     return;
   }
-  if (chunk[0] === 0x2a /* '*': a Redis command */) socket.write('+OK\r\n'.repeat(Math.max(1, chunk.toString('latin1').split('\r\n*').length)));
+  if (chunk[0] === 0x2a /* '*': a Redis command */)
+    socket.write('+OK\r\n'.repeat(Math.max(1, chunk.toString('latin1').split('\r\n*').length)));
 }
 
 function listenOnce(server: net.Server, port: number): Promise<void> {

@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { AppError, conflict, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { SecretBox } from '../../lib/secret-box.js';
-import { internalHostOf, type KeyValueProvisioner, type KeyValueSpec, type PostgresProvisioner, type PostgresSpec } from '../../provisioners/types.js';
+import {
+  internalHostOf,
+  type KeyValueProvisioner,
+  type KeyValueSpec,
+  type PostgresProvisioner,
+  type PostgresSpec,
+} from '../../provisioners/types.js';
 import type { DatastoreKind, DatastoreQuery, DatastoreRepo, DatastoreRow } from '../../store/repos/datastores.js';
 import type { EnvVarRef } from '../../store/schema.js';
 import type { Events } from '../events.js';
@@ -17,8 +23,22 @@ export interface Provisioners {
 }
 
 type IpAllowList = Array<{ cidrBlock: string; description: string }>;
-export interface PostgresInput { name: string; plan: string; version?: string; databaseName?: string; databaseUser?: string; environmentId?: string; ipAllowList?: IpAllowList }
-export interface KeyValueInput { name: string; plan: string; maxmemoryPolicy?: string; environmentId?: string; ipAllowList?: IpAllowList }
+export interface PostgresInput {
+  name: string;
+  plan: string;
+  version?: string;
+  databaseName?: string;
+  databaseUser?: string;
+  environmentId?: string;
+  ipAllowList?: IpAllowList;
+}
+export interface KeyValueInput {
+  name: string;
+  plan: string;
+  maxmemoryPolicy?: string;
+  environmentId?: string;
+  ipAllowList?: IpAllowList;
+}
 export type DatastorePatch = { name?: string; plan?: string; maxmemoryPolicy?: string; ipAllowList?: IpAllowList };
 
 export interface DatastoreDeps {
@@ -48,8 +68,23 @@ export function createDatastores(deps: DatastoreDeps) {
   const password = (row: DatastoreRow) => box.open(row.sealedPassword);
   const specOf = (row: DatastoreRow): PostgresSpec | KeyValueSpec =>
     row.kind === 'postgres'
-      ? { id: row.id, workspaceId: row.workspaceId, version: row.version, databaseName: row.databaseName!, databaseUser: row.databaseUser!, password: password(row), size: postgresSize(row.plan) }
-      : { id: row.id, workspaceId: row.workspaceId, user: row.id, password: password(row), size: keyValueSize(row.plan), maxmemoryPolicy: redisPolicy(row.maxmemoryPolicy ?? 'allkeys_lru') };
+      ? {
+          id: row.id,
+          workspaceId: row.workspaceId,
+          version: row.version,
+          databaseName: row.databaseName!,
+          databaseUser: row.databaseUser!,
+          password: password(row),
+          size: postgresSize(row.plan),
+        }
+      : {
+          id: row.id,
+          workspaceId: row.workspaceId,
+          user: row.id,
+          password: password(row),
+          size: keyValueSize(row.plan),
+          maxmemoryPolicy: redisPolicy(row.maxmemoryPolicy ?? 'allkeys_lru'),
+        };
   const driver: DatastoreDriver = {
     provisioner: (row) => {
       const p = row.kind === 'postgres' ? provisioners.postgres : provisioners.keyValue;
@@ -58,7 +93,14 @@ export function createDatastores(deps: DatastoreDeps) {
     },
     spec: specOf,
   };
-  const reconciler = createDatastoreReconciler({ repo, driver, events, checkMs: deps.checkMs, log: deps.log, sweepServers: deps.sweepServers });
+  const reconciler = createDatastoreReconciler({
+    repo,
+    driver,
+    events,
+    checkMs: deps.checkMs,
+    log: deps.log,
+    sweepServers: deps.sweepServers,
+  });
 
   function provisionerFor(kind: DatastoreKind) {
     const p = kind === 'postgres' ? provisioners.postgres : provisioners.keyValue;
@@ -70,10 +112,23 @@ export function createDatastores(deps: DatastoreDeps) {
     if (!row || row.kind !== kind) throw notFound(WHAT[kind]);
     return row;
   }
-  async function insert(workspaceId: string, row: Omit<Parameters<DatastoreRepo['insert']>[0], 'workspaceId' | 'status' | 'sealedPassword'>) {
+  async function insert(
+    workspaceId: string,
+    row: Omit<Parameters<DatastoreRepo['insert']>[0], 'workspaceId' | 'status' | 'sealedPassword'>,
+  ) {
     if (row.environmentId) await deps.assertEnvironment(workspaceId, row.environmentId);
-    const created = await repo.insert({ ...row, workspaceId, status: 'creating', sealedPassword: box.seal(randomBytes(24).toString('base64url')) });
-    await events.record({ workspaceId, datastoreId: created.id, type: 'datastore_created', details: { kind: created.kind } });
+    const created = await repo.insert({
+      ...row,
+      workspaceId,
+      status: 'creating',
+      sealedPassword: box.seal(randomBytes(24).toString('base64url')),
+    });
+    await events.record({
+      workspaceId,
+      datastoreId: created.id,
+      type: 'datastore_created',
+      details: { kind: created.kind },
+    });
     reconciler.kick(created.id);
     return created;
   }
@@ -94,44 +149,63 @@ export function createDatastores(deps: DatastoreDeps) {
       postgresSize(input.plan);
       const versions = provisioner.versions();
       // A cluster provisioner learns its server's version just after boot.
-      if (!versions.length) throw new AppError('unavailable', 'the Postgres server has not answered yet; try again shortly');
+      if (!versions.length)
+        throw new AppError('unavailable', 'the Postgres server has not answered yet; try again shortly');
       const version = input.version ?? versions[versions.length - 1]!;
       if (!versions.includes(version)) {
-        throw new AppError('validation_failed', 'invalid version', [{ field: 'version', message: `Postgres ${version} is not available here; available: ${versions.join(', ')}` }]);
+        throw new AppError('validation_failed', 'invalid version', [
+          { field: 'version', message: `Postgres ${version} is not available here; available: ${versions.join(', ')}` },
+        ]);
       }
       return insert(workspaceId, {
-        id: newId('postgres'), kind: 'postgres', name: input.name, plan: input.plan, version, provisioner: provisioner.kind,
+        id: newId('postgres'),
+        kind: 'postgres',
+        name: input.name,
+        plan: input.plan,
+        version,
+        provisioner: provisioner.kind,
         databaseName: checkIdentifier('databaseName', input.databaseName ?? defaultIdentifier(input.name)),
         databaseUser: checkIdentifier('databaseUser', input.databaseUser ?? defaultIdentifier(input.name)),
-        environmentId: input.environmentId ?? null, ipAllowList: input.ipAllowList ?? [],
+        environmentId: input.environmentId ?? null,
+        ipAllowList: input.ipAllowList ?? [],
       });
     },
     createKeyValue(workspaceId: string, input: KeyValueInput) {
       const provisioner = provisionerFor('keyValue');
       keyValueSize(input.plan);
       return insert(workspaceId, {
-        id: newId('keyValue'), kind: 'keyValue', name: input.name, plan: input.plan, version: provisioner.versions()[0] ?? 'unknown',
-        provisioner: provisioner.kind, maxmemoryPolicy: input.maxmemoryPolicy ?? 'allkeys_lru',
-        environmentId: input.environmentId ?? null, ipAllowList: input.ipAllowList ?? [],
+        id: newId('keyValue'),
+        kind: 'keyValue',
+        name: input.name,
+        plan: input.plan,
+        version: provisioner.versions()[0] ?? 'unknown',
+        provisioner: provisioner.kind,
+        maxmemoryPolicy: input.maxmemoryPolicy ?? 'allkeys_lru',
+        environmentId: input.environmentId ?? null,
+        ipAllowList: input.ipAllowList ?? [],
       });
     },
     /** Name and allow list change the row; plan and eviction policy are applied to the running server. */
     update(row: DatastoreRow, patch: DatastorePatch) {
       if (patch.plan !== undefined) (row.kind === 'postgres' ? postgresSize : keyValueSize)(patch.plan);
-      const applies = (patch.plan !== undefined && patch.plan !== row.plan) || (patch.maxmemoryPolicy !== undefined && patch.maxmemoryPolicy !== row.maxmemoryPolicy);
+      const applies =
+        (patch.plan !== undefined && patch.plan !== row.plan) ||
+        (patch.maxmemoryPolicy !== undefined && patch.maxmemoryPolicy !== row.maxmemoryPolicy);
       const busy = row.suspended || row.status === 'creating';
       return change(row, { ...patch, ...(applies && !busy ? { status: 'config_restart' as const } : {}) });
     },
     suspend: (row: DatastoreRow) => change(row, { suspended: true }),
     resume: (row: DatastoreRow) => change(row, { suspended: false }),
     restart(row: DatastoreRow) {
-      if (row.suspended || row.status === 'creating') throw conflict(`the ${WHAT[row.kind]} is ${row.suspended ? 'suspended' : 'still being created'}`);
+      if (row.suspended || row.status === 'creating')
+        throw conflict(`the ${WHAT[row.kind]} is ${row.suspended ? 'suspended' : 'still being created'}`);
       return change(row, {}, { restart: true });
     },
     /** Stops it and removes its data, unless an env var still references it. */
     async remove(row: DatastoreRow) {
       const refs = await deps.referencesTo(row.id);
-      if (refs.length) throw conflict(`${row.id} is referenced by environment variables of ${refs.join(', ')}; remove those first`);
+      if (refs.length)
+        throw conflict(`${row.id} is referenced by environment variables of ${refs.join(', ')}; remove those first`);
       await deps.beforeRemove?.();
       await reconciler.exclusive(row.id, async () => {
         const placement = placementOf(row);
@@ -139,7 +213,12 @@ export function createDatastores(deps: DatastoreDeps) {
         if (placement && provisioner) await provisioner.destroy(specOf(row), placement);
         if (!(await repo.delete(row.id))) throw notFound(WHAT[row.kind]);
       });
-      await events.record({ workspaceId: row.workspaceId, datastoreId: row.id, type: 'datastore_deleted', details: { kind: row.kind } });
+      await events.record({
+        workspaceId: row.workspaceId,
+        datastoreId: row.id,
+        type: 'datastore_deleted',
+        details: { kind: row.kind },
+      });
     },
     connection,
     /** Env var references (`fromDatabase`, `fromKeyValue`) to datastores. */
@@ -148,10 +227,14 @@ export function createDatastores(deps: DatastoreDeps) {
         const row = await repo.get(ref.id);
         const field = ref.kind === 'postgres' ? 'fromDatabase' : 'fromKeyValue';
         if (!row || row.kind !== ref.kind || row.workspaceId !== workspaceId) {
-          throw new AppError('validation_failed', 'invalid environment variables', [{ field: `${field}.id`, message: `${ref.id} is not a ${WHAT[ref.kind]} of this workspace` }]);
+          throw new AppError('validation_failed', 'invalid environment variables', [
+            { field: `${field}.id`, message: `${ref.id} is not a ${WHAT[ref.kind]} of this workspace` },
+          ]);
         }
         if (ref.kind === 'keyValue' && ref.property === 'database') {
-          throw new AppError('validation_failed', 'invalid environment variables', [{ field: `${field}.property`, message: 'a key value instance has no database' }]);
+          throw new AppError('validation_failed', 'invalid environment variables', [
+            { field: `${field}.property`, message: 'a key value instance has no database' },
+          ]);
         }
       },
       async resolve(ref: EnvVarRef) {
@@ -172,23 +255,38 @@ export function createDatastores(deps: DatastoreDeps) {
     if (!placement) throw conflict(`the ${WHAT[row.kind]} is still being created`);
     const user = row.kind === 'postgres' ? row.databaseUser! : row.id;
     return {
-      host: internalHostOf(placement), port: placement.port, external: { host: placement.host, port: placement.port },
-      user, password: password(row), database: row.databaseName ?? undefined, keyPrefix: placement.state.keyPrefix as string | undefined,
+      host: internalHostOf(placement),
+      port: placement.port,
+      external: { host: placement.host, port: placement.port },
+      user,
+      password: password(row),
+      database: row.databaseName ?? undefined,
+      keyPrefix: placement.state.keyPrefix as string | undefined,
     };
   }
 }
 export type Datastores = ReturnType<typeof createDatastores>;
 
 /** The value an env var reference stands for. */
-export function refValue(kind: EnvVarRef['kind'], c: ReturnType<Datastores['connection']>, property: EnvVarRef['property']): string {
+export function refValue(
+  kind: EnvVarRef['kind'],
+  c: ReturnType<Datastores['connection']>,
+  property: EnvVarRef['property'],
+): string {
   const auth = `${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}`;
   switch (property) {
     case 'connectionString':
-      return kind === 'postgres' ? `postgresql://${auth}@${c.host}:${c.port}/${c.database}` : `redis://${auth}@${c.host}:${c.port}`;
-    case 'host': return c.host;
-    case 'port': return String(c.port);
-    case 'user': return c.user;
-    case 'password': return c.password;
+      return kind === 'postgres'
+        ? `postgresql://${auth}@${c.host}:${c.port}/${c.database}`
+        : `redis://${auth}@${c.host}:${c.port}`;
+    case 'host':
+      return c.host;
+    case 'port':
+      return String(c.port);
+    case 'user':
+      return c.user;
+    case 'password':
+      return c.password;
     case 'database':
       if (c.database === undefined) throw new AppError('validation_failed', 'a key value instance has no database');
       return c.database;

@@ -37,11 +37,21 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
 
-  async function setStatus(row: DatastoreRow, status: DatastoreStatus, type?: string, patch: Partial<DatastoreRow> = {}) {
+  async function setStatus(
+    row: DatastoreRow,
+    status: DatastoreStatus,
+    type?: string,
+    patch: Partial<DatastoreRow> = {},
+  ) {
     const updated = (await repo.update(row.id, { ...patch, status })) ?? row;
     if (type && (status !== row.status || type === 'datastore_restarted')) {
       const moved = patch.port !== undefined && patch.port !== row.port ? { port: patch.port } : {};
-      await events.record({ workspaceId: row.workspaceId, datastoreId: row.id, type, details: { kind: row.kind, status, ...moved } });
+      await events.record({
+        workspaceId: row.workspaceId,
+        datastoreId: row.id,
+        type,
+        details: { kind: row.kind, status, ...moved },
+      });
     }
     return updated;
   }
@@ -52,14 +62,28 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
    * is unavailable for that reason (a `datastore_port_taken` event naming the port), and the provisioner serves it on
    * a new port, saved at once so that connection info, and services on their next deploy or restart, get the new one.
    */
-  async function serving(row: DatastoreRow, provisioner: Provisioner<unknown>, spec: unknown, placement: Placement, step: () => Promise<Placement>): Promise<Placement> {
+  async function serving(
+    row: DatastoreRow,
+    provisioner: Provisioner<unknown>,
+    spec: unknown,
+    placement: Placement,
+    step: () => Promise<Placement>,
+  ): Promise<Placement> {
     try {
       return await step();
     } catch (err) {
       if (!(err instanceof PortTakenError) || !provisioner.relocate) throw err;
-      log.warn({ datastoreId: row.id, port: err.port }, 'datastore port is taken by another process; moving it to a new port');
+      log.warn(
+        { datastoreId: row.id, port: err.port },
+        'datastore port is taken by another process; moving it to a new port',
+      );
       await repo.update(row.id, { status: 'unavailable' });
-      await events.record({ workspaceId: row.workspaceId, datastoreId: row.id, type: 'datastore_port_taken', details: { kind: row.kind, status: 'unavailable', port: err.port } });
+      await events.record({
+        workspaceId: row.workspaceId,
+        datastoreId: row.id,
+        type: 'datastore_port_taken',
+        details: { kind: row.kind, status: 'unavailable', port: err.port },
+      });
       const moved = await provisioner.relocate(spec, placement);
       await repo.update(row.id, placed(moved));
       return moved;
@@ -69,7 +93,8 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
   async function converge(row: DatastoreRow) {
     const provisioner = driver.provisioner(row);
     if (!provisioner) {
-      if (row.status !== 'unknown') log.warn({ datastoreId: row.id, provisioner: row.provisioner }, 'datastore provisioner is not configured here');
+      if (row.status !== 'unknown')
+        log.warn({ datastoreId: row.id, provisioner: row.provisioner }, 'datastore provisioner is not configured here');
       return setStatus(row, 'unknown');
     }
     const spec = driver.spec(row);
@@ -89,9 +114,15 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
     }
     if (row.status === 'suspended') return setStatus(row, 'available', 'datastore_resumed', placed(await start()));
     if (row.status === 'config_restart') {
-      return setStatus(row, 'available', 'datastore_updated', placed(await serving(row, provisioner, spec, placement, () => provisioner.update(spec, placement))));
+      return setStatus(
+        row,
+        'available',
+        'datastore_updated',
+        placed(await serving(row, provisioner, spec, placement, () => provisioner.update(spec, placement))),
+      );
     }
-    if (await provisioner.check(spec, placement)) return row.status === 'available' ? row : setStatus(row, 'available', 'datastore_available');
+    if (await provisioner.check(spec, placement))
+      return row.status === 'available' ? row : setStatus(row, 'available', 'datastore_available');
     // Not answering: say so, then bring it back from its data.
     const down = row.status === 'unavailable' ? row : await setStatus(row, 'unavailable', 'datastore_unavailable');
     log.warn({ datastoreId: row.id }, 'datastore is not answering; restarting it');
@@ -120,7 +151,8 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
         const count = (failures.get(id)?.count ?? 0) + 1;
         failures.set(id, { count, retryAt: Date.now() + Math.min(MAX_BACKOFF_MS, deps.checkMs * 2 ** (count - 1)) });
         log.error({ err, datastoreId: id, attempt: count }, 'datastore step failed; will retry');
-        if (row.status === 'available') await setStatus(row, 'unavailable', 'datastore_unavailable').catch(() => undefined);
+        if (row.status === 'available')
+          await setStatus(row, 'unavailable', 'datastore_unavailable').catch(() => undefined);
       }
     });
   }

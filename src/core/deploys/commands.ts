@@ -24,7 +24,12 @@ export function buildCommandFor(dir: string, details: ServiceDetails): string {
   if (!pkg) return '';
   const hasDeps = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).length > 0;
   // Nothing to install (no dependencies, or a vendored node_modules): skip npm entirely.
-  const install = !hasDeps || existsSync(path.join(dir, 'node_modules')) ? '' : existsSync(path.join(dir, 'package-lock.json')) ? 'npm ci' : 'npm install';
+  const install =
+    !hasDeps || existsSync(path.join(dir, 'node_modules'))
+      ? ''
+      : existsSync(path.join(dir, 'package-lock.json'))
+        ? 'npm ci'
+        : 'npm install';
   return [install, pkg.scripts?.build ? 'npm run build' : ''].filter(Boolean).join(' && ');
 }
 
@@ -32,7 +37,9 @@ export function buildCommandFor(dir: string, details: ServiceDetails): string {
 export function startCommandFor(dir: string, details: ServiceDetails): string | undefined {
   if (details.startCommand) return details.startCommand;
   try {
-    const web = readFileSync(path.join(dir, 'Procfile'), 'utf8').split('\n').find((l) => /^web:/.test(l.trim()));
+    const web = readFileSync(path.join(dir, 'Procfile'), 'utf8')
+      .split('\n')
+      .find((l) => /^web:/.test(l.trim()));
     if (web) return web.trim().slice(4).trim();
   } catch {
     // no Procfile
@@ -52,7 +59,13 @@ const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', PATH: process.e
  * system (`file://`, a path) would let any workspace clone any repository this machine holds:
  * only when the operator allows it (SLIPWAY_GIT_ALLOW_LOCAL). Remote helpers (`ext::…`) never.
  */
-export const allowedGitProtocols = (allowLocal: boolean) => ['https', 'http', 'ssh', 'git', ...(allowLocal ? ['file'] : [])];
+export const allowedGitProtocols = (allowLocal: boolean) => [
+  'https',
+  'http',
+  'ssh',
+  'git',
+  ...(allowLocal ? ['file'] : []),
+];
 
 /**
  * The transport git would use for `repo` (its URL rules): a scheme, `ssh` for `host:path`, `file`
@@ -69,7 +82,11 @@ export function gitTransport(repo: string): string {
 }
 
 /** `git clone` of a branch (shallow) or of the history needed to check out a commit, over `protocols` only. */
-export function gitCloneCommand(repo: string, dir: string, opts: { branch?: string; commitId?: string; protocols: string[] }): Command {
+export function gitCloneCommand(
+  repo: string,
+  dir: string,
+  opts: { branch?: string; commitId?: string; protocols: string[] },
+): Command {
   const args = ['clone', '--no-tags', '--quiet'];
   if (!opts.commitId) args.push('--depth', '1');
   if (opts.branch) args.push('--single-branch', '--branch', opts.branch);
@@ -78,8 +95,14 @@ export function gitCloneCommand(repo: string, dir: string, opts: { branch?: stri
 }
 
 export const gitCheckoutCommand = (dir: string, commitId: string): Command => ({
-  file: 'git', args: ['-C', dir, '-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', commitId, '--'], env: GIT_ENV,
+  file: 'git',
+  args: ['-C', dir, '-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', commitId, '--'],
+  env: GIT_ENV,
 });
 
 /** Prints the commit id and subject on two lines. */
-export const gitHeadCommand = (dir: string): Command => ({ file: 'git', args: ['-C', dir, 'log', '-1', '--format=%H%n%s'], env: GIT_ENV });
+export const gitHeadCommand = (dir: string): Command => ({
+  file: 'git',
+  args: ['-C', dir, 'log', '-1', '--format=%H%n%s'],
+  env: GIT_ENV,
+});

@@ -31,13 +31,26 @@ export function createCronRunner(deps: LoopDeps & Pick<EngineDeps, 'collectOutpu
       code = undefined; // killed before it could write its status
     }
     await instances.stop([run.row], 0);
-    await deps.collectOutput?.({ instanceId: run.row.id, serviceId: service.id, workspaceId: service.workspaceId, deployId: run.row.deployId })
+    await deps
+      .collectOutput?.({
+        instanceId: run.row.id,
+        serviceId: service.id,
+        workspaceId: service.workspaceId,
+        deployId: run.row.deployId,
+      })
       .catch((err: Error) => log.warn({ serviceId: service.id, err: err.message }, 'cron run output not fully stored'));
     rmSync(run.instanceDir, { recursive: true, force: true }); // one dir per run would pile up
     const status = code === 0 ? 'successful' : 'unsuccessful';
     await events.record({
-      workspaceId: service.workspaceId, serviceId: service.id, deployId: run.row.deployId, type: 'cron_job_run_ended',
-      details: { cronJobRunId: run.row.id, status, ...(code ? { reason: { nonZeroExit: code } } : code === undefined ? { reason: { evicted: true } } : {}) },
+      workspaceId: service.workspaceId,
+      serviceId: service.id,
+      deployId: run.row.deployId,
+      type: 'cron_job_run_ended',
+      details: {
+        cronJobRunId: run.row.id,
+        status,
+        ...(code ? { reason: { nonZeroExit: code } } : code === undefined ? { reason: { evicted: true } } : {}),
+      },
     });
   }
 
@@ -52,12 +65,19 @@ export function createCronRunner(deps: LoopDeps & Pick<EngineDeps, 'collectOutpu
     }
     if (now < next.at) return;
     due.set(service.id, { schedule, at: nextCronRun(schedule, now) });
-    if (running.has(service.id) || service.suspenders.length || !service.liveDeployId || deps.removing.has(service.id)) return;
+    if (running.has(service.id) || service.suspenders.length || !service.liveDeployId || deps.removing.has(service.id))
+      return;
     const live = await repos.deploys.get(service.liveDeployId);
     if (!live) return;
     const run = await instances.runOnce(deps.releaseOf(service, live));
     running.set(service.id, run);
-    await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: live.id, type: 'cron_job_run_started', details: { cronJobRunId: run.row.id } });
+    await events.record({
+      workspaceId: service.workspaceId,
+      serviceId: service.id,
+      deployId: live.id,
+      type: 'cron_job_run_started',
+      details: { cronJobRunId: run.row.id },
+    });
   }
 
   async function tick() {
@@ -70,7 +90,9 @@ export function createCronRunner(deps: LoopDeps & Pick<EngineDeps, 'collectOutpu
       }
     }
     for (const service of jobs) {
-      await tickService(service, now).catch((err: Error) => log.error({ serviceId: service.id, err: err.message }, 'cron run failed to start'));
+      await tickService(service, now).catch((err: Error) =>
+        log.error({ serviceId: service.id, err: err.message }, 'cron run failed to start'),
+      );
     }
   }
 

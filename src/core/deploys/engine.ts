@@ -14,7 +14,15 @@ import type { DeployPort } from '../services/services.js';
 import { mergeEnv, platformEnv, type AppUrls } from './env.js';
 import { createInstances, type Release } from './instances.js';
 import type { Layout } from './layout.js';
-import { buildEndedDetails, commandFailure, createBuilder, DeployFailure, deployEndedDetails, type BuildLog, type PipelineLimits } from './pipeline.js';
+import {
+  buildEndedDetails,
+  commandFailure,
+  createBuilder,
+  DeployFailure,
+  deployEndedDetails,
+  type BuildLog,
+  type PipelineLimits,
+} from './pipeline.js';
 import { failInterruptedDeploys } from './interrupted.js';
 import type { RouteTable } from './route-table.js';
 import { createCronRunner } from './cron.js';
@@ -35,7 +43,12 @@ export interface EngineDeps {
   /** The service's variables above the platform's, in precedence order. */
   layersOf(serviceId: string): Promise<EnvLayer[]>;
   urls: AppUrls;
-  limits: PipelineLimits & { healthTimeoutMs: number; keepArtifacts: number; crashCheckMs: number; crashBackoffMs: number };
+  limits: PipelineLimits & {
+    healthTimeoutMs: number;
+    keepArtifacts: number;
+    crashCheckMs: number;
+    crashBackoffMs: number;
+  };
   log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
   /** Build and pre-deploy output lines (the log store). */
   buildLog?: BuildLog;
@@ -58,12 +71,23 @@ export interface EngineDeps {
 export function createDeployEngine(deps: EngineDeps) {
   const { repos, runtime, layout, routes, events, log } = deps;
   const instances = createInstances({
-    repo: repos.instances, runtime, layout, healthTimeoutMs: deps.limits.healthTimeoutMs, onSpawned: deps.onInstanceSpawned,
+    repo: repos.instances,
+    runtime,
+    layout,
+    healthTimeoutMs: deps.limits.healthTimeoutMs,
+    onSpawned: deps.onInstanceSpawned,
     onExited: (instanceId) => routes.dropInstance(instanceId),
   });
   const envFor = async (service: ServiceRow, deploy: DeployRow | undefined, instance?: { id: string; port?: number }) =>
     mergeEnv(platformEnv(service, deploy, deps.urls, instance), await deps.layersOf(service.id));
-  const build = createBuilder({ repo: repos.deploys, runtime, layout, limits: deps.limits, buildEnv: (s, d) => envFor(s, d), buildLog: deps.buildLog });
+  const build = createBuilder({
+    repo: repos.deploys,
+    runtime,
+    layout,
+    limits: deps.limits,
+    buildEnv: (s, d) => envFor(s, d),
+    buildLog: deps.buildLog,
+  });
   const current = new Map<string, { deployId: string; abort: AbortController }>();
   const loops = new Map<string, { dirty: boolean }>();
   const stopping = new Set<string>();
@@ -85,7 +109,10 @@ export function createDeployEngine(deps: EngineDeps) {
 
   const artifactOwner = (d: DeployRow) => d.artifactOf ?? d.id;
   const releaseOf = (service: ServiceRow, deploy: DeployRow): Release => ({
-    service, deploy, artifactDir: layout.artifactDir(service.id, artifactOwner(deploy)), startCommand: deploy.startCommand ?? '',
+    service,
+    deploy,
+    artifactDir: layout.artifactDir(service.id, artifactOwner(deploy)),
+    startCommand: deploy.startCommand ?? '',
     env: (instance) => envFor(service, deploy, instance),
   });
 
@@ -96,13 +123,20 @@ export function createDeployEngine(deps: EngineDeps) {
     if (service.suspenders.includes('user')) return routes.setSuspended(service.slug, service.id);
     const live = deploy ?? (service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined);
     if (service.type === 'static_site') {
-      if (live) return routes.setStatic(service.slug, service.id, path.join(layout.artifactDir(service.id, artifactOwner(live)), service.rootDir, details.publishPath));
+      if (live)
+        return routes.setStatic(
+          service.slug,
+          service.id,
+          path.join(layout.artifactDir(service.id, artifactOwner(live)), service.rootDir, details.publishPath),
+        );
       return routes.setInstances(service.slug, service.id, []);
     }
     if (service.type !== 'web_service') return;
     const rows = live ? await instances.active({ deployId: live.id }) : [];
     // Alive, not just `running` in the store: a crashed instance waits there for its restart, and its address must not be routed meanwhile.
-    const upstreams = rows.filter((r) => r.status === 'running' && r.port && !stopping.has(r.id) && instances.isAlive(r)).map((r) => ({ host: runtime.addressOf(r.id), port: r.port!, instanceId: r.id }));
+    const upstreams = rows
+      .filter((r) => r.status === 'running' && r.port && !stopping.has(r.id) && instances.isAlive(r))
+      .map((r) => ({ host: runtime.addressOf(r.id), port: r.port!, instanceId: r.id }));
     routes.setInstances(service.slug, service.id, upstreams);
   }
 
@@ -120,7 +154,12 @@ export function createDeployEngine(deps: EngineDeps) {
    * Starts the release's instances, switches traffic to them, then drains and stops the others.
    * Under the service's lock, on the service as it is now (`deploy` undefined: its live deploy).
    */
-  function rollOver(serviceId: string, deploy: DeployRow | undefined, signal: AbortSignal | undefined, switchPointer: (s: ServiceRow) => Promise<ServiceRow>) {
+  function rollOver(
+    serviceId: string,
+    deploy: DeployRow | undefined,
+    signal: AbortSignal | undefined,
+    switchPointer: (s: ServiceRow) => Promise<ServiceRow>,
+  ) {
     return withServiceLock(serviceId, async () => {
       const service = await repos.services.get(serviceId);
       if (!service || removing.has(serviceId)) throw new DeployFailure('canceled', 'the service was deleted');
@@ -128,11 +167,14 @@ export function createDeployEngine(deps: EngineDeps) {
       if (!release) throw conflict('the service has no live deploy');
       const needsProcesses = service.type !== 'static_site' && service.type !== 'cron_job';
       const before = await instances.active({ serviceId });
-      const started = needsProcesses && !service.suspenders.includes('user')
-        ? await instances.start(releaseOf(service, release), (service.details as ServiceDetails).numInstances, signal).catch((err: Error) => {
-            throw new DeployFailure('update_failed', `instances did not become healthy: ${err.message}`);
-          })
-        : [];
+      const started =
+        needsProcesses && !service.suspenders.includes('user')
+          ? await instances
+              .start(releaseOf(service, release), (service.details as ServiceDetails).numInstances, signal)
+              .catch((err: Error) => {
+                throw new DeployFailure('update_failed', `instances did not become healthy: ${err.message}`);
+              })
+          : [];
       let switched: ServiceRow;
       try {
         if (signal?.aborted) throw new DeployFailure('canceled', 'canceled before going live');
@@ -155,7 +197,9 @@ export function createDeployEngine(deps: EngineDeps) {
   // deploy's critical path: the next deploy need not wait for them. close() waits for them.
   const draining = new Set<Promise<void>>();
   function drain(stop: Promise<void>) {
-    const tracked = stop.catch((err: Error) => log.error({ err: err.message }, 'stopping old instances failed')).finally(() => draining.delete(tracked));
+    const tracked = stop
+      .catch((err: Error) => log.error({ err: err.message }, 'stopping old instances failed'))
+      .finally(() => draining.delete(tracked));
     draining.add(tracked);
   }
 
@@ -164,7 +208,8 @@ export function createDeployEngine(deps: EngineDeps) {
       deps.transact(async (tx) => {
         const live = await tx.deploys.transition(deploy.id, ['update_in_progress'], 'live');
         if (!live) throw new DeployFailure('canceled', 'canceled before going live');
-        if (service.liveDeployId && service.liveDeployId !== deploy.id) await tx.deploys.transition(service.liveDeployId, ['live'], 'deactivated');
+        if (service.liveDeployId && service.liveDeployId !== deploy.id)
+          await tx.deploys.transition(service.liveDeployId, ['live'], 'deactivated');
         // A healthy new deploy ends a crash loop.
         const suspenders = service.suspenders.filter((s) => s !== 'stuck_crashlooping');
         return (await tx.services.update(service.id, { liveDeployId: deploy.id, suspenders }))!;
@@ -185,11 +230,14 @@ export function createDeployEngine(deps: EngineDeps) {
       if (!found) return;
       service = found;
       if (!deploy.artifactOf) {
-        if (!(await repos.deploys.transition(deploy.id, PENDING, 'build_in_progress', { startedAt: new Date() }))) return;
+        if (!(await repos.deploys.transition(deploy.id, PENDING, 'build_in_progress', { startedAt: new Date() })))
+          return;
         await emit('build_started');
         building = true;
         const buildStart = new Date();
-        const { startCommand, commit } = await build(service, deploy, abort.signal).finally(() => deps.onBuildEnded?.(service, deploy.id, buildStart, new Date()));
+        const { startCommand, commit } = await build(service, deploy, abort.signal).finally(() =>
+          deps.onBuildEnded?.(service, deploy.id, buildStart, new Date()),
+        );
         await repos.deploys.update(deploy.id, { startCommand: startCommand ?? null, ...commit });
         deploy = (await repos.deploys.get(deploy.id))!;
         building = false;
@@ -198,22 +246,42 @@ export function createDeployEngine(deps: EngineDeps) {
       const details = service.details as ServiceDetails;
       if (details.preDeployCommand && !deploy.artifactOf) {
         phase = 'pre_deploy_failed';
-        if (!(await repos.deploys.transition(deploy.id, ['build_in_progress'], 'pre_deploy_in_progress'))) throw new DeployFailure('canceled', 'canceled');
+        if (!(await repos.deploys.transition(deploy.id, ['build_in_progress'], 'pre_deploy_in_progress')))
+          throw new DeployFailure('canceled', 'canceled');
         const release = releaseOf(service, deploy);
         const toLog = deps.buildLog?.(service, deploy.id);
         const result = await runtime.build({
-          dir: path.join(release.artifactDir, service.rootDir), command: details.preDeployCommand, env: await envFor(service, deploy),
-          timeoutMs: deps.limits.buildTimeoutMs, signal: abort.signal, limits: PRE_DEPLOY_LIMITS, onOutput: toLog?.write,
+          dir: path.join(release.artifactDir, service.rootDir),
+          command: details.preDeployCommand,
+          env: await envFor(service, deploy),
+          timeoutMs: deps.limits.buildTimeoutMs,
+          signal: abort.signal,
+          limits: PRE_DEPLOY_LIMITS,
+          onOutput: toLog?.write,
           // Migrations reach the workspace's datastores by their internal names, as its instances do.
           network: { workspaceId: service.workspaceId },
         });
         toLog?.end();
-        const failure = commandFailure('pre_deploy_failed', 'the pre-deploy command', result, { memoryMb: PRE_DEPLOY_LIMITS.memoryMb, timeoutMs: deps.limits.buildTimeoutMs }, result.output.slice(-2000));
+        const failure = commandFailure(
+          'pre_deploy_failed',
+          'the pre-deploy command',
+          result,
+          { memoryMb: PRE_DEPLOY_LIMITS.memoryMb, timeoutMs: deps.limits.buildTimeoutMs },
+          result.output.slice(-2000),
+        );
         if (failure) throw failure;
       }
       phase = 'update_failed';
       const from: DeployStatus[] = deploy.artifactOf ? PENDING : ['build_in_progress', 'pre_deploy_in_progress'];
-      if (!(await repos.deploys.transition(deploy.id, from, 'update_in_progress', deploy.startedAt ? {} : { startedAt: new Date() }))) return;
+      if (
+        !(await repos.deploys.transition(
+          deploy.id,
+          from,
+          'update_in_progress',
+          deploy.startedAt ? {} : { startedAt: new Date() },
+        ))
+      )
+        return;
       await goLive(serviceId, deploy, abort.signal);
       await emit('deploy_ended', { status: 'live' });
       deps.onDeployEnded?.('live', deploy);
@@ -221,9 +289,13 @@ export function createDeployEngine(deps: EngineDeps) {
     } catch (err) {
       const failure = abort.signal.aborted
         ? new DeployFailure('canceled', 'canceled')
-        : err instanceof DeployFailure ? err : new DeployFailure(phase, (err as Error).message);
+        : err instanceof DeployFailure
+          ? err
+          : new DeployFailure(phase, (err as Error).message);
       log.warn({ serviceId, deployId: deploy.id, status: failure.status, reason: failure.message }, 'deploy failed');
-      await repos.deploys.transition(deploy.id, [...PENDING, ...IN_PROGRESS], failure.status, { failureReason: failure.message });
+      await repos.deploys.transition(deploy.id, [...PENDING, ...IN_PROGRESS], failure.status, {
+        failureReason: failure.message,
+      });
       if (service && building) await emit('build_ended', buildEndedDetails(failure));
       if (service) await emit('deploy_ended', deployEndedDetails(failure));
       deps.onDeployEnded?.(failure.status, deploy);
@@ -243,7 +315,10 @@ export function createDeployEngine(deps: EngineDeps) {
         state.dirty = false;
         const pending = await repos.deploys.inStatus(PENDING, serviceId);
         const newest = pending.pop();
-        for (const older of pending) await repos.deploys.transition(older.id, PENDING, 'canceled', { failureReason: `superseded by ${newest!.id}` });
+        for (const older of pending)
+          await repos.deploys.transition(older.id, PENDING, 'canceled', {
+            failureReason: `superseded by ${newest!.id}`,
+          });
         if (newest) {
           await runDeploy(serviceId, newest);
           state.dirty = true;
@@ -266,43 +341,90 @@ export function createDeployEngine(deps: EngineDeps) {
       log.error({ err: err.message }, 'cannot read services; retrying on the next tick');
       return [];
     });
-  const cron = createCronRunner({ repos, instances, events, log, releaseOf, runnable, removing, intervalMs: Math.min(1000, deps.limits.crashCheckMs), collectOutput: deps.collectOutput });
-  const supervisor = createSupervisor({ repos, instances, events, log, releaseOf, runnable, refreshRoute, stopping, removing, withServiceLock, intervalMs: deps.limits.crashCheckMs, backoffMs: deps.limits.crashBackoffMs });
+  const cron = createCronRunner({
+    repos,
+    instances,
+    events,
+    log,
+    releaseOf,
+    runnable,
+    removing,
+    intervalMs: Math.min(1000, deps.limits.crashCheckMs),
+    collectOutput: deps.collectOutput,
+  });
+  const supervisor = createSupervisor({
+    repos,
+    instances,
+    events,
+    log,
+    releaseOf,
+    runnable,
+    refreshRoute,
+    stopping,
+    removing,
+    withServiceLock,
+    intervalMs: deps.limits.crashCheckMs,
+    backoffMs: deps.limits.crashBackoffMs,
+  });
 
   const engine = {
-    async trigger(service: ServiceRow, opts: { trigger: string; sourceId?: string; commitId?: string; clearCache?: boolean; artifactOf?: DeployRow }) {
+    async trigger(
+      service: ServiceRow,
+      opts: { trigger: string; sourceId?: string; commitId?: string; clearCache?: boolean; artifactOf?: DeployRow },
+    ) {
       assertPresent(service.id);
       if (service.suspenders.includes('user')) throw conflict('the service is suspended: resume it first');
-      const source = opts.sourceId ? { id: opts.sourceId } : service.repo ? undefined : await repos.deploys.latestSource(service.id);
-      if (!opts.artifactOf && !source && !service.repo) throw conflict('nothing to deploy: upload a source archive (POST …/source/upload) or set a repo');
+      const source = opts.sourceId
+        ? { id: opts.sourceId }
+        : service.repo
+          ? undefined
+          : await repos.deploys.latestSource(service.id);
+      if (!opts.artifactOf && !source && !service.repo)
+        throw conflict('nothing to deploy: upload a source archive (POST …/source/upload) or set a repo');
       const from = opts.artifactOf;
       const deploy = await repos.deploys.insert({
-        id: newId('deploy'), serviceId: service.id, status: 'created', trigger: opts.trigger,
-        sourceId: from ? from.sourceId : (source?.id ?? null), commitId: from ? from.commitId : (opts.commitId ?? null),
-        commitMessage: from?.commitMessage ?? null, clearCache: opts.clearCache ?? false,
-        artifactOf: from ? artifactOwner(from) : null, startCommand: from?.startCommand ?? null,
+        id: newId('deploy'),
+        serviceId: service.id,
+        status: 'created',
+        trigger: opts.trigger,
+        sourceId: from ? from.sourceId : (source?.id ?? null),
+        commitId: from ? from.commitId : (opts.commitId ?? null),
+        commitMessage: from?.commitMessage ?? null,
+        clearCache: opts.clearCache ?? false,
+        artifactOf: from ? artifactOwner(from) : null,
+        startCommand: from?.startCommand ?? null,
       });
-      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: deploy.id, type: 'deploy_started', details: { trigger: opts.trigger } });
+      await events.record({
+        workspaceId: service.workspaceId,
+        serviceId: service.id,
+        deployId: deploy.id,
+        type: 'deploy_started',
+        details: { trigger: opts.trigger },
+      });
       kick(service.id);
       return deploy;
     },
     async rollback(service: ServiceRow, deployId: string) {
       const target = await repos.deploys.get(deployId);
       if (!target || target.serviceId !== service.id) throw notFound('deploy');
-      if (target.status !== 'live' && target.status !== 'deactivated') throw conflict(`that deploy is ${target.status}: only a deploy that went live can be rolled back to`);
+      if (target.status !== 'live' && target.status !== 'deactivated')
+        throw conflict(`that deploy is ${target.status}: only a deploy that went live can be rolled back to`);
       const owner = target.artifactOf ? await repos.deploys.get(target.artifactOf) : target;
-      if (!owner || owner.artifactDeleted) throw conflict('that deploy\'s artifact has been garbage-collected');
+      if (!owner || owner.artifactDeleted) throw conflict("that deploy's artifact has been garbage-collected");
       return engine.trigger(service, { trigger: 'rollback', artifactOf: target });
     },
     async cancel(deploy: DeployRow) {
-      const canceled = await repos.deploys.transition(deploy.id, PENDING, 'canceled', { failureReason: 'canceled by request' });
+      const canceled = await repos.deploys.transition(deploy.id, PENDING, 'canceled', {
+        failureReason: 'canceled by request',
+      });
       if (canceled) return canceled;
       // Each read may find the row gone: the service was deleted meanwhile.
       const reread = async () => (await repos.deploys.get(deploy.id)) ?? Promise.reject(notFound('deploy'));
       const running = current.get(deploy.serviceId);
       if (running?.deployId === deploy.id && IN_PROGRESS.includes((await reread()).status)) {
         running.abort.abort();
-        for (let waited = 0; current.get(deploy.serviceId)?.deployId === deploy.id && waited < 30_000; waited += 50) await sleep(50);
+        for (let waited = 0; current.get(deploy.serviceId)?.deployId === deploy.id && waited < 30_000; waited += 50)
+          await sleep(50);
         return reread();
       }
       throw conflict(`the deploy is ${(await reread()).status}: only queued or in-progress deploys can be canceled`);
@@ -312,7 +434,13 @@ export function createDeployEngine(deps: EngineDeps) {
       if (!service.liveDeployId) throw conflict('the service has no live deploy to restart');
       if (service.suspenders.includes('user')) throw conflict('the service is suspended: resume it first');
       await rollOverLive(service.id);
-      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId: service.liveDeployId, type: 'server_restarted', details: { triggeredByUser: null } });
+      await events.record({
+        workspaceId: service.workspaceId,
+        serviceId: service.id,
+        deployId: service.liveDeployId,
+        type: 'server_restarted',
+        details: { triggeredByUser: null },
+      });
     },
     async stopAll(service: ServiceRow) {
       current.get(service.id)?.abort.abort();
@@ -331,7 +459,7 @@ export function createDeployEngine(deps: EngineDeps) {
       const write = { serviceId, done: work() };
       writes.add(write);
       try {
-        return await write.done as T;
+        return (await write.done) as T;
       } finally {
         writes.delete(write);
       }
@@ -345,7 +473,8 @@ export function createDeployEngine(deps: EngineDeps) {
     async remove(service: ServiceRow) {
       removing.add(service.id);
       try {
-        for (const d of await repos.deploys.inStatus(PENDING, service.id)) await repos.deploys.transition(d.id, PENDING, 'canceled', { failureReason: 'the service was deleted' });
+        for (const d of await repos.deploys.inStatus(PENDING, service.id))
+          await repos.deploys.transition(d.id, PENDING, 'canceled', { failureReason: 'the service was deleted' });
         current.get(service.id)?.abort.abort();
         while (loops.has(service.id)) await sleep(50);
         await withServiceLock(service.id, async () => {
@@ -369,7 +498,12 @@ export function createDeployEngine(deps: EngineDeps) {
       const strays: InstanceRow[] = [];
       for (const row of await instances.active()) {
         const service = await repos.services.get(row.serviceId);
-        const wanted = service && row.status === 'running' && row.deployId === service.liveDeployId && service.type !== 'cron_job' && !service.suspenders.includes('user');
+        const wanted =
+          service &&
+          row.status === 'running' &&
+          row.deployId === service.liveDeployId &&
+          service.type !== 'cron_job' &&
+          !service.suspenders.includes('user');
         if (!wanted) strays.push(row);
       }
       await stopInstances(strays, 1000);

@@ -16,7 +16,12 @@ const ROUTED = new Set(['web_service', 'static_site']);
  * The variables Slipway injects (docs/architecture.md, "Platform environment"). Per-instance ones (PORT, SLIPWAY_INSTANCE_ID)
  * are undefined when no instance is given, which is how GET …/platform-env shows them.
  */
-export function platformEnv(service: ServiceRow, deploy: DeployRow | undefined, urls: AppUrls, instance?: { id: string; port?: number }) {
+export function platformEnv(
+  service: ServiceRow,
+  deploy: DeployRow | undefined,
+  urls: AppUrls,
+  instance?: { id: string; port?: number },
+) {
   const routed = ROUTED.has(service.type);
   const env: Record<string, string | undefined> = {
     PORT: instance ? (instance.port !== undefined ? String(instance.port) : undefined) : undefined,
@@ -41,7 +46,10 @@ export const BASE_ENV: Record<string, string> = {
 };
 
 /** platform < each layer in order (env groups by link order, then the service's own); undefined platform entries are left out. */
-export function mergeEnv(platform: Record<string, string | undefined>, layers: Array<{ vars: Array<{ key: string; value: string }> }>): Record<string, string> {
+export function mergeEnv(
+  platform: Record<string, string | undefined>,
+  layers: Array<{ vars: Array<{ key: string; value: string }> }>,
+): Record<string, string> {
   const env: Record<string, string> = { ...BASE_ENV };
   for (const [k, v] of Object.entries(platform)) if (v !== undefined) env[k] = v;
   for (const layer of layers) for (const { key, value } of layer.vars) env[key] = value;

@@ -7,16 +7,25 @@ import type { Layout } from './layout.js';
  * Keeps a service's disk bounded: artifacts beyond the newest `keep` (never the live one's, nor
  * one a queued rollback will start) and uploaded archives beyond the newest `keep` are deleted.
  */
-export function createGarbageCollector(deps: { repos: Pick<Repos, 'services' | 'deploys'>; layout: Layout; keep: number }) {
+export function createGarbageCollector(deps: {
+  repos: Pick<Repos, 'services' | 'deploys'>;
+  layout: Layout;
+  keep: number;
+}) {
   const { repos, layout } = deps;
   return async function collectGarbage(serviceId: string) {
     const service = await repos.services.get(serviceId);
     if (!service) return;
     const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
     const upcoming = await repos.deploys.inStatus([...PENDING, ...IN_PROGRESS], serviceId);
-    const needed = [...(live ? [live.artifactOf ?? live.id] : []), ...upcoming.flatMap((d) => (d.artifactOf ? [d.artifactOf] : []))];
+    const needed = [
+      ...(live ? [live.artifactOf ?? live.id] : []),
+      ...upcoming.flatMap((d) => (d.artifactOf ? [d.artifactOf] : [])),
+    ];
     const keep = [...new Set(needed)];
-    const owners = (await repos.deploys.withArtifacts(serviceId, keep)).filter((d) => !d.artifactOf && !PENDING.includes(d.status) && !IN_PROGRESS.includes(d.status));
+    const owners = (await repos.deploys.withArtifacts(serviceId, keep)).filter(
+      (d) => !d.artifactOf && !PENDING.includes(d.status) && !IN_PROGRESS.includes(d.status),
+    );
     for (const old of owners.slice(Math.max(0, deps.keep - keep.length))) {
       rmSync(layout.artifactDir(serviceId, old.id), { recursive: true, force: true });
       await repos.deploys.update(old.id, { artifactDeleted: true });

@@ -54,19 +54,40 @@ export function createInstances(deps: InstancesDeps) {
     let handle: InstanceHandle | undefined;
     try {
       handle = await runtime.start({
-        instanceId: id, serviceId: service.id, deployId: deploy.id, instanceDir,
+        instanceId: id,
+        serviceId: service.id,
+        deployId: deploy.id,
+        instanceDir,
         command: release.startCommand,
         env: await release.env({ id, port }),
-        sandbox: { appDir: release.artifactDir, workDir: service.rootDir, writableDirs: [], scratchDirs: [path.join(instanceDir, 'tmp')] },
+        sandbox: {
+          appDir: release.artifactDir,
+          workDir: service.rootDir,
+          writableDirs: [],
+          scratchDirs: [path.join(instanceDir, 'tmp')],
+        },
         limits: PLAN_LIMITS[details.plan],
         network: networkOf(service),
         onExit: () => deps.onExited?.(id),
       });
-      await repo.update(id, { pid: handle.pid, startTime: handle.startTime, port: port ?? null, startedAt: handle.startedAt, status: 'starting' });
+      await repo.update(id, {
+        pid: handle.pid,
+        startTime: handle.startTime,
+        port: port ?? null,
+        startedAt: handle.startedAt,
+        status: 'starting',
+      });
       deps.onSpawned?.();
       if (port !== undefined) {
         const timeoutMs = Math.min(deps.healthTimeoutMs, HEALTH_TIMEOUT_CAP_MS);
-        await runtime.waitHealthy({ handle, host: handle.address, port, path: service.type === 'web_service' ? details.healthCheckPath || undefined : undefined, timeoutMs, signal });
+        await runtime.waitHealthy({
+          handle,
+          host: handle.address,
+          port,
+          path: service.type === 'web_service' ? details.healthCheckPath || undefined : undefined,
+          timeoutMs,
+          signal,
+        });
       } else {
         // A worker has no port: being alive a moment after start is its health.
         await new Promise((r) => setTimeout(r, 1000));
@@ -107,7 +128,10 @@ export function createInstances(deps: InstancesDeps) {
       const row = await repo.insert({ id, serviceId: service.id, deployId: deploy.id, status: 'starting' });
       const exitCodeFile = path.join(statusDir, 'exit-code');
       const handle = await runtime.start({
-        instanceId: id, serviceId: service.id, deployId: deploy.id, instanceDir,
+        instanceId: id,
+        serviceId: service.id,
+        deployId: deploy.id,
+        instanceDir,
         // A subshell, so that an `exit` or `exec` in the command still lets the status be written.
         command: `(\n${release.startCommand}\n)\necho $? > "$SLIPWAY_RUN_STATUS_DIR/exit-code"`,
         env: { ...(await release.env({ id })), SLIPWAY_RUN_STATUS_DIR: statusDir },
@@ -115,8 +139,17 @@ export function createInstances(deps: InstancesDeps) {
         limits: PLAN_LIMITS[(service.details as ServiceDetails).plan],
         network: networkOf(service),
       });
-      await repo.update(id, { pid: handle.pid, startTime: handle.startTime, startedAt: handle.startedAt, status: 'running' });
-      return { row: { ...row, pid: handle.pid, startTime: handle.startTime, status: 'running' }, exitCodeFile, instanceDir };
+      await repo.update(id, {
+        pid: handle.pid,
+        startTime: handle.startTime,
+        startedAt: handle.startedAt,
+        status: 'running',
+      });
+      return {
+        row: { ...row, pid: handle.pid, startTime: handle.startTime, status: 'running' },
+        exitCodeFile,
+        instanceDir,
+      };
     },
     /** Replaces one crashed instance in place (same id, new process). */
     restart: (release: Release, row: InstanceRow) => startOne(release, undefined, row),

@@ -4,7 +4,9 @@ import type { Repos } from '../../store/repos/index.js';
 import { buildEndedDetails, DeployFailure, deployEndedDetails } from './pipeline.js';
 
 const FAILED_IN: Partial<Record<DeployStatus, DeployStatus>> = {
-  build_in_progress: 'build_failed', pre_deploy_in_progress: 'pre_deploy_failed', update_in_progress: 'update_failed',
+  build_in_progress: 'build_failed',
+  pre_deploy_in_progress: 'pre_deploy_failed',
+  update_in_progress: 'update_failed',
 };
 
 /**
@@ -20,8 +22,11 @@ export async function failInterruptedDeploys(deps: {
   const { repos, events } = deps;
   for (const deploy of await repos.deploys.inStatus(IN_PROGRESS)) {
     const status = FAILED_IN[deploy.status] ?? 'update_failed';
-    const failure = new DeployFailure(status, 'interrupted: Slipway stopped while this deploy was running', { interrupted: true });
-    if (!(await repos.deploys.transition(deploy.id, [deploy.status], status, { failureReason: failure.message }))) continue;
+    const failure = new DeployFailure(status, 'interrupted: Slipway stopped while this deploy was running', {
+      interrupted: true,
+    });
+    if (!(await repos.deploys.transition(deploy.id, [deploy.status], status, { failureReason: failure.message })))
+      continue;
     const service = await repos.services.get(deploy.serviceId);
     if (!service) continue;
     const record = (type: string, details: Record<string, unknown>) =>

@@ -7,7 +7,8 @@ export function createLayout(dataDir: string) {
   return {
     servicesDir,
     serviceDir,
-    sourceFile: (serviceId: string, sourceId: string) => path.join(serviceDir(serviceId), 'sources', `${sourceId}.archive`),
+    sourceFile: (serviceId: string, sourceId: string) =>
+      path.join(serviceDir(serviceId), 'sources', `${sourceId}.archive`),
     /** A deploy's build output, kept read-only for rollback. */
     artifactDir: (serviceId: string, deployId: string) => path.join(serviceDir(serviceId), 'artifacts', deployId),
     instanceDir: (serviceId: string, instanceId: string) => path.join(serviceDir(serviceId), 'instances', instanceId),

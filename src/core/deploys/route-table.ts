@@ -12,8 +12,10 @@ export function createRouteTable(appsDomain: string) {
       if (!hostname.endsWith(suffix)) return undefined;
       return bySlug.get(hostname.slice(0, -suffix.length));
     },
-    setInstances: (slug: string, serviceId: string, upstreams: Upstream[]) => void bySlug.set(slug, { kind: 'instances', serviceId, upstreams }),
-    setStatic: (slug: string, serviceId: string, root: string) => void bySlug.set(slug, { kind: 'static', serviceId, root }),
+    setInstances: (slug: string, serviceId: string, upstreams: Upstream[]) =>
+      void bySlug.set(slug, { kind: 'instances', serviceId, upstreams }),
+    setStatic: (slug: string, serviceId: string, root: string) =>
+      void bySlug.set(slug, { kind: 'static', serviceId, root }),
     setSuspended: (slug: string, serviceId: string) => void bySlug.set(slug, { kind: 'suspended', serviceId }),
     remove: (slug: string) => bySlug.delete(slug),
     /** Takes an instance out of whatever routes to it, at once (its process just exited). */

@@ -13,7 +13,12 @@ import type { Layout } from './layout.js';
  * Stores an uploaded source archive: streamed to disk with its SHA-256 under a size limit,
  * then unpacked once into a scratch dir to reject hostile archives before anything is kept.
  */
-export function createSourceStore(deps: { repo: Pick<DeployRepo, 'insertSource'>; layout: Layout; maxUploadBytes: number; archive: ArchiveLimits }) {
+export function createSourceStore(deps: {
+  repo: Pick<DeployRepo, 'insertSource'>;
+  layout: Layout;
+  maxUploadBytes: number;
+  archive: ArchiveLimits;
+}) {
   const { layout } = deps;
   return async function saveUpload(serviceId: string, body: Readable): Promise<SourceRow> {
     const incoming = layout.uploadTmp(serviceId);
@@ -24,14 +29,16 @@ export function createSourceStore(deps: { repo: Pick<DeployRepo, 'insertSource'>
     const meter = new Transform({
       transform(chunk: Buffer, _enc, done) {
         size += chunk.length;
-        if (size > deps.maxUploadBytes) return done(new AppError('payload_too_large', `the archive is larger than ${deps.maxUploadBytes} bytes`));
+        if (size > deps.maxUploadBytes)
+          return done(new AppError('payload_too_large', `the archive is larger than ${deps.maxUploadBytes} bytes`));
         hash.update(chunk);
         done(null, chunk);
       },
     });
     try {
       await pipeline(body, meter, createWriteStream(tmp, { mode: 0o600 }));
-      if (size === 0) throw new AppError('bad_request', 'the upload is empty: send a .tar.gz or .zip archive as the body');
+      if (size === 0)
+        throw new AppError('bad_request', 'the upload is empty: send a .tar.gz or .zip archive as the body');
       if (!(await detectArchiveFormat(tmp))) throw new AppError('bad_request', 'not a .tar.gz/.tgz or .zip archive');
       const scratch = `${tmp}.check`;
       try {
@@ -46,7 +53,8 @@ export function createSourceStore(deps: { repo: Pick<DeployRepo, 'insertSource'>
       rmSync(tmp, { force: true });
       body.resume(); // drain what the client still sends, so it reads our error
       if (err instanceof AppError) throw err;
-      if ((err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE' || (err as Error).message === 'aborted') throw new AppError('bad_request', 'the upload was interrupted');
+      if ((err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE' || (err as Error).message === 'aborted')
+        throw new AppError('bad_request', 'the upload was interrupted');
       throw err;
     }
   };

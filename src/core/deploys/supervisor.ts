@@ -15,12 +15,14 @@ const MAX_BACKOFF_MS = 60_000;
  * backoff, and a service that keeps crashing gets `stuck_crashlooping` in its suspenders.
  * It also fills in missing instances (after a restart of Slipway found some gone).
  */
-export function createSupervisor(deps: LoopDeps & {
-  refreshRoute(service: ServiceRow): Promise<void>;
-  stopping: Set<string>;
-  withServiceLock: WithKeyedLock;
-  backoffMs: number;
-}) {
+export function createSupervisor(
+  deps: LoopDeps & {
+    refreshRoute(service: ServiceRow): Promise<void>;
+    stopping: Set<string>;
+    withServiceLock: WithKeyedLock;
+    backoffMs: number;
+  },
+) {
   const { repos, instances, events, log } = deps;
   const crashes = new Map<string, number[]>(); // serviceId -> crash times
   const restartAt = new Map<string, number>(); // instanceId -> earliest restart time
@@ -30,17 +32,30 @@ export function createSupervisor(deps: LoopDeps & {
 
   /** Render's reason for a crash: the OOM killer, when the runtime saw it do it; else an early exit. */
   const crashReason = (service: ServiceRow, row: InstanceRow) =>
-    instances.oomKilled(row) ? oomKilledReason(PLAN_LIMITS[(service.details as ServiceDetails).plan].memoryMb) : { earlyExit: true };
+    instances.oomKilled(row)
+      ? oomKilledReason(PLAN_LIMITS[(service.details as ServiceDetails).plan].memoryMb)
+      : { earlyExit: true };
 
   /** Counts a crash (or a failed start) and returns when the next attempt may be made. */
   async function crashed(service: ServiceRow, deployId: string, details: Record<string, unknown>): Promise<number> {
     const now = Date.now();
     const recent = [...(crashes.get(service.id) ?? []).filter((t) => now - t < CRASH_WINDOW_MS), now];
     crashes.set(service.id, recent);
-    await events.record({ workspaceId: service.workspaceId, serviceId: service.id, deployId, type: 'server_failed', details });
+    await events.record({
+      workspaceId: service.workspaceId,
+      serviceId: service.id,
+      deployId,
+      type: 'server_failed',
+      details,
+    });
     if (recent.length >= CRASHLOOP_THRESHOLD && !service.suspenders.includes('stuck_crashlooping')) {
       await repos.services.update(service.id, { suspenders: [...service.suspenders, 'stuck_crashlooping'] });
-      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_crashlooping', details: { crashes: recent.length } });
+      await events.record({
+        workspaceId: service.workspaceId,
+        serviceId: service.id,
+        type: 'service_crashlooping',
+        details: { crashes: recent.length },
+      });
     }
     return now + Math.min(MAX_BACKOFF_MS, deps.backoffMs * 2 ** (recent.length - 1));
   }
@@ -48,7 +63,14 @@ export function createSupervisor(deps: LoopDeps & {
   async function checkService(serviceId: string) {
     // Re-read under the lock: a deploy, restart or suspend may have just changed the service.
     const service = await repos.services.get(serviceId);
-    if (!service?.liveDeployId || deps.removing.has(serviceId) || service.suspenders.includes('user') || service.type === 'static_site' || service.type === 'cron_job') return;
+    if (
+      !service?.liveDeployId ||
+      deps.removing.has(serviceId) ||
+      service.suspenders.includes('user') ||
+      service.type === 'static_site' ||
+      service.type === 'cron_job'
+    )
+      return;
     const live = await repos.deploys.get(service.liveDeployId);
     if (!live) return;
     const rows = (await instances.active({ deployId: live.id })).filter((r) => !deps.stopping.has(r.id));
@@ -56,16 +78,25 @@ export function createSupervisor(deps: LoopDeps & {
     for (const row of rows) {
       if (row.status !== 'running' || instances.isAlive(row)) continue;
       if (!restartAt.has(row.id)) {
-        restartAt.set(row.id, await crashed(service, row.deployId, { instanceID: row.id, reason: crashReason(service, row), restarts: row.restarts }));
+        restartAt.set(
+          row.id,
+          await crashed(service, row.deployId, {
+            instanceID: row.id,
+            reason: crashReason(service, row),
+            restarts: row.restarts,
+          }),
+        );
         changed = true;
       }
       if (Date.now() < restartAt.get(row.id)!) continue;
       restartAt.delete(row.id);
       await instances.bumpRestarts(row);
-      await instances.restart(deps.releaseOf(service, live), { ...row, restarts: row.restarts + 1 }).catch(async (err: Error) => {
-        log.warn({ serviceId: service.id, instanceId: row.id, err: err.message }, 'instance restart failed');
-        await instances.markFailed(row);
-      });
+      await instances
+        .restart(deps.releaseOf(service, live), { ...row, restarts: row.restarts + 1 })
+        .catch(async (err: Error) => {
+          log.warn({ serviceId: service.id, instanceId: row.id, err: err.message }, 'instance restart failed');
+          await instances.markFailed(row);
+        });
       changed = true;
     }
     // Instances lost for good (failed restarts, or gone while Slipway was down) are replaced.
@@ -75,10 +106,14 @@ export function createSupervisor(deps: LoopDeps & {
     const active = (await instances.active({ deployId: live.id })).filter((r) => !deps.stopping.has(r.id));
     const wanted = (service.details as ServiceDetails).numInstances;
     if (active.length > wanted) {
-      const extras = active.sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0)).slice(0, active.length - wanted);
+      const extras = active
+        .sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0))
+        .slice(0, active.length - wanted);
       extras.forEach((r) => deps.stopping.add(r.id));
       await deps.refreshRoute(service);
-      await instances.stop(extras, (service.details as ServiceDetails).maxShutdownDelaySeconds * 1000).finally(() => extras.forEach((r) => deps.stopping.delete(r.id)));
+      await instances
+        .stop(extras, (service.details as ServiceDetails).maxShutdownDelaySeconds * 1000)
+        .finally(() => extras.forEach((r) => deps.stopping.delete(r.id)));
       changed = true;
     }
     const missing = wanted - active.length;
@@ -94,8 +129,16 @@ export function createSupervisor(deps: LoopDeps & {
 
   async function check() {
     for (const service of await deps.runnable()) {
-      if (!service.liveDeployId || service.suspenders.includes('user') || service.type === 'static_site' || service.type === 'cron_job') continue;
-      await deps.withServiceLock(service.id, () => checkService(service.id)).catch((err: Error) => log.error({ serviceId: service.id, err: err.message }, 'supervisor check failed'));
+      if (
+        !service.liveDeployId ||
+        service.suspenders.includes('user') ||
+        service.type === 'static_site' ||
+        service.type === 'cron_job'
+      )
+        continue;
+      await deps
+        .withServiceLock(service.id, () => checkService(service.id))
+        .catch((err: Error) => log.error({ serviceId: service.id, err: err.message }, 'supervisor check failed'));
     }
   }
 

@@ -2,12 +2,28 @@ import { CronExpressionParser } from 'cron-parser';
 import { badRequest } from '../../lib/errors.js';
 import type { Limits } from '../../runtime/types.js';
 
-export const SERVICE_TYPES = ['web_service', 'private_service', 'background_worker', 'cron_job', 'static_site'] as const;
+export const SERVICE_TYPES = [
+  'web_service',
+  'private_service',
+  'background_worker',
+  'cron_job',
+  'static_site',
+] as const;
 export type ServiceType = (typeof SERVICE_TYPES)[number];
 export const RUNTIMES = ['node', 'python', 'ruby', 'go', 'rust', 'elixir', 'docker', 'image'] as const;
 /** Runtimes the local runtime can run natively; docker/image need a container engine. */
 const NATIVE_RUNTIMES = new Set(['node', 'python', 'ruby', 'go', 'rust', 'elixir']);
-export const PLANS = ['free', 'starter', 'starter_plus', 'standard', 'standard_plus', 'pro', 'pro_plus', 'pro_max', 'pro_ultra'] as const;
+export const PLANS = [
+  'free',
+  'starter',
+  'starter_plus',
+  'standard',
+  'standard_plus',
+  'pro',
+  'pro_plus',
+  'pro_max',
+  'pro_ultra',
+] as const;
 export type Plan = (typeof PLANS)[number];
 
 /**
@@ -59,18 +75,39 @@ export interface ServiceDetailsInput {
 }
 
 const DEFAULTS: ServiceDetails = {
-  runtime: 'node', plan: 'starter', region: 'oregon', numInstances: 1, healthCheckPath: '', buildCommand: '',
-  startCommand: '', preDeployCommand: '', maxShutdownDelaySeconds: 30, schedule: '', publishPath: '',
+  runtime: 'node',
+  plan: 'starter',
+  region: 'oregon',
+  numInstances: 1,
+  healthCheckPath: '',
+  buildCommand: '',
+  startCommand: '',
+  preDeployCommand: '',
+  maxShutdownDelaySeconds: 30,
+  schedule: '',
+  publishPath: '',
 };
 
-
 /** Applies `input` over `base` (defaults on create) and checks the result for `type`. */
-export function mergeDetails(type: ServiceType, input: ServiceDetailsInput | undefined, base: ServiceDetails = DEFAULTS): ServiceDetails {
+export function mergeDetails(
+  type: ServiceType,
+  input: ServiceDetailsInput | undefined,
+  base: ServiceDetails = DEFAULTS,
+): ServiceDetails {
   const i = input ?? {};
   const env = i.envSpecificDetails ?? {};
   const next: ServiceDetails = {
     ...base,
-    ...pick(i, ['plan', 'region', 'numInstances', 'healthCheckPath', 'maxShutdownDelaySeconds', 'schedule', 'publishPath', 'preDeployCommand']),
+    ...pick(i, [
+      'plan',
+      'region',
+      'numInstances',
+      'healthCheckPath',
+      'maxShutdownDelaySeconds',
+      'schedule',
+      'publishPath',
+      'preDeployCommand',
+    ]),
     runtime: i.runtime ?? i.env ?? base.runtime,
     buildCommand: env.buildCommand ?? i.buildCommand ?? base.buildCommand,
     startCommand: env.startCommand ?? base.startCommand,
@@ -78,13 +115,19 @@ export function mergeDetails(type: ServiceType, input: ServiceDetailsInput | und
   } as ServiceDetails;
   if (type === 'static_site') next.publishPath ||= 'public';
   if (type !== 'static_site' && !NATIVE_RUNTIMES.has(next.runtime)) {
-    throw badRequest(`runtime "${next.runtime}" needs a container engine, which the local runtime does not have; use one of ${[...NATIVE_RUNTIMES].join(', ')}`);
+    throw badRequest(
+      `runtime "${next.runtime}" needs a container engine, which the local runtime does not have; use one of ${[...NATIVE_RUNTIMES].join(', ')}`,
+    );
   }
   if (!(PLANS as readonly string[]).includes(next.plan)) throw badRequest(`plan must be one of ${PLANS.join(', ')}`);
   if (type === 'cron_job') {
-    if (!isCronSchedule(next.schedule)) throw badRequest('serviceDetails.schedule must be a cron expression: 5 fields, e.g. "*/5 * * * *" (or 6 with seconds first)');
+    if (!isCronSchedule(next.schedule))
+      throw badRequest(
+        'serviceDetails.schedule must be a cron expression: 5 fields, e.g. "*/5 * * * *" (or 6 with seconds first)',
+      );
   }
-  if (next.healthCheckPath && !next.healthCheckPath.startsWith('/')) throw badRequest('serviceDetails.healthCheckPath must start with "/"');
+  if (next.healthCheckPath && !next.healthCheckPath.startsWith('/'))
+    throw badRequest('serviceDetails.healthCheckPath must start with "/"');
   if (next.publishPath && (next.publishPath.startsWith('/') || next.publishPath.split('/').includes('..'))) {
     throw badRequest('serviceDetails.publishPath must be a relative path inside the repository');
   }
@@ -110,4 +153,5 @@ export function isCronSchedule(schedule: string): boolean {
 }
 
 /** The first time `schedule` fires strictly after `after`. */
-export const nextCronRun = (schedule: string, after: Date): Date => CronExpressionParser.parse(schedule, { currentDate: after }).next().toDate();
+export const nextCronRun = (schedule: string, after: Date): Date =>
+  CronExpressionParser.parse(schedule, { currentDate: after }).next().toDate();

@@ -13,7 +13,8 @@ export type EnvVarInput =
   | { key: string; fromKeyValue: RefInput };
 
 /** A variable as stored: a value, or a reference resolved when an environment is built. */
-export type CheckedVar = { key: string; value: string; ref?: undefined } | { key: string; value?: undefined; ref: EnvVarRef };
+export type CheckedVar =
+  { key: string; value: string; ref?: undefined } | { key: string; value?: undefined; ref: EnvVarRef };
 
 /** Datastore references: checked when set, resolved when read (core/datastores). */
 export interface RefPort {
@@ -34,17 +35,20 @@ export function checkEnvVars(inputs: EnvVarInput[]): CheckedVar[] {
   const details: Array<{ field: string; message: string }> = [];
   const out = inputs.map((input, i) => {
     const field = `envVars[${i}].key`;
-    if (!KEY.test(input.key) || input.key.length > 256) details.push({ field, message: 'must be letters, digits and _, not starting with a digit (max 256)' });
+    if (!KEY.test(input.key) || input.key.length > 256)
+      details.push({ field, message: 'must be letters, digits and _, not starting with a digit (max 256)' });
     else if (isReservedKey(input.key)) details.push({ field, message: `${input.key} is set by the platform` });
     else if (seen.has(input.key)) details.push({ field, message: `${input.key} appears twice` });
     seen.add(input.key);
     if ('fromDatabase' in input) return { key: input.key, ref: { kind: 'postgres' as const, ...input.fromDatabase } };
     if ('fromKeyValue' in input) return { key: input.key, ref: { kind: 'keyValue' as const, ...input.fromKeyValue } };
     if ('value' in input) {
-      if (input.value.length > MAX_VALUE_LENGTH) details.push({ field: `envVars[${i}].value`, message: `longer than ${MAX_VALUE_LENGTH} characters` });
+      if (input.value.length > MAX_VALUE_LENGTH)
+        details.push({ field: `envVars[${i}].value`, message: `longer than ${MAX_VALUE_LENGTH} characters` });
       return { key: input.key, value: input.value };
     }
-    if (input.generateValue !== true) details.push({ field: `envVars[${i}].generateValue`, message: 'must be true, or give a value' });
+    if (input.generateValue !== true)
+      details.push({ field: `envVars[${i}].generateValue`, message: 'must be true, or give a value' });
     return { key: input.key, value: randomBytes(24).toString('base64url') };
   });
   if (details.length) throw new AppError('validation_failed', 'invalid environment variables', details);
@@ -59,8 +63,11 @@ export function checkEnvVars(inputs: EnvVarInput[]): CheckedVar[] {
 export function createEnvVars(deps: { repo: EnvVarRepo; box: SecretBox; refs: RefPort }) {
   const { repo, box, refs } = deps;
   const view = (v: { key: string; value: string; ref?: EnvVarRef | null }) => ({
-    key: v.key, value: v.value,
-    ...(v.ref ? { [v.ref.kind === 'postgres' ? 'fromDatabase' : 'fromKeyValue']: { id: v.ref.id, property: v.ref.property } } : {}),
+    key: v.key,
+    value: v.value,
+    ...(v.ref
+      ? { [v.ref.kind === 'postgres' ? 'fromDatabase' : 'fromKeyValue']: { id: v.ref.id, property: v.ref.property } }
+      : {}),
   });
   /** strict: a reference that cannot be resolved throws (building an environment); else it reads as ''. */
   const open = async (row: SealedVar, strict: boolean) => {
@@ -74,12 +81,15 @@ export function createEnvVars(deps: { repo: EnvVarRepo; box: SecretBox; refs: Re
   async function prepare(workspaceId: string, inputs: EnvVarInput[]): Promise<SealedVar[]> {
     const checked = checkEnvVars(inputs);
     for (const v of checked) if (v.ref) await refs.check(workspaceId, v.ref);
-    return checked.map((v) => (v.ref ? { key: v.key, sealedValue: '', ref: v.ref } : { key: v.key, sealedValue: box.seal(v.value), ref: null }));
+    return checked.map((v) =>
+      v.ref ? { key: v.key, sealedValue: '', ref: v.ref } : { key: v.key, sealedValue: box.seal(v.value), ref: null },
+    );
   }
   return {
     prepare,
     /** The variables with references resolved; `strict` for an environment an app will get. */
-    list: async (ownerId: string, strict = false) => Promise.all((await repo.list(ownerId)).map((r) => open(r, strict))),
+    list: async (ownerId: string, strict = false) =>
+      Promise.all((await repo.list(ownerId)).map((r) => open(r, strict))),
     /** Replaces the set; pass a transaction's repo for atomicity. */
     write: (ownerId: string, prepared: SealedVar[], txRepo: EnvVarRepo = repo) => txRepo.replace(ownerId, prepared),
     async replace(owner: { id: string; workspaceId: string }, inputs: EnvVarInput[]) {

@@ -35,7 +35,8 @@ export interface ServiceInput {
 export type ServicePatch = Partial<Omit<ServiceInput, 'type' | 'envVars' | 'environmentId'>>;
 
 function checkRootDir(rootDir: string) {
-  if (rootDir.startsWith('/') || rootDir.split('/').includes('..')) throw badRequest('rootDir must be a relative path inside the source');
+  if (rootDir.startsWith('/') || rootDir.split('/').includes('..'))
+    throw badRequest('rootDir must be a relative path inside the source');
   return rootDir.replace(/\/+$/, '');
 }
 
@@ -43,14 +44,23 @@ function checkRepo(repo: string, protocols: string[]) {
   // Never an option (a leading "-" would be read as one).
   if (repo.startsWith('-') || /\s/.test(repo)) throw badRequest('repo must be a git URL');
   const transport = gitTransport(repo);
-  if (transport === 'file' && !protocols.includes('file')) throw badRequest('repo must be a remote git URL (https, ssh or git): local paths and file:// need SLIPWAY_GIT_ALLOW_LOCAL=1 on the server');
-  if (!protocols.includes(transport)) throw badRequest(`repo: git over "${transport}" is not allowed (use ${protocols.join(', ')})`);
+  if (transport === 'file' && !protocols.includes('file'))
+    throw badRequest(
+      'repo must be a remote git URL (https, ssh or git): local paths and file:// need SLIPWAY_GIT_ALLOW_LOCAL=1 on the server',
+    );
+  if (!protocols.includes(transport))
+    throw badRequest(`repo: git over "${transport}" is not allowed (use ${protocols.join(', ')})`);
   return repo;
 }
 
 /** `my-app` -> `my-app`, or `my-app-x7k2` when taken: the host name label under the apps domain. */
 async function uniqueSlug(name: string, taken: (slug: string) => Promise<boolean>) {
-  const base = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'service';
+  const base =
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40) || 'service';
   if (!(await taken(base))) return base;
   for (;;) {
     const slug = `${base}-${randomBytes(3).toString('hex').slice(0, 4)}`;
@@ -59,7 +69,11 @@ async function uniqueSlug(name: string, taken: (slug: string) => Promise<boolean
 }
 
 export function createServices(deps: {
-  repos: Pick<Repos, 'services'>; transact: Transact; envVars: EnvVars; events: Events; deploys: DeployPort;
+  repos: Pick<Repos, 'services'>;
+  transact: Transact;
+  envVars: EnvVars;
+  events: Events;
+  deploys: DeployPort;
   /** 404 unless the environment is in the workspace (core/projects.ts). */
   assertEnvironment: (workspaceId: string, environmentId: string) => Promise<void>;
   /** The git transports a repo may use (deploys/commands.ts allowedGitProtocols). */
@@ -86,19 +100,34 @@ export function createServices(deps: {
       const service = await transact(async (tx) => {
         const row = await tx.services
           .insert({
-            id: newId('service'), workspaceId, name: input.name, slug, type: input.type,
-            repo: input.repo ? checkRepo(input.repo, deps.gitProtocols) : null, branch: input.branch ?? null,
-            rootDir: checkRootDir(input.rootDir ?? ''), autoDeploy: input.autoDeploy ?? 'yes',
-            environmentId: input.environmentId ?? null, details,
+            id: newId('service'),
+            workspaceId,
+            name: input.name,
+            slug,
+            type: input.type,
+            repo: input.repo ? checkRepo(input.repo, deps.gitProtocols) : null,
+            branch: input.branch ?? null,
+            rootDir: checkRootDir(input.rootDir ?? ''),
+            autoDeploy: input.autoDeploy ?? 'yes',
+            environmentId: input.environmentId ?? null,
+            details,
           })
           .catch((err: unknown) => {
-            throw isUniqueViolation(err) ? conflict(`a service named "${input.name}" already exists in this workspace`) : err;
+            throw isUniqueViolation(err)
+              ? conflict(`a service named "${input.name}" already exists in this workspace`)
+              : err;
           });
         await envVars.write(row.id, vars, tx.envVars);
         return row;
       });
-      await events.record({ workspaceId, serviceId: service.id, type: 'service_created', details: { name: service.name, type: service.type } });
-      if (service.repo && service.autoDeploy === 'yes') return { service, deployId: (await deploys.trigger(service, { trigger: 'api' })).id };
+      await events.record({
+        workspaceId,
+        serviceId: service.id,
+        type: 'service_created',
+        details: { name: service.name, type: service.type },
+      });
+      if (service.repo && service.autoDeploy === 'yes')
+        return { service, deployId: (await deploys.trigger(service, { trigger: 'api' })).id };
       return { service };
     },
 
@@ -107,7 +136,11 @@ export function createServices(deps: {
         // Merged into the details as they are now, under the row's lock: a concurrent PATCH of another field is kept.
         const current = await tx.services.lock(service.id);
         if (!current) throw notFound('service');
-        const details: ServiceDetails = mergeDetails(service.type, patch.serviceDetails, current.details as ServiceDetails);
+        const details: ServiceDetails = mergeDetails(
+          service.type,
+          patch.serviceDetails,
+          current.details as ServiceDetails,
+        );
         return tx.services.update(service.id, {
           ...(patch.name !== undefined ? { name: patch.name } : {}),
           ...(patch.repo !== undefined ? { repo: patch.repo ? checkRepo(patch.repo, deps.gitProtocols) : null } : {}),
@@ -117,10 +150,17 @@ export function createServices(deps: {
           details,
         });
       }).catch((err: unknown) => {
-        throw isUniqueViolation(err) ? conflict(`a service named "${patch.name}" already exists in this workspace`) : err;
+        throw isUniqueViolation(err)
+          ? conflict(`a service named "${patch.name}" already exists in this workspace`)
+          : err;
       });
       if (!updated) throw notFound('service');
-      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_updated', details: { fields: Object.keys(patch) } });
+      await events.record({
+        workspaceId: service.workspaceId,
+        serviceId: service.id,
+        type: 'service_updated',
+        details: { fields: Object.keys(patch) },
+      });
       return updated;
     },
 
@@ -150,4 +190,3 @@ export function createServices(deps: {
   };
 }
 export type Services = ReturnType<typeof createServices>;
-

@@ -23,7 +23,9 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog) {
     const params = request.params as Record<string, string> | undefined;
     const target = request.auditInfo.target ?? Object.values(params ?? {}).find((v) => /^[a-z]{3}-/.test(v));
     // With no workspace of its own, an action is filed under the actor's workspace.
-    const workspaceId = request.auditInfo.workspaceId ?? (p?.kind === 'api_key' ? p.apiKey.workspaceId : p?.kind === 'user' ? p.user.defaultWorkspaceId : null);
+    const workspaceId =
+      request.auditInfo.workspaceId ??
+      (p?.kind === 'api_key' ? p.apiKey.workspaceId : p?.kind === 'user' ? p.user.defaultWorkspaceId : null);
     try {
       await audit.record({
         workspaceId,

@@ -39,7 +39,10 @@ function checkCsrf(request: FastifyRequest, publicUrl: string) {
   const allowed = new Set([new URL(publicUrl).origin, `${request.protocol}://${request.host}`]);
   const origin = originOf(request.headers.origin) ?? originOf(request.headers.referer);
   if (origin ? allowed.has(origin) : request.headers['x-requested-with'] !== undefined) return;
-  throw new AppError('forbidden', 'cross-site request refused: send an Origin matching this server or an X-Requested-With header');
+  throw new AppError(
+    'forbidden',
+    'cross-site request refused: send an Origin matching this server or an X-Requested-With header',
+  );
 }
 
 /** Resolves the principal from a Bearer token or the session cookie; refuses what the route's access does not allow. */
@@ -55,12 +58,14 @@ export function registerAuthentication(app: FastifyInstance, deps: { auth: Auth;
       const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(header);
       request.principal = match ? await deps.auth.fromBearerToken(match[1]!) : undefined;
       if (!request.principal) throw unauthorized('invalid, expired or revoked bearer token');
-      if (access === 'operator' && request.principal.kind !== 'operator') throw new AppError('forbidden', 'this needs the operator token');
+      if (access === 'operator' && request.principal.kind !== 'operator')
+        throw new AppError('forbidden', 'this needs the operator token');
       return;
     }
     const cookie = request.cookies[SESSION_COOKIE];
     if (cookie) request.principal = await deps.auth.fromSessionToken(cookie);
-    if (!request.principal) throw unauthorized(cookie ? 'session expired or signed out' : 'sign in or send Authorization: Bearer <API key>');
+    if (!request.principal)
+      throw unauthorized(cookie ? 'session expired or signed out' : 'sign in or send Authorization: Bearer <API key>');
     if (access === 'operator') throw new AppError('forbidden', 'this needs the operator token');
     if (needsCsrfCheck(request)) checkCsrf(request, deps.publicUrl);
   });

@@ -5,8 +5,16 @@ import type { Duplex } from 'node:stream';
 import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../../lib/errors.js';
 
 const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
-  400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 409: 'conflict',
-  413: 'payload_too_large', 415: 'unsupported_media_type', 429: 'rate_limited', 501: 'not_configured', 503: 'unavailable',
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+  501: 'not_configured',
+  503: 'unavailable',
 };
 
 function validationDetails(err: FastifyError): ErrorDetail[] {
@@ -22,7 +30,11 @@ const OUTAGE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'
 
 /** Connection-level failures of the store (also when wrapped by Drizzle as `cause`). */
 function isStoreOutage(err: unknown): boolean {
-  for (let e = err as { code?: string; message?: string; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+  for (
+    let e = err as { code?: string; message?: string; cause?: unknown } | undefined, depth = 0;
+    e && depth < 4;
+    e = e.cause as typeof e, depth++
+  ) {
     if (e.code && OUTAGE_CODES.has(e.code)) return true;
     if (/Connection terminated|timeout exceeded when trying to connect/.test(e.message ?? '')) return true;
   }
@@ -32,7 +44,13 @@ function isStoreOutage(err: unknown): boolean {
 /** A request id of our own (the client did not give a usable one, or no request exists yet). */
 export const newRequestId = () => `req-${randomUUID()}`;
 
-export function sendError(request: FastifyRequest, reply: FastifyReply, code: ErrorCode, message: string, details?: ErrorDetail[]) {
+export function sendError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  code: ErrorCode,
+  message: string,
+  details?: ErrorDetail[],
+) {
   return reply
     .code(ERROR_STATUS[code])
     .type('application/json')
@@ -42,8 +60,10 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, code: Er
 /** The router's own refusals (Fastify's `frameworkErrors`): no hook has run, so Request-Id is set here. */
 export function sendFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   reply.header('Request-Id', request.id);
-  if (err.code === 'FST_ERR_BAD_URL') return sendError(request, reply, 'bad_request', 'the URL has a malformed %-escape');
-  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return sendError(request, reply, 'bad_request', 'a path segment is too long');
+  if (err.code === 'FST_ERR_BAD_URL')
+    return sendError(request, reply, 'bad_request', 'the URL has a malformed %-escape');
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH')
+    return sendError(request, reply, 'bad_request', 'a path segment is too long');
   request.log.error({ err }, 'router failed');
   return sendError(request, reply, 'internal_error', 'internal error; see the server log for this request id');
 }
@@ -54,15 +74,21 @@ export function sendFrameworkError(err: FastifyError, request: FastifyRequest, r
  */
 export function sendClientError(err: NodeJS.ErrnoException, socket: Duplex) {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, message] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'the request headers are too large']
-    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'the request took too long to arrive'] : [400, 'malformed HTTP request'];
+  const [status, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'the request headers are too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'the request took too long to arrive']
+        : [400, 'malformed HTTP request'];
   const id = newRequestId();
   const body = JSON.stringify({ id, code: 'bad_request', message });
   // Not into a response already under way on this connection (a pipelined request), as Node does.
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
   if (socket.writable && !inFlight) {
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy();
 }
@@ -71,21 +97,33 @@ export function sendClientError(err: NodeJS.ErrnoException, socket: Duplex) {
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof AppError) {
-      if (err.code === 'rate_limited' && err.retryAfterSeconds) reply.header('Retry-After', String(err.retryAfterSeconds));
+      if (err.code === 'rate_limited' && err.retryAfterSeconds)
+        reply.header('Retry-After', String(err.retryAfterSeconds));
       return sendError(request, reply, err.code, err.message, err.details);
     }
     if (err.validation) {
-      return sendError(request, reply, 'validation_failed', `invalid ${err.validationContext ?? 'request'}`, validationDetails(err));
+      return sendError(
+        request,
+        reply,
+        'validation_failed',
+        `invalid ${err.validationContext ?? 'request'}`,
+        validationDetails(err),
+      );
     }
     if (isStoreOutage(err)) {
       request.log.error({ err }, 'state store unavailable');
       return sendError(request, reply, 'unavailable', 'the state store is unavailable; retry shortly');
     }
     const status = err.statusCode ?? 500;
-    const code = status < 500 ? CODE_BY_STATUS[status] ?? 'bad_request' : CODE_BY_STATUS[status];
+    const code = status < 500 ? (CODE_BY_STATUS[status] ?? 'bad_request') : CODE_BY_STATUS[status];
     if (code && status < 500) return sendError(request, reply, code, err.message);
     request.log.error({ err }, 'request failed');
-    return sendError(request, reply, code ?? 'internal_error', code ? err.message : 'internal error; see the server log for this request id');
+    return sendError(
+      request,
+      reply,
+      code ?? 'internal_error',
+      code ? err.message : 'internal error; see the server log for this request id',
+    );
   });
   app.setNotFoundHandler((request, reply) =>
     sendError(request, reply, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`),

@@ -25,7 +25,8 @@ export function registerIdempotency(app: FastifyInstance, deps: { repo: Idempote
     const key = request.headers['idempotency-key'];
     const scope = scopeOf(request);
     if (request.method !== 'POST' || key === undefined || !scope) return;
-    if (typeof key !== 'string' || key.length < 1 || key.length > 255) throw badRequest('Idempotency-Key must be 1 to 255 characters');
+    if (typeof key !== 'string' || key.length < 1 || key.length > 255)
+      throw badRequest('Idempotency-Key must be 1 to 255 characters');
     const requestHash = createHash('sha256')
       .update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
       .digest('hex');
@@ -35,8 +36,12 @@ export function registerIdempotency(app: FastifyInstance, deps: { repo: Idempote
       return;
     }
     if (existing.requestHash !== requestHash) throw conflict('this Idempotency-Key was used with a different request');
-    if (existing.statusCode === null || existing.sealedReply === null) throw conflict('a request with this Idempotency-Key is still in progress');
-    const { contentType, body } = JSON.parse(deps.box.open(existing.sealedReply)) as { contentType?: string; body: string };
+    if (existing.statusCode === null || existing.sealedReply === null)
+      throw conflict('a request with this Idempotency-Key is still in progress');
+    const { contentType, body } = JSON.parse(deps.box.open(existing.sealedReply)) as {
+      contentType?: string;
+      body: string;
+    };
     reply.code(existing.statusCode).header('Idempotent-Replayed', 'true');
     if (contentType) reply.type(contentType);
     return reply.send(body);

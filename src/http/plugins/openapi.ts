@@ -13,7 +13,8 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl: string) {
       info: {
         title: 'Slipway API',
         version: '1.0.0',
-        description: 'Self-hosted application platform. Payloads follow Render\'s public API where Render has the route.',
+        description:
+          "Self-hosted application platform. Payloads follow Render's public API where Render has the route.",
       },
       servers: [{ url: publicUrl }],
       components: {

@@ -31,7 +31,11 @@ export async function registerRateLimit(app: FastifyInstance, perMinute: number)
 
 /** A limiter keyed by something inside the request (an account's email), checked by the handler. */
 export function accountLimiter(app: FastifyInstance, max: number, timeWindow: string) {
-  const check = app.createRateLimit({ max, timeWindow, keyGenerator: (req) => `account:${(req.body as { email?: string })?.email?.trim().toLowerCase() ?? ''}` });
+  const check = app.createRateLimit({
+    max,
+    timeWindow,
+    keyGenerator: (req) => `account:${(req.body as { email?: string })?.email?.trim().toLowerCase() ?? ''}`,
+  });
   return async (request: FastifyRequest) => {
     const result = await check(request);
     if (!result.isAllowed && result.isExceeded) throw rateLimited(result.ttlInSeconds);

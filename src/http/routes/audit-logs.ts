@@ -26,26 +26,50 @@ const AuditLogBody = Type.Object(
 const TimeRange = { startTime: Type.Optional(Timestamp), endTime: Type.Optional(Timestamp), ...ListQuery };
 
 export function auditLogRoutes({ audit, guard }: HttpDeps) {
-  async function list(req: Parameters<typeof guard.context>[0], ownerId: string | undefined, q: { startTime?: string; endTime?: string; cursor?: string; limit?: number }) {
+  async function list(
+    req: Parameters<typeof guard.context>[0],
+    ownerId: string | undefined,
+    q: { startTime?: string; endTime?: string; cursor?: string; limit?: number },
+  ) {
     // The operator may read every workspace's log at once (and entries with no workspace).
-    const workspaceId = principalOf(req).kind === 'operator' && !ownerId ? undefined : (await guard.context(req, ownerId)).workspaceId;
+    const workspaceId =
+      principalOf(req).kind === 'operator' && !ownerId ? undefined : (await guard.context(req, ownerId)).workspaceId;
     const startTime = q.startTime ? new Date(q.startTime) : undefined;
     const endTime = q.endTime ? new Date(q.endTime) : undefined;
     if (startTime && endTime && startTime > endTime) throw badRequest('startTime must not be after endTime');
-    const rows = await audit.list({ workspaceId, startTime, endTime, beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT });
+    const rows = await audit.list({
+      workspaceId,
+      startTime,
+      endTime,
+      beforeId: decodeCursor(q.cursor),
+      limit: q.limit ?? DEFAULT_LIMIT,
+    });
     return envelope('auditLog', rows.map(auditLogBody));
   }
   return [
     defineRoute({
-      method: 'GET', url: '/v1/audit-logs', summary: 'List audit log entries, newest first', tags: ['Audit logs'],
+      method: 'GET',
+      url: '/v1/audit-logs',
+      summary: 'List audit log entries, newest first',
+      tags: ['Audit logs'],
       access: 'admin',
-      schema: { querystring: Type.Object({ ownerId: OwnerIdQuery, ...TimeRange }), response: { 200: Envelope('auditLog', AuditLogBody) } },
+      schema: {
+        querystring: Type.Object({ ownerId: OwnerIdQuery, ...TimeRange }),
+        response: { 200: Envelope('auditLog', AuditLogBody) },
+      },
       handler: async (req) => list(req, req.query.ownerId, req.query),
     }),
     defineRoute({
-      method: 'GET', url: '/v1/owners/:ownerId/audit-logs', summary: 'List a workspace\'s audit logs (Render: list-owner-audit-logs)', tags: ['Audit logs'],
+      method: 'GET',
+      url: '/v1/owners/:ownerId/audit-logs',
+      summary: "List a workspace's audit logs (Render: list-owner-audit-logs)",
+      tags: ['Audit logs'],
       access: 'admin',
-      schema: { params: Type.Object({ ownerId: IdParam }), querystring: Type.Object(TimeRange), response: { 200: Envelope('auditLog', AuditLogBody) } },
+      schema: {
+        params: Type.Object({ ownerId: IdParam }),
+        querystring: Type.Object(TimeRange),
+        response: { 200: Envelope('auditLog', AuditLogBody) },
+      },
       handler: async (req) => list(req, req.params.ownerId, req.query),
     }),
   ];

@@ -11,12 +11,18 @@ import { Email, Name, NoContent } from '../schemas/common.js';
 import { OwnerBody, UserBody, ownerBody, userBody } from '../schemas/bodies.js';
 
 const Password = Type.String({ minLength: 8, maxLength: 256 });
-const InviteToken = Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Join a workspace with this invite' }));
+const InviteToken = Type.Optional(
+  Type.String({ minLength: 1, maxLength: 200, description: 'Join a workspace with this invite' }),
+);
 const PROVIDER_NAMES = { github: 'GitHub', google: 'Google', apple: 'Apple' } as const;
 
 export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
   const { auth, team, config } = deps;
-  const perIp = { max: config.authRateLimitPerMinute, timeWindow: '1 minute', keyGenerator: (req: { ip: string }) => `auth-ip:${req.ip}` };
+  const perIp = {
+    max: config.authRateLimitPerMinute,
+    timeWindow: '1 minute',
+    keyGenerator: (req: { ip: string }) => `auth-ip:${req.ip}`,
+  };
   const perAccount = accountLimiter(app, config.authAccountAttemptsPer10Minutes, '10 minutes');
 
   function setSessionCookie(reply: FastifyReply, session: { token: string; expiresAt: Date }) {
@@ -31,8 +37,13 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
 
   return [
     defineRoute({
-      method: 'POST', url: '/v1/auth/register', summary: 'Create an account and its default workspace', tags: ['Auth'],
-      access: 'public', audit: 'CreateWorkspaceEvent', rateLimit: perIp,
+      method: 'POST',
+      url: '/v1/auth/register',
+      summary: 'Create an account and its default workspace',
+      tags: ['Auth'],
+      access: 'public',
+      audit: 'CreateWorkspaceEvent',
+      rateLimit: perIp,
       schema: {
         body: Type.Object({ email: Email, password: Password, name: Name, inviteToken: InviteToken }),
         response: { 201: Type.Object({ user: UserBody, workspace: OwnerBody }) },
@@ -51,10 +62,19 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
       },
     }),
     defineRoute({
-      method: 'POST', url: '/v1/auth/login', summary: 'Sign in with email and password', tags: ['Auth'],
-      access: 'public', audit: 'LoginEvent', rateLimit: perIp,
+      method: 'POST',
+      url: '/v1/auth/login',
+      summary: 'Sign in with email and password',
+      tags: ['Auth'],
+      access: 'public',
+      audit: 'LoginEvent',
+      rateLimit: perIp,
       schema: {
-        body: Type.Object({ email: Email, password: Type.String({ minLength: 1, maxLength: 256 }), inviteToken: InviteToken }),
+        body: Type.Object({
+          email: Email,
+          password: Type.String({ minLength: 1, maxLength: 256 }),
+          inviteToken: InviteToken,
+        }),
         response: { 200: Type.Object({ user: UserBody }) },
       },
       handler: async (req, reply) => {
@@ -75,8 +95,12 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
       },
     }),
     defineRoute({
-      method: 'POST', url: '/v1/auth/logout', summary: 'Sign out (revokes this session)', tags: ['Auth'],
-      access: 'signed-in', audit: 'LogoutEvent',
+      method: 'POST',
+      url: '/v1/auth/logout',
+      summary: 'Sign out (revokes this session)',
+      tags: ['Auth'],
+      access: 'signed-in',
+      audit: 'LogoutEvent',
       schema: { response: { 204: NoContent } },
       handler: async (req, reply) => {
         const principal = principalOf(req);
@@ -89,10 +113,14 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/auth/providers', summary: 'OAuth providers enabled on this server', tags: ['Auth'],
+      method: 'GET',
+      url: '/v1/auth/providers',
+      summary: 'OAuth providers enabled on this server',
+      tags: ['Auth'],
       access: 'public',
       schema: { response: { 200: Type.Array(Type.Object({ id: Type.String(), name: Type.String() })) } },
-      handler: async () => OAUTH_PROVIDERS.filter((id) => config.oauth[id]).map((id) => ({ id, name: PROVIDER_NAMES[id] })),
+      handler: async () =>
+        OAUTH_PROVIDERS.filter((id) => config.oauth[id]).map((id) => ({ id, name: PROVIDER_NAMES[id] })),
     }),
   ];
 }

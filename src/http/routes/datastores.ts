@@ -8,8 +8,16 @@ import { defineRoute, type RouteSpec } from '../route.js';
 import { eventListRoute } from './events.js';
 import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, NoContent, Timestamp, toDate } from '../schemas/common.js';
 import {
-  connectionInfoBody, datastoreBody, KeyValueBody, KeyValueConnectionInfo, KeyValuePATCH, KeyValuePOST,
-  PostgresBody, PostgresConnectionInfo, PostgresPATCH, PostgresPOST,
+  connectionInfoBody,
+  datastoreBody,
+  KeyValueBody,
+  KeyValueConnectionInfo,
+  KeyValuePATCH,
+  KeyValuePOST,
+  PostgresBody,
+  PostgresConnectionInfo,
+  PostgresPATCH,
+  PostgresPOST,
 } from '../schemas/datastores.js';
 
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
@@ -35,7 +43,11 @@ interface Family {
 async function renderDatastore({ repos, config }: Pick<HttpDeps, 'repos' | 'config'>, row: DatastoreRow) {
   const owner = await repos.workspaces.get(row.workspaceId);
   if (!owner) throw notFound('workspace');
-  return datastoreBody(row, owner, `${config.publicUrl}/${row.kind === 'postgres' ? 'postgres' : 'key-value'}/${row.id}`);
+  return datastoreBody(
+    row,
+    owner,
+    `${config.publicUrl}/${row.kind === 'postgres' ? 'postgres' : 'key-value'}/${row.id}`,
+  );
 }
 
 /** The routes Postgres and key-value share: list, get, update, delete, suspend, resume, restart, connection-info. */
@@ -52,8 +64,12 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
   const body = (row: DatastoreRow) => renderDatastore(deps, row);
   const action = (verb: 'suspend' | 'resume' | 'restart', summary: string) =>
     defineRoute({
-      method: 'POST', url: `${f.base}/:${f.param}/${verb}`, summary, tags: [f.tag],
-      access: 'developer', audit: `${verb[0]!.toUpperCase()}${verb.slice(1)}${f.audit}Event`,
+      method: 'POST',
+      url: `${f.base}/:${f.param}/${verb}`,
+      summary,
+      tags: [f.tag],
+      access: 'developer',
+      audit: `${verb[0]!.toUpperCase()}${verb.slice(1)}${f.audit}Event`,
       schema: { params: Params, response: { 202: NoContent } },
       handler: async (req, reply) => {
         await datastores[verb](await load(req));
@@ -63,8 +79,12 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
 
   return [
     defineRoute({
-      method: 'POST', url: f.base, summary: 'Create one: 201 with status creating, then available once it accepts connections', tags: [f.tag],
-      access: 'developer', audit: `Create${f.audit}Event`,
+      method: 'POST',
+      url: f.base,
+      summary: 'Create one: 201 with status creating, then available once it accepts connections',
+      tags: [f.tag],
+      access: 'developer',
+      audit: `Create${f.audit}Event`,
       schema: { body: f.post, response: { 201: f.body } },
       handler: async (req, reply) => {
         const { workspaceId } = await guard.context(req, (req.body as { ownerId?: string }).ownerId);
@@ -74,13 +94,24 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
       },
     }),
     defineRoute({
-      method: 'GET', url: f.base, summary: `List ${f.tag}, newest first`, tags: [f.tag],
+      method: 'GET',
+      url: f.base,
+      summary: `List ${f.tag}, newest first`,
+      tags: [f.tag],
       access: 'viewer',
       schema: {
         querystring: Type.Object({
-          ownerId: StringList, name: StringList, environmentId: StringList, region: StringList,
-          suspended: Type.Optional(Type.Array(Type.Union([Type.Literal('suspended'), Type.Literal('not_suspended')]), { maxItems: 2 })),
-          createdBefore: Type.Optional(Timestamp), createdAfter: Type.Optional(Timestamp), updatedBefore: Type.Optional(Timestamp), updatedAfter: Type.Optional(Timestamp),
+          ownerId: StringList,
+          name: StringList,
+          environmentId: StringList,
+          region: StringList,
+          suspended: Type.Optional(
+            Type.Array(Type.Union([Type.Literal('suspended'), Type.Literal('not_suspended')]), { maxItems: 2 }),
+          ),
+          createdBefore: Type.Optional(Timestamp),
+          createdAfter: Type.Optional(Timestamp),
+          updatedBefore: Type.Optional(Timestamp),
+          updatedAfter: Type.Optional(Timestamp),
           ...ListQuery,
         }),
         response: { 200: Envelope(f.item, f.body) },
@@ -88,28 +119,48 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
       handler: async (req) => {
         const q = req.query as Record<string, never>;
         const rows = await datastores.list({
-          kind: f.kind, workspaceIds: await guard.listScope(req, q.ownerId), name: q.name, environmentId: q.environmentId, suspended: q.suspended,
-          createdAfter: toDate(q.createdAfter), createdBefore: toDate(q.createdBefore), updatedAfter: toDate(q.updatedAfter), updatedBefore: toDate(q.updatedBefore),
-          beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
+          kind: f.kind,
+          workspaceIds: await guard.listScope(req, q.ownerId),
+          name: q.name,
+          environmentId: q.environmentId,
+          suspended: q.suspended,
+          createdAfter: toDate(q.createdAfter),
+          createdBefore: toDate(q.createdBefore),
+          updatedAfter: toDate(q.updatedAfter),
+          updatedBefore: toDate(q.updatedBefore),
+          beforeId: decodeCursor(q.cursor),
+          limit: q.limit ?? DEFAULT_LIMIT,
         });
         return envelope(f.item, await Promise.all(rows.map(body)));
       },
     }),
     defineRoute({
-      method: 'GET', url: `${f.base}/:${f.param}`, summary: `Retrieve a ${f.item} instance`, tags: [f.tag],
+      method: 'GET',
+      url: `${f.base}/:${f.param}`,
+      summary: `Retrieve a ${f.item} instance`,
+      tags: [f.tag],
       access: 'viewer',
       schema: { params: Params, response: { 200: f.body } },
       handler: async (req) => body(await load(req)),
     }),
     defineRoute({
-      method: 'PATCH', url: `${f.base}/:${f.param}`, summary: 'Update name, allow list, or plan (applied to the running server)', tags: [f.tag],
-      access: 'developer', audit: `Update${f.audit}Event`,
+      method: 'PATCH',
+      url: `${f.base}/:${f.param}`,
+      summary: 'Update name, allow list, or plan (applied to the running server)',
+      tags: [f.tag],
+      access: 'developer',
+      audit: `Update${f.audit}Event`,
       schema: { params: Params, body: f.patch, response: { 200: f.body } },
-      handler: async (req) => body(await datastores.update(await load(req), req.body as Parameters<typeof datastores.update>[1])),
+      handler: async (req) =>
+        body(await datastores.update(await load(req), req.body as Parameters<typeof datastores.update>[1])),
     }),
     defineRoute({
-      method: 'DELETE', url: `${f.base}/:${f.param}`, summary: 'Delete: stops the server and removes its data', tags: [f.tag],
-      access: 'developer', audit: `Delete${f.audit}Event`,
+      method: 'DELETE',
+      url: `${f.base}/:${f.param}`,
+      summary: 'Delete: stops the server and removes its data',
+      tags: [f.tag],
+      access: 'developer',
+      audit: `Delete${f.audit}Event`,
       schema: { params: Params, response: { 204: NoContent } },
       handler: async (req, reply) => {
         await datastores.remove(await load(req));
@@ -117,7 +168,10 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
       },
     }),
     defineRoute({
-      method: 'GET', url: `${f.base}/:${f.param}/connection-info`, summary: 'Connection strings and password (developers and up)', tags: [f.tag],
+      method: 'GET',
+      url: `${f.base}/:${f.param}/connection-info`,
+      summary: 'Connection strings and password (developers and up)',
+      tags: [f.tag],
       access: 'developer',
       schema: { params: Params, response: { 200: f.connectionInfo } },
       handler: async (req) => {
@@ -125,7 +179,12 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
         return connectionInfoBody(row, datastores.connection(row));
       },
     }),
-    eventListRoute(deps, { url: `${f.base}/:${f.param}/events`, tag: f.tag, params: Params, load: async (req) => ({ datastoreId: (await load(req)).id }) }),
+    eventListRoute(deps, {
+      url: `${f.base}/:${f.param}/events`,
+      tag: f.tag,
+      params: Params,
+      load: async (req) => ({ datastoreId: (await load(req)).id }),
+    }),
     action('suspend', 'Suspend: stops the server, keeps the data'),
     action('resume', 'Resume a suspended instance'),
     action('restart', 'Restart the server'),
@@ -135,12 +194,30 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
 /** Postgres and key-value datastores (Render's routes; docs/architecture.md, "Datastore servers"). */
 export function datastoreRoutes(deps: HttpDeps): RouteSpec[] {
   const postgres: Family = {
-    kind: 'postgres', base: '/v1/postgres', param: 'postgresId', item: 'postgres', tag: 'Postgres', audit: 'Postgres',
-    post: PostgresPOST, create: (d, workspaceId, body) => d.createPostgres(workspaceId, body), body: PostgresBody, patch: PostgresPATCH, connectionInfo: PostgresConnectionInfo,
+    kind: 'postgres',
+    base: '/v1/postgres',
+    param: 'postgresId',
+    item: 'postgres',
+    tag: 'Postgres',
+    audit: 'Postgres',
+    post: PostgresPOST,
+    create: (d, workspaceId, body) => d.createPostgres(workspaceId, body),
+    body: PostgresBody,
+    patch: PostgresPATCH,
+    connectionInfo: PostgresConnectionInfo,
   };
   const keyValue: Family = {
-    kind: 'keyValue', base: '/v1/key-value', param: 'keyValueId', item: 'keyValue', tag: 'Key Value', audit: 'Redis',
-    post: KeyValuePOST, create: (d, workspaceId, body) => d.createKeyValue(workspaceId, body), body: KeyValueBody, patch: KeyValuePATCH, connectionInfo: KeyValueConnectionInfo,
+    kind: 'keyValue',
+    base: '/v1/key-value',
+    param: 'keyValueId',
+    item: 'keyValue',
+    tag: 'Key Value',
+    audit: 'Redis',
+    post: KeyValuePOST,
+    create: (d, workspaceId, body) => d.createKeyValue(workspaceId, body),
+    body: KeyValueBody,
+    patch: KeyValuePATCH,
+    connectionInfo: KeyValueConnectionInfo,
   };
   return [...familyRoutes(deps, postgres), ...familyRoutes(deps, keyValue)];
 }

@@ -8,7 +8,19 @@ import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, Timestamp, toDate } from '
 import { DeployBody, deployBody } from '../schemas/services.js';
 import { loadService, ServiceParams } from './services.js';
 
-const DEPLOY_STATUSES = ['created', 'queued', 'build_in_progress', 'pre_deploy_in_progress', 'update_in_progress', 'live', 'deactivated', 'build_failed', 'pre_deploy_failed', 'update_failed', 'canceled'] as const;
+const DEPLOY_STATUSES = [
+  'created',
+  'queued',
+  'build_in_progress',
+  'pre_deploy_in_progress',
+  'update_in_progress',
+  'live',
+  'deactivated',
+  'build_failed',
+  'pre_deploy_failed',
+  'update_failed',
+  'canceled',
+] as const;
 const DeployParams = Type.Object({ serviceId: IdParam, deployId: IdParam });
 
 /** Deploys: trigger, list, get, cancel, and rollback (docs/architecture.md, "Deploys"). */
@@ -22,37 +34,55 @@ export function deployRoutes(deps: HttpDeps) {
   }
   return [
     defineRoute({
-      method: 'POST', url: '/v1/services/:serviceId/deploys', summary: 'Trigger a deploy', tags: ['Deploys'],
-      access: 'developer', audit: 'TriggerDeployEvent',
+      method: 'POST',
+      url: '/v1/services/:serviceId/deploys',
+      summary: 'Trigger a deploy',
+      tags: ['Deploys'],
+      access: 'developer',
+      audit: 'TriggerDeployEvent',
       schema: {
         params: ServiceParams,
-        body: Type.Optional(Type.Object({
-          clearCache: Type.Optional(Type.Union([Type.Literal('clear'), Type.Literal('do_not_clear')])),
-          commitId: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{4,64}$' })),
-          deployMode: Type.Optional(Type.Union([Type.Literal('deploy_only'), Type.Literal('build_and_deploy')])),
-        })),
+        body: Type.Optional(
+          Type.Object({
+            clearCache: Type.Optional(Type.Union([Type.Literal('clear'), Type.Literal('do_not_clear')])),
+            commitId: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{4,64}$' })),
+            deployMode: Type.Optional(Type.Union([Type.Literal('deploy_only'), Type.Literal('build_and_deploy')])),
+          }),
+        ),
         response: { 201: DeployBody },
       },
       handler: async (req, reply) => {
         const service = await loadService(deps, req, req.params.serviceId);
         const b = req.body ?? {};
         // deploy_only: reuse the live deploy's artifact (Render's "deploy without building").
-        const live = b.deployMode === 'deploy_only' && service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
+        const live =
+          b.deployMode === 'deploy_only' && service.liveDeployId
+            ? await repos.deploys.get(service.liveDeployId)
+            : undefined;
         const deploy = live
           ? await engine.trigger(service, { trigger: 'api', artifactOf: live })
-          : await engine.trigger(service, { trigger: 'api', commitId: b.commitId, clearCache: b.clearCache === 'clear' });
+          : await engine.trigger(service, {
+              trigger: 'api',
+              commitId: b.commitId,
+              clearCache: b.clearCache === 'clear',
+            });
         return reply.code(201).send(deployBody(deploy));
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/services/:serviceId/deploys', summary: 'List deploys, newest first', tags: ['Deploys'],
+      method: 'GET',
+      url: '/v1/services/:serviceId/deploys',
+      summary: 'List deploys, newest first',
+      tags: ['Deploys'],
       access: 'viewer',
       schema: {
         params: ServiceParams,
         querystring: Type.Object({
           status: Type.Optional(Type.Array(Type.Union(DEPLOY_STATUSES.map((s) => Type.Literal(s))), { maxItems: 11 })),
-          createdBefore: Type.Optional(Timestamp), createdAfter: Type.Optional(Timestamp),
-          finishedBefore: Type.Optional(Timestamp), finishedAfter: Type.Optional(Timestamp),
+          createdBefore: Type.Optional(Timestamp),
+          createdAfter: Type.Optional(Timestamp),
+          finishedBefore: Type.Optional(Timestamp),
+          finishedAfter: Type.Optional(Timestamp),
           ...ListQuery,
         }),
         response: { 200: Envelope('deploy', DeployBody) },
@@ -61,28 +91,49 @@ export function deployRoutes(deps: HttpDeps) {
         const service = await loadService(deps, req, req.params.serviceId);
         const q = req.query;
         const rows = await repos.deploys.list({
-          serviceId: service.id, status: q.status as DeployStatus[] | undefined,
-          createdAfter: toDate(q.createdAfter), createdBefore: toDate(q.createdBefore), finishedAfter: toDate(q.finishedAfter), finishedBefore: toDate(q.finishedBefore),
-          beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
+          serviceId: service.id,
+          status: q.status as DeployStatus[] | undefined,
+          createdAfter: toDate(q.createdAfter),
+          createdBefore: toDate(q.createdBefore),
+          finishedAfter: toDate(q.finishedAfter),
+          finishedBefore: toDate(q.finishedBefore),
+          beforeId: decodeCursor(q.cursor),
+          limit: q.limit ?? DEFAULT_LIMIT,
         });
-        return envelope('deploy', rows.map((d) => deployBody(d)));
+        return envelope(
+          'deploy',
+          rows.map((d) => deployBody(d)),
+        );
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/services/:serviceId/deploys/:deployId', summary: 'Retrieve a deploy, with its build output', tags: ['Deploys'],
+      method: 'GET',
+      url: '/v1/services/:serviceId/deploys/:deployId',
+      summary: 'Retrieve a deploy, with its build output',
+      tags: ['Deploys'],
       access: 'viewer',
       schema: { params: DeployParams, response: { 200: DeployBody } },
-      handler: async (req) => deployBody((await loadDeploy(req, req.params.serviceId, req.params.deployId)).deploy, { withOutput: true }),
+      handler: async (req) =>
+        deployBody((await loadDeploy(req, req.params.serviceId, req.params.deployId)).deploy, { withOutput: true }),
     }),
     defineRoute({
-      method: 'POST', url: '/v1/services/:serviceId/deploys/:deployId/cancel', summary: 'Cancel a queued or running deploy', tags: ['Deploys'],
-      access: 'developer', audit: 'CancelDeployEvent',
+      method: 'POST',
+      url: '/v1/services/:serviceId/deploys/:deployId/cancel',
+      summary: 'Cancel a queued or running deploy',
+      tags: ['Deploys'],
+      access: 'developer',
+      audit: 'CancelDeployEvent',
       schema: { params: DeployParams, response: { 200: DeployBody } },
-      handler: async (req) => deployBody(await engine.cancel((await loadDeploy(req, req.params.serviceId, req.params.deployId)).deploy)),
+      handler: async (req) =>
+        deployBody(await engine.cancel((await loadDeploy(req, req.params.serviceId, req.params.deployId)).deploy)),
     }),
     defineRoute({
-      method: 'POST', url: '/v1/services/:serviceId/rollback', summary: 'Roll back to an earlier deploy (its artifact, no rebuild)', tags: ['Deploys'],
-      access: 'developer', audit: 'RollbackDeployEvent',
+      method: 'POST',
+      url: '/v1/services/:serviceId/rollback',
+      summary: 'Roll back to an earlier deploy (its artifact, no rebuild)',
+      tags: ['Deploys'],
+      access: 'developer',
+      audit: 'RollbackDeployEvent',
       schema: { params: ServiceParams, body: Type.Object({ deployId: IdParam }), response: { 201: DeployBody } },
       handler: async (req, reply) => {
         const service = await loadService(deps, req, req.params.serviceId);

@@ -13,12 +13,19 @@ const GroupName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
 const EnvVar = EnvVarBody;
 const Meta = {
-  id: Type.String(), name: Type.String(), ownerId: Type.String(), environmentId: Type.Optional(Type.String()),
-  createdAt: Timestamp, updatedAt: Timestamp,
+  id: Type.String(),
+  name: Type.String(),
+  ownerId: Type.String(),
+  environmentId: Type.Optional(Type.String()),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
   serviceLinks: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), type: Type.String() })),
 };
 const EnvGroupMeta = Type.Object(Meta, { title: 'envGroupMeta' });
-const EnvGroupBody = Type.Object({ ...Meta, envVars: Type.Array(EnvVar), secretFiles: Type.Array(Type.Unknown()) }, { title: 'envGroup' });
+const EnvGroupBody = Type.Object(
+  { ...Meta, envVars: Type.Array(EnvVar), secretFiles: Type.Array(Type.Unknown()) },
+  { title: 'envGroup' },
+);
 
 /** Env groups (Render's routes, plus PUT …/env-vars to replace the set). */
 export function envGroupRoutes(deps: HttpDeps) {
@@ -32,12 +39,19 @@ export function envGroupRoutes(deps: HttpDeps) {
 
   return [
     defineRoute({
-      method: 'POST', url: '/v1/env-groups', summary: 'Create an env group (optionally linked to services)', tags: ['Env groups'],
-      access: 'developer', audit: 'CreateEnvGroupEvent',
+      method: 'POST',
+      url: '/v1/env-groups',
+      summary: 'Create an env group (optionally linked to services)',
+      tags: ['Env groups'],
+      access: 'developer',
+      audit: 'CreateEnvGroupEvent',
       schema: {
         body: Type.Object({
-          name: GroupName, ownerId: Type.Optional(Type.String({ maxLength: 64 })), envVars: EnvVarInputArray,
-          serviceIds: Type.Optional(Type.Array(IdParam, { maxItems: 100 })), environmentId: Type.Optional(Type.String({ maxLength: 64 })),
+          name: GroupName,
+          ownerId: Type.Optional(Type.String({ maxLength: 64 })),
+          envVars: EnvVarInputArray,
+          serviceIds: Type.Optional(Type.Array(IdParam, { maxItems: 100 })),
+          environmentId: Type.Optional(Type.String({ maxLength: 64 })),
         }),
         response: { 201: EnvGroupBody },
       },
@@ -49,12 +63,20 @@ export function envGroupRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/env-groups', summary: 'List env groups, newest first (Render: a bare array of envGroupMeta)', tags: ['Env groups'],
+      method: 'GET',
+      url: '/v1/env-groups',
+      summary: 'List env groups, newest first (Render: a bare array of envGroupMeta)',
+      tags: ['Env groups'],
       access: 'viewer',
       schema: {
         querystring: Type.Object({
-          ownerId: StringList, name: StringList, environmentId: StringList,
-          createdBefore: Type.Optional(Timestamp), createdAfter: Type.Optional(Timestamp), updatedBefore: Type.Optional(Timestamp), updatedAfter: Type.Optional(Timestamp),
+          ownerId: StringList,
+          name: StringList,
+          environmentId: StringList,
+          createdBefore: Type.Optional(Timestamp),
+          createdAfter: Type.Optional(Timestamp),
+          updatedBefore: Type.Optional(Timestamp),
+          updatedAfter: Type.Optional(Timestamp),
           ...ListQuery,
         }),
         response: { 200: Type.Array(EnvGroupMeta) },
@@ -63,28 +85,51 @@ export function envGroupRoutes(deps: HttpDeps) {
         const q = req.query;
         const workspaceIds = await guard.listScope(req, q.ownerId);
         const rows = await envGroups.list({
-          workspaceIds, name: q.name, environmentId: q.environmentId,
-          createdAfter: toDate(q.createdAfter), createdBefore: toDate(q.createdBefore), updatedAfter: toDate(q.updatedAfter), updatedBefore: toDate(q.updatedBefore),
-          beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
+          workspaceIds,
+          name: q.name,
+          environmentId: q.environmentId,
+          createdAfter: toDate(q.createdAfter),
+          createdBefore: toDate(q.createdBefore),
+          updatedAfter: toDate(q.updatedAfter),
+          updatedBefore: toDate(q.updatedBefore),
+          beforeId: decodeCursor(q.cursor),
+          limit: q.limit ?? DEFAULT_LIMIT,
         });
-        return Promise.all(rows.map(async (g) => { const { envVars: _v, secretFiles: _s, ...meta } = await envGroups.body(g); return meta; }));
+        return Promise.all(
+          rows.map(async (g) => {
+            const { envVars: _v, secretFiles: _s, ...meta } = await envGroups.body(g);
+            return meta;
+          }),
+        );
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/env-groups/:envGroupId', summary: 'Retrieve an env group with its variables (developers and up)', tags: ['Env groups'],
+      method: 'GET',
+      url: '/v1/env-groups/:envGroupId',
+      summary: 'Retrieve an env group with its variables (developers and up)',
+      tags: ['Env groups'],
       access: 'developer',
       schema: { params: GroupParams, response: { 200: EnvGroupBody } },
       handler: async (req) => envGroups.body(await load(req, req.params.envGroupId)),
     }),
     defineRoute({
-      method: 'PATCH', url: '/v1/env-groups/:envGroupId', summary: 'Rename an env group', tags: ['Env groups'],
-      access: 'developer', audit: 'UpdateEnvGroupEvent',
+      method: 'PATCH',
+      url: '/v1/env-groups/:envGroupId',
+      summary: 'Rename an env group',
+      tags: ['Env groups'],
+      access: 'developer',
+      audit: 'UpdateEnvGroupEvent',
       schema: { params: GroupParams, body: Type.Object({ name: GroupName }), response: { 200: EnvGroupBody } },
-      handler: async (req) => envGroups.body(await envGroups.rename(await load(req, req.params.envGroupId), req.body.name)),
+      handler: async (req) =>
+        envGroups.body(await envGroups.rename(await load(req, req.params.envGroupId), req.body.name)),
     }),
     defineRoute({
-      method: 'DELETE', url: '/v1/env-groups/:envGroupId', summary: 'Delete an env group (unlinks it from its services)', tags: ['Env groups'],
-      access: 'developer', audit: 'DeleteEnvGroupEvent',
+      method: 'DELETE',
+      url: '/v1/env-groups/:envGroupId',
+      summary: 'Delete an env group (unlinks it from its services)',
+      tags: ['Env groups'],
+      access: 'developer',
+      audit: 'DeleteEnvGroupEvent',
       schema: { params: GroupParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         await envGroups.remove(await load(req, req.params.envGroupId));
@@ -92,22 +137,33 @@ export function envGroupRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'PUT', url: '/v1/env-groups/:envGroupId/env-vars', summary: 'Replace all of an env group\'s variables', tags: ['Env groups'],
-      access: 'developer', audit: 'UpdateEnvGroupEvent',
+      method: 'PUT',
+      url: '/v1/env-groups/:envGroupId/env-vars',
+      summary: "Replace all of an env group's variables",
+      tags: ['Env groups'],
+      access: 'developer',
+      audit: 'UpdateEnvGroupEvent',
       schema: { params: GroupParams, body: EnvVarInputArray, response: { 200: EnvGroupBody } },
       handler: async (req) => {
         return envGroups.body(await envGroups.replaceVars(await load(req, req.params.envGroupId), req.body));
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/env-groups/:envGroupId/env-vars/:envVarKey', summary: 'Retrieve one variable of an env group', tags: ['Env groups'],
+      method: 'GET',
+      url: '/v1/env-groups/:envGroupId/env-vars/:envVarKey',
+      summary: 'Retrieve one variable of an env group',
+      tags: ['Env groups'],
       access: 'developer',
       schema: { params: KeyParams, response: { 200: EnvVar } },
       handler: async (req) => envGroups.getVar(await load(req, req.params.envGroupId), req.params.envVarKey),
     }),
     defineRoute({
-      method: 'PUT', url: '/v1/env-groups/:envGroupId/env-vars/:envVarKey', summary: 'Add or update one variable of an env group', tags: ['Env groups'],
-      access: 'developer', audit: 'UpdateEnvGroupEvent',
+      method: 'PUT',
+      url: '/v1/env-groups/:envGroupId/env-vars/:envVarKey',
+      summary: 'Add or update one variable of an env group',
+      tags: ['Env groups'],
+      access: 'developer',
+      audit: 'UpdateEnvGroupEvent',
       schema: {
         params: KeyParams,
         body: EnvVarValueInput,
@@ -115,12 +171,20 @@ export function envGroupRoutes(deps: HttpDeps) {
       },
       handler: async (req) => {
         const group = await load(req, req.params.envGroupId);
-        return envGroups.body(await envGroups.putVar(group, { key: req.params.envVarKey, ...req.body } as Parameters<typeof envGroups.putVar>[1]));
+        return envGroups.body(
+          await envGroups.putVar(group, { key: req.params.envVarKey, ...req.body } as Parameters<
+            typeof envGroups.putVar
+          >[1]),
+        );
       },
     }),
     defineRoute({
-      method: 'DELETE', url: '/v1/env-groups/:envGroupId/env-vars/:envVarKey', summary: 'Delete one variable of an env group', tags: ['Env groups'],
-      access: 'developer', audit: 'UpdateEnvGroupEvent',
+      method: 'DELETE',
+      url: '/v1/env-groups/:envGroupId/env-vars/:envVarKey',
+      summary: 'Delete one variable of an env group',
+      tags: ['Env groups'],
+      access: 'developer',
+      audit: 'UpdateEnvGroupEvent',
       schema: { params: KeyParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         await envGroups.deleteVar(await load(req, req.params.envGroupId), req.params.envVarKey);
@@ -128,16 +192,24 @@ export function envGroupRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'POST', url: '/v1/env-groups/:envGroupId/services/:serviceId', summary: 'Link an env group to a service (applies on its next deploy or restart)', tags: ['Env groups'],
-      access: 'developer', audit: 'LinkEnvGroupEvent',
+      method: 'POST',
+      url: '/v1/env-groups/:envGroupId/services/:serviceId',
+      summary: 'Link an env group to a service (applies on its next deploy or restart)',
+      tags: ['Env groups'],
+      access: 'developer',
+      audit: 'LinkEnvGroupEvent',
       schema: { params: LinkParams, response: { 200: EnvGroupBody } },
       handler: async (req) => {
         return envGroups.body(await envGroups.link(await load(req, req.params.envGroupId), req.params.serviceId));
       },
     }),
     defineRoute({
-      method: 'DELETE', url: '/v1/env-groups/:envGroupId/services/:serviceId', summary: 'Unlink an env group from a service', tags: ['Env groups'],
-      access: 'developer', audit: 'UnlinkEnvGroupEvent',
+      method: 'DELETE',
+      url: '/v1/env-groups/:envGroupId/services/:serviceId',
+      summary: 'Unlink an env group from a service',
+      tags: ['Env groups'],
+      access: 'developer',
+      audit: 'UnlinkEnvGroupEvent',
       schema: { params: LinkParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         await envGroups.unlink(await load(req, req.params.envGroupId), req.params.serviceId);

@@ -7,24 +7,34 @@ import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/servi
 import { loadService, ServiceParams } from './services.js';
 
 const EnvVar = EnvVarBody;
-const EnvVarList = Type.Array(Type.Object({
-  envVar: EnvVar, cursor: Type.String(),
-  source: Type.Optional(Type.String({ description: 'with resolved=true: platform, envGroup:<id> or service' })),
-}));
+const EnvVarList = Type.Array(
+  Type.Object({
+    envVar: EnvVar,
+    cursor: Type.String(),
+    source: Type.Optional(Type.String({ description: 'with resolved=true: platform, envGroup:<id> or service' })),
+  }),
+);
 const MASK = '********';
 const KeyParams = Type.Object({ serviceId: IdParam, envVarKey: Type.String({ minLength: 1, maxLength: 256 }) });
-const withCursors = (vars: Array<{ key: string; value: string }>) => vars.map((envVar) => ({ envVar, cursor: Buffer.from(envVar.key).toString('base64url') }));
+const withCursors = (vars: Array<{ key: string; value: string }>) =>
+  vars.map((envVar) => ({ envVar, cursor: Buffer.from(envVar.key).toString('base64url') }));
 
 /** A service's own variables (values sealed at rest) and the platform's (docs/architecture.md, "Platform environment"). */
 export function envVarRoutes(deps: HttpDeps) {
   const { envVars, repos, urls } = deps;
   return [
     defineRoute({
-      method: 'GET', url: '/v1/services/:serviceId/env-vars',
-      summary: 'List a service\'s environment variables (developers and up); `resolved=true`: everything the app sees, each with its source',
+      method: 'GET',
+      url: '/v1/services/:serviceId/env-vars',
+      summary:
+        "List a service's environment variables (developers and up); `resolved=true`: everything the app sees, each with its source",
       tags: ['Env vars'],
       access: 'developer',
-      schema: { params: ServiceParams, querystring: Type.Object({ resolved: Type.Optional(Type.Boolean()) }), response: { 200: EnvVarList } },
+      schema: {
+        params: ServiceParams,
+        querystring: Type.Object({ resolved: Type.Optional(Type.Boolean()) }),
+        response: { 200: EnvVarList },
+      },
       handler: async (req) => {
         const service = await loadService(deps, req, req.params.serviceId);
         if (!req.query.resolved) return withCursors(await envVars.list(service.id));
@@ -33,16 +43,23 @@ export function envVarRoutes(deps: HttpDeps) {
         const reveal = role === 'owner' || role === 'admin';
         const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
         const resolved = new Map<string, { value: string; source: string }>();
-        for (const [key, value] of Object.entries(platformEnv(service, live, urls))) if (value !== undefined) resolved.set(key, { value, source: 'platform' });
+        for (const [key, value] of Object.entries(platformEnv(service, live, urls)))
+          if (value !== undefined) resolved.set(key, { value, source: 'platform' });
         for (const layer of await deps.envGroups.layersOf(service.id)) {
           for (const v of layer.vars) resolved.set(v.key, { value: reveal ? v.value : MASK, source: layer.source });
         }
-        return [...resolved].sort(([a], [b]) => a.localeCompare(b)).map(([key, { value, source }]) => ({ ...withCursors([{ key, value }])[0]!, source }));
+        return [...resolved]
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([key, { value, source }]) => ({ ...withCursors([{ key, value }])[0]!, source }));
       },
     }),
     defineRoute({
-      method: 'PUT', url: '/v1/services/:serviceId/env-vars', summary: 'Replace all of a service\'s environment variables', tags: ['Env vars'],
-      access: 'developer', audit: 'UpdateEnvVarsEvent',
+      method: 'PUT',
+      url: '/v1/services/:serviceId/env-vars',
+      summary: "Replace all of a service's environment variables",
+      tags: ['Env vars'],
+      access: 'developer',
+      audit: 'UpdateEnvVarsEvent',
       schema: { params: ServiceParams, body: EnvVarInputArray, response: { 200: EnvVarList } },
       handler: async (req) => {
         const service = await loadService(deps, req, req.params.serviceId);
@@ -51,14 +68,22 @@ export function envVarRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/services/:serviceId/env-vars/:envVarKey', summary: 'Retrieve one environment variable', tags: ['Env vars'],
+      method: 'GET',
+      url: '/v1/services/:serviceId/env-vars/:envVarKey',
+      summary: 'Retrieve one environment variable',
+      tags: ['Env vars'],
       access: 'developer',
       schema: { params: KeyParams, response: { 200: EnvVar } },
-      handler: async (req) => envVars.get((await loadService(deps, req, req.params.serviceId)).id, req.params.envVarKey),
+      handler: async (req) =>
+        envVars.get((await loadService(deps, req, req.params.serviceId)).id, req.params.envVarKey),
     }),
     defineRoute({
-      method: 'PUT', url: '/v1/services/:serviceId/env-vars/:envVarKey', summary: 'Add or update one environment variable', tags: ['Env vars'],
-      access: 'developer', audit: 'UpdateEnvVarsEvent',
+      method: 'PUT',
+      url: '/v1/services/:serviceId/env-vars/:envVarKey',
+      summary: 'Add or update one environment variable',
+      tags: ['Env vars'],
+      access: 'developer',
+      audit: 'UpdateEnvVarsEvent',
       schema: {
         params: KeyParams,
         body: EnvVarValueInput,
@@ -70,8 +95,12 @@ export function envVarRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'DELETE', url: '/v1/services/:serviceId/env-vars/:envVarKey', summary: 'Delete one environment variable', tags: ['Env vars'],
-      access: 'developer', audit: 'DeleteEnvVarsEvent',
+      method: 'DELETE',
+      url: '/v1/services/:serviceId/env-vars/:envVarKey',
+      summary: 'Delete one environment variable',
+      tags: ['Env vars'],
+      access: 'developer',
+      audit: 'DeleteEnvVarsEvent',
       schema: { params: KeyParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         await envVars.delete((await loadService(deps, req, req.params.serviceId)).id, req.params.envVarKey);
@@ -79,11 +108,22 @@ export function envVarRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/services/:serviceId/platform-env', summary: 'The variables Slipway injects into every instance', tags: ['Env vars'],
+      method: 'GET',
+      url: '/v1/services/:serviceId/platform-env',
+      summary: 'The variables Slipway injects into every instance',
+      tags: ['Env vars'],
       access: 'viewer',
       schema: {
         params: ServiceParams,
-        response: { 200: Type.Array(Type.Object({ key: Type.String(), value: Type.Union([Type.String(), Type.Null()]), perInstance: Type.Boolean() })) },
+        response: {
+          200: Type.Array(
+            Type.Object({
+              key: Type.String(),
+              value: Type.Union([Type.String(), Type.Null()]),
+              perInstance: Type.Boolean(),
+            }),
+          ),
+        },
       },
       handler: async (req) => {
         const service = await loadService(deps, req, req.params.serviceId);

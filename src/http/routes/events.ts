@@ -9,8 +9,12 @@ import { loadService, ServiceParams } from './services.js';
 /** Render's service event: every transition of a service and its deploys (docs/architecture.md, "Deploys"); a datastore's carry datastoreId. */
 const EventBody = Type.Object(
   {
-    id: Type.String(), timestamp: Timestamp, serviceId: Type.Optional(Type.String()), datastoreId: Type.Optional(Type.String()),
-    type: Type.String(), details: Type.Record(Type.String(), Type.Unknown()),
+    id: Type.String(),
+    timestamp: Timestamp,
+    serviceId: Type.Optional(Type.String()),
+    datastoreId: Type.Optional(Type.String()),
+    type: Type.String(),
+    details: Type.Record(Type.String(), Type.Unknown()),
   },
   { title: 'serviceEvent' },
 );
@@ -18,16 +22,26 @@ const EventBody = Type.Object(
 /** `GET <url>`: the events of what `load` finds (after its access check), newest first. */
 export function eventListRoute(
   deps: Pick<HttpDeps, 'repos'>,
-  opts: { url: string; tag: string; params: TObject; load(req: FastifyRequest): Promise<{ serviceId: string } | { datastoreId: string }> },
+  opts: {
+    url: string;
+    tag: string;
+    params: TObject;
+    load(req: FastifyRequest): Promise<{ serviceId: string } | { datastoreId: string }>;
+  },
 ) {
   return defineRoute({
-    method: 'GET', url: opts.url, summary: 'List events, newest first', tags: [opts.tag],
+    method: 'GET',
+    url: opts.url,
+    summary: 'List events, newest first',
+    tags: [opts.tag],
     access: 'viewer',
     schema: {
       params: opts.params,
       querystring: Type.Object({
         type: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 50 })),
-        startTime: Type.Optional(Timestamp), endTime: Type.Optional(Timestamp), ...ListQuery,
+        startTime: Type.Optional(Timestamp),
+        endTime: Type.Optional(Timestamp),
+        ...ListQuery,
       }),
       response: { 200: Envelope('event', EventBody) },
     },
@@ -35,13 +49,22 @@ export function eventListRoute(
       const about = await opts.load(req);
       const q = req.query;
       const rows = await deps.repos.events.list(about, {
-        types: q.type, startTime: toDate(q.startTime), endTime: toDate(q.endTime),
-        beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
+        types: q.type,
+        startTime: toDate(q.startTime),
+        endTime: toDate(q.endTime),
+        beforeId: decodeCursor(q.cursor),
+        limit: q.limit ?? DEFAULT_LIMIT,
       });
-      return envelope('event', rows.map((e) => ({
-        id: e.id, timestamp: e.createdAt.toISOString(), ...about, type: e.type,
-        details: { ...(e.details as Record<string, unknown>), ...(e.deployId ? { deployId: e.deployId } : {}) },
-      })));
+      return envelope(
+        'event',
+        rows.map((e) => ({
+          id: e.id,
+          timestamp: e.createdAt.toISOString(),
+          ...about,
+          type: e.type,
+          details: { ...(e.details as Record<string, unknown>), ...(e.deployId ? { deployId: e.deployId } : {}) },
+        })),
+      );
     },
   });
 }
@@ -49,8 +72,12 @@ export function eventListRoute(
 export function eventRoutes(deps: HttpDeps) {
   return [
     eventListRoute(deps, {
-      url: '/v1/services/:serviceId/events', tag: 'Services', params: ServiceParams,
-      load: async (req) => ({ serviceId: (await loadService(deps, req, (req.params as { serviceId: string }).serviceId)).id }),
+      url: '/v1/services/:serviceId/events',
+      tag: 'Services',
+      params: ServiceParams,
+      load: async (req) => ({
+        serviceId: (await loadService(deps, req, (req.params as { serviceId: string }).serviceId)).id,
+      }),
     }),
   ];
 }

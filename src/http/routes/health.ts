@@ -3,14 +3,26 @@ import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { Timestamp } from '../schemas/common.js';
 
-const Component = Type.Object({ status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]), latencyMs: Type.Number(), error: Type.Optional(Type.String()) });
+const Component = Type.Object({
+  status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),
+  latencyMs: Type.Number(),
+  error: Type.Optional(Type.String()),
+});
 
 /** How apps are kept apart on this machine; `notes` says what it cannot enforce (docs/architecture.md, "Tenant isolation on one machine"). */
 const Isolation = Type.Object({
-  network: Type.Union([Type.Literal('namespaces'), Type.Literal('shared')], { description: 'shared: fit for one team only' }),
+  network: Type.Union([Type.Literal('namespaces'), Type.Literal('shared')], {
+    description: 'shared: fit for one team only',
+  }),
   sandbox: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]),
   cgroups: Type.Union([Type.Literal('v2'), Type.Literal('v1'), Type.Literal('none')]),
-  limits: Type.Object({ memory: Type.Boolean(), cpu: Type.Boolean(), pids: Type.Boolean(), disk: Type.Boolean(), seccomp: Type.Boolean() }),
+  limits: Type.Object({
+    memory: Type.Boolean(),
+    cpu: Type.Boolean(),
+    pids: Type.Boolean(),
+    disk: Type.Boolean(),
+    seccomp: Type.Boolean(),
+  }),
   notes: Type.Array(Type.String()),
 });
 
@@ -20,7 +32,11 @@ async function probe(check: () => Promise<void>) {
     await check();
     return { status: 'ok' as const, latencyMs: Math.round(performance.now() - started) };
   } catch (err) {
-    return { status: 'unavailable' as const, latencyMs: Math.round(performance.now() - started), error: (err as Error).message };
+    return {
+      status: 'unavailable' as const,
+      latencyMs: Math.round(performance.now() - started),
+      error: (err as Error).message,
+    };
   }
 }
 
@@ -28,12 +44,16 @@ export function healthRoutes({ health }: HttpDeps) {
   const components = async () => {
     const store = await probe(health.store);
     // The queue lives in the store: when the store is down, so is the queue.
-    const queue = store.status === 'ok' ? await probe(health.queue) : { ...store, error: 'the state store is unavailable' };
+    const queue =
+      store.status === 'ok' ? await probe(health.queue) : { ...store, error: 'the state store is unavailable' };
     return { store, queue };
   };
   return [
     defineRoute({
-      method: 'GET', url: '/api/health', summary: 'Health of the state store and job queue (503 when unavailable)', tags: ['Health'],
+      method: 'GET',
+      url: '/api/health',
+      summary: 'Health of the state store and job queue (503 when unavailable)',
+      tags: ['Health'],
       access: 'public',
       schema: {
         response: {
@@ -44,17 +64,27 @@ export function healthRoutes({ health }: HttpDeps) {
       handler: async (_req, reply) => {
         const { store, queue } = await components();
         const ok = store.status === 'ok' && queue.status === 'ok';
-        return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'unavailable', storeKind: health.storeKind, store, queue });
+        return reply
+          .code(ok ? 200 : 503)
+          .send({ status: ok ? 'ok' : 'unavailable', storeKind: health.storeKind, store, queue });
       },
     }),
     defineRoute({
-      method: 'GET', url: '/status', summary: 'Public status of Slipway\'s components', tags: ['Health'],
+      method: 'GET',
+      url: '/status',
+      summary: "Public status of Slipway's components",
+      tags: ['Health'],
       access: 'public',
       schema: {
         response: {
           200: Type.Object({
             status: Type.Union([Type.Literal('operational'), Type.Literal('degraded')]),
-            components: Type.Array(Type.Object({ name: Type.String(), status: Type.Union([Type.Literal('operational'), Type.Literal('down')]) })),
+            components: Type.Array(
+              Type.Object({
+                name: Type.String(),
+                status: Type.Union([Type.Literal('operational'), Type.Literal('down')]),
+              }),
+            ),
             isolation: Isolation,
             updatedAt: Timestamp,
           }),

@@ -1,7 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { badRequest, notFound } from '../../lib/errors.js';
-import { parseLogFilter, parseTimeRange, type LogQuery, type ParsedLogFilter } from '../../observability/logs/filters.js';
+import {
+  parseLogFilter,
+  parseTimeRange,
+  type LogQuery,
+  type ParsedLogFilter,
+} from '../../observability/logs/filters.js';
 import type { SubscribeFrom } from '../../observability/logs/stream.js';
 import { queryLogs } from '../../observability/logs/query.js';
 import type { HttpDeps } from '../deps.js';
@@ -9,7 +14,8 @@ import { pgCode } from '../../store/db.js';
 import { defineRoute } from '../route.js';
 import { OwnerIdQuery, Timestamp } from '../schemas/common.js';
 
-const Values = (description: string) => Type.Optional(Type.Array(Type.String({ maxLength: 512 }), { maxItems: 50, description }));
+const Values = (description: string) =>
+  Type.Optional(Type.Array(Type.String({ maxLength: 512 }), { maxItems: 50, description }));
 const FILTERS = {
   ownerId: OwnerIdQuery,
   resource: Values('Service ids (default: every service of the workspace)'),
@@ -27,9 +33,14 @@ const FILTERS = {
 const Label = Type.Object({ name: Type.String(), value: Type.String() });
 const LogEntry = Type.Object(
   { id: Type.String(), message: Type.String(), timestamp: Timestamp, labels: Type.Array(Label) },
-  { title: 'logEntry', description: 'Render\'s log entry; also each message of /v1/logs/subscribe' },
+  { title: 'logEntry', description: "Render's log entry; also each message of /v1/logs/subscribe" },
 );
-const LogsPage = Type.Object({ hasMore: Type.Boolean(), nextStartTime: Timestamp, nextEndTime: Timestamp, logs: Type.Array(LogEntry) });
+const LogsPage = Type.Object({
+  hasMore: Type.Boolean(),
+  nextStartTime: Timestamp,
+  nextEndTime: Timestamp,
+  logs: Type.Array(LogEntry),
+});
 
 /** Postgres refused a regular expression JS accepted (their dialects differ slightly): 2201B. */
 const isBadRegex = (err: unknown) => pgCode(err) === '2201B';
@@ -47,12 +58,17 @@ export function logRoutes({ guard, repos, logs }: HttpDeps) {
 
   return [
     defineRoute({
-      method: 'GET', url: '/v1/logs', summary: 'List logs (Render: list-logs)', tags: ['Logs'],
+      method: 'GET',
+      url: '/v1/logs',
+      summary: 'List logs (Render: list-logs)',
+      tags: ['Logs'],
       access: 'viewer',
       schema: {
         querystring: Type.Object({
           ...FILTERS,
-          direction: Type.Optional(Type.Union([Type.Literal('forward'), Type.Literal('backward')], { default: 'backward' })),
+          direction: Type.Optional(
+            Type.Union([Type.Literal('forward'), Type.Literal('backward')], { default: 'backward' }),
+          ),
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
         }),
         response: { 200: LogsPage },
@@ -67,21 +83,31 @@ export function logRoutes({ guard, repos, logs }: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/logs/subscribe',
-      summary: 'Subscribe to logs over a WebSocket (Render: subscribe-logs): one log entry per message; close code 4008 = too slow, reconnect with afterId; 1000 = endTime reached',
+      method: 'GET',
+      url: '/v1/logs/subscribe',
+      summary:
+        'Subscribe to logs over a WebSocket (Render: subscribe-logs): one log entry per message; close code 4008 = too slow, reconnect with afterId; 1000 = endTime reached',
       tags: ['Logs'],
       access: 'viewer',
       schema: {
         querystring: Type.Object({
           ...FILTERS,
-          afterId: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$', description: 'Resume after this entry id (the last one received)' })),
+          afterId: Type.Optional(
+            Type.String({
+              pattern: '^[0-9]{1,15}$',
+              description: 'Resume after this entry id (the last one received)',
+            }),
+          ),
         }),
         response: { 101: LogEntry },
       },
       handler: async (req) => {
         const parsed = await prepare(req, req.query);
         const { afterId } = req.query;
-        return { parsed, from: { afterId: afterId !== undefined ? Number(afterId) : undefined, ...parseTimeRange(req.query) } };
+        return {
+          parsed,
+          from: { afterId: afterId !== undefined ? Number(afterId) : undefined, ...parseTimeRange(req.query) },
+        };
       },
       websocket: (socket, prepared) => {
         const { parsed, from } = prepared as { parsed: ParsedLogFilter; from: SubscribeFrom };

@@ -16,13 +16,31 @@ const SeriesBody = Type.Array(
   }),
   { title: 'metricSeries' },
 );
-const Aggregation = Type.Union([Type.Literal('AVG'), Type.Literal('MAX'), Type.Literal('MIN')], { description: 'How instances (and samples in a bucket) are combined; default AVG' });
-const RelativeTo = Type.Optional(Type.Union([Type.Literal('core'), Type.Literal('limit')], { description: 'CPU in percent of one core (default) or of the plan\'s CPU limit' }));
-const Source = Type.Optional(Type.Union([Type.Literal('rss'), Type.Literal('cgroup')], { description: 'Memory: RSS of the process tree (default) or the instance cgroup\'s usage' }));
-const Instances = Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 50, description: 'Only these instances (Render\'s instance filter)' }));
+const Aggregation = Type.Union([Type.Literal('AVG'), Type.Literal('MAX'), Type.Literal('MIN')], {
+  description: 'How instances (and samples in a bucket) are combined; default AVG',
+});
+const RelativeTo = Type.Optional(
+  Type.Union([Type.Literal('core'), Type.Literal('limit')], {
+    description: "CPU in percent of one core (default) or of the plan's CPU limit",
+  }),
+);
+const Source = Type.Optional(
+  Type.Union([Type.Literal('rss'), Type.Literal('cgroup')], {
+    description: "Memory: RSS of the process tree (default) or the instance cgroup's usage",
+  }),
+);
+const Instances = Type.Optional(
+  Type.Array(Type.String({ maxLength: 64 }), {
+    maxItems: 50,
+    description: "Only these instances (Render's instance filter)",
+  }),
+);
 const Range = {
-  startTime: Type.Optional(Timestamp), endTime: Type.Optional(Timestamp),
-  resolutionSeconds: Type.Optional(Type.Integer({ minimum: 1, description: 'Bucket size; at least the sampling interval; default 60' })),
+  startTime: Type.Optional(Timestamp),
+  endTime: Type.Optional(Timestamp),
+  resolutionSeconds: Type.Optional(
+    Type.Integer({ minimum: 1, description: 'Bucket size; at least the sampling interval; default 60' }),
+  ),
 };
 
 /** The service (404 unless the caller may read it) and its plan, for CPU relative to the limit. */
@@ -36,23 +54,47 @@ async function serviceOf(deps: HttpDeps, req: FastifyRequest, serviceId: string,
 export function metricRoutes(deps: HttpDeps) {
   const current = (metric: 'cpu' | 'memory') =>
     defineRoute({
-      method: 'GET', url: `/v1/metrics/:serviceId/${metric}`, tags: ['Metrics'], access: 'viewer',
-      summary: metric === 'cpu' ? 'CPU of a service\'s instances (current, or a range)' : 'Memory of a service\'s instances (current, or a range)',
+      method: 'GET',
+      url: `/v1/metrics/:serviceId/${metric}`,
+      tags: ['Metrics'],
+      access: 'viewer',
+      summary:
+        metric === 'cpu'
+          ? "CPU of a service's instances (current, or a range)"
+          : "Memory of a service's instances (current, or a range)",
       schema: {
         params: Type.Object({ serviceId: IdParam }),
         querystring: Type.Object({
-          resource: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 10, description: 'Render\'s form: the service id again' })),
-          instance: Instances, aggregationMethod: Type.Optional(Aggregation), ...Range,
+          resource: Type.Optional(
+            Type.Array(Type.String({ maxLength: 64 }), {
+              maxItems: 10,
+              description: "Render's form: the service id again",
+            }),
+          ),
+          instance: Instances,
+          aggregationMethod: Type.Optional(Aggregation),
+          ...Range,
           ...(metric === 'cpu' ? { relativeTo: RelativeTo } : { source: Source }),
         }),
         response: { 200: SeriesBody },
       },
       handler: async (req) => {
-        const q = req.query as { resource?: string[]; instance?: string[]; aggregationMethod?: 'AVG' | 'MAX' | 'MIN'; startTime?: string; endTime?: string; resolutionSeconds?: number; relativeTo?: 'core' | 'limit'; source?: 'rss' | 'cgroup' };
+        const q = req.query as {
+          resource?: string[];
+          instance?: string[];
+          aggregationMethod?: 'AVG' | 'MAX' | 'MIN';
+          startTime?: string;
+          endTime?: string;
+          resolutionSeconds?: number;
+          relativeTo?: 'core' | 'limit';
+          source?: 'rss' | 'cgroup';
+        };
         const service = await serviceOf(deps, req, req.params.serviceId, q.resource);
         const options = { ...q, instances: q.instance };
         // With a time range this is Render's /metrics/cpu|memory: the history of that metric.
-        return q.startTime || q.endTime || q.resolutionSeconds ? deps.metrics.history(service, metric, options) : deps.metrics.current(service, metric, options);
+        return q.startTime || q.endTime || q.resolutionSeconds
+          ? deps.metrics.history(service, metric, options)
+          : deps.metrics.current(service, metric, options);
       },
     });
 
@@ -60,13 +102,25 @@ export function metricRoutes(deps: HttpDeps) {
     current('cpu'),
     current('memory'),
     defineRoute({
-      method: 'GET', url: '/v1/services/:serviceId/metrics/history', tags: ['Metrics'], access: 'viewer',
+      method: 'GET',
+      url: '/v1/services/:serviceId/metrics/history',
+      tags: ['Metrics'],
+      access: 'viewer',
       summary: 'A metric of a service over time, downsampled into buckets',
       schema: {
         params: ServiceParams,
         querystring: Type.Object({
-          metric: Type.Union([Type.Literal('cpu'), Type.Literal('memory'), Type.Literal('http_requests'), Type.Literal('bandwidth')]),
-          aggregationMethod: Type.Optional(Aggregation), instance: Instances, relativeTo: RelativeTo, source: Source, ...Range,
+          metric: Type.Union([
+            Type.Literal('cpu'),
+            Type.Literal('memory'),
+            Type.Literal('http_requests'),
+            Type.Literal('bandwidth'),
+          ]),
+          aggregationMethod: Type.Optional(Aggregation),
+          instance: Instances,
+          relativeTo: RelativeTo,
+          source: Source,
+          ...Range,
         }),
         response: { 200: SeriesBody },
       },

@@ -8,9 +8,13 @@ import { OwnerBody, ownerBody } from '../schemas/bodies.js';
 import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, Name, NoContent, Timestamp, toDate } from '../schemas/common.js';
 
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
-const IdList = (opts: { minItems?: number; maxItems: number }) => Type.Array(Type.String({ minLength: 1, maxLength: 64 }), opts);
+const IdList = (opts: { minItems?: number; maxItems: number }) =>
+  Type.Array(Type.String({ minLength: 1, maxLength: 64 }), opts);
 const TimeFilters = {
-  createdBefore: Type.Optional(Timestamp), createdAfter: Type.Optional(Timestamp), updatedBefore: Type.Optional(Timestamp), updatedAfter: Type.Optional(Timestamp),
+  createdBefore: Type.Optional(Timestamp),
+  createdAfter: Type.Optional(Timestamp),
+  updatedBefore: Type.Optional(Timestamp),
+  updatedAfter: Type.Optional(Timestamp),
 };
 const ProtectedStatus = Type.Union([Type.Literal('unprotected'), Type.Literal('protected')], {
   description: 'Only admins perform destructive actions in a protected environment',
@@ -20,19 +24,36 @@ const IpAllowList = Type.Array(
   { maxItems: 100, description: 'Stored for the environment; Slipway does not filter traffic by it yet' },
 );
 const EnvironmentFields = {
-  name: Name, protectedStatus: Type.Optional(ProtectedStatus),
-  networkIsolationEnabled: Type.Optional(Type.Boolean({ description: 'Stored for the environment; Slipway does not isolate networks yet' })),
+  name: Name,
+  protectedStatus: Type.Optional(ProtectedStatus),
+  networkIsolationEnabled: Type.Optional(
+    Type.Boolean({ description: 'Stored for the environment; Slipway does not isolate networks yet' }),
+  ),
   ipAllowList: Type.Optional(IpAllowList),
 };
 const ProjectBody = Type.Object(
-  { id: Type.String(), createdAt: Timestamp, updatedAt: Timestamp, name: Type.String(), owner: OwnerBody, environmentIds: Type.Array(Type.String()) },
+  {
+    id: Type.String(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    name: Type.String(),
+    owner: OwnerBody,
+    environmentIds: Type.Array(Type.String()),
+  },
   { title: 'project' },
 );
 const EnvironmentBody = Type.Object(
   {
-    id: Type.String(), name: Type.String(), projectId: Type.String(),
-    databasesIds: Type.Array(Type.String()), redisIds: Type.Array(Type.String()), serviceIds: Type.Array(Type.String()), envGroupIds: Type.Array(Type.String()),
-    protectedStatus: ProtectedStatus, networkIsolationEnabled: Type.Boolean(), ipAllowList: IpAllowList,
+    id: Type.String(),
+    name: Type.String(),
+    projectId: Type.String(),
+    databasesIds: Type.Array(Type.String()),
+    redisIds: Type.Array(Type.String()),
+    serviceIds: Type.Array(Type.String()),
+    envGroupIds: Type.Array(Type.String()),
+    protectedStatus: ProtectedStatus,
+    networkIsolationEnabled: Type.Boolean(),
+    ipAllowList: IpAllowList,
   },
   { title: 'environment' },
 );
@@ -45,15 +66,21 @@ const splitIds = (values: string[] | undefined) => values?.flatMap((v) => v.spli
 
 type ProjectView = Awaited<ReturnType<Projects['projectViews']>>[number];
 const projectBody = ({ project, environmentIds, owner }: ProjectView) => ({
-  id: project.id, createdAt: project.createdAt.toISOString(), updatedAt: project.updatedAt.toISOString(),
-  name: project.name, owner: ownerBody(owner), environmentIds,
+  id: project.id,
+  createdAt: project.createdAt.toISOString(),
+  updatedAt: project.updatedAt.toISOString(),
+  name: project.name,
+  owner: ownerBody(owner),
+  environmentIds,
 });
 
 /** Projects and environments (Render's routes): an environment groups services, env groups and datastores. */
 export function projectRoutes(deps: HttpDeps) {
   const { guard, projects } = deps;
-  const showProject = async (row: Parameters<Projects['projectViews']>[0][number]) => projectBody((await projects.projectViews([row]))[0]!);
-  const showEnvironment = async (row: Parameters<Projects['environmentBodies']>[0][number]) => (await projects.environmentBodies([row]))[0]!;
+  const showProject = async (row: Parameters<Projects['projectViews']>[0][number]) =>
+    projectBody((await projects.projectViews([row]))[0]!);
+  const showEnvironment = async (row: Parameters<Projects['environmentBodies']>[0][number]) =>
+    (await projects.environmentBodies([row]))[0]!;
   async function loadProject(req: FastifyRequest, id: string) {
     const project = await projects.getProject(id);
     const { role } = await guard.resource(req, project.workspaceId, 'project');
@@ -69,11 +96,18 @@ export function projectRoutes(deps: HttpDeps) {
 
   return [
     defineRoute({
-      method: 'POST', url: '/v1/projects', summary: 'Create a project with its environments', tags: TAGS,
-      access: 'developer', audit: 'CreateProjectEvent',
+      method: 'POST',
+      url: '/v1/projects',
+      summary: 'Create a project with its environments',
+      tags: TAGS,
+      access: 'developer',
+      audit: 'CreateProjectEvent',
       schema: {
         body: Type.Object({
-          name: Name, ownerId: Type.Optional(Type.String({ maxLength: 64, description: 'Workspace (tea-…); default: your default workspace' })),
+          name: Name,
+          ownerId: Type.Optional(
+            Type.String({ maxLength: 64, description: 'Workspace (tea-…); default: your default workspace' }),
+          ),
           environments: Type.Array(Type.Object(EnvironmentFields), { maxItems: 20 }),
         }),
         response: { 201: ProjectBody },
@@ -86,37 +120,63 @@ export function projectRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/projects', summary: 'List projects, newest first', tags: TAGS,
+      method: 'GET',
+      url: '/v1/projects',
+      summary: 'List projects, newest first',
+      tags: TAGS,
       access: 'viewer',
-      schema: { querystring: Type.Object({ name: StringList, ownerId: StringList, ...TimeFilters, ...ListQuery }), response: { 200: Envelope('project', ProjectBody) } },
+      schema: {
+        querystring: Type.Object({ name: StringList, ownerId: StringList, ...TimeFilters, ...ListQuery }),
+        response: { 200: Envelope('project', ProjectBody) },
+      },
       handler: async (req) => {
         const q = req.query;
         const rows = await projects.listProjects({
-          workspaceIds: await guard.listScope(req, splitIds(q.ownerId)), name: q.name,
-          createdAfter: toDate(q.createdAfter), createdBefore: toDate(q.createdBefore), updatedAfter: toDate(q.updatedAfter), updatedBefore: toDate(q.updatedBefore),
-          beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
+          workspaceIds: await guard.listScope(req, splitIds(q.ownerId)),
+          name: q.name,
+          createdAfter: toDate(q.createdAfter),
+          createdBefore: toDate(q.createdBefore),
+          updatedAfter: toDate(q.updatedAfter),
+          updatedBefore: toDate(q.updatedBefore),
+          beforeId: decodeCursor(q.cursor),
+          limit: q.limit ?? DEFAULT_LIMIT,
         });
         return envelope('project', (await projects.projectViews(rows)).map(projectBody));
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/projects/:projectId', summary: 'Retrieve a project', tags: TAGS,
+      method: 'GET',
+      url: '/v1/projects/:projectId',
+      summary: 'Retrieve a project',
+      tags: TAGS,
       access: 'viewer',
       schema: { params: ProjectParams, response: { 200: ProjectBody } },
       handler: async (req) => showProject((await loadProject(req, req.params.projectId)).project),
     }),
     defineRoute({
-      method: 'PATCH', url: '/v1/projects/:projectId', summary: 'Rename a project (environments change through their own routes)', tags: TAGS,
-      access: 'developer', audit: 'UpdateProjectEvent',
-      schema: { params: ProjectParams, body: Type.Object({ name: Type.Optional(Name) }), response: { 200: ProjectBody } },
+      method: 'PATCH',
+      url: '/v1/projects/:projectId',
+      summary: 'Rename a project (environments change through their own routes)',
+      tags: TAGS,
+      access: 'developer',
+      audit: 'UpdateProjectEvent',
+      schema: {
+        params: ProjectParams,
+        body: Type.Object({ name: Type.Optional(Name) }),
+        response: { 200: ProjectBody },
+      },
       handler: async (req) => {
         const { project } = await loadProject(req, req.params.projectId);
         return showProject(await projects.renameProject(project, req.body.name));
       },
     }),
     defineRoute({
-      method: 'DELETE', url: '/v1/projects/:projectId', summary: 'Delete a project and its environments; 409 while any environment holds resources', tags: TAGS,
-      access: 'developer', audit: 'DeleteProjectEvent',
+      method: 'DELETE',
+      url: '/v1/projects/:projectId',
+      summary: 'Delete a project and its environments; 409 while any environment holds resources',
+      tags: TAGS,
+      access: 'developer',
+      audit: 'DeleteProjectEvent',
       schema: { params: ProjectParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         const { project, role } = await loadProject(req, req.params.projectId);
@@ -125,8 +185,12 @@ export function projectRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'POST', url: '/v1/environments', summary: 'Create an environment in a project', tags: TAGS,
-      access: 'developer', audit: 'CreateEnvironmentEvent',
+      method: 'POST',
+      url: '/v1/environments',
+      summary: 'Create an environment in a project',
+      tags: TAGS,
+      access: 'developer',
+      audit: 'CreateEnvironmentEvent',
       schema: { body: Type.Object({ ...EnvironmentFields, projectId: IdParam }), response: { 201: EnvironmentBody } },
       handler: async (req, reply) => {
         const { project } = await loadProject(req, req.body.projectId);
@@ -136,12 +200,19 @@ export function projectRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/environments', summary: 'List the environments of one or more projects, newest first', tags: TAGS,
+      method: 'GET',
+      url: '/v1/environments',
+      summary: 'List the environments of one or more projects, newest first',
+      tags: TAGS,
       access: 'viewer',
       schema: {
         querystring: Type.Object({
-          projectId: IdList({ minItems: 1, maxItems: 50 }), name: StringList, ownerId: StringList, environmentId: Type.Optional(IdList({ maxItems: 100 })),
-          ...TimeFilters, ...ListQuery,
+          projectId: IdList({ minItems: 1, maxItems: 50 }),
+          name: StringList,
+          ownerId: StringList,
+          environmentId: Type.Optional(IdList({ maxItems: 100 })),
+          ...TimeFilters,
+          ...ListQuery,
         }),
         response: { 200: Envelope('environment', EnvironmentBody) },
       },
@@ -152,31 +223,53 @@ export function projectRoutes(deps: HttpDeps) {
         const projectIds = splitIds(q.projectId)!;
         for (const id of projectIds) await loadProject(req, id);
         const rows = await projects.listEnvironments({
-          projectIds, workspaceIds, name: q.name, environmentIds: splitIds(q.environmentId),
-          createdAfter: toDate(q.createdAfter), createdBefore: toDate(q.createdBefore), updatedAfter: toDate(q.updatedAfter), updatedBefore: toDate(q.updatedBefore),
-          beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
+          projectIds,
+          workspaceIds,
+          name: q.name,
+          environmentIds: splitIds(q.environmentId),
+          createdAfter: toDate(q.createdAfter),
+          createdBefore: toDate(q.createdBefore),
+          updatedAfter: toDate(q.updatedAfter),
+          updatedBefore: toDate(q.updatedBefore),
+          beforeId: decodeCursor(q.cursor),
+          limit: q.limit ?? DEFAULT_LIMIT,
         });
         return envelope('environment', await projects.environmentBodies(rows));
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/environments/:environmentId', summary: 'Retrieve an environment with the resources it holds', tags: TAGS,
+      method: 'GET',
+      url: '/v1/environments/:environmentId',
+      summary: 'Retrieve an environment with the resources it holds',
+      tags: TAGS,
       access: 'viewer',
       schema: { params: EnvironmentParams, response: { 200: EnvironmentBody } },
       handler: async (req) => showEnvironment((await loadEnvironment(req, req.params.environmentId)).env),
     }),
     defineRoute({
-      method: 'PATCH', url: '/v1/environments/:environmentId', summary: 'Update an environment (changing protectedStatus needs admin)', tags: TAGS,
-      access: 'developer', audit: 'UpdateEnvironmentEvent',
-      schema: { params: EnvironmentParams, body: Type.Partial(Type.Object(EnvironmentFields)), response: { 200: EnvironmentBody } },
+      method: 'PATCH',
+      url: '/v1/environments/:environmentId',
+      summary: 'Update an environment (changing protectedStatus needs admin)',
+      tags: TAGS,
+      access: 'developer',
+      audit: 'UpdateEnvironmentEvent',
+      schema: {
+        params: EnvironmentParams,
+        body: Type.Partial(Type.Object(EnvironmentFields)),
+        response: { 200: EnvironmentBody },
+      },
       handler: async (req) => {
         const { env, role } = await loadEnvironment(req, req.params.environmentId);
         return showEnvironment(await projects.updateEnvironment(env, req.body, role));
       },
     }),
     defineRoute({
-      method: 'DELETE', url: '/v1/environments/:environmentId', summary: 'Delete an empty environment; 409 while it holds resources', tags: TAGS,
-      access: 'developer', audit: 'DeleteEnvironmentEvent',
+      method: 'DELETE',
+      url: '/v1/environments/:environmentId',
+      summary: 'Delete an empty environment; 409 while it holds resources',
+      tags: TAGS,
+      access: 'developer',
+      audit: 'DeleteEnvironmentEvent',
       schema: { params: EnvironmentParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         const { env, role } = await loadEnvironment(req, req.params.environmentId);
@@ -185,10 +278,18 @@ export function projectRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'POST', url: '/v1/environments/:environmentId/resources',
-      summary: 'Move services, env groups and datastores into an environment (all or none; each must be in its workspace)', tags: TAGS,
-      access: 'developer', audit: 'MoveEnvironmentResourceEvent',
-      schema: { params: EnvironmentParams, body: Type.Object({ resourceIds: IdList({ minItems: 1, maxItems: 100 }) }), response: { 200: EnvironmentBody } },
+      method: 'POST',
+      url: '/v1/environments/:environmentId/resources',
+      summary:
+        'Move services, env groups and datastores into an environment (all or none; each must be in its workspace)',
+      tags: TAGS,
+      access: 'developer',
+      audit: 'MoveEnvironmentResourceEvent',
+      schema: {
+        params: EnvironmentParams,
+        body: Type.Object({ resourceIds: IdList({ minItems: 1, maxItems: 100 }) }),
+        response: { 200: EnvironmentBody },
+      },
       handler: async (req) => {
         const { env, role } = await loadEnvironment(req, req.params.environmentId);
         await projects.addResources(env, req.body.resourceIds, role);
@@ -196,10 +297,17 @@ export function projectRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'DELETE', url: '/v1/environments/:environmentId/resources',
-      summary: 'Take resources out of an environment (ids in ?resourceIds=, as Render; all or none)', tags: TAGS,
-      access: 'developer', audit: 'MoveEnvironmentResourceEvent',
-      schema: { params: EnvironmentParams, querystring: Type.Object({ resourceIds: IdList({ minItems: 1, maxItems: 100 }) }), response: { 204: NoContent } },
+      method: 'DELETE',
+      url: '/v1/environments/:environmentId/resources',
+      summary: 'Take resources out of an environment (ids in ?resourceIds=, as Render; all or none)',
+      tags: TAGS,
+      access: 'developer',
+      audit: 'MoveEnvironmentResourceEvent',
+      schema: {
+        params: EnvironmentParams,
+        querystring: Type.Object({ resourceIds: IdList({ minItems: 1, maxItems: 100 }) }),
+        response: { 204: NoContent },
+      },
       handler: async (req, reply) => {
         const { env, role } = await loadEnvironment(req, req.params.environmentId);
         await projects.removeResources(env, splitIds(req.query.resourceIds)!, role);

@@ -14,7 +14,10 @@ export function registerPrometheus(app: FastifyInstance, deps: Pick<HttpDeps, 'p
     httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
   });
   app.route({
-    method: 'GET', url: '/metrics', config: { access: 'operator' }, schema: { hide: true },
+    method: 'GET',
+    url: '/metrics',
+    config: { access: 'operator' },
+    schema: { hide: true },
     handler: async (_req, reply) => {
       reply.header('content-type', deps.prometheus.contentType);
       return deps.prometheus.metrics();

@@ -9,10 +9,17 @@ import { ServiceBody, serviceBody, ServicePATCH, ServicePOST } from '../schemas/
 
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
 export const ServiceParams = Type.Object({ serviceId: IdParam });
-const ServiceInstance = Type.Object({ id: Type.String(), createdAt: Type.String({ format: 'date-time' }) }, { title: 'serviceInstance' });
+const ServiceInstance = Type.Object(
+  { id: Type.String(), createdAt: Type.String({ format: 'date-time' }) },
+  { title: 'serviceInstance' },
+);
 
 /** The service, if the caller may act on it with the route's role; 404 otherwise. */
-export async function loadService({ guard, services }: Pick<HttpDeps, 'guard' | 'services'>, req: FastifyRequest, serviceId: string) {
+export async function loadService(
+  { guard, services }: Pick<HttpDeps, 'guard' | 'services'>,
+  req: FastifyRequest,
+  serviceId: string,
+) {
   const service = await services.get(serviceId);
   await guard.resource(req, service.workspaceId, 'service');
   req.auditInfo.target = service.id;
@@ -28,9 +35,21 @@ export function serviceRoutes(deps: HttpDeps) {
 
   return [
     defineRoute({
-      method: 'POST', url: '/v1/services', summary: 'Create a service (and start its first deploy when it has a repo)', tags: ['Services'],
-      access: 'developer', audit: 'CreateServerEvent',
-      schema: { body: ServicePOST, response: { 201: Type.Object({ service: ServiceBody, deployId: Type.Optional(Type.String()) }, { title: 'serviceAndDeploy' }) } },
+      method: 'POST',
+      url: '/v1/services',
+      summary: 'Create a service (and start its first deploy when it has a repo)',
+      tags: ['Services'],
+      access: 'developer',
+      audit: 'CreateServerEvent',
+      schema: {
+        body: ServicePOST,
+        response: {
+          201: Type.Object(
+            { service: ServiceBody, deployId: Type.Optional(Type.String()) },
+            { title: 'serviceAndDeploy' },
+          ),
+        },
+      },
       handler: async (req, reply) => {
         const { workspaceId } = await guard.context(req, req.body.ownerId);
         const { service, deployId } = await services.create(workspaceId, req.body);
@@ -39,14 +58,24 @@ export function serviceRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/services', summary: 'List services, newest first', tags: ['Services'],
+      method: 'GET',
+      url: '/v1/services',
+      summary: 'List services, newest first',
+      tags: ['Services'],
       access: 'viewer',
       schema: {
         querystring: Type.Object({
-          ownerId: StringList, name: StringList, type: StringList, environmentId: StringList,
-          suspended: Type.Optional(Type.Array(Type.Union([Type.Literal('suspended'), Type.Literal('not_suspended')]), { maxItems: 2 })),
-          createdBefore: Type.Optional(Timestamp), createdAfter: Type.Optional(Timestamp),
-          updatedBefore: Type.Optional(Timestamp), updatedAfter: Type.Optional(Timestamp),
+          ownerId: StringList,
+          name: StringList,
+          type: StringList,
+          environmentId: StringList,
+          suspended: Type.Optional(
+            Type.Array(Type.Union([Type.Literal('suspended'), Type.Literal('not_suspended')]), { maxItems: 2 }),
+          ),
+          createdBefore: Type.Optional(Timestamp),
+          createdAfter: Type.Optional(Timestamp),
+          updatedBefore: Type.Optional(Timestamp),
+          updatedAfter: Type.Optional(Timestamp),
           ...ListQuery,
         }),
         response: { 200: Envelope('service', ServiceBody) },
@@ -54,23 +83,38 @@ export function serviceRoutes(deps: HttpDeps) {
       handler: async (req) => {
         const q = req.query;
         const workspaceIds = await guard.listScope(req, q.ownerId);
-        if (q.createdAfter && q.createdBefore && q.createdAfter > q.createdBefore) throw badRequest('createdAfter must not be after createdBefore');
+        if (q.createdAfter && q.createdBefore && q.createdAfter > q.createdBefore)
+          throw badRequest('createdAfter must not be after createdBefore');
         const rows = await services.list({
-          workspaceIds, name: q.name, type: q.type, environmentId: q.environmentId, suspended: q.suspended,
-          createdAfter: toDate(q.createdAfter), createdBefore: toDate(q.createdBefore), updatedAfter: toDate(q.updatedAfter), updatedBefore: toDate(q.updatedBefore),
-          beforeId: decodeCursor(q.cursor), limit: q.limit ?? DEFAULT_LIMIT,
+          workspaceIds,
+          name: q.name,
+          type: q.type,
+          environmentId: q.environmentId,
+          suspended: q.suspended,
+          createdAfter: toDate(q.createdAfter),
+          createdBefore: toDate(q.createdBefore),
+          updatedAfter: toDate(q.updatedAfter),
+          updatedBefore: toDate(q.updatedBefore),
+          beforeId: decodeCursor(q.cursor),
+          limit: q.limit ?? DEFAULT_LIMIT,
         });
         return envelope('service', rows.map(body));
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/services/:serviceId', summary: 'Retrieve a service', tags: ['Services'],
+      method: 'GET',
+      url: '/v1/services/:serviceId',
+      summary: 'Retrieve a service',
+      tags: ['Services'],
       access: 'viewer',
       schema: { params: ServiceParams, response: { 200: ServiceBody } },
       handler: async (req) => body(await load(req, req.params.serviceId)),
     }),
     defineRoute({
-      method: 'GET', url: '/v1/services/:serviceId/instances', summary: 'List the running instances (their ids label the logs and metrics)', tags: ['Services'],
+      method: 'GET',
+      url: '/v1/services/:serviceId/instances',
+      summary: 'List the running instances (their ids label the logs and metrics)',
+      tags: ['Services'],
       access: 'viewer',
       schema: { params: ServiceParams, response: { 200: Type.Array(ServiceInstance) } },
       handler: async (req) => {
@@ -80,14 +124,22 @@ export function serviceRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'PATCH', url: '/v1/services/:serviceId', summary: 'Update a service (numInstances applies at once; commands and the rest on the next deploy)', tags: ['Services'],
-      access: 'developer', audit: 'UpdateServiceNameEvent',
+      method: 'PATCH',
+      url: '/v1/services/:serviceId',
+      summary: 'Update a service (numInstances applies at once; commands and the rest on the next deploy)',
+      tags: ['Services'],
+      access: 'developer',
+      audit: 'UpdateServiceNameEvent',
       schema: { params: ServiceParams, body: ServicePATCH, response: { 200: ServiceBody } },
       handler: async (req) => body(await services.update(await load(req, req.params.serviceId), req.body)),
     }),
     defineRoute({
-      method: 'DELETE', url: '/v1/services/:serviceId', summary: 'Delete a service: stops everything and removes its data', tags: ['Services'],
-      access: 'developer', audit: 'DeleteServerEvent',
+      method: 'DELETE',
+      url: '/v1/services/:serviceId',
+      summary: 'Delete a service: stops everything and removes its data',
+      tags: ['Services'],
+      access: 'developer',
+      audit: 'DeleteServerEvent',
       schema: { params: ServiceParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         await services.remove(await load(req, req.params.serviceId));
@@ -95,20 +147,34 @@ export function serviceRoutes(deps: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'POST', url: '/v1/services/:serviceId/suspend', summary: 'Suspend a service: stops its instances, answers 503', tags: ['Services'],
-      access: 'developer', audit: 'SuspendServiceEvent',
+      method: 'POST',
+      url: '/v1/services/:serviceId/suspend',
+      summary: 'Suspend a service: stops its instances, answers 503',
+      tags: ['Services'],
+      access: 'developer',
+      audit: 'SuspendServiceEvent',
       schema: { params: ServiceParams, response: { 202: ServiceBody } },
-      handler: async (req, reply) => reply.code(202).send(body(await services.suspend(await load(req, req.params.serviceId)))),
+      handler: async (req, reply) =>
+        reply.code(202).send(body(await services.suspend(await load(req, req.params.serviceId)))),
     }),
     defineRoute({
-      method: 'POST', url: '/v1/services/:serviceId/resume', summary: 'Resume a suspended service', tags: ['Services'],
-      access: 'developer', audit: 'ResumeServiceEvent',
+      method: 'POST',
+      url: '/v1/services/:serviceId/resume',
+      summary: 'Resume a suspended service',
+      tags: ['Services'],
+      access: 'developer',
+      audit: 'ResumeServiceEvent',
       schema: { params: ServiceParams, response: { 202: ServiceBody } },
-      handler: async (req, reply) => reply.code(202).send(body(await services.resume(await load(req, req.params.serviceId)))),
+      handler: async (req, reply) =>
+        reply.code(202).send(body(await services.resume(await load(req, req.params.serviceId)))),
     }),
     defineRoute({
-      method: 'POST', url: '/v1/services/:serviceId/restart', summary: 'Restart the live instances, rolling, with no downtime', tags: ['Services'],
-      access: 'developer', audit: 'RestartServiceEvent',
+      method: 'POST',
+      url: '/v1/services/:serviceId/restart',
+      summary: 'Restart the live instances, rolling, with no downtime',
+      tags: ['Services'],
+      access: 'developer',
+      audit: 'RestartServiceEvent',
       schema: { params: ServiceParams, response: { 200: ServiceBody } },
       handler: async (req) => {
         const service = await load(req, req.params.serviceId);

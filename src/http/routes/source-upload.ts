@@ -8,7 +8,15 @@ import { defineRoute } from '../route.js';
 import { Timestamp } from '../schemas/common.js';
 import { loadService, ServiceParams } from './services.js';
 
-export const ARCHIVE_TYPES = ['application/gzip', 'application/x-gzip', 'application/x-tar', 'application/x-compressed-tar', 'application/zip', 'application/x-zip-compressed', 'application/octet-stream'];
+export const ARCHIVE_TYPES = [
+  'application/gzip',
+  'application/x-gzip',
+  'application/x-tar',
+  'application/x-compressed-tar',
+  'application/zip',
+  'application/x-zip-compressed',
+  'application/octet-stream',
+];
 
 /** Archives arrive as a raw body (streamed, never buffered) or as one multipart file field. */
 export async function registerUploadParsers(app: FastifyInstance, maxUploadBytes: number) {
@@ -23,7 +31,10 @@ async function archiveStream(req: FastifyRequest): Promise<Readable> {
     return file.file;
   }
   if (!req.body || typeof (req.body as Readable).pipe !== 'function') {
-    throw new AppError('unsupported_media_type', `send the archive as ${ARCHIVE_TYPES.slice(0, 1).join('')}/application/zip/application/octet-stream or multipart/form-data`);
+    throw new AppError(
+      'unsupported_media_type',
+      `send the archive as ${ARCHIVE_TYPES.slice(0, 1).join('')}/application/zip/application/octet-stream or multipart/form-data`,
+    );
   }
   return req.body as Readable;
 }
@@ -31,19 +42,45 @@ async function archiveStream(req: FastifyRequest): Promise<Readable> {
 export function sourceUploadRoutes(deps: HttpDeps) {
   return [
     defineRoute({
-      method: 'POST', url: '/v1/services/:serviceId/source/upload', summary: 'Upload a source archive (.tar.gz, .tgz or .zip); deploys it when autoDeploy is yes', tags: ['Deploys'],
-      access: 'developer', audit: 'UploadSourceEvent',
+      method: 'POST',
+      url: '/v1/services/:serviceId/source/upload',
+      summary: 'Upload a source archive (.tar.gz, .tgz or .zip); deploys it when autoDeploy is yes',
+      tags: ['Deploys'],
+      access: 'developer',
+      audit: 'UploadSourceEvent',
       schema: {
         params: ServiceParams,
-        response: { 201: Type.Object({ id: Type.String(), sha256: Type.String(), sizeBytes: Type.Integer(), createdAt: Timestamp, deployId: Type.Optional(Type.String()) }, { title: 'source' }) },
+        response: {
+          201: Type.Object(
+            {
+              id: Type.String(),
+              sha256: Type.String(),
+              sizeBytes: Type.Integer(),
+              createdAt: Timestamp,
+              deployId: Type.Optional(Type.String()),
+            },
+            { title: 'source' },
+          ),
+        },
       },
       handler: async (req, reply) => {
         const service = await loadService(deps, req, req.params.serviceId);
-        const source = await deps.engine.writingTo(service.id, async () => deps.saveUpload(service.id, await archiveStream(req)));
-        const deploy = service.autoDeploy === 'yes' && !service.suspenders.includes('user')
-          ? await deps.engine.trigger(service, { trigger: 'new_commit', sourceId: source.id })
-          : undefined;
-        return reply.code(201).send({ id: source.id, sha256: source.sha256, sizeBytes: source.sizeBytes, createdAt: source.createdAt.toISOString(), ...(deploy ? { deployId: deploy.id } : {}) });
+        const source = await deps.engine.writingTo(service.id, async () =>
+          deps.saveUpload(service.id, await archiveStream(req)),
+        );
+        const deploy =
+          service.autoDeploy === 'yes' && !service.suspenders.includes('user')
+            ? await deps.engine.trigger(service, { trigger: 'new_commit', sourceId: source.id })
+            : undefined;
+        return reply
+          .code(201)
+          .send({
+            id: source.id,
+            sha256: source.sha256,
+            sizeBytes: source.sizeBytes,
+            createdAt: source.createdAt.toISOString(),
+            ...(deploy ? { deployId: deploy.id } : {}),
+          });
       },
     }),
   ];

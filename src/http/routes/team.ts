@@ -7,41 +7,89 @@ import type { HttpDeps } from '../deps.js';
 import { principalOf } from '../guard.js';
 import { defineRoute } from '../route.js';
 import { TeamMemberBody, teamMemberBody } from '../schemas/bodies.js';
-import { DEFAULT_LIMIT, Email, Envelope, IdParam, ListQuery, NoContent, OwnerIdQuery, Role, Timestamp } from '../schemas/common.js';
+import {
+  DEFAULT_LIMIT,
+  Email,
+  Envelope,
+  IdParam,
+  ListQuery,
+  NoContent,
+  OwnerIdQuery,
+  Role,
+  Timestamp,
+} from '../schemas/common.js';
 
 const InviteBody = Type.Object(
-  { id: Type.String(), ownerId: Type.String(), email: Type.String(), role: Role, status: Type.Literal('pending'), createdAt: Timestamp, expiresAt: Timestamp },
+  {
+    id: Type.String(),
+    ownerId: Type.String(),
+    email: Type.String(),
+    role: Role,
+    status: Type.Literal('pending'),
+    createdAt: Timestamp,
+    expiresAt: Timestamp,
+  },
   { title: 'teamInvite' },
 );
 const inviteBody = (i: InviteRow) => ({
-  id: i.id, ownerId: i.workspaceId, email: i.email, role: i.role, status: 'pending' as const,
-  createdAt: i.createdAt.toISOString(), expiresAt: i.expiresAt.toISOString(),
+  id: i.id,
+  ownerId: i.workspaceId,
+  email: i.email,
+  role: i.role,
+  status: 'pending' as const,
+  createdAt: i.createdAt.toISOString(),
+  expiresAt: i.expiresAt.toISOString(),
 });
 const MemberParams = Type.Object({ userId: IdParam });
 const OwnerQuery = Type.Object({ ownerId: OwnerIdQuery });
 
 export function teamRoutes({ team, guard, repos, config }: HttpDeps) {
   async function member(workspaceId: string, userId: string) {
-    const [row] = await repos.workspaces.listMembers(workspaceId, { limit: 1, afterUserId: undefined, onlyUserId: userId });
+    const [row] = await repos.workspaces.listMembers(workspaceId, {
+      limit: 1,
+      afterUserId: undefined,
+      onlyUserId: userId,
+    });
     if (!row) throw notFound('team member');
     return teamMemberBody(row);
   }
 
   return [
     defineRoute({
-      method: 'GET', url: '/v1/team-members', summary: 'List the members of a workspace', tags: ['Team'],
+      method: 'GET',
+      url: '/v1/team-members',
+      summary: 'List the members of a workspace',
+      tags: ['Team'],
       access: 'viewer',
-      schema: { querystring: Type.Object({ ownerId: OwnerIdQuery, ...ListQuery }), response: { 200: Envelope('teamMember', TeamMemberBody) } },
+      schema: {
+        querystring: Type.Object({ ownerId: OwnerIdQuery, ...ListQuery }),
+        response: { 200: Envelope('teamMember', TeamMemberBody) },
+      },
       handler: async (req) => {
         const { workspaceId } = await guard.context(req, req.query.ownerId);
-        const rows = await team.listMembers(workspaceId, { afterUserId: decodeCursor(req.query.cursor), limit: req.query.limit ?? DEFAULT_LIMIT });
-        return envelope('teamMember', rows.map(teamMemberBody).map((m) => ({ ...m, id: m.userId })));
+        const rows = await team.listMembers(workspaceId, {
+          afterUserId: decodeCursor(req.query.cursor),
+          limit: req.query.limit ?? DEFAULT_LIMIT,
+        });
+        return envelope(
+          'teamMember',
+          rows.map(teamMemberBody).map((m) => ({ ...m, id: m.userId })),
+        );
       },
     }),
     defineRoute({
-      method: 'PATCH', url: '/v1/team-members/:userId', summary: 'Change a member\'s role', tags: ['Team'],
-      access: 'admin', audit: 'ChangeTeamMemberRoleEvent',
-      schema: { params: MemberParams, querystring: OwnerQuery, body: Type.Object({ role: Role }), response: { 200: TeamMemberBody } },
+      method: 'PATCH',
+      url: '/v1/team-members/:userId',
+      summary: "Change a member's role",
+      tags: ['Team'],
+      access: 'admin',
+      audit: 'ChangeTeamMemberRoleEvent',
+      schema: {
+        params: MemberParams,
+        querystring: OwnerQuery,
+        body: Type.Object({ role: Role }),
+        response: { 200: TeamMemberBody },
+      },
       handler: async (req) => {
         const { workspaceId, role } = await guard.context(req, req.query.ownerId);
         await team.changeRole(workspaceId, role, req.params.userId, req.body.role);
@@ -49,8 +97,12 @@ export function teamRoutes({ team, guard, repos, config }: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'DELETE', url: '/v1/team-members/:userId', summary: 'Remove a member from a workspace', tags: ['Team'],
-      access: 'admin', audit: 'RemoveUserFromTeamEvent',
+      method: 'DELETE',
+      url: '/v1/team-members/:userId',
+      summary: 'Remove a member from a workspace',
+      tags: ['Team'],
+      access: 'admin',
+      audit: 'RemoveUserFromTeamEvent',
       schema: { params: MemberParams, querystring: OwnerQuery, response: { 204: NoContent } },
       handler: async (req, reply) => {
         const { workspaceId, role } = await guard.context(req, req.query.ownerId);
@@ -59,34 +111,58 @@ export function teamRoutes({ team, guard, repos, config }: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'POST', url: '/v1/team-invites', summary: 'Invite someone by email (the token is shown once)', tags: ['Team'],
-      access: 'admin', audit: 'InviteToTeamEvent',
+      method: 'POST',
+      url: '/v1/team-invites',
+      summary: 'Invite someone by email (the token is shown once)',
+      tags: ['Team'],
+      access: 'admin',
+      audit: 'InviteToTeamEvent',
       schema: {
         body: Type.Object({ email: Email, role: Role, ownerId: OwnerIdQuery }),
-        response: { 201: Type.Composite([InviteBody, Type.Object({ token: Type.String(), acceptUrl: Type.String() })]) },
+        response: {
+          201: Type.Composite([InviteBody, Type.Object({ token: Type.String(), acceptUrl: Type.String() })]),
+        },
       },
       handler: async (req, reply) => {
         const { workspaceId, role } = await guard.context(req, req.body.ownerId);
         const p = principalOf(req);
-        const { invite, token } = await team.invite(workspaceId, role, p.kind === 'operator' ? 'operator' : p.user.id, req.body);
+        const { invite, token } = await team.invite(
+          workspaceId,
+          role,
+          p.kind === 'operator' ? 'operator' : p.user.id,
+          req.body,
+        );
         req.auditInfo.target = invite.id;
         const acceptUrl = `${config.publicUrl}/v1/team-invites/${token}/accept`;
         return reply.code(201).send({ ...inviteBody(invite), token, acceptUrl });
       },
     }),
     defineRoute({
-      method: 'GET', url: '/v1/team-invites', summary: 'List pending invites', tags: ['Team'],
+      method: 'GET',
+      url: '/v1/team-invites',
+      summary: 'List pending invites',
+      tags: ['Team'],
       access: 'admin',
-      schema: { querystring: Type.Object({ ownerId: OwnerIdQuery, ...ListQuery }), response: { 200: Envelope('teamInvite', InviteBody) } },
+      schema: {
+        querystring: Type.Object({ ownerId: OwnerIdQuery, ...ListQuery }),
+        response: { 200: Envelope('teamInvite', InviteBody) },
+      },
       handler: async (req) => {
         const { workspaceId } = await guard.context(req, req.query.ownerId);
-        const rows = await team.listInvites(workspaceId, { beforeId: decodeCursor(req.query.cursor), limit: req.query.limit ?? DEFAULT_LIMIT });
+        const rows = await team.listInvites(workspaceId, {
+          beforeId: decodeCursor(req.query.cursor),
+          limit: req.query.limit ?? DEFAULT_LIMIT,
+        });
         return envelope('teamInvite', rows.map(inviteBody));
       },
     }),
     defineRoute({
-      method: 'DELETE', url: '/v1/team-invites/:inviteId', summary: 'Revoke a pending invite', tags: ['Team'],
-      access: 'admin', audit: 'RevokeTeamInviteEvent',
+      method: 'DELETE',
+      url: '/v1/team-invites/:inviteId',
+      summary: 'Revoke a pending invite',
+      tags: ['Team'],
+      access: 'admin',
+      audit: 'RevokeTeamInviteEvent',
       schema: { params: Type.Object({ inviteId: IdParam }), response: { 204: NoContent } },
       handler: async (req, reply) => {
         const invite = await team.getInvite(req.params.inviteId);
@@ -96,9 +172,16 @@ export function teamRoutes({ team, guard, repos, config }: HttpDeps) {
       },
     }),
     defineRoute({
-      method: 'POST', url: '/v1/team-invites/:token/accept', summary: 'Join the workspace of an invite addressed to you', tags: ['Team'],
-      access: 'signed-in', audit: 'AcceptTeamInviteEvent',
-      schema: { params: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) }), response: { 200: TeamMemberBody } },
+      method: 'POST',
+      url: '/v1/team-invites/:token/accept',
+      summary: 'Join the workspace of an invite addressed to you',
+      tags: ['Team'],
+      access: 'signed-in',
+      audit: 'AcceptTeamInviteEvent',
+      schema: {
+        params: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) }),
+        response: { 200: TeamMemberBody },
+      },
       handler: async (req) => {
         const user = requireUser(principalOf(req));
         const invite = await team.checkInvite(req.params.token, user.email);

@@ -41,12 +41,15 @@ const monthStart = (at: Date) => new Date(Date.UTC(at.getUTCFullYear(), at.getUT
 export function usageRoutes({ guard, usage }: HttpDeps) {
   return [
     defineRoute({
-      method: 'GET', url: '/v1/usage', summary: 'Usage totals for a period, per workspace and per resource', tags: ['Usage'],
+      method: 'GET',
+      url: '/v1/usage',
+      summary: 'Usage totals for a period, per workspace and per resource',
+      tags: ['Usage'],
       access: 'viewer',
       schema: {
         querystring: Type.Object({
           ownerId: OwnerIdQuery,
-          startTime: Type.Optional({ ...Timestamp, description: 'Default: the start of endTime\'s UTC month' }),
+          startTime: Type.Optional({ ...Timestamp, description: "Default: the start of endTime's UTC month" }),
           endTime: Type.Optional({ ...Timestamp, description: 'Default: now' }),
         }),
         response: { 200: UsageBody },
@@ -54,7 +57,10 @@ export function usageRoutes({ guard, usage }: HttpDeps) {
       handler: async (req) => {
         const { ownerId } = req.query;
         // The operator without ownerId sees every workspace.
-        const workspaceIds = principalOf(req).kind === 'operator' && !ownerId ? undefined : [(await guard.context(req, ownerId)).workspaceId];
+        const workspaceIds =
+          principalOf(req).kind === 'operator' && !ownerId
+            ? undefined
+            : [(await guard.context(req, ownerId)).workspaceId];
         const end = req.query.endTime ? new Date(req.query.endTime) : new Date();
         const start = req.query.startTime ? new Date(req.query.startTime) : monthStart(end);
         if (!(start < end)) throw badRequest('startTime must be before endTime');

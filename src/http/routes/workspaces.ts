@@ -13,19 +13,33 @@ export function workspaceRoutes({ repos, guard }: HttpDeps) {
   // Render calls workspaces "owners": both paths answer, with Render's bodies.
   return ['/v1/workspaces', '/v1/owners'].flatMap((base) => [
     defineRoute({
-      method: 'GET', url: base, summary: 'List the workspaces you can access (Render: list-owners)', tags: ['Workspaces'],
+      method: 'GET',
+      url: base,
+      summary: 'List the workspaces you can access (Render: list-owners)',
+      tags: ['Workspaces'],
       access: 'signed-in',
       schema: { querystring: Type.Object(ListQuery), response: { 200: Envelope('owner', OwnerBody) } },
       handler: async (req) => {
         const p = principalOf(req);
         const onlyIds =
-          p.kind === 'operator' ? undefined : p.kind === 'api_key' ? [p.apiKey.workspaceId] : await repos.workspaces.workspaceIdsOf(p.user.id);
-        const rows = await repos.workspaces.list({ onlyIds, afterId: decodeCursor(req.query.cursor), limit: req.query.limit ?? DEFAULT_LIMIT });
+          p.kind === 'operator'
+            ? undefined
+            : p.kind === 'api_key'
+              ? [p.apiKey.workspaceId]
+              : await repos.workspaces.workspaceIdsOf(p.user.id);
+        const rows = await repos.workspaces.list({
+          onlyIds,
+          afterId: decodeCursor(req.query.cursor),
+          limit: req.query.limit ?? DEFAULT_LIMIT,
+        });
         return envelope('owner', rows.map(ownerBody));
       },
     }),
     defineRoute({
-      method: 'GET', url: `${base}/:ownerId`, summary: 'Retrieve a workspace (Render: retrieve-owner)', tags: ['Workspaces'],
+      method: 'GET',
+      url: `${base}/:ownerId`,
+      summary: 'Retrieve a workspace (Render: retrieve-owner)',
+      tags: ['Workspaces'],
       access: 'viewer',
       schema: { params: Type.Object({ ownerId: IdParam }), response: { 200: OwnerBody } },
       handler: async (req) => {
@@ -38,15 +52,22 @@ export function workspaceRoutes({ repos, guard }: HttpDeps) {
     ...(base === '/v1/owners'
       ? [
           defineRoute({
-            method: 'GET', url: '/v1/owners/:ownerId/members', summary: 'List workspace members (Render: retrieve-owner-members)', tags: ['Workspaces'],
+            method: 'GET',
+            url: '/v1/owners/:ownerId/members',
+            summary: 'List workspace members (Render: retrieve-owner-members)',
+            tags: ['Workspaces'],
             access: 'viewer',
             schema: {
               params: Type.Object({ ownerId: IdParam }),
               response: {
                 200: Type.Array(
                   Type.Object({
-                    userId: Type.String(), name: Type.String(), email: Type.String(),
-                    status: Type.Literal('active'), role: Type.String(), mfaEnabled: Type.Boolean(),
+                    userId: Type.String(),
+                    name: Type.String(),
+                    email: Type.String(),
+                    status: Type.Literal('active'),
+                    role: Type.String(),
+                    mfaEnabled: Type.Boolean(),
                   }),
                 ),
               },
@@ -54,7 +75,14 @@ export function workspaceRoutes({ repos, guard }: HttpDeps) {
             handler: async (req) => {
               await guard.resource(req, req.params.ownerId, 'workspace');
               const members = await repos.workspaces.listMembers(req.params.ownerId, { limit: 1000 });
-              return members.map((m) => ({ userId: m.userId, name: m.name, email: m.email, status: 'active' as const, role: RENDER_ROLE[m.role], mfaEnabled: false }));
+              return members.map((m) => ({
+                userId: m.userId,
+                name: m.name,
+                email: m.email,
+                status: 'active' as const,
+                role: RENDER_ROLE[m.role],
+                mfaEnabled: false,
+              }));
             },
           }),
         ]

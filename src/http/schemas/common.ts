@@ -13,12 +13,19 @@ export const ErrorBody = Type.Object(
 export const Timestamp = Type.String({ format: 'date-time' });
 /** An optional Timestamp query parameter as a Date. */
 export const toDate = (value: string | undefined) => (value ? new Date(value) : undefined);
-export const Role = Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('developer'), Type.Literal('viewer')]);
+export const Role = Type.Union([
+  Type.Literal('owner'),
+  Type.Literal('admin'),
+  Type.Literal('developer'),
+  Type.Literal('viewer'),
+]);
 export const Email = Type.String({ format: 'email', maxLength: 254 });
 export const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 /** Path ids: unknown or malformed ids both answer 404 from the lookup. */
 export const IdParam = Type.String({ minLength: 1, maxLength: 64 });
-export const OwnerIdQuery = Type.Optional(Type.String({ maxLength: 64, description: 'Workspace (tea-…); default: your default workspace' }));
+export const OwnerIdQuery = Type.Optional(
+  Type.String({ maxLength: 64, description: 'Workspace (tea-…); default: your default workspace' }),
+);
 
 /** `?limit=&cursor=` as Render: limit 1..100, default 20; cursor opaque. */
 export const DEFAULT_LIMIT = 20;
@@ -29,6 +36,8 @@ export const ListQuery = {
 
 /** Render's list envelope item: `{cursor, <name>: item}`. */
 export const Envelope = <K extends string, T extends TSchema>(name: K, item: T) =>
-  Type.Array(Type.Object({ cursor: Type.String(), [name]: item } as { cursor: ReturnType<typeof Type.String> } & Record<K, T>));
+  Type.Array(
+    Type.Object({ cursor: Type.String(), [name]: item } as { cursor: ReturnType<typeof Type.String> } & Record<K, T>),
+  );
 
 export const NoContent = Type.Null({ description: 'No content' });

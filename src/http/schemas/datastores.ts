@@ -9,56 +9,110 @@ import { Timestamp } from './common.js';
 const literals = (values: readonly string[]) => Type.Union(values.map((v) => Type.Literal(v)));
 const DatastoreName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 const IpAllowList = Type.Array(
-  Type.Object({ cidrBlock: Type.String({ minLength: 1, maxLength: 64 }), description: Type.String({ maxLength: 200 }) }),
+  Type.Object({
+    cidrBlock: Type.String({ minLength: 1, maxLength: 64 }),
+    description: Type.String({ maxLength: 200 }),
+  }),
   { maxItems: 100 },
 );
 const Identifier = Type.String({ minLength: 1, maxLength: 63 });
 const EnvironmentId = Type.Optional(Type.String({ maxLength: 64 }));
-const OwnerId = Type.Optional(Type.String({ maxLength: 64, description: 'Workspace (tea-…); default: your default workspace' }));
+const OwnerId = Type.Optional(
+  Type.String({ maxLength: 64, description: 'Workspace (tea-…); default: your default workspace' }),
+);
 export const MaxmemoryPolicy = literals(MAXMEMORY_POLICIES);
 
 /** Render's postgresPOSTInput (ownerId optional: your default workspace; version optional: the newest available). */
 export const PostgresPOST = Type.Object(
   {
-    name: DatastoreName, ownerId: OwnerId, plan: literals(POSTGRES_PLANS), version: Type.Optional(literals(['11', '12', '13', '14', '15', '16', '17', '18'])),
-    databaseName: Type.Optional(Identifier), databaseUser: Type.Optional(Identifier), environmentId: EnvironmentId, ipAllowList: Type.Optional(IpAllowList),
+    name: DatastoreName,
+    ownerId: OwnerId,
+    plan: literals(POSTGRES_PLANS),
+    version: Type.Optional(literals(['11', '12', '13', '14', '15', '16', '17', '18'])),
+    databaseName: Type.Optional(Identifier),
+    databaseUser: Type.Optional(Identifier),
+    environmentId: EnvironmentId,
+    ipAllowList: Type.Optional(IpAllowList),
     region: Type.Optional(Type.String({ maxLength: 50 })),
   },
   { title: 'postgresPOSTInput' },
 );
-export const PostgresPATCH = Type.Object({ name: Type.Optional(DatastoreName), plan: Type.Optional(literals(POSTGRES_PLANS)), ipAllowList: Type.Optional(IpAllowList) }, { title: 'postgresPATCHInput' });
+export const PostgresPATCH = Type.Object(
+  {
+    name: Type.Optional(DatastoreName),
+    plan: Type.Optional(literals(POSTGRES_PLANS)),
+    ipAllowList: Type.Optional(IpAllowList),
+  },
+  { title: 'postgresPATCHInput' },
+);
 export const KeyValuePOST = Type.Object(
   {
-    name: DatastoreName, ownerId: OwnerId, plan: literals(KEY_VALUE_PLANS), maxmemoryPolicy: Type.Optional(MaxmemoryPolicy),
-    environmentId: EnvironmentId, ipAllowList: Type.Optional(IpAllowList), region: Type.Optional(Type.String({ maxLength: 50 })),
+    name: DatastoreName,
+    ownerId: OwnerId,
+    plan: literals(KEY_VALUE_PLANS),
+    maxmemoryPolicy: Type.Optional(MaxmemoryPolicy),
+    environmentId: EnvironmentId,
+    ipAllowList: Type.Optional(IpAllowList),
+    region: Type.Optional(Type.String({ maxLength: 50 })),
   },
   { title: 'keyValuePOSTInput' },
 );
 export const KeyValuePATCH = Type.Object(
-  { name: Type.Optional(DatastoreName), plan: Type.Optional(literals(KEY_VALUE_PLANS)), maxmemoryPolicy: Type.Optional(MaxmemoryPolicy), ipAllowList: Type.Optional(IpAllowList) },
+  {
+    name: Type.Optional(DatastoreName),
+    plan: Type.Optional(literals(KEY_VALUE_PLANS)),
+    maxmemoryPolicy: Type.Optional(MaxmemoryPolicy),
+    ipAllowList: Type.Optional(IpAllowList),
+  },
   { title: 'keyValuePATCHInput' },
 );
 
 const common = {
-  id: Type.String(), name: Type.String(), createdAt: Timestamp, updatedAt: Timestamp, owner: OwnerBody, plan: Type.String(), region: Type.String(),
-  status: Type.String(), version: Type.String(), environmentId: Type.Optional(Type.String()), dashboardUrl: Type.String(),
+  id: Type.String(),
+  name: Type.String(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  owner: OwnerBody,
+  plan: Type.String(),
+  region: Type.String(),
+  status: Type.String(),
+  version: Type.String(),
+  environmentId: Type.Optional(Type.String()),
+  dashboardUrl: Type.String(),
   ipAllowList: IpAllowList,
 };
 export const PostgresBody = Type.Object(
   {
-    ...common, databaseName: Type.String(), databaseUser: Type.String(), highAvailabilityEnabled: Type.Boolean(), diskAutoscalingEnabled: Type.Boolean(),
-    readReplicas: Type.Array(Type.Unknown()), role: Type.Literal('primary'), suspended: Type.String(), suspenders: Type.Array(Type.String()),
+    ...common,
+    databaseName: Type.String(),
+    databaseUser: Type.String(),
+    highAvailabilityEnabled: Type.Boolean(),
+    diskAutoscalingEnabled: Type.Boolean(),
+    readReplicas: Type.Array(Type.Unknown()),
+    role: Type.Literal('primary'),
+    suspended: Type.String(),
+    suspenders: Type.Array(Type.String()),
   },
   { title: 'postgresDetail' },
 );
-export const KeyValueBody = Type.Object({ ...common, options: Type.Object({ maxmemoryPolicy: Type.Optional(Type.String()) }) }, { title: 'keyValueDetail' });
+export const KeyValueBody = Type.Object(
+  { ...common, options: Type.Object({ maxmemoryPolicy: Type.Optional(Type.String()) }) },
+  { title: 'keyValueDetail' },
+);
 export const PostgresConnectionInfo = Type.Object(
-  { password: Type.String(), internalConnectionString: Type.String(), externalConnectionString: Type.String(), psqlCommand: Type.String() },
+  {
+    password: Type.String(),
+    internalConnectionString: Type.String(),
+    externalConnectionString: Type.String(),
+    psqlCommand: Type.String(),
+  },
   { title: 'postgresConnectionInfo' },
 );
 export const KeyValueConnectionInfo = Type.Object(
   {
-    internalConnectionString: Type.String(), externalConnectionString: Type.String(), cliCommand: Type.String(),
+    internalConnectionString: Type.String(),
+    externalConnectionString: Type.String(),
+    cliCommand: Type.String(),
     keyPrefix: Type.Optional(Type.String({ description: 'On a shared server: the prefix every key must start with' })),
   },
   { title: 'keyValueConnectionInfo' },
@@ -67,14 +121,30 @@ export const KeyValueConnectionInfo = Type.Object(
 /** Render's postgres/postgresDetail and keyValue/keyValueDetail bodies. */
 export function datastoreBody(row: DatastoreRow, owner: WorkspaceRow, dashboardUrl: string) {
   const base = {
-    id: row.id, name: row.name, createdAt: row.createdAt.toISOString(), updatedAt: row.updatedAt.toISOString(), owner: ownerBody(owner),
-    plan: row.plan, region: 'oregon', status: row.status, version: row.version, dashboardUrl, ipAllowList: row.ipAllowList,
+    id: row.id,
+    name: row.name,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+    owner: ownerBody(owner),
+    plan: row.plan,
+    region: 'oregon',
+    status: row.status,
+    version: row.version,
+    dashboardUrl,
+    ipAllowList: row.ipAllowList,
     ...(row.environmentId ? { environmentId: row.environmentId } : {}),
   };
   if (row.kind === 'keyValue') return { ...base, options: { maxmemoryPolicy: row.maxmemoryPolicy ?? undefined } };
   return {
-    ...base, databaseName: row.databaseName!, databaseUser: row.databaseUser!, highAvailabilityEnabled: false, diskAutoscalingEnabled: false,
-    readReplicas: [], role: 'primary' as const, suspended: row.suspended ? 'suspended' : 'not_suspended', suspenders: row.suspended ? ['user'] : [],
+    ...base,
+    databaseName: row.databaseName!,
+    databaseUser: row.databaseUser!,
+    highAvailabilityEnabled: false,
+    diskAutoscalingEnabled: false,
+    readReplicas: [],
+    role: 'primary' as const,
+    suspended: row.suspended ? 'suspended' : 'not_suspended',
+    suspenders: row.suspended ? ['user'] : [],
   };
 }
 
@@ -86,7 +156,17 @@ export function connectionInfoBody(row: DatastoreRow, c: ReturnType<Datastores['
   const url = refValue(row.kind, c, 'connectionString');
   const external = refValue(row.kind, { ...c, ...c.external }, 'connectionString');
   if (row.kind === 'postgres') {
-    return { password: c.password, internalConnectionString: url, externalConnectionString: external, psqlCommand: `PGPASSWORD=${c.password} psql -h ${c.external.host} -p ${c.external.port} -U ${c.user} ${c.database}` };
+    return {
+      password: c.password,
+      internalConnectionString: url,
+      externalConnectionString: external,
+      psqlCommand: `PGPASSWORD=${c.password} psql -h ${c.external.host} -p ${c.external.port} -U ${c.user} ${c.database}`,
+    };
   }
-  return { internalConnectionString: url, externalConnectionString: external, cliCommand: `redis-cli -u ${external}`, ...(c.keyPrefix ? { keyPrefix: c.keyPrefix } : {}) };
+  return {
+    internalConnectionString: url,
+    externalConnectionString: external,
+    cliCommand: `redis-cli -u ${external}`,
+    ...(c.keyPrefix ? { keyPrefix: c.keyPrefix } : {}),
+  };
 }

@@ -27,7 +27,11 @@ export const ServiceDetailsInput = Type.Object({
   maxShutdownDelaySeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 300 })),
   schedule: Type.Optional(Type.String({ maxLength: 200 })),
   envSpecificDetails: Type.Optional(
-    Type.Object({ buildCommand: Type.Optional(Command), startCommand: Type.Optional(Command), preDeployCommand: Type.Optional(Command) }),
+    Type.Object({
+      buildCommand: Type.Optional(Command),
+      startCommand: Type.Optional(Command),
+      preDeployCommand: Type.Optional(Command),
+    }),
   ),
 });
 
@@ -35,7 +39,10 @@ const EnvKey = Type.String({ minLength: 1, maxLength: 256 });
 const REF_PROPERTIES = ['connectionString', 'host', 'port', 'user', 'password', 'database'] as const;
 /** A datastore reference: `{id, property}`, resolved when the app's environment is built. */
 export const EnvVarRefInput = Type.Object(
-  { id: Type.String({ minLength: 1, maxLength: 64 }), property: Type.Union(REF_PROPERTIES.map((p) => Type.Literal(p))) },
+  {
+    id: Type.String({ minLength: 1, maxLength: 64 }),
+    property: Type.Union(REF_PROPERTIES.map((p) => Type.Literal(p))),
+  },
   { additionalProperties: false },
 );
 export const EnvVarInput = Type.Union([
@@ -46,12 +53,19 @@ export const EnvVarInput = Type.Union([
 ]);
 /** The body of a single-key PUT: the input without its key. */
 export const EnvVarValueInput = Type.Union([
-  Type.Object({ value: Type.String({ maxLength: 65536 }) }), Type.Object({ generateValue: Type.Boolean() }),
-  Type.Object({ fromDatabase: EnvVarRefInput }), Type.Object({ fromKeyValue: EnvVarRefInput }),
+  Type.Object({ value: Type.String({ maxLength: 65536 }) }),
+  Type.Object({ generateValue: Type.Boolean() }),
+  Type.Object({ fromDatabase: EnvVarRefInput }),
+  Type.Object({ fromKeyValue: EnvVarRefInput }),
 ]);
 /** Render's envVar, plus the reference a value comes from. */
 export const EnvVarBody = Type.Object(
-  { key: Type.String(), value: Type.String(), fromDatabase: Type.Optional(EnvVarRefInput), fromKeyValue: Type.Optional(EnvVarRefInput) },
+  {
+    key: Type.String(),
+    value: Type.String(),
+    fromDatabase: Type.Optional(EnvVarRefInput),
+    fromKeyValue: Type.Optional(EnvVarRefInput),
+  },
   { title: 'envVar' },
 );
 export const EnvVarInputArray = Type.Array(EnvVarInput, { maxItems: 500 });
@@ -82,12 +96,22 @@ export const ServicePATCH = Type.Object({
 /** Render's `service`; serviceDetails carries the fields of the service's type. */
 export const ServiceBody = Type.Object(
   {
-    id: Type.String(), name: Type.String(), ownerId: Type.String(), type: Type.String(), slug: Type.String(),
-    repo: Type.Optional(Type.String()), branch: Type.Optional(Type.String()), rootDir: Type.String(),
-    autoDeploy: AutoDeploy, notifyOnFail: Type.String(), environmentId: Type.Optional(Type.String()),
+    id: Type.String(),
+    name: Type.String(),
+    ownerId: Type.String(),
+    type: Type.String(),
+    slug: Type.String(),
+    repo: Type.Optional(Type.String()),
+    branch: Type.Optional(Type.String()),
+    rootDir: Type.String(),
+    autoDeploy: AutoDeploy,
+    notifyOnFail: Type.String(),
+    environmentId: Type.Optional(Type.String()),
     suspended: Type.Union([Type.Literal('suspended'), Type.Literal('not_suspended')]),
     suspenders: Type.Array(Type.String()),
-    dashboardUrl: Type.String(), createdAt: Timestamp, updatedAt: Timestamp,
+    dashboardUrl: Type.String(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
     serviceDetails: Type.Record(Type.String(), Type.Unknown()),
   },
   { title: 'service' },
@@ -95,23 +119,52 @@ export const ServiceBody = Type.Object(
 
 export function serviceBody(row: ServiceRow, urls: Pick<AppUrls, 'externalUrl' | 'dashboardUrl'>) {
   const d = row.details as ServiceDetails;
-  const native = { buildCommand: d.buildCommand, startCommand: d.startCommand, ...(d.preDeployCommand ? { preDeployCommand: d.preDeployCommand } : {}) };
-  const common = { env: d.runtime, runtime: d.runtime, envSpecificDetails: native, plan: d.plan, region: d.region, buildPlan: 'starter' };
+  const native = {
+    buildCommand: d.buildCommand,
+    startCommand: d.startCommand,
+    ...(d.preDeployCommand ? { preDeployCommand: d.preDeployCommand } : {}),
+  };
+  const common = {
+    env: d.runtime,
+    runtime: d.runtime,
+    envSpecificDetails: native,
+    plan: d.plan,
+    region: d.region,
+    buildPlan: 'starter',
+  };
   const url = urls.externalUrl(row.slug);
   const details: Record<string, unknown> =
-    row.type === 'static_site' ? { buildCommand: d.buildCommand, publishPath: d.publishPath, url, buildPlan: 'starter' }
-    : row.type === 'cron_job' ? { ...common, schedule: d.schedule }
-    : row.type === 'background_worker' ? { ...common, numInstances: d.numInstances, maxShutdownDelaySeconds: d.maxShutdownDelaySeconds }
-    : {
-        ...common, numInstances: d.numInstances, maxShutdownDelaySeconds: d.maxShutdownDelaySeconds, openPorts: [],
-        url: row.type === 'web_service' ? url : '', ...(row.type === 'web_service' ? { healthCheckPath: d.healthCheckPath } : {}),
-      };
+    row.type === 'static_site'
+      ? { buildCommand: d.buildCommand, publishPath: d.publishPath, url, buildPlan: 'starter' }
+      : row.type === 'cron_job'
+        ? { ...common, schedule: d.schedule }
+        : row.type === 'background_worker'
+          ? { ...common, numInstances: d.numInstances, maxShutdownDelaySeconds: d.maxShutdownDelaySeconds }
+          : {
+              ...common,
+              numInstances: d.numInstances,
+              maxShutdownDelaySeconds: d.maxShutdownDelaySeconds,
+              openPorts: [],
+              url: row.type === 'web_service' ? url : '',
+              ...(row.type === 'web_service' ? { healthCheckPath: d.healthCheckPath } : {}),
+            };
   return {
-    id: row.id, name: row.name, ownerId: row.workspaceId, type: row.type, slug: row.slug,
-    ...(row.repo ? { repo: row.repo } : {}), ...(row.branch ? { branch: row.branch } : {}), rootDir: row.rootDir,
-    autoDeploy: row.autoDeploy, notifyOnFail: 'default', ...(row.environmentId ? { environmentId: row.environmentId } : {}),
-    suspended: row.suspenders.length ? ('suspended' as const) : ('not_suspended' as const), suspenders: row.suspenders,
-    dashboardUrl: urls.dashboardUrl(row.id), createdAt: row.createdAt.toISOString(), updatedAt: row.updatedAt.toISOString(),
+    id: row.id,
+    name: row.name,
+    ownerId: row.workspaceId,
+    type: row.type,
+    slug: row.slug,
+    ...(row.repo ? { repo: row.repo } : {}),
+    ...(row.branch ? { branch: row.branch } : {}),
+    rootDir: row.rootDir,
+    autoDeploy: row.autoDeploy,
+    notifyOnFail: 'default',
+    ...(row.environmentId ? { environmentId: row.environmentId } : {}),
+    suspended: row.suspenders.length ? ('suspended' as const) : ('not_suspended' as const),
+    suspenders: row.suspenders,
+    dashboardUrl: urls.dashboardUrl(row.id),
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
     serviceDetails: details,
   };
 }
@@ -119,22 +172,34 @@ export function serviceBody(row: ServiceRow, urls: Pick<AppUrls, 'externalUrl' |
 /** Render's `deploy`, plus Slipway's build output and failure reason. */
 export const DeployBody = Type.Object(
   {
-    id: Type.String(), status: Type.String(), trigger: Type.String(),
+    id: Type.String(),
+    status: Type.String(),
+    trigger: Type.String(),
     commit: Type.Optional(Type.Object({ id: Type.String(), message: Type.Optional(Type.String()) })),
-    createdAt: Timestamp, updatedAt: Timestamp, startedAt: Type.Optional(Timestamp), finishedAt: Type.Optional(Timestamp),
-    rollbackOf: Type.Optional(Type.String()), sourceId: Type.Optional(Type.String()),
-    failureReason: Type.Optional(Type.String()), buildOutput: Type.Optional(Type.String()),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    startedAt: Type.Optional(Timestamp),
+    finishedAt: Type.Optional(Timestamp),
+    rollbackOf: Type.Optional(Type.String()),
+    sourceId: Type.Optional(Type.String()),
+    failureReason: Type.Optional(Type.String()),
+    buildOutput: Type.Optional(Type.String()),
   },
   { title: 'deploy' },
 );
 
 export function deployBody(d: DeployRow, opts: { withOutput?: boolean } = {}) {
   return {
-    id: d.id, status: d.status, trigger: d.trigger,
+    id: d.id,
+    status: d.status,
+    trigger: d.trigger,
     ...(d.commitId ? { commit: { id: d.commitId, ...(d.commitMessage ? { message: d.commitMessage } : {}) } } : {}),
-    createdAt: d.createdAt.toISOString(), updatedAt: d.updatedAt.toISOString(),
-    ...(d.startedAt ? { startedAt: d.startedAt.toISOString() } : {}), ...(d.finishedAt ? { finishedAt: d.finishedAt.toISOString() } : {}),
-    ...(d.artifactOf && d.trigger === 'rollback' ? { rollbackOf: d.artifactOf } : {}), ...(d.sourceId ? { sourceId: d.sourceId } : {}),
+    createdAt: d.createdAt.toISOString(),
+    updatedAt: d.updatedAt.toISOString(),
+    ...(d.startedAt ? { startedAt: d.startedAt.toISOString() } : {}),
+    ...(d.finishedAt ? { finishedAt: d.finishedAt.toISOString() } : {}),
+    ...(d.artifactOf && d.trigger === 'rollback' ? { rollbackOf: d.artifactOf } : {}),
+    ...(d.sourceId ? { sourceId: d.sourceId } : {}),
     ...(d.failureReason ? { failureReason: d.failureReason } : {}),
     ...(opts.withOutput && d.buildOutput ? { buildOutput: d.buildOutput } : {}),
   };

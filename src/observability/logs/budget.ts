@@ -54,7 +54,11 @@ export function createLogBudget(deps: LogBudgetDeps) {
   function bucket(serviceId: string): Bucket {
     let b = buckets.get(serviceId);
     const t = now();
-    if (!b) buckets.set(serviceId, (b = { tokens: deps.burst, refilledAt: t, lines: 0, bytes: 0, estimated: false, since: 0, droppedAt: 0 }));
+    if (!b)
+      buckets.set(
+        serviceId,
+        (b = { tokens: deps.burst, refilledAt: t, lines: 0, bytes: 0, estimated: false, since: 0, droppedAt: 0 }),
+      );
     else if (t > b.refilledAt) {
       b.tokens = Math.min(deps.burst, b.tokens + ((t - b.refilledAt) * deps.ratePerSec) / 1000);
       b.refilledAt = t;
@@ -65,8 +69,13 @@ export function createLogBudget(deps: LogBudgetDeps) {
   function report(b: Bucket, t: number) {
     const source = b.source!;
     deps.onReport({
-      ...source, droppedLines: b.lines, droppedBytes: b.bytes, estimated: b.estimated, seconds: Math.max(1, Math.round((t - b.since) / 1000)),
-      limitLinesPerSecond: deps.ratePerSec, burstLines: deps.burst,
+      ...source,
+      droppedLines: b.lines,
+      droppedBytes: b.bytes,
+      estimated: b.estimated,
+      seconds: Math.max(1, Math.round((t - b.since) / 1000)),
+      limitLinesPerSecond: deps.ratePerSec,
+      burstLines: deps.burst,
     });
     b.lines = 0;
     b.bytes = 0;
@@ -104,7 +113,8 @@ export function createLogBudget(deps: LogBudgetDeps) {
       for (const [serviceId, b] of buckets) {
         if (b.lines > 0 || b.bytes > 0) {
           if (all || t - b.since >= deps.reportMs) report(b, t);
-        } else if (bucket(serviceId).tokens >= deps.burst && t - b.droppedAt >= deps.reportMs) buckets.delete(serviceId);
+        } else if (bucket(serviceId).tokens >= deps.burst && t - b.droppedAt >= deps.reportMs)
+          buckets.delete(serviceId);
       }
     },
   };

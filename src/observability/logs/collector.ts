@@ -103,20 +103,34 @@ export function createLogCollector(deps: CollectorDeps) {
   async function adopt(list: TailedInstance[]) {
     const fresh: Stream[] = [];
     for (const instance of list) {
-      for (const [name, fallbackLevel] of [['stdout', 'info'], ['stderr', 'error']] as const) {
+      for (const [name, fallbackLevel] of [
+        ['stdout', 'info'],
+        ['stderr', 'error'],
+      ] as const) {
         const key = `${instance.instanceId}:${name}`;
         const known = streams.get(key);
         if (known) known.instance = instance;
         else if (!finished.has(key)) {
           const dir = deps.instanceDir(instance.serviceId, instance.instanceId);
-          fresh.push({ key, file: path.join(dir, `${name}.log`), dir, instance, fallbackLevel, splitter: createLineSplitter(), grewAt: Date.now() });
+          fresh.push({
+            key,
+            file: path.join(dir, `${name}.log`),
+            dir,
+            instance,
+            fallbackLevel,
+            splitter: createLineSplitter(),
+            grewAt: Date.now(),
+          });
         }
       }
     }
     const offsets = await deps.repo.offsets(fresh.map((s) => s.key));
     for (const s of fresh) {
       s.splitter.consumed = offsets.get(s.key) ?? 0;
-      const size = await stat(s.file).then((st) => st.size, () => 0);
+      const size = await stat(s.file).then(
+        (st) => st.size,
+        () => 0,
+      );
       if (size > s.splitter.consumed && size - s.splitter.consumed <= BACKLOG_MAX_BYTES) s.backlogEnd = size;
       streams.set(s.key, s);
     }
@@ -138,7 +152,8 @@ export function createLogCollector(deps: CollectorDeps) {
     }
     if (size <= position) {
       if (!s.instance.active) finish(s);
-      else if (position > s.splitter.consumed && Date.now() - s.grewAt >= PARTIAL_LINE_MS) pushLines(s, s.splitter.flush());
+      else if (position > s.splitter.consumed && Date.now() - s.grewAt >= PARTIAL_LINE_MS)
+        pushLines(s, s.splitter.flush());
       return false;
     }
     s.grewAt = Date.now();
@@ -187,12 +202,20 @@ export function createLogCollector(deps: CollectorDeps) {
 
   /** Queues lines (possibly none: dropped ones) with the offset they bring the file to (stored in the same transaction). */
   function pushLines(s: Stream, lines: string[]) {
-    deps.sink.push(lines.map((m) => entry(s, m)), { stream: s.key, offset: s.splitter.consumed });
+    deps.sink.push(
+      lines.map((m) => entry(s, m)),
+      { stream: s.key, offset: s.splitter.consumed },
+    );
   }
 
   function source(s: Stream): DropSource {
     const { instance } = s;
-    return { serviceId: instance.serviceId, workspaceId: instance.workspaceId, instanceId: instance.instanceId, deployId: instance.deployId };
+    return {
+      serviceId: instance.serviceId,
+      workspaceId: instance.workspaceId,
+      instanceId: instance.instanceId,
+      deployId: instance.deployId,
+    };
   }
 
   function finish(s: Stream) {
@@ -205,8 +228,14 @@ export function createLogCollector(deps: CollectorDeps) {
   function entry(s: Stream, message: string): NewLogEntry {
     const { instance } = s;
     return {
-      workspaceId: instance.workspaceId, resourceId: instance.serviceId, instanceId: instance.instanceId, deployId: instance.deployId,
-      type: 'app', level: levelOf(message, s.fallbackLevel), message, timeMs: Date.now(),
+      workspaceId: instance.workspaceId,
+      resourceId: instance.serviceId,
+      instanceId: instance.instanceId,
+      deployId: instance.deployId,
+      type: 'app',
+      level: levelOf(message, s.fallbackLevel),
+      message,
+      timeMs: Date.now(),
     };
   }
 

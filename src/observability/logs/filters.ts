@@ -26,7 +26,11 @@ type Matcher = (v: string) => boolean;
  * else exact (for `text`, a substring). Patterns must follow the rules of patterns.ts (400
  * naming the rule broken); in memory they run on RE2, in linear time.
  */
-function parsePattern(name: string, values: string[] | undefined, substring = false): { sql: Pattern; test: (v: string | null | undefined) => boolean } | undefined {
+function parsePattern(
+  name: string,
+  values: string[] | undefined,
+  substring = false,
+): { sql: Pattern; test: (v: string | null | undefined) => boolean } | undefined {
   if (!values?.length) return undefined;
   const sql: Pattern = { exact: [], contains: [], like: [], regex: [] };
   const tests: Matcher[] = [];
@@ -60,16 +64,26 @@ export interface ParsedLogFilter {
 /** Validates Render's filters; `resource` ids must already be checked to belong to the workspace. */
 export function parseLogFilter(workspaceId: string, q: LogQuery): ParsedLogFilter {
   for (const type of q.type ?? []) {
-    if (!(LOG_TYPES as readonly string[]).includes(type)) throw badRequest(`type must be one of ${LOG_TYPES.join(', ')}, got ${JSON.stringify(type)}`);
+    if (!(LOG_TYPES as readonly string[]).includes(type))
+      throw badRequest(`type must be one of ${LOG_TYPES.join(', ')}, got ${JSON.stringify(type)}`);
   }
   for (const code of q.statusCode ?? []) {
-    if (!/^[0-9*]{1,3}$/.test(code) && !/^\/.+\/$/.test(code)) throw badRequest(`statusCode must be a status (wildcards and /regex/ allowed), got ${JSON.stringify(code)}`);
+    if (!/^[0-9*]{1,3}$/.test(code) && !/^\/.+\/$/.test(code))
+      throw badRequest(`statusCode must be a status (wildcards and /regex/ allowed), got ${JSON.stringify(code)}`);
   }
-  const regexes = [q.level, q.text, q.method, q.statusCode, q.path, q.host].flat().filter((v) => v !== undefined && /^\/.+\/$/s.test(v)).length;
-  if (regexes > PATTERN_LIMITS.regexes) throw badRequest(`at most ${PATTERN_LIMITS.regexes} /regex/ values per query (got ${regexes})`);
+  const regexes = [q.level, q.text, q.method, q.statusCode, q.path, q.host]
+    .flat()
+    .filter((v) => v !== undefined && /^\/.+\/$/s.test(v)).length;
+  if (regexes > PATTERN_LIMITS.regexes)
+    throw badRequest(`at most ${PATTERN_LIMITS.regexes} /regex/ values per query (got ${regexes})`);
   // Every value is matched against every row the query reads: their total bounds its work per row.
-  const chars = [q.level, q.text, q.method, q.statusCode, q.path, q.host].flat().reduce((n, v) => n + (v?.length ?? 0), 0);
-  if (chars > PATTERN_LIMITS.totalChars) throw badRequest(`the filter values of one query may total at most ${PATTERN_LIMITS.totalChars} characters (got ${chars})`);
+  const chars = [q.level, q.text, q.method, q.statusCode, q.path, q.host]
+    .flat()
+    .reduce((n, v) => n + (v?.length ?? 0), 0);
+  if (chars > PATTERN_LIMITS.totalChars)
+    throw badRequest(
+      `the filter values of one query may total at most ${PATTERN_LIMITS.totalChars} characters (got ${chars})`,
+    );
   const level = parsePattern('level', q.level);
   const text = parsePattern('text', q.text, true);
   const method = parsePattern('method', q.method);
@@ -78,18 +92,32 @@ export function parseLogFilter(workspaceId: string, q: LogQuery): ParsedLogFilte
   const host = parsePattern('host', q.host);
   const filter: LogFilter = {
     workspaceId,
-    resourceIds: q.resource, instanceIds: q.instance, types: q.type,
-    level: level?.sql, text: text?.sql, method: method?.sql, statusCode: statusCode?.sql, path: path?.sql, host: host?.sql,
+    resourceIds: q.resource,
+    instanceIds: q.instance,
+    types: q.type,
+    level: level?.sql,
+    text: text?.sql,
+    method: method?.sql,
+    statusCode: statusCode?.sql,
+    path: path?.sql,
+    host: host?.sql,
   };
-  const inList = (list: string[] | undefined, v: string | null | undefined) => !list?.length || (v !== null && v !== undefined && list.includes(v));
+  const inList = (list: string[] | undefined, v: string | null | undefined) =>
+    !list?.length || (v !== null && v !== undefined && list.includes(v));
   return {
     filter,
     matches: (row) =>
       row.workspaceId === workspaceId &&
-      inList(q.resource, row.resourceId) && inList(q.instance, row.instanceId) && inList(q.type, row.type) &&
-      (!level || level.test(row.level)) && (!text || text.test(row.message)) && (!method || method.test(row.method)) &&
-      (!statusCode || statusCode.test(row.statusCode === null || row.statusCode === undefined ? null : String(row.statusCode))) &&
-      (!path || path.test(row.path)) && (!host || host.test(row.host)),
+      inList(q.resource, row.resourceId) &&
+      inList(q.instance, row.instanceId) &&
+      inList(q.type, row.type) &&
+      (!level || level.test(row.level)) &&
+      (!text || text.test(row.message)) &&
+      (!method || method.test(row.method)) &&
+      (!statusCode ||
+        statusCode.test(row.statusCode === null || row.statusCode === undefined ? null : String(row.statusCode))) &&
+      (!path || path.test(row.path)) &&
+      (!host || host.test(row.host)),
   };
 }
 
@@ -105,7 +133,8 @@ export function parseTimeUs(value: string, name: string): number {
 export function parseTimeRange(q: { startTime?: string; endTime?: string }): { startUs?: number; endUs?: number } {
   const startUs = q.startTime ? parseTimeUs(q.startTime, 'startTime') : undefined;
   const endUs = q.endTime ? parseTimeUs(q.endTime, 'endTime') : undefined;
-  if (startUs !== undefined && endUs !== undefined && startUs > endUs) throw badRequest('startTime must not be after endTime');
+  if (startUs !== undefined && endUs !== undefined && startUs > endUs)
+    throw badRequest('startTime must not be after endTime');
   return { startUs, endUs };
 }
 

@@ -19,9 +19,13 @@ export interface LogsDeps {
   /** Postgres: other Slipway processes share the store (NOTIFY on write, LISTEN via `listen`). */
   shared: boolean;
   settings: {
-    pollMs: number; flushMs: number; streamBufferBytes: number; pingMs: number;
+    pollMs: number;
+    flushMs: number;
+    streamBufferBytes: number;
+    pingMs: number;
     /** Per service: app lines a second, and the burst above it (SLIPWAY_LOG_RATE_LINES / SLIPWAY_LOG_BURST_LINES). */
-    rateLines: number; burstLines: number;
+    rateLines: number;
+    burstLines: number;
   };
   /** A service's lines were dropped over its budget (at most once per DROP_REPORT_MS each): record the event. */
   onLinesDropped(report: DropReport): Promise<void>;
@@ -37,7 +41,11 @@ export function createLogs(deps: LogsDeps) {
   const hub = createLogHub({ repo, pollMs: deps.shared ? 1000 : 5000, log: deps.log });
   const sink = createLogSink({
     // Only PGlite is not shared: it runs in this process.
-    repo, flushMs: settings.flushMs, shared: deps.shared, inProcess: !deps.shared, log: deps.log,
+    repo,
+    flushMs: settings.flushMs,
+    shared: deps.shared,
+    inProcess: !deps.shared,
+    log: deps.log,
     onCommitted: (rows) => {
       // One inc per type and batch: prom-client's labelled inc() per row was a visible cost at thousands of rows a second.
       const byType = new Map<string, number>();
@@ -47,15 +55,38 @@ export function createLogs(deps: LogsDeps) {
     },
   });
   const budget = createLogBudget({
-    ratePerSec: settings.rateLines, burst: settings.burstLines, reportMs: DROP_REPORT_MS,
+    ratePerSec: settings.rateLines,
+    burst: settings.burstLines,
+    reportMs: DROP_REPORT_MS,
     onDrop: (lines) => logLinesDropped.inc(lines),
     onReport: (r) => {
       // The notice goes in the service's own log (past the budget: it is what says lines are missing).
-      sink.push([{ workspaceId: r.workspaceId, resourceId: r.serviceId, instanceId: r.instanceId, deployId: r.deployId, type: 'app', level: 'warn', message: dropNotice(r), timeMs: Date.now() }]);
-      deps.onLinesDropped(r).catch((err) => deps.log.warn({ err, serviceId: r.serviceId }, 'log_lines_dropped event failed'));
+      sink.push([
+        {
+          workspaceId: r.workspaceId,
+          resourceId: r.serviceId,
+          instanceId: r.instanceId,
+          deployId: r.deployId,
+          type: 'app',
+          level: 'warn',
+          message: dropNotice(r),
+          timeMs: Date.now(),
+        },
+      ]);
+      deps
+        .onLinesDropped(r)
+        .catch((err) => deps.log.warn({ err, serviceId: r.serviceId }, 'log_lines_dropped event failed'));
     },
   });
-  const collector = createLogCollector({ repo, sink, budget, instances: deps.instances, instanceDir: deps.instanceDir, pollMs: settings.pollMs, log: deps.log });
+  const collector = createLogCollector({
+    repo,
+    sink,
+    budget,
+    instances: deps.instances,
+    instanceDir: deps.instanceDir,
+    pollMs: settings.pollMs,
+    log: deps.log,
+  });
   const workspaces = new Map<string, string | undefined>();
 
   async function requestEntry(r: RequestRecord, timeMs: number): Promise<NewLogEntry | undefined> {
@@ -64,9 +95,19 @@ export function createLogs(deps: LogsDeps) {
     if (!workspaceId) return undefined;
     const path = r.path.slice(0, 2048);
     return {
-      workspaceId, resourceId: r.serviceId, instanceId: r.instanceId ?? null, type: 'request', level: r.statusCode >= 500 ? 'error' : 'info',
+      workspaceId,
+      resourceId: r.serviceId,
+      instanceId: r.instanceId ?? null,
+      type: 'request',
+      level: r.statusCode >= 500 ? 'error' : 'info',
       message: `${r.method} ${path} ${r.statusCode} ${r.durationMs.toFixed(1)}ms ${r.bytesOut}B`,
-      method: r.method.slice(0, 32), path, statusCode: r.statusCode, host: r.host.slice(0, 255), durationMs: r.durationMs, bytes: r.bytesOut, timeMs,
+      method: r.method.slice(0, 32),
+      path,
+      statusCode: r.statusCode,
+      host: r.host.slice(0, 255),
+      durationMs: r.durationMs,
+      bytes: r.bytesOut,
+      timeMs,
     };
   }
 
@@ -100,9 +141,17 @@ export function createLogs(deps: LogsDeps) {
     buildLog(service: { id: string; workspaceId: string }, deployId: string) {
       const splitter = createLineSplitter();
       const push = (lines: string[]) =>
-        sink.push(lines.map((message) => ({
-          workspaceId: service.workspaceId, resourceId: service.id, deployId, type: 'build' as const, level: levelOf(message, 'info'), message, timeMs: Date.now(),
-        })));
+        sink.push(
+          lines.map((message) => ({
+            workspaceId: service.workspaceId,
+            resourceId: service.id,
+            deployId,
+            type: 'build' as const,
+            level: levelOf(message, 'info'),
+            message,
+            timeMs: Date.now(),
+          })),
+        );
       return {
         write: (chunk: string) => push(splitter.push(Buffer.from(chunk, 'utf8'))),
         end: () => push(splitter.flush()),
@@ -110,7 +159,10 @@ export function createLogs(deps: LogsDeps) {
     },
     /** Serves one WebSocket subscription (validated and authorized by the caller). */
     subscribe(socket: WebSocket, parsed: ParsedLogFilter, from: SubscribeFrom) {
-      openLogStream({ hub, repo, bufferBytes: settings.streamBufferBytes, pingMs: settings.pingMs }, socket, { parsed, ...from });
+      openLogStream({ hub, repo, bufferBytes: settings.streamBufferBytes, pingMs: settings.pingMs }, socket, {
+        parsed,
+        ...from,
+      });
     },
   };
 }

@@ -3,7 +3,14 @@ const MAX_LINE_BYTES = 16 * 1024;
 const TRUNCATED_MARK = ' …[truncated]';
 
 const NEWLINE = 0x0a;
-const PINO_LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+const PINO_LEVELS: Record<number, string> = {
+  10: 'trace',
+  20: 'debug',
+  30: 'info',
+  40: 'warn',
+  50: 'error',
+  60: 'fatal',
+};
 const LEVEL_NAMES = new Set(['trace', 'debug', 'info', 'notice', 'warn', 'warning', 'error', 'critical', 'fatal']);
 
 /**
@@ -16,7 +23,8 @@ export function levelOf(message: string, fallback: string): string {
   try {
     const level = (JSON.parse(message) as { level?: unknown }).level;
     if (typeof level === 'number') return PINO_LEVELS[level] ?? fallback;
-    if (typeof level === 'string' && LEVEL_NAMES.has(level.toLowerCase())) return level.toLowerCase() === 'warning' ? 'warn' : level.toLowerCase();
+    if (typeof level === 'string' && LEVEL_NAMES.has(level.toLowerCase()))
+      return level.toLowerCase() === 'warning' ? 'warn' : level.toLowerCase();
   } catch {
     // not JSON after all: a plain line
   }

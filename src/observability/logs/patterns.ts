@@ -21,13 +21,21 @@ import { badRequest } from '../../lib/errors.js';
  * In memory (the live tail) patterns run on RE2, whose time is linear in the input, so even an
  * accepted pattern like `\d*\d*x` cannot stall the event loop as JavaScript's engine would.
  */
-export const PATTERN_LIMITS = { length: 256, expanded: 256, depth: 10, regexes: 10, wildcards: 10, totalChars: 2048 } as const;
+export const PATTERN_LIMITS = {
+  length: 256,
+  expanded: 256,
+  depth: 10,
+  regexes: 10,
+  wildcards: 10,
+  totalChars: 2048,
+} as const;
 
 const parser = new RegExpParser({ ecmaVersion: 2024 });
 
 /** The first rule `source` breaks, or undefined when it may run. */
 export function regexProblem(source: string): string | undefined {
-  if (source.length > PATTERN_LIMITS.length) return `patterns are limited to ${PATTERN_LIMITS.length} characters (got ${source.length})`;
+  if (source.length > PATTERN_LIMITS.length)
+    return `patterns are limited to ${PATTERN_LIMITS.length} characters (got ${source.length})`;
   let ast: AST.Pattern;
   try {
     ast = parser.parsePattern(source, 0, source.length, { unicode: true });
@@ -37,19 +45,23 @@ export function regexProblem(source: string): string | undefined {
   let problem: string | undefined;
   /** What JavaScript (the live tail) and Postgres read differently: named only when no cost rule is broken. */
   let dialect: string | undefined;
-  const differs = (what: string) => void (dialect ??= `${what} are not allowed: Postgres reads them differently from the live tail`);
+  const differs = (what: string) =>
+    void (dialect ??= `${what} are not allowed: Postgres reads them differently from the live tail`);
   let quantifiers = 0;
   let depth = 0;
   const refuse = (rule: string) => void (problem ??= rule);
-  const enterGroup = () => ++depth > PATTERN_LIMITS.depth && refuse(`groups may be nested at most ${PATTERN_LIMITS.depth} deep`);
+  const enterGroup = () =>
+    ++depth > PATTERN_LIMITS.depth && refuse(`groups may be nested at most ${PATTERN_LIMITS.depth} deep`);
   visitRegExpAST(ast, {
     onQuantifierEnter(q) {
-      if (quantifiers++ > 0) refuse('nested quantifiers are not allowed: a repeated part must not contain *, +, ? or {n,m} itself');
+      if (quantifiers++ > 0)
+        refuse('nested quantifiers are not allowed: a repeated part must not contain *, +, ? or {n,m} itself');
     },
     onQuantifierLeave: () => void quantifiers--,
     onBackreferenceEnter: () => refuse('backreferences (\\1, \\k<name>) are not allowed'),
     onAssertionEnter(a) {
-      if (a.kind === 'lookahead' || a.kind === 'lookbehind') refuse('lookahead and lookbehind assertions are not allowed');
+      if (a.kind === 'lookahead' || a.kind === 'lookbehind')
+        refuse('lookahead and lookbehind assertions are not allowed');
       if (a.kind === 'word') differs('\\b and \\B'); // a word boundary in JavaScript, a backspace in Postgres
     },
     onCharacterSetEnter(set) {
@@ -70,14 +82,20 @@ export function regexProblem(source: string): string | undefined {
     onCapturingGroupLeave: () => void depth--,
   });
   const expanded = expandedSize(ast);
-  if (expanded > PATTERN_LIMITS.expanded) refuse(`repetitions written out, the pattern would have ${expanded} characters and classes (at most ${PATTERN_LIMITS.expanded}; {n,m} counts m copies)`);
+  if (expanded > PATTERN_LIMITS.expanded)
+    refuse(
+      `repetitions written out, the pattern would have ${expanded} characters and classes (at most ${PATTERN_LIMITS.expanded}; {n,m} counts m copies)`,
+    );
   return problem ?? dialect;
 }
 
 /** Characters, classes and assertions, each `{n,m}` counted as m copies (n when unbounded). */
 function expandedSize(node: AST.Node): number {
   switch (node.type) {
-    case 'Pattern': case 'Group': case 'CapturingGroup': case 'Assertion':
+    case 'Pattern':
+    case 'Group':
+    case 'CapturingGroup':
+    case 'Assertion':
       return 'alternatives' in node ? node.alternatives.reduce((n, a) => n + expandedSize(a), 0) : 1;
     case 'Alternative':
       return node.elements.reduce((n, e) => n + expandedSize(e), 0);
@@ -109,7 +127,10 @@ const escapeRegex = (v: string) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** A `*` wildcard value's in-memory matcher (anchored unless `substring`). */
 export function compileWildcard(name: string, value: string, substring: boolean): RE2 {
   const parts = value.split('*');
-  if (parts.length - 1 > PATTERN_LIMITS.wildcards) throw badRequest(`${name}: ${JSON.stringify(value)} is refused: at most ${PATTERN_LIMITS.wildcards} * wildcards per value`);
+  if (parts.length - 1 > PATTERN_LIMITS.wildcards)
+    throw badRequest(
+      `${name}: ${JSON.stringify(value)} is refused: at most ${PATTERN_LIMITS.wildcards} * wildcards per value`,
+    );
   const body = parts.map(escapeRegex).join('.*');
   return re2(substring ? body : `^${body}$`, `${name}: ${JSON.stringify(value)}`);
 }

@@ -25,5 +25,10 @@ export async function queryLogs(
   const last = page[page.length - 1];
   let next = { startUs, endUs };
   if (hasMore && last) next = backward ? { startUs, endUs: last.tsUs - 1 } : { startUs: last.tsUs + 1, endUs };
-  return { hasMore, nextStartTime: formatTimeUs(next.startUs), nextEndTime: formatTimeUs(next.endUs), logs: page.map(logEntryBody) };
+  return {
+    hasMore,
+    nextStartTime: formatTimeUs(next.startUs),
+    nextEndTime: formatTimeUs(next.endUs),
+    logs: page.map(logEntryBody),
+  };
 }

@@ -10,7 +10,11 @@ export interface LogRetention {
  * cap; then refreshes the planner's statistics of the table (PGlite has no autovacuum: without
  * them, queries on millions of lines stop using the right index).
  */
-export async function runLogRetention(repo: Pick<LogRepo, 'deleteOlderThan' | 'deleteBeyondCap' | 'deleteOrphanOffsets' | 'analyze'>, settings: LogRetention, now = new Date()) {
+export async function runLogRetention(
+  repo: Pick<LogRepo, 'deleteOlderThan' | 'deleteBeyondCap' | 'deleteOrphanOffsets' | 'analyze'>,
+  settings: LogRetention,
+  now = new Date(),
+) {
   const expired = await repo.deleteOlderThan(new Date(now.getTime() - settings.retentionDays * 86_400_000));
   const overCap = await repo.deleteBeyondCap(settings.maxBytesPerService);
   await repo.deleteOrphanOffsets();

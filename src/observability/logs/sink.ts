@@ -54,7 +54,9 @@ export function createLogSink(deps: LogSinkDeps) {
     if (written.length) deps.onCommitted(written);
     // A full batch tells what a row costs now (the machine's load changes it): aim the next at TARGET_WRITE_MS.
     if (deps.inProcess && batch.length >= maxRows / 2 && took > 0) {
-      maxRows = Math.round(Math.min(MAX_INSERT, Math.max(MIN_ROWS, (maxRows + (batch.length * TARGET_WRITE_MS) / took) / 2)));
+      maxRows = Math.round(
+        Math.min(MAX_INSERT, Math.max(MIN_ROWS, (maxRows + (batch.length * TARGET_WRITE_MS) / took) / 2)),
+      );
     }
     return took;
   }
@@ -62,7 +64,10 @@ export function createLogSink(deps: LogSinkDeps) {
   /** Runs one write; returns how long to wait before the next, or -1 when the store failed. */
   async function writeOne(): Promise<number> {
     const statement = writeBatch();
-    writing = statement.then(() => undefined, () => undefined); // what a flush waits for (the error is handled below)
+    writing = statement.then(
+      () => undefined,
+      () => undefined,
+    ); // what a flush waits for (the error is handled below)
     try {
       const took = await statement;
       return deps.inProcess ? Math.max(deps.flushMs, took) : deps.flushMs;

@@ -54,8 +54,7 @@ export function openLogStream(deps: LogStreamDeps, socket: WebSocket, start: Log
     closed = true;
     socket.close(code, reason);
   };
-  const tooSlow = () =>
-    close(SLOW_CONSUMER_CLOSE, `slow consumer: reconnect with afterId=${lastSent ?? cursor}`);
+  const tooSlow = () => close(SLOW_CONSUMER_CLOSE, `slow consumer: reconnect with afterId=${lastSent ?? cursor}`);
 
   /** Sends the entries past the cursor that match, in one write; then checks the backlog. */
   function sendBatch(rows: LogRow[]) {
@@ -101,7 +100,11 @@ export function openLogStream(deps: LogStreamDeps, socket: WebSocket, start: Log
       cursor = Math.max(cursor, mark);
       if (cursor >= hub.lastId) {
         live = true; // from here the hub delivers (no await between the check and this line)
-        if (start.endUs !== undefined) endTimer = setTimeout(() => close(1000, 'endTime reached'), Math.max(0, start.endUs / 1000 + END_GRACE_MS - Date.now()));
+        if (start.endUs !== undefined)
+          endTimer = setTimeout(
+            () => close(1000, 'endTime reached'),
+            Math.max(0, start.endUs / 1000 + END_GRACE_MS - Date.now()),
+          );
         return;
       }
     }

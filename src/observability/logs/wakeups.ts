@@ -45,7 +45,10 @@ export function createWakeups(pollMs: number, minGapMs: number) {
           if (watchers.get(dir) === watcher) disarm(dir);
           wrote(dir);
         });
-        watchers.set(dir, watcher.on('error', () => disarm(dir)));
+        watchers.set(
+          dir,
+          watcher.on('error', () => disarm(dir)),
+        );
       } catch {
         // not there yet (or no inotify): the poll covers it
       }

@@ -23,13 +23,18 @@ export function createMetrics(deps: {
       await repos.metrics.insert(rows);
       metricSamplesWritten.inc(rows.length);
     },
-    intervalMs: deps.intervalMs, log: deps.log, traffic,
+    intervalMs: deps.intervalMs,
+    log: deps.log,
+    traffic,
   });
   return {
     traffic,
     queries: createMetricQueries({ repo: repos.metrics, intervalMs: deps.intervalMs }),
     prometheus: createScrape({
-      queueDepths: async () => Promise.all((await boss.getQueues()).map(async (q) => ({ name: q.name, size: await boss.getQueueSize(q.name) }))),
+      queueDepths: async () =>
+        Promise.all(
+          (await boss.getQueues()).map(async (q) => ({ name: q.name, size: await boss.getQueueSize(q.name) })),
+        ),
       countsByStatus: () => repos.metrics.countsByStatus(),
     }),
     async start() {

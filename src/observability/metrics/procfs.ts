@@ -45,7 +45,12 @@ export function scanProcesses(): Map<number, ProcUsage> {
     if (!/^\d+$/.test(name)) continue;
     try {
       const s = parseStat(readFileSync(`/proc/${name}/stat`, 'utf8'));
-      all.set(Number(name), { ppid: s.ppid, cpuTicks: s.cpuTicks, rssBytes: s.rssPages * PAGE_SIZE, startTime: s.startTime });
+      all.set(Number(name), {
+        ppid: s.ppid,
+        cpuTicks: s.cpuTicks,
+        rssBytes: s.rssPages * PAGE_SIZE,
+        startTime: s.startTime,
+      });
     } catch {
       // exited between readdir and read
     }
@@ -66,7 +71,9 @@ export function childrenIndex(processes: Map<number, ProcUsage>): Map<number, nu
 
 /** CPU ticks and RSS of `pid` and everything below it; undefined when `pid` is gone or is another process now. */
 export function treeUsage(
-  processes: Map<number, ProcUsage>, children: Map<number, number[]>, root: { pid: number; startTime: string | null },
+  processes: Map<number, ProcUsage>,
+  children: Map<number, number[]>,
+  root: { pid: number; startTime: string | null },
 ): { cpuTicks: number; rssBytes: number } | undefined {
   const top = processes.get(root.pid);
   if (!top || (root.startTime && top.startTime !== root.startTime)) return undefined;
@@ -120,7 +127,8 @@ export function cgroupMemoryFile(pid: number): string | undefined {
     const [, controllers, group] = /^\d+:([^:]*):(.*)$/.exec(line) ?? [];
     if (!group || !/\/slipway\/[\w.-]+$/.test(group)) continue;
     if (controllers === '' && mounts.v2) return path.join(mounts.v2, group, 'memory.current');
-    if (controllers?.split(',').includes('memory') && mounts.v1) return path.join(mounts.v1, group, 'memory.usage_in_bytes');
+    if (controllers?.split(',').includes('memory') && mounts.v1)
+      return path.join(mounts.v1, group, 'memory.usage_in_bytes');
   }
   return undefined;
 }

@@ -1,6 +1,14 @@
 import type { InstanceRow } from '../../store/repos/instances.js';
 import { routerInstanceId, type MetricSampleInsert } from '../../store/repos/metrics.js';
-import { cgroupMemoryFile, childrenIndex, CLOCK_TICKS_PER_SECOND, readNumberFile, scanProcesses, treeUsage, uptimeSeconds } from './procfs.js';
+import {
+  cgroupMemoryFile,
+  childrenIndex,
+  CLOCK_TICKS_PER_SECOND,
+  readNumberFile,
+  scanProcesses,
+  treeUsage,
+  uptimeSeconds,
+} from './procfs.js';
 
 export interface SamplerDeps {
   /** Instances that have (or may have) a process. */
@@ -70,21 +78,33 @@ export function createMetricsSampler(deps: SamplerDeps & { traffic: TrafficCount
         cpuPercent = ((usage.cpuTicks - before.cpuTicks) / CLOCK_TICKS_PER_SECOND / ((at - before.at) / 1000)) * 100;
       } else {
         // First sight of this process: its average since it started.
-        const lifetime = uptimeSeconds() - Number(processes.get(instance.pid!)?.startTime ?? 0) / CLOCK_TICKS_PER_SECOND;
+        const lifetime =
+          uptimeSeconds() - Number(processes.get(instance.pid!)?.startTime ?? 0) / CLOCK_TICKS_PER_SECOND;
         cpuPercent = lifetime > 0 ? (usage.cpuTicks / CLOCK_TICKS_PER_SECOND / lifetime) * 100 : 0;
       }
       previous.set(instance.id, { cpuTicks: usage.cpuTicks, at, pid: instance.pid!, startTime: instance.startTime });
       if (!cgroupFiles.has(instance.id)) cgroupFiles.set(instance.id, cgroupMemoryFile(instance.pid!));
       const cgroupFile = cgroupFiles.get(instance.id);
       rows.push({
-        serviceId: instance.serviceId, instanceId: instance.id, resolution: 0, timestamp: now,
-        cpuPercent: Math.max(0, Math.round(cpuPercent * 100) / 100), memoryBytes: usage.rssBytes,
+        serviceId: instance.serviceId,
+        instanceId: instance.id,
+        resolution: 0,
+        timestamp: now,
+        cpuPercent: Math.max(0, Math.round(cpuPercent * 100) / 100),
+        memoryBytes: usage.rssBytes,
         cgroupMemoryBytes: cgroupFile ? (readNumberFile(cgroupFile) ?? null) : null,
       });
     }
     for (const id of previous.keys()) if (!seen.has(id)) (previous.delete(id), cgroupFiles.delete(id));
     for (const [serviceId, c] of deps.traffic.drain()) {
-      rows.push({ serviceId, instanceId: routerInstanceId(serviceId), resolution: 0, timestamp: now, cpuPercent: c.requests, memoryBytes: c.bytes });
+      rows.push({
+        serviceId,
+        instanceId: routerInstanceId(serviceId),
+        resolution: 0,
+        timestamp: now,
+        cpuPercent: c.requests,
+        memoryBytes: c.bytes,
+      });
     }
     await deps.insert(rows);
     return rows.length;

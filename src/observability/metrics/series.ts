@@ -35,8 +35,17 @@ export function createMetricQueries(deps: MetricQueryDeps) {
   const now = () => deps.now?.() ?? new Date();
 
   const columnOf = (metric: HistoryMetric, o: SeriesOptions): SeriesColumn =>
-    metric === 'cpu' ? 'cpu' : metric === 'memory' ? (o.source === 'cgroup' ? 'cgroupMemory' : 'memory') : metric === 'http_requests' ? 'requests' : 'bytes';
-  const unitOf = (metric: HistoryMetric) => (metric === 'cpu' ? 'percent' : metric === 'http_requests' ? 'requests' : 'bytes');
+    metric === 'cpu'
+      ? 'cpu'
+      : metric === 'memory'
+        ? o.source === 'cgroup'
+          ? 'cgroupMemory'
+          : 'memory'
+        : metric === 'http_requests'
+          ? 'requests'
+          : 'bytes';
+  const unitOf = (metric: HistoryMetric) =>
+    metric === 'cpu' ? 'percent' : metric === 'http_requests' ? 'requests' : 'bytes';
   /** Percent of one core -> percent of the plan's limit (1000 millicores = one core). */
   const scaleOf = (metric: HistoryMetric, plan: Plan, o: SeriesOptions) =>
     metric === 'cpu' && o.relativeTo === 'limit' ? 1000 / PLAN_LIMITS[plan].cpuMillicores : 1;
@@ -48,7 +57,13 @@ export function createMetricQueries(deps: MetricQueryDeps) {
   const round = (v: number) => Math.round(v * 100) / 100;
 
   /** Per-instance series first, then the service's (all instances aggregated), in `rows` order of time. */
-  function toSeries(service: { id: string }, metric: HistoryMetric, o: SeriesOptions, rows: { instanceId: string | null; timestamp: Date; value: number }[], scale: number): Series[] {
+  function toSeries(
+    service: { id: string },
+    metric: HistoryMetric,
+    o: SeriesOptions,
+    rows: { instanceId: string | null; timestamp: Date; value: number }[],
+    scale: number,
+  ): Series[] {
     const byKey = new Map<string, Series>();
     const counters = metric === 'http_requests' || metric === 'bandwidth';
     for (const row of rows) {
@@ -56,17 +71,25 @@ export function createMetricQueries(deps: MetricQueryDeps) {
       if (counters && row.instanceId) continue; // router counts are per service
       const key = row.instanceId ?? '';
       let series = byKey.get(key);
-      if (!series) byKey.set(key, (series = { labels: labels(service.id, row.instanceId), unit: unitOf(metric), values: [] }));
-      series.values.push({ timestamp: row.timestamp.toISOString(), value: round(row.value * scale), unit: series.unit });
+      if (!series)
+        byKey.set(key, (series = { labels: labels(service.id, row.instanceId), unit: unitOf(metric), values: [] }));
+      series.values.push({
+        timestamp: row.timestamp.toISOString(),
+        value: round(row.value * scale),
+        unit: series.unit,
+      });
     }
-    return [...byKey.entries()].sort(([a], [b]) => (a === '' ? 1 : b === '' ? -1 : a.localeCompare(b))).map(([, s]) => s);
+    return [...byKey.entries()]
+      .sort(([a], [b]) => (a === '' ? 1 : b === '' ? -1 : a.localeCompare(b)))
+      .map(([, s]) => s);
   }
 
   return {
     /** The newest sample of each instance (not older than three intervals) and their aggregate for the service. */
     async current(service: { id: string; plan: Plan }, metric: 'cpu' | 'memory', o: SeriesOptions): Promise<Series[]> {
       const latest = await deps.repo.latest(service.id, new Date(now().getTime() - 3 * deps.intervalMs - 1000));
-      const pick = (r: (typeof latest)[number]) => (metric === 'cpu' ? r.cpuPercent : o.source === 'cgroup' ? r.cgroupMemoryBytes : r.memoryBytes);
+      const pick = (r: (typeof latest)[number]) =>
+        metric === 'cpu' ? r.cpuPercent : o.source === 'cgroup' ? r.cgroupMemoryBytes : r.memoryBytes;
       const rows: { instanceId: string | null; timestamp: Date; value: number }[] = latest.flatMap((r) => {
         const value = pick(r);
         return value === null ? [] : [{ instanceId: r.instanceId, timestamp: r.timestamp, value }];
@@ -74,15 +97,25 @@ export function createMetricQueries(deps: MetricQueryDeps) {
       if (rows.length > 0 && !o.instances?.length) {
         const values = rows.map((r) => r.value);
         const method = o.aggregationMethod ?? 'AVG';
-        const value = method === 'MAX' ? Math.max(...values) : method === 'MIN' ? Math.min(...values) : values.reduce((a, b) => a + b, 0) / values.length;
-        rows.push({ instanceId: null, timestamp: new Date(Math.max(...rows.map((r) => r.timestamp.getTime()))), value });
+        const value =
+          method === 'MAX'
+            ? Math.max(...values)
+            : method === 'MIN'
+              ? Math.min(...values)
+              : values.reduce((a, b) => a + b, 0) / values.length;
+        rows.push({
+          instanceId: null,
+          timestamp: new Date(Math.max(...rows.map((r) => r.timestamp.getTime()))),
+          value,
+        });
       }
       return toSeries(service, metric, o, rows, scaleOf(metric, service.plan, o));
     },
 
     /** Stored samples in [startTime, endTime) in `resolutionSeconds` buckets, aggregated by the database. */
     async history(
-      service: { id: string; plan: Plan }, metric: HistoryMetric,
+      service: { id: string; plan: Plan },
+      metric: HistoryMetric,
       q: SeriesOptions & { startTime?: string; endTime?: string; resolutionSeconds?: number },
     ): Promise<Series[]> {
       const end = q.endTime ? new Date(q.endTime) : now();
@@ -90,14 +123,28 @@ export function createMetricQueries(deps: MetricQueryDeps) {
       if (start >= end) throw badRequest('startTime must be before endTime');
       const minResolution = Math.max(1, Math.ceil(deps.intervalMs / 1000));
       const resolutionSeconds = q.resolutionSeconds ?? Math.max(60, minResolution);
-      if (resolutionSeconds < minResolution) throw badRequest(`resolutionSeconds must be at least the sampling interval (${minResolution} s)`);
+      if (resolutionSeconds < minResolution)
+        throw badRequest(`resolutionSeconds must be at least the sampling interval (${minResolution} s)`);
       if ((end.getTime() - start.getTime()) / 1000 / resolutionSeconds > MAX_POINTS) {
-        throw badRequest(`that range at that resolution is more than ${MAX_POINTS} points: raise resolutionSeconds or narrow the range`);
+        throw badRequest(
+          `that range at that resolution is more than ${MAX_POINTS} points: raise resolutionSeconds or narrow the range`,
+        );
       }
       const rows = await deps.repo.buckets({
-        serviceId: service.id, column: columnOf(metric, q), method: q.aggregationMethod ?? 'AVG', start, end, resolutionSeconds,
+        serviceId: service.id,
+        column: columnOf(metric, q),
+        method: q.aggregationMethod ?? 'AVG',
+        start,
+        end,
+        resolutionSeconds,
       });
-      return toSeries(service, metric, q, rows.map((r) => ({ instanceId: r.instanceId, timestamp: r.bucket, value: r.value })), scaleOf(metric, service.plan, q));
+      return toSeries(
+        service,
+        metric,
+        q,
+        rows.map((r) => ({ instanceId: r.instanceId, timestamp: r.bucket, value: r.value })),
+        scaleOf(metric, service.plan, q),
+      );
     },
   };
 }

@@ -4,7 +4,10 @@ import type { LastStretch, UsageInsert, UsageRepo } from '../../store/repos/usag
 import { createTrafficCounter } from '../metrics/sampler.js';
 
 export interface MeterDeps {
-  repo: Pick<UsageRepo, 'append' | 'lastStretches' | 'meterableInstances' | 'meterableDatastores' | 'meterableBuilds' | 'serviceWorkspaces'>;
+  repo: Pick<
+    UsageRepo,
+    'append' | 'lastStretches' | 'meterableInstances' | 'meterableDatastores' | 'meterableBuilds' | 'serviceWorkspaces'
+  >;
   /** Whether an instance's process is alive (the runtime's check, guarded against pid reuse). */
   isAlive(process: { pid: number; startTime: string }): boolean;
   intervalMs: number;
@@ -17,7 +20,12 @@ const seconds = (from: Date, to: Date) => (to.getTime() - from.getTime()) / 1000
 const later = (a: Date, b: Date) => (a > b ? a : b);
 const earlier = (a: Date, b: Date) => (a < b ? a : b);
 /** A zero-length entry at `at`: the source's time after it is not billed (see LastStretch.closed). */
-const closing = (base: Omit<UsageInsert, 'quantity' | 'startedAt' | 'endedAt'>, at: Date): UsageInsert => ({ ...base, quantity: 0, startedAt: at, endedAt: at });
+const closing = (base: Omit<UsageInsert, 'quantity' | 'startedAt' | 'endedAt'>, at: Date): UsageInsert => ({
+  ...base,
+  quantity: 0,
+  startedAt: at,
+  endedAt: at,
+});
 
 /**
  * The usage meter: appends to the ledger, each tick, every source's stretch from where its
@@ -51,7 +59,13 @@ export function createUsageMeter(deps: MeterDeps) {
   async function meterInstances(at: Date): Promise<UsageInsert[]> {
     const out: UsageInsert[] = [];
     for (const row of await repo.meterableInstances()) {
-      const base = { workspaceId: row.workspaceId, resourceId: row.serviceId, sourceId: row.id, kind: 'instance_seconds' as const, plan: row.plan };
+      const base = {
+        workspaceId: row.workspaceId,
+        resourceId: row.serviceId,
+        sourceId: row.id,
+        kind: 'instance_seconds' as const,
+        plan: row.plan,
+      };
       const last = row.last;
       // Closed since this process started: nothing more to bill for this life.
       if (last?.closed && last.endedAt >= row.startedAt) continue;
@@ -73,7 +87,13 @@ export function createUsageMeter(deps: MeterDeps) {
   async function meterDatastores(at: Date): Promise<UsageInsert[]> {
     const out: UsageInsert[] = [];
     for (const d of await repo.meterableDatastores()) {
-      const base = { workspaceId: d.workspaceId, resourceId: d.id, sourceId: d.id, kind: 'datastore_seconds' as const, plan: d.plan };
+      const base = {
+        workspaceId: d.workspaceId,
+        resourceId: d.id,
+        sourceId: d.id,
+        kind: 'datastore_seconds' as const,
+        plan: d.plan,
+      };
       const last: LastStretch | undefined = d.last;
       if (d.suspended) {
         if (last?.closed) continue;
@@ -97,22 +117,51 @@ export function createUsageMeter(deps: MeterDeps) {
     return (await repo.meterableBuilds()).flatMap((b) => {
       if (b.last?.closed) return []; // ended; its deploy just has not moved on yet
       const from = b.last?.endedAt ?? b.startedAt;
-      return at > from ? [{ workspaceId: b.workspaceId, resourceId: b.serviceId, sourceId: b.id, kind: 'build_seconds' as const, plan: b.plan, quantity: seconds(from, at), startedAt: from, endedAt: at }] : [];
+      return at > from
+        ? [
+            {
+              workspaceId: b.workspaceId,
+              resourceId: b.serviceId,
+              sourceId: b.id,
+              kind: 'build_seconds' as const,
+              plan: b.plan,
+              quantity: seconds(from, at),
+              startedAt: from,
+              endedAt: at,
+            },
+          ]
+        : [];
     });
   }
 
-  async function meterBandwidth(at: Date, counts: Map<string, { requests: number; bytes: number }>): Promise<UsageInsert[]> {
+  async function meterBandwidth(
+    at: Date,
+    counts: Map<string, { requests: number; bytes: number }>,
+  ): Promise<UsageInsert[]> {
     const ids = [...counts.keys()];
     if (ids.length === 0) return [];
     const sourceOf = (serviceId: string) => `${serviceId}:${meterId}`;
-    const [owners, lasts] = await Promise.all([repo.serviceWorkspaces(ids), repo.lastStretches('bandwidth_bytes', ids.map(sourceOf))]);
+    const [owners, lasts] = await Promise.all([
+      repo.serviceWorkspaces(ids),
+      repo.lastStretches('bandwidth_bytes', ids.map(sourceOf)),
+    ]);
     const out: UsageInsert[] = [];
     for (const [serviceId, { bytes }] of counts) {
       const owner = owners.get(serviceId);
       if (!owner || bytes <= 0) continue; // a deleted service's last bytes have no one to bill
       const sourceId = sourceOf(serviceId);
       const from = lasts.get(sourceId)?.endedAt ?? later(meterStartedAt, owner.createdAt);
-      if (at > from) out.push({ workspaceId: owner.workspaceId, resourceId: serviceId, sourceId, kind: 'bandwidth_bytes', plan: owner.plan, quantity: bytes, startedAt: from, endedAt: at });
+      if (at > from)
+        out.push({
+          workspaceId: owner.workspaceId,
+          resourceId: serviceId,
+          sourceId,
+          kind: 'bandwidth_bytes',
+          plan: owner.plan,
+          quantity: bytes,
+          startedAt: from,
+          endedAt: at,
+        });
     }
     return out;
   }
@@ -122,7 +171,12 @@ export function createUsageMeter(deps: MeterDeps) {
     return serial(async () => {
       const counts = traffic.drain();
       try {
-        const rows = [...(await meterInstances(at)), ...(await meterDatastores(at)), ...(await meterBuilds(at)), ...(await meterBandwidth(at, counts))];
+        const rows = [
+          ...(await meterInstances(at)),
+          ...(await meterDatastores(at)),
+          ...(await meterBuilds(at)),
+          ...(await meterBandwidth(at, counts)),
+        ];
         return await repo.append(rows);
       } catch (err) {
         for (const [serviceId, c] of counts) traffic.record(serviceId, c.bytes); // counted again next tick
@@ -131,7 +185,8 @@ export function createUsageMeter(deps: MeterDeps) {
     });
   }
 
-  const safeTick = () => tick().catch((err: Error) => log.warn({ err: err.message }, 'usage meter: tick failed; retrying next tick'));
+  const safeTick = () =>
+    tick().catch((err: Error) => log.warn({ err: err.message }, 'usage meter: tick failed; retrying next tick'));
 
   return {
     /** The router reports each proxied request's response bytes here. */
@@ -151,20 +206,40 @@ export function createUsageMeter(deps: MeterDeps) {
           if (!ACTIVE.has(row.status)) continue;
           if (row.pid && deps.isAlive({ pid: row.pid, startTime: row.startTime ?? '' })) continue;
           if (row.last?.closed && row.last.endedAt >= row.startedAt) continue;
-          const base = { workspaceId: row.workspaceId, resourceId: row.serviceId, sourceId: row.id, kind: 'instance_seconds' as const, plan: row.plan };
+          const base = {
+            workspaceId: row.workspaceId,
+            resourceId: row.serviceId,
+            sourceId: row.id,
+            kind: 'instance_seconds' as const,
+            plan: row.plan,
+          };
           rows.push(closing(base, row.last ? later(row.last.endedAt, row.startedAt) : row.startedAt));
         }
         return repo.append(rows);
       });
     },
     /** A finished build: billed from its last stretch to its end, then closed; never throws (the deploy must not fail for it). */
-    async recordBuild(service: { id: string; workspaceId: string; details: unknown }, deployId: string, startedAt: Date, endedAt: Date): Promise<void> {
+    async recordBuild(
+      service: { id: string; workspaceId: string; details: unknown },
+      deployId: string,
+      startedAt: Date,
+      endedAt: Date,
+    ): Promise<void> {
       const plan = (service.details as { plan?: string }).plan ?? 'starter';
-      const base = { workspaceId: service.workspaceId, resourceId: service.id, sourceId: deployId, kind: 'build_seconds' as const, plan };
+      const base = {
+        workspaceId: service.workspaceId,
+        resourceId: service.id,
+        sourceId: deployId,
+        kind: 'build_seconds' as const,
+        plan,
+      };
       await serial(async () => {
         const from = (await repo.lastStretches('build_seconds', [deployId])).get(deployId)?.endedAt ?? startedAt;
         const to = later(from, endedAt);
-        await repo.append([...(to > from ? [{ ...base, quantity: seconds(from, to), startedAt: from, endedAt: to }] : []), closing(base, to)]);
+        await repo.append([
+          ...(to > from ? [{ ...base, quantity: seconds(from, to), startedAt: from, endedAt: to }] : []),
+          closing(base, to),
+        ]);
       }).catch((err: Error) => log.warn({ err: err.message, deployId }, 'usage meter: could not record a build'));
     },
     /** Meters once now, then every interval. */

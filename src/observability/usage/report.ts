@@ -24,11 +24,18 @@ export interface UsageReport {
 }
 
 const empty = (): UsageFigures => ({
-  instanceHours: 0, instanceHoursByPlan: {}, buildMinutes: 0, buildMinutesByPlan: {},
-  bandwidthBytes: 0, bandwidthGB: 0, datastoreHours: 0, datastoreHoursByPlan: {},
+  instanceHours: 0,
+  instanceHoursByPlan: {},
+  buildMinutes: 0,
+  buildMinutesByPlan: {},
+  bandwidthBytes: 0,
+  bandwidthGB: 0,
+  datastoreHours: 0,
+  datastoreHoursByPlan: {},
 });
 
-const typeOf = (resourceId: string): ResourceType => (resourceId.startsWith('dpg-') ? 'postgres' : resourceId.startsWith('red-') ? 'key_value' : 'service');
+const typeOf = (resourceId: string): ResourceType =>
+  resourceId.startsWith('dpg-') ? 'postgres' : resourceId.startsWith('red-') ? 'key_value' : 'service';
 
 function add(f: UsageFigures, row: UsageTotalRow) {
   const q = row.quantity;
@@ -68,7 +75,11 @@ export function createUsageReports(repo: Pick<UsageRepo, 'totals' | 'names'>) {
         if (!w) workspaces.set(row.workspaceId, (w = { ownerId: row.workspaceId, ...empty() }));
         add(w, row);
         let r = resources.get(row.resourceId);
-        if (!r) resources.set(row.resourceId, (r = { resourceId: row.resourceId, ownerId: row.workspaceId, type: typeOf(row.resourceId), ...empty() }));
+        if (!r)
+          resources.set(
+            row.resourceId,
+            (r = { resourceId: row.resourceId, ownerId: row.workspaceId, type: typeOf(row.resourceId), ...empty() }),
+          );
         add(r, row);
       }
       const names = await repo.names([...resources.keys()]);
@@ -76,7 +87,13 @@ export function createUsageReports(repo: Pick<UsageRepo, 'totals' | 'names'>) {
         const name = names.get(r.resourceId);
         if (name !== undefined) r.name = name;
       }
-      return { startTime: q.start.toISOString(), endTime: q.end.toISOString(), totals, workspaces: [...workspaces.values()], resources: [...resources.values()] };
+      return {
+        startTime: q.start.toISOString(),
+        endTime: q.end.toISOString(),
+        totals,
+        workspaces: [...workspaces.values()],
+        resources: [...resources.values()],
+      };
     },
   };
 }

@@ -27,7 +27,9 @@ export async function withConnection<T>(
   timeoutMs = DEFAULT_TIMEOUT_MS,
 ): Promise<T> {
   const redis = new Redis({
-    ...('path' in address ? { path: address.path } : { host: address.host, port: address.port, ...(address.tls ? { tls: {} } : {}) }),
+    ...('path' in address
+      ? { path: address.path }
+      : { host: address.host, port: address.port, ...(address.tls ? { tls: {} } : {}) }),
     lazyConnect: true,
     connectTimeout: timeoutMs,
     commandTimeout: timeoutMs,
@@ -47,7 +49,11 @@ export async function withConnection<T>(
 }
 
 /** Logs in and gets PONG within the timeout. */
-export async function answersPing(address: ServerAddress, login: Login, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<boolean> {
+export async function answersPing(
+  address: ServerAddress,
+  login: Login,
+  timeoutMs = DEFAULT_TIMEOUT_MS,
+): Promise<boolean> {
   try {
     return (await withConnection(address, login, (redis) => redis.ping(), timeoutMs)) === 'PONG';
   } catch {

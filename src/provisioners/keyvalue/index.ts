@@ -22,5 +22,7 @@ export function createKeyValueProvisioner(opts: {
 }): KeyValueProvisioner | undefined {
   if (opts.adminUrl) return createSharedKeyValue({ adminUrl: opts.adminUrl });
   const serverPath = findKeyValueServer();
-  return serverPath ? createLocalKeyValue({ dataDir: opts.dataDir, runAs: opts.runAs, serverPath, network: opts.network }) : undefined;
+  return serverPath
+    ? createLocalKeyValue({ dataDir: opts.dataDir, runAs: opts.runAs, serverPath, network: opts.network })
+    : undefined;
 }

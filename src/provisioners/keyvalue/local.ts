@@ -66,7 +66,9 @@ function readServerRecord(files: Files): (ServerProcess & { host: string; port: 
   try {
     const record = JSON.parse(readFileSync(files.serverRecord, 'utf8')) as { host?: unknown; port?: unknown };
     const proc = asServerProcess(record);
-    return proc && typeof record.port === 'number' ? { ...proc, host: typeof record.host === 'string' ? record.host : LOOPBACK, port: record.port } : undefined;
+    return proc && typeof record.port === 'number'
+      ? { ...proc, host: typeof record.host === 'string' ? record.host : LOOPBACK, port: record.port }
+      : undefined;
   } catch {
     return undefined;
   }
@@ -76,7 +78,10 @@ function readServerRecord(files: Files): (ServerProcess & { host: string; port: 
  * The datastore's server if it runs, and where it listens: the one in the placement, or the last one launched (a
  * create or start whose placement was never saved). Where it listens is the record's, when it is the recorded launch.
  */
-function runningServer(files: Files, placement: Pick<Placement, 'host' | 'port' | 'state'>): { proc: ServerProcess; at: { host: string; port: number } } | undefined {
+function runningServer(
+  files: Files,
+  placement: Pick<Placement, 'host' | 'port' | 'state'>,
+): { proc: ServerProcess; at: { host: string; port: number } } | undefined {
   const record = readServerRecord(files);
   const remembered = asServerProcess(placement.state);
   if (remembered && isRunning(remembered)) {
@@ -85,7 +90,6 @@ function runningServer(files: Files, placement: Pick<Placement, 'host' | 'port' 
   }
   return record && isRunning(record) ? { proc: record, at: record } : undefined;
 }
-
 
 async function waitGone(proc: ServerProcess, timeoutMs: number): Promise<boolean> {
   for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(POLL_MS)) {
@@ -111,13 +115,23 @@ async function stopServer(proc: ServerProcess): Promise<void> {
  * synchronously, once at startup, because versions() is synchronous (as the Postgres provisioner does).
  */
 function binaryVersion(serverPath: string): string {
-  const output = execFileSync(serverPath, ['--version'], { encoding: 'utf8', timeout: 5000, env: {}, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = execFileSync(serverPath, ['--version'], {
+    encoding: 'utf8',
+    timeout: 5000,
+    env: {},
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const version = /\bv=(\d\S*)/.exec(output)?.[1];
   if (!version) throw new Error(`${serverPath} --version did not print a version: ${output.trim()}`);
   return version;
 }
 
-export function createLocalKeyValue(opts: { dataDir: string; runAs?: RunAs | undefined; serverPath?: string; network?: ServerNetwork | undefined }): KeyValueProvisioner {
+export function createLocalKeyValue(opts: {
+  dataDir: string;
+  runAs?: RunAs | undefined;
+  serverPath?: string;
+  network?: ServerNetwork | undefined;
+}): KeyValueProvisioner {
   const found = opts.serverPath ?? findKeyValueServer();
   if (!found) throw new Error(`neither ${SERVER_NAMES.join(' nor ')} was found on the PATH`);
   const serverPath = found;
@@ -133,26 +147,45 @@ export function createLocalKeyValue(opts: { dataDir: string; runAs?: RunAs | und
   const onSocket = <T>(files: Files, login: Login, fn: (redis: Redis) => Promise<T>) =>
     withSocketPath(files.socket, (socketPath) => withConnection({ path: socketPath }, login, fn));
   const answersOnSocket = (files: Files, login: Login, timeoutMs?: number) =>
-    withSocketPath(files.socket, (socketPath) => answersPing({ path: socketPath }, login, timeoutMs)).catch(() => false);
+    withSocketPath(files.socket, (socketPath) => answersPing({ path: socketPath }, login, timeoutMs)).catch(
+      () => false,
+    );
 
   async function launch(files: Files, listen: Listener): Promise<ServerProcess> {
     // Node reaps it if it exits while Slipway runs; waitReady notices and reports its output.
-    const pid = await spawnDetached(listen.wrap(serverCommand(serverPath, files.data, opts.runAs)), { stdoutPath: files.log, stderrPath: files.log }, () => undefined);
+    const pid = await spawnDetached(
+      listen.wrap(serverCommand(serverPath, files.data, opts.runAs)),
+      { stdoutPath: files.log, stderrPath: files.log },
+      () => undefined,
+    );
     const proc = { pid, startTime: readStat(pid)?.startTime ?? '' };
     writeFileSync(files.serverRecord, `${JSON.stringify({ ...proc, host: listen.host, port: listen.port })}\n`);
     return proc;
   }
 
   /** Until it answers on its socket; a server that exits because its TCP port is taken is a PortTakenError. */
-  async function waitReady(spec: KeyValueSpec, files: Files, port: number, proc: ServerProcess, logFrom: number): Promise<void> {
+  async function waitReady(
+    spec: KeyValueSpec,
+    files: Files,
+    port: number,
+    proc: ServerProcess,
+    logFrom: number,
+  ): Promise<void> {
     const deadline = Date.now() + START_TIMEOUT_MS;
     const login = adminLogin(files);
     while (!(await answersOnSocket(files, login, 1000))) {
       if (!isRunning(proc)) {
-        if (PORT_TAKEN.test(logSince(files.log, logFrom))) throw new PortTakenError(port, `the port ${port} of the key-value server of ${spec.id} is taken by another process`);
+        if (PORT_TAKEN.test(logSince(files.log, logFrom)))
+          throw new PortTakenError(
+            port,
+            `the port ${port} of the key-value server of ${spec.id} is taken by another process`,
+          );
         throw new Error(`the key-value server of ${spec.id} exited while starting:\n${lastLines(files)}`);
       }
-      if (Date.now() > deadline) throw new Error(`the key-value server of ${spec.id} did not answer within ${START_TIMEOUT_MS / 1000} s:\n${lastLines(files)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `the key-value server of ${spec.id} did not answer within ${START_TIMEOUT_MS / 1000} s:\n${lastLines(files)}`,
+        );
       await sleep(POLL_MS);
     }
   }
@@ -221,7 +254,16 @@ export function createLocalKeyValue(opts: { dataDir: string; runAs?: RunAs | und
       prepare(files, spec, running?.at ?? placement, opts.runAs);
       if (!running) return placement;
       await onSocket(files, adminLogin(files), async (redis) => {
-        await redis.call('CONFIG', 'SET', 'maxmemory', `${spec.size.memoryMb}mb`, 'maxmemory-policy', spec.maxmemoryPolicy, 'maxclients', String(spec.size.maxConnections));
+        await redis.call(
+          'CONFIG',
+          'SET',
+          'maxmemory',
+          `${spec.size.memoryMb}mb`,
+          'maxmemory-policy',
+          spec.maxmemoryPolicy,
+          'maxclients',
+          String(spec.size.maxConnections),
+        );
         await redis.call('ACL', 'SETUSER', spec.user, ...ownServerRules(spec.password));
       });
       return placement;

@@ -42,31 +42,46 @@ export type Files = ReturnType<typeof datastoreFiles>;
  * so a client must log in either way. Clients use the TCP port; Slipway uses only the socket (0700, in the 0700 data
  * dir), so no password of Slipway's goes to a port someone else may have bound while the server was down.
  */
-export function serverConfig(spec: KeyValueSpec, listen: { host: string; port: number }, adminPassword: string): string {
+export function serverConfig(
+  spec: KeyValueSpec,
+  listen: { host: string; port: number },
+  adminPassword: string,
+): string {
   const clientRules = ownServerRules(spec.password).join(' ');
-  const users = spec.user === 'default' ? [`user default ${clientRules}`] : ['user default reset off', `user ${spec.user} ${clientRules}`];
-  return [
-    '# Written by Slipway before every launch and update of the datastore: change it through the API, not here.',
-    `bind ${listen.host}`, // 127.0.0.1 on the shared network, else its namespace's address
-    `port ${listen.port}`,
-    `unixsocket ${SOCKET_NAME}`,
-    'unixsocketperm 700',
-    'protected-mode yes',
-    'daemonize no',
-    'appendonly yes',
-    'appendfsync everysec',
-    'save ""',
-    `maxmemory ${spec.size.memoryMb}mb`,
-    `maxmemory-policy ${spec.maxmemoryPolicy}`,
-    `maxclients ${spec.size.maxConnections}`,
-    ...users,
-    `user ${ADMIN_USER} reset on ${passwordHashRule(adminPassword)} ~* &* +@all`,
-  ].join('\n') + '\n';
+  const users =
+    spec.user === 'default'
+      ? [`user default ${clientRules}`]
+      : ['user default reset off', `user ${spec.user} ${clientRules}`];
+  return (
+    [
+      '# Written by Slipway before every launch and update of the datastore: change it through the API, not here.',
+      `bind ${listen.host}`, // 127.0.0.1 on the shared network, else its namespace's address
+      `port ${listen.port}`,
+      `unixsocket ${SOCKET_NAME}`,
+      'unixsocketperm 700',
+      'protected-mode yes',
+      'daemonize no',
+      'appendonly yes',
+      'appendfsync everysec',
+      'save ""',
+      `maxmemory ${spec.size.memoryMb}mb`,
+      `maxmemory-policy ${spec.maxmemoryPolicy}`,
+      `maxclients ${spec.size.maxConnections}`,
+      ...users,
+      `user ${ADMIN_USER} reset on ${passwordHashRule(adminPassword)} ~* &* +@all`,
+    ].join('\n') + '\n'
+  );
 }
 
 /** The server, with no arguments but where its config is and an empty environment (Slipway's holds secrets). */
 export function serverCommand(serverPath: string, dataDir: string, runAs: RunAs | undefined): Command {
-  return { file: serverPath, args: [CONFIG_VIA_CWD], cwd: dataDir, env: {}, ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}) };
+  return {
+    file: serverPath,
+    args: [CONFIG_VIA_CWD],
+    cwd: dataDir,
+    env: {},
+    ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
+  };
 }
 
 export function readAdminPassword(files: Files): string {
@@ -80,10 +95,13 @@ export function readAdminPassword(files: Files): string {
   return password;
 }
 
-
-export function prepare(files: Files, spec: KeyValueSpec, listen: { host: string; port: number }, runAs: RunAs | undefined): void {
+export function prepare(
+  files: Files,
+  spec: KeyValueSpec,
+  listen: { host: string; port: number },
+  runAs: RunAs | undefined,
+): void {
   mkdirSync(files.data, { recursive: true, mode: 0o700 });
   if (runAs) chownSync(files.data, runAs.uid, runAs.gid);
   writeRunUserFile(files.config, serverConfig(spec, listen, readAdminPassword(files)), runAs);
 }
-

@@ -15,10 +15,15 @@ const SCAN_BATCH = 1000;
 
 function parseAdminUrl(adminUrl: string): { address: TcpAddress; login: Login | undefined } {
   const url = new URL(adminUrl);
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`the Redis admin URL must be redis:// or rediss://, not ${url.protocol}`);
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+    throw new Error(`the Redis admin URL must be redis:// or rediss://, not ${url.protocol}`);
   const password = decodeURIComponent(url.password);
   return {
-    address: { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379), tls: url.protocol === 'rediss:' },
+    address: {
+      host: url.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(url.port || 6379),
+      tls: url.protocol === 'rediss:',
+    },
     login: password ? { user: decodeURIComponent(url.username) || 'default', password } : undefined,
   };
 }
@@ -54,11 +59,15 @@ async function unlinkPrefix(redis: Redis, keyPrefix: string): Promise<void> {
 
 export function createSharedKeyValue(opts: { adminUrl: string }): KeyValueProvisioner {
   const admin = parseAdminUrl(opts.adminUrl);
-  const asAdmin = <T>(fn: (redis: Redis) => Promise<T>) => withConnection(admin.address, admin.login, fn, ADMIN_TIMEOUT_MS);
+  const asAdmin = <T>(fn: (redis: Redis) => Promise<T>) =>
+    withConnection(admin.address, admin.login, fn, ADMIN_TIMEOUT_MS);
   // Asked in the background (a shared server that is down while Slipway boots must not keep Slipway down),
   // and again on every create/start/stop: versions() is [] until the server has answered once.
   let version: string | undefined;
-  asAdmin(serverVersion).then((answer) => (version = answer ?? version), () => undefined);
+  asAdmin(serverVersion).then(
+    (answer) => (version = answer ?? version),
+    () => undefined,
+  );
 
   const placementOf = (spec: KeyValueSpec): Placement => ({
     host: admin.address.host,
@@ -68,7 +77,8 @@ export function createSharedKeyValue(opts: { adminUrl: string }): KeyValueProvis
 
   function assertTenant(spec: KeyValueSpec): void {
     assertKeyValueSpec(spec);
-    if (spec.user === 'default' || spec.user === admin.login?.user) throw new Error(`the user ${spec.user} is the shared server's own, not a datastore's`);
+    if (spec.user === 'default' || spec.user === admin.login?.user)
+      throw new Error(`the user ${spec.user} is the shared server's own, not a datastore's`);
   }
 
   /** The whole user, every time (idempotent, and re-creates it when the server lost it in a restart). */

@@ -22,7 +22,9 @@ function isExecutable(file: string): boolean {
 }
 
 function candidateDirs(extra: string[]): string[] {
-  const debian = existsSync(DEBIAN_ROOT) ? readdirSync(DEBIAN_ROOT).map((major) => path.join(DEBIAN_ROOT, major, 'bin')) : [];
+  const debian = existsSync(DEBIAN_ROOT)
+    ? readdirSync(DEBIAN_ROOT).map((major) => path.join(DEBIAN_ROOT, major, 'bin'))
+    : [];
   const onPath = (process.env.PATH ?? '').split(path.delimiter).filter(Boolean);
   return [...extra, ...onPath, ...debian];
 }
@@ -33,7 +35,11 @@ function candidateDirs(extra: string[]): string[] {
  */
 function majorOf(postgres: string): string | undefined {
   try {
-    const out = execFileSync(postgres, ['--version'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = execFileSync(postgres, ['--version'], {
+      encoding: 'utf8',
+      timeout: 5000,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     const version = /\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?/.exec(out);
     if (!version) return undefined;
     return Number(version[1]) >= 10 ? version[1] : `${version[1]}.${version[2]}`;
@@ -63,4 +69,5 @@ export function findPostgresInstalls(extraDirs: string[] = []): Map<string, Post
 }
 
 /** Sorted oldest first, numerically ('9.6' < '10' < '15'). */
-export const sortVersions = (versions: Iterable<string>): string[] => [...versions].sort((a, b) => parseFloat(a) - parseFloat(b));
+export const sortVersions = (versions: Iterable<string>): string[] =>
+  [...versions].sort((a, b) => parseFloat(a) - parseFloat(b));

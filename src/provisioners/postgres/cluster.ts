@@ -16,7 +16,10 @@ type Ownership = 'missing' | 'ours' | 'foreign';
 /** Who owns the role and the database the spec names. */
 async function ownership(client: pg.Client, spec: PostgresSpec): Promise<{ role: Ownership; database: Ownership }> {
   const tag = tagOf(spec);
-  const role = await client.query<{ tag: string | null }>(`select shobj_description(oid, 'pg_authid') as tag from pg_roles where rolname = $1`, [spec.databaseUser]);
+  const role = await client.query<{ tag: string | null }>(
+    `select shobj_description(oid, 'pg_authid') as tag from pg_roles where rolname = $1`,
+    [spec.databaseUser],
+  );
   const database = await client.query<{ tag: string | null; owner_tag: string | null }>(
     `select shobj_description(d.oid, 'pg_database') as tag, shobj_description(d.datdba, 'pg_authid') as owner_tag
        from pg_database d where d.datname = $1`,
@@ -27,7 +30,11 @@ async function ownership(client: pg.Client, spec: PostgresSpec): Promise<{ role:
   return {
     role: !roleRow ? 'missing' : roleRow.tag === tag ? 'ours' : 'foreign',
     // Untagged but owned by our role: a create cut short between CREATE DATABASE and COMMENT (they cannot share a transaction).
-    database: !dbRow ? 'missing' : dbRow.tag === tag || (dbRow.tag === null && dbRow.owner_tag === tag) ? 'ours' : 'foreign',
+    database: !dbRow
+      ? 'missing'
+      : dbRow.tag === tag || (dbRow.tag === null && dbRow.owner_tag === tag)
+        ? 'ours'
+        : 'foreign',
   };
 }
 
@@ -72,11 +79,15 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
   }
 
   async function requireOurRole(client: pg.Client, spec: PostgresSpec): Promise<void> {
-    if ((await ownership(client, spec)).role !== 'ours') throw new Error(`the role "${spec.databaseUser}" of ${spec.id} is missing on ${host}:${port}`);
+    if ((await ownership(client, spec)).role !== 'ours')
+      throw new Error(`the role "${spec.databaseUser}" of ${spec.id} is missing on ${host}:${port}`);
   }
 
   const terminateSessions = (client: pg.Client, spec: PostgresSpec) =>
-    client.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = $1 and pid <> pg_backend_pid()', [spec.databaseUser]);
+    client.query(
+      'select pg_terminate_backend(pid) from pg_stat_activity where usename = $1 and pid <> pg_backend_pid()',
+      [spec.databaseUser],
+    );
 
   return {
     kind: 'cluster',
@@ -87,16 +98,23 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
 
     async create(spec) {
       const version = await serverVersion();
-      if (spec.version !== version) throw new Error(`the Postgres server at ${host}:${port} runs version ${version}, not ${spec.version}`);
+      if (spec.version !== version)
+        throw new Error(`the Postgres server at ${host}:${port} runs version ${version}, not ${spec.version}`);
       await admin(async (client) => {
         const found = await ownership(client, spec);
-        if (found.role === 'foreign') throw conflict(`a role named "${spec.databaseUser}" already exists on the Postgres server`);
-        if (found.database === 'foreign') throw conflict(`a database named "${spec.databaseName}" already exists on the Postgres server`);
+        if (found.role === 'foreign')
+          throw conflict(`a role named "${spec.databaseUser}" already exists on the Postgres server`);
+        if (found.database === 'foreign')
+          throw conflict(`a database named "${spec.databaseName}" already exists on the Postgres server`);
         const user = ident(spec.databaseUser);
         const db = ident(spec.databaseName);
         // Role and tag together, so an untagged role of this name is never ours.
         await client.query('begin');
-        await upsertRole(client, { name: spec.databaseUser, password: spec.password, connectionLimit: spec.size.maxConnections, login: true }, found.role === 'ours');
+        await upsertRole(
+          client,
+          { name: spec.databaseUser, password: spec.password, connectionLimit: spec.size.maxConnections, login: true },
+          found.role === 'ours',
+        );
         await client.query(`COMMENT ON ROLE ${user} IS ${literal(tagOf(spec))}`);
         await client.query('commit');
         if (found.database === 'missing') await client.query(`CREATE DATABASE ${db} OWNER ${user}`);
@@ -129,7 +147,9 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
     async update(spec) {
       await admin(async (client) => {
         await requireOurRole(client, spec);
-        await client.query(`ALTER ROLE ${ident(spec.databaseUser)} CONNECTION LIMIT ${Math.trunc(spec.size.maxConnections)}`);
+        await client.query(
+          `ALTER ROLE ${ident(spec.databaseUser)} CONNECTION LIMIT ${Math.trunc(spec.size.maxConnections)}`,
+        );
       });
       return placement;
     },
@@ -138,7 +158,8 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
     async destroy(spec) {
       await admin(async (client) => {
         const found = await ownership(client, spec);
-        if (found.database === 'ours') await client.query(`DROP DATABASE IF EXISTS ${ident(spec.databaseName)} WITH (FORCE)`);
+        if (found.database === 'ours')
+          await client.query(`DROP DATABASE IF EXISTS ${ident(spec.databaseName)} WITH (FORCE)`);
         if (found.role === 'ours') {
           await terminateSessions(client, spec);
           await client.query(`DROP ROLE IF EXISTS ${ident(spec.databaseUser)}`);

@@ -18,7 +18,8 @@ export interface SwitchUserTools {
 export const SUPERUSER = 'slipway-admin'; // not a valid datastore user name ([a-z0-9_]), so it can never clash with one
 
 export function findSwitchUserTools(): SwitchUserTools | undefined {
-  const find = (name: string) => ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((dir) => path.join(dir, name)).find((file) => existsSync(file));
+  const find = (name: string) =>
+    ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((dir) => path.join(dir, name)).find((file) => existsSync(file));
   const unshare = find('unshare');
   const setpriv = find('setpriv');
   return unshare && setpriv ? { unshare, setpriv } : undefined;
@@ -45,7 +46,11 @@ function keepOnlyScript(kept: number): string {
     'umask 022',
     ...dirs.map(({ fd, dir }) => `exec ${fd}<${dir}`),
     'mount -t tmpfs -o mode=0755,size=64k slipway-hidden "$1"',
-    ...dirs.flatMap(({ fd, dir }) => [`mkdir -p ${dir}`, `mount --no-canonicalize --bind /proc/self/fd/${fd} ${dir}`, `exec ${fd}<&-`]),
+    ...dirs.flatMap(({ fd, dir }) => [
+      `mkdir -p ${dir}`,
+      `mount --no-canonicalize --bind /proc/self/fd/${fd} ${dir}`,
+      `exec ${fd}<&-`,
+    ]),
     'uid=$2 gid=$3 setpriv=$4',
     `shift ${4 + kept}`,
     'exec "$setpriv" --reuid="$uid" --regid="$gid" --clear-groups --no-new-privs -- "$@"',
@@ -63,9 +68,32 @@ export function asRunUser(ctx: RunContext, access: DirAccess, cmd: Command): Com
   const { runAs } = ctx;
   if (!runAs) return cmd;
   if (!access.hide) return { ...cmd, uid: runAs.uid, gid: runAs.gid };
-  if (!ctx.tools) throw new Error('running Postgres as another user under a closed dir needs util-linux (unshare and setpriv)');
-  const args = [access.hide, String(runAs.uid), String(runAs.gid), ctx.tools.setpriv, ...access.keep, cmd.file, ...cmd.args];
-  return { ...cmd, file: ctx.tools.unshare, args: ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', keepOnlyScript(access.keep.length), 'slipway-postgres', ...args] };
+  if (!ctx.tools)
+    throw new Error('running Postgres as another user under a closed dir needs util-linux (unshare and setpriv)');
+  const args = [
+    access.hide,
+    String(runAs.uid),
+    String(runAs.gid),
+    ctx.tools.setpriv,
+    ...access.keep,
+    cmd.file,
+    ...cmd.args,
+  ];
+  return {
+    ...cmd,
+    file: ctx.tools.unshare,
+    args: [
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      '/bin/sh',
+      '-c',
+      keepOnlyScript(access.keep.length),
+      'slipway-postgres',
+      ...args,
+    ],
+  };
 }
 
 /** The environment of every server program: nothing of Slipway's (its secrets stay out), a fixed locale. */
@@ -74,7 +102,17 @@ const SERVER_ENV = { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' }
 /** The per-version template cluster; no fsync (it is copied, and each copy is synced). */
 export const initdbCommand = (install: PostgresInstall, pgdata: string): Command => ({
   file: install.initdb,
-  args: ['-D', pgdata, '-U', SUPERUSER, '--encoding=UTF8', '--locale=C.UTF-8', '--auth-local=peer', '--auth-host=scram-sha-256', '--no-sync'],
+  args: [
+    '-D',
+    pgdata,
+    '-U',
+    SUPERUSER,
+    '--encoding=UTF8',
+    '--locale=C.UTF-8',
+    '--auth-local=peer',
+    '--auth-host=scram-sha-256',
+    '--no-sync',
+  ],
   env: SERVER_ENV,
   cwd: '/',
 });
@@ -96,6 +134,16 @@ export const postgresCommand = (install: PostgresInstall, pgdata: string): Comma
 });
 
 /** A copy that keeps owners and modes (the template belongs to the run user already). */
-export const copyTreeCommand = (from: string, to: string): Command => ({ file: 'cp', args: ['-a', '--reflink=auto', '--', from, to], env: SERVER_ENV, cwd: '/' });
+export const copyTreeCommand = (from: string, to: string): Command => ({
+  file: 'cp',
+  args: ['-a', '--reflink=auto', '--', from, to],
+  env: SERVER_ENV,
+  cwd: '/',
+});
 
-export const chownTreeCommand = (dir: string, user: RunUser): Command => ({ file: 'chown', args: ['-R', '--', `${user.uid}:${user.gid}`, dir], env: SERVER_ENV, cwd: '/' });
+export const chownTreeCommand = (dir: string, user: RunUser): Command => ({
+  file: 'chown',
+  args: ['-R', '--', `${user.uid}:${user.gid}`, dir],
+  env: SERVER_ENV,
+  cwd: '/',
+});

@@ -1,5 +1,13 @@
 import {
-  chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync,
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,7 +16,16 @@ import type { PostgresSpec } from '../types.js';
 import type { Listener } from '../server-network.js';
 import { writeRunUserFile } from '../server-output.js';
 import type { PostgresInstall } from './binaries.js';
-import { asRunUser, chownTreeCommand, copyTreeCommand, initdbCommand, syncCommand, type DirAccess, type RunContext, type RunUser } from './commands.js';
+import {
+  asRunUser,
+  chownTreeCommand,
+  copyTreeCommand,
+  initdbCommand,
+  syncCommand,
+  type DirAccess,
+  type RunContext,
+  type RunUser,
+} from './commands.js';
 import { hbaConf, identConf, LOOPBACK_CLIENTS, postgresqlConf } from './server-files.js';
 
 /**
@@ -28,7 +45,12 @@ export const SOCKET_NAME_MAX = '.s.PGSQL.65535'.length;
 
 export function datastoreLayout(dataDir: string, id: string): DatastoreLayout {
   const dir = path.join(dataDir, 'datastores', id);
-  return { dir, pgdata: path.join(dir, 'pgdata'), socketDir: path.join(dir, 'socket'), log: path.join(dir, 'postgres.log') };
+  return {
+    dir,
+    pgdata: path.join(dir, 'pgdata'),
+    socketDir: path.join(dir, 'socket'),
+    log: path.join(dir, 'postgres.log'),
+  };
 }
 
 async function runChecked(cmd: Command, what: string): Promise<void> {
@@ -79,12 +101,22 @@ export function removeLegacySocketLink(id: string): void {
   if (found?.isSymbolicLink() && found.uid === process.getuid?.()) rmSync(link);
 }
 
-
 /** Writes the server's config files; true when any changed (a running server needs a restart to see them). */
-export function writeServerFiles(ctx: RunContext, spec: PostgresSpec, layout: DatastoreLayout, listen: Pick<Listener, 'host' | 'port' | 'internalHost'>, adminOsUser: string): boolean {
+export function writeServerFiles(
+  ctx: RunContext,
+  spec: PostgresSpec,
+  layout: DatastoreLayout,
+  listen: Pick<Listener, 'host' | 'port' | 'internalHost'>,
+  adminOsUser: string,
+): boolean {
   const files = {
     // Relative to pgdata, the server's cwd: short whatever the data dir's depth (a socket path must fit in 107 bytes).
-    'postgresql.conf': postgresqlConf({ listenAddress: listen.host, port: listen.port, socketDir: path.relative(layout.pgdata, layout.socketDir), size: spec.size }),
+    'postgresql.conf': postgresqlConf({
+      listenAddress: listen.host,
+      port: listen.port,
+      socketDir: path.relative(layout.pgdata, layout.socketDir),
+      size: spec.size,
+    }),
     'pg_hba.conf': hbaConf(spec, listen.internalHost ? ['samenet'] : LOOPBACK_CLIENTS),
     'pg_ident.conf': identConf(adminOsUser),
   };
@@ -113,7 +145,10 @@ export function createTemplates(ctx: RunContext) {
     const work = `${dir}.building`;
     rmSync(work, { recursive: true, force: true }); // a build cut short
     privateDir(ctx, work, true);
-    await runChecked(asRunUser(ctx, dirAccess(ctx, work), initdbCommand(install, path.join(work, 'pgdata'))), `initdb (PostgreSQL ${install.major})`);
+    await runChecked(
+      asRunUser(ctx, dirAccess(ctx, work), initdbCommand(install, path.join(work, 'pgdata'))),
+      `initdb (PostgreSQL ${install.major})`,
+    );
     renameSync(work, dir);
     return path.join(dir, 'pgdata');
   }
@@ -135,8 +170,12 @@ export function createTemplates(ctx: RunContext) {
     const work = `${layout.pgdata}.copy`;
     rmSync(work, { recursive: true, force: true });
     await runChecked(copyTreeCommand(from, work), 'copying the template cluster');
-    if (ctx.runAs && statSync(work).uid !== ctx.runAs.uid) await runChecked(chownTreeCommand(work, ctx.runAs), 'handing the new cluster to its user');
-    await runChecked(asRunUser(ctx, dirAccess(ctx, work), syncCommand(install, work)), 'syncing the new cluster to disk');
+    if (ctx.runAs && statSync(work).uid !== ctx.runAs.uid)
+      await runChecked(chownTreeCommand(work, ctx.runAs), 'handing the new cluster to its user');
+    await runChecked(
+      asRunUser(ctx, dirAccess(ctx, work), syncCommand(install, work)),
+      'syncing the new cluster to disk',
+    );
     renameSync(work, layout.pgdata);
   }
 

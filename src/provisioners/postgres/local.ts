@@ -9,16 +9,38 @@ import { readStat } from '../../runtime/local/proc.js';
 import type pg from 'pg';
 import { PortTakenError, type Placement, type PostgresProvisioner, type PostgresSpec } from '../types.js';
 import { findPostgresInstalls, sortVersions, type PostgresInstall } from './binaries.js';
-import { asRunUser, findSwitchUserTools, postgresCommand, SUPERUSER, type RunContext, type RunUser } from './commands.js';
 import {
-  createTemplates, datastoreLayout, dirAccess, privateDir, removeLegacySocketLink, SOCKET_NAME_MAX, writeServerFiles, type DatastoreLayout,
+  asRunUser,
+  findSwitchUserTools,
+  postgresCommand,
+  SUPERUSER,
+  type RunContext,
+  type RunUser,
+} from './commands.js';
+import {
+  createTemplates,
+  datastoreLayout,
+  dirAccess,
+  privateDir,
+  removeLegacySocketLink,
+  SOCKET_NAME_MAX,
+  writeServerFiles,
+  type DatastoreLayout,
 } from './local-files.js';
 import { createServerNetworking, LOOPBACK, type Listener, type ServerNetwork } from '../server-network.js';
 import { withSocketDir } from '../unix-socket.js';
 import { scramVerifies } from './scram.js';
 import { CONNECT_TIMEOUT_MS, databaseExists, ident, quietSession, roleExists, upsertRole, withClient } from './sql.js';
 import { logSince } from '../server-output.js';
-import { clearForeignLockFile, findServer, logSize, listenOf, stopServer, waitReady, type ServerProcess } from './server-process.js';
+import {
+  clearForeignLockFile,
+  findServer,
+  logSize,
+  listenOf,
+  stopServer,
+  waitReady,
+  type ServerProcess,
+} from './server-process.js';
 
 export interface LocalPostgresOptions {
   dataDir: string;
@@ -48,7 +70,8 @@ type LocalState = Partial<ServerProcess>;
  * (SCRAM); Slipway administers it as a superuser over a private unix socket.
  */
 export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisioner {
-  if (process.getuid?.() === 0 && !opts.runAs) throw new Error('Postgres refuses to run as root: give the local Postgres provisioner an unprivileged runAs user');
+  if (process.getuid?.() === 0 && !opts.runAs)
+    throw new Error('Postgres refuses to run as root: give the local Postgres provisioner an unprivileged runAs user');
   if (opts.runAs && process.getuid?.() !== 0) throw new Error('runAs needs Slipway to run as root');
   const installs = findPostgresInstalls(opts.binDirs);
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
@@ -61,11 +84,14 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
   function installFor(version: string): PostgresInstall {
     const install = installs.get(version);
     if (install) return install;
-    throw new Error(`PostgreSQL ${version} is not installed here (installed: ${sortVersions(installs.keys()).join(', ') || 'none'})`);
+    throw new Error(
+      `PostgreSQL ${version} is not installed here (installed: ${sortVersions(installs.keys()).join(', ') || 'none'})`,
+    );
   }
 
   const layoutOf = (spec: PostgresSpec) => datastoreLayout(dataDir, spec.id);
-  const placementOf = (listen: Listener, server: ServerProcess): Placement => net.placement(listen, { pid: server.pid, startTime: server.startTime });
+  const placementOf = (listen: Listener, server: ServerProcess): Placement =>
+    net.placement(listen, { pid: server.pid, startTime: server.startTime });
   const stateOf = (placement: Placement) => placement.state as LocalState;
 
   /**
@@ -74,8 +100,15 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
    * the server can listen there: the socket's dir is the run user's, 0700, inside Slipway's 0700 datastore dir. Never
    * TCP, whose port anyone on the machine may have bound while the server was down.
    */
-  const asAdmin = <T>(spec: PostgresSpec, port: number, fn: (client: pg.Client) => Promise<T>, config: pg.ClientConfig = {}): Promise<T> =>
-    withSocketDir(layoutOf(spec).socketDir, SOCKET_NAME_MAX, (host) => withClient({ host, port, user: SUPERUSER, database: 'postgres', ...config }, fn));
+  const asAdmin = <T>(
+    spec: PostgresSpec,
+    port: number,
+    fn: (client: pg.Client) => Promise<T>,
+    config: pg.ClientConfig = {},
+  ): Promise<T> =>
+    withSocketDir(layoutOf(spec).socketDir, SOCKET_NAME_MAX, (host) =>
+      withClient({ host, port, user: SUPERUSER, database: 'postgres', ...config }, fn),
+    );
 
   /** Starts the server detached; retried while backends of a killed postmaster still hold its shared memory. */
   async function launch(install: PostgresInstall, layout: DatastoreLayout, listen: Listener): Promise<ServerProcess> {
@@ -83,7 +116,9 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
     for (;;) {
       clearForeignLockFile(layout.pgdata);
       const logFrom = logSize(layout.log);
-      const command = listen.wrap(asRunUser(ctx, dirAccess(ctx, layout.pgdata, [layout.socketDir]), postgresCommand(install, layout.pgdata)));
+      const command = listen.wrap(
+        asRunUser(ctx, dirAccess(ctx, layout.pgdata, [layout.socketDir]), postgresCommand(install, layout.pgdata)),
+      );
       const pid = await spawnDetached(command, { stdoutPath: layout.log, stderrPath: layout.log }, () => undefined);
       // The postmaster's pid (unshare, sh and setpriv exec each other in the same process).
       const server = { pid, startTime: readStat(pid)?.startTime ?? '' };
@@ -96,7 +131,11 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
         continue;
       }
       const why = outcome.exited ? 'exited during startup' : `was not ready within ${START_TIMEOUT_MS / 1000} s`;
-      if (outcome.exited && PORT_TAKEN.test(log)) throw new PortTakenError(listen.port, `the port ${listen.port} of postgres is taken by another process: ${log}`);
+      if (outcome.exited && PORT_TAKEN.test(log))
+        throw new PortTakenError(
+          listen.port,
+          `the port ${listen.port} of postgres is taken by another process: ${log}`,
+        );
       throw new Error(`postgres ${why}: ${log || '(no output)'}`);
     }
   }
@@ -104,14 +143,18 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
   async function start(spec: PostgresSpec, placement: Placement): Promise<Placement> {
     const install = installFor(spec.version);
     const layout = layoutOf(spec);
-    if (!existsSync(path.join(layout.pgdata, 'PG_VERSION'))) throw new Error(`the data of ${spec.id} is missing (${layout.pgdata})`);
+    if (!existsSync(path.join(layout.pgdata, 'PG_VERSION')))
+      throw new Error(`the data of ${spec.id} is missing (${layout.pgdata})`);
     privateDir(ctx, layout.dir, false);
     privateDir(ctx, layout.socketDir, true);
     const running = findServer(layout.pgdata, stateOf(placement));
     if (running) {
       // Adopted where it listens (its lock file says), in its namespace if it has one; it may still be starting up.
       const outcome = await waitReady(layout.pgdata, running, START_TIMEOUT_MS);
-      if (!outcome.ready) throw new Error(`postgres (pid ${running.pid}) is running but not ready: ${logSince(layout.log, 0).split('\n').slice(-5).join('\n')}`);
+      if (!outcome.ready)
+        throw new Error(
+          `postgres (pid ${running.pid}) is running but not ready: ${logSince(layout.log, 0).split('\n').slice(-5).join('\n')}`,
+        );
       const at = listenOf(layout.pgdata);
       if (at && net.fits(at.host)) {
         const adopted = net.running(spec, at);
@@ -167,7 +210,9 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       privateDir(ctx, layout.dir, false);
       if (!existsSync(layout.pgdata)) await templates.copyInto(install, layout);
       // A server left running by an interrupted create is adopted where it listens.
-      const placement = findServer(layout.pgdata, {}) ? await start(spec, { host: LOOPBACK, port: listenOf(layout.pgdata)?.port ?? (await freePort()), state: {} }) : await startFresh(spec);
+      const placement = findServer(layout.pgdata, {})
+        ? await start(spec, { host: LOOPBACK, port: listenOf(layout.pgdata)?.port ?? (await freePort()), state: {} })
+        : await startFresh(spec);
       await bootstrap(spec, placement);
       return placement;
     },
@@ -189,17 +234,35 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       rotateLogIfLarge(layoutOf(spec).log); // the check runs every few seconds: the log's size is kept here
       if (!net.fits(placement.host)) return false; // on the other network: its clients cannot reach it
       try {
-        return await asAdmin(spec, placement.port, async (client) => {
-          const { rows } = await client.query<{ listen: string; port: string; login: boolean; stored: string | null; db: boolean }>(
-            `select current_setting('listen_addresses') as listen, current_setting('port') as port, r.rolcanlogin as login, r.rolpassword as stored,
+        return await asAdmin(
+          spec,
+          placement.port,
+          async (client) => {
+            const { rows } = await client.query<{
+              listen: string;
+              port: string;
+              login: boolean;
+              stored: string | null;
+              db: boolean;
+            }>(
+              `select current_setting('listen_addresses') as listen, current_setting('port') as port, r.rolcanlogin as login, r.rolpassword as stored,
                     exists (select 1 from pg_database where datname = $2 and datallowconn) as db
                from pg_authid r where r.rolname = $1`,
-            [spec.databaseUser, spec.databaseName],
-          );
-          const row = rows[0];
-          // Where it listens is where its clients are told (a start whose placement was never saved moved it).
-          return !!row && row.listen === placement.host && Number(row.port) === placement.port && row.login && row.db && passwordMatches(spec, row.stored);
-        }, { query_timeout: CONNECT_TIMEOUT_MS });
+              [spec.databaseUser, spec.databaseName],
+            );
+            const row = rows[0];
+            // Where it listens is where its clients are told (a start whose placement was never saved moved it).
+            return (
+              !!row &&
+              row.listen === placement.host &&
+              Number(row.port) === placement.port &&
+              row.login &&
+              row.db &&
+              passwordMatches(spec, row.stored)
+            );
+          },
+          { query_timeout: CONNECT_TIMEOUT_MS },
+        );
       } catch {
         return false;
       }

@@ -18,7 +18,13 @@ export const SCRAM_ITERATIONS = 4096;
 export function scramVerifies(stored: string | null | undefined, password: string): boolean {
   const parts = VERIFIER.exec(stored ?? '');
   if (!parts || Number(parts[1]) !== SCRAM_ITERATIONS) return false;
-  const salted = pbkdf2Sync(Buffer.from(password, 'utf8'), Buffer.from(parts[2]!, 'base64'), Number(parts[1]), 32, 'sha256');
+  const salted = pbkdf2Sync(
+    Buffer.from(password, 'utf8'),
+    Buffer.from(parts[2]!, 'base64'),
+    Number(parts[1]),
+    32,
+    'sha256',
+  );
   const storedKey = createHash('sha256').update(createHmac('sha256', salted).update('Client Key').digest()).digest();
   const expected = Buffer.from(parts[3]!, 'base64');
   return expected.length === storedKey.length && timingSafeEqual(expected, storedKey);

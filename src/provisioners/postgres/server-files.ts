@@ -53,7 +53,11 @@ export function postgresqlConf({ listenAddress, port, socketDir, size }: ServerS
     default_text_search_config: confString('pg_catalog.english'),
   };
   const lines = Object.entries(settings).map(([name, value]) => `${name} = ${value}`);
-  return ['# Written by Slipway before every start: changes here are overwritten (the plan decides the sizes).', ...lines, ''].join('\n');
+  return [
+    '# Written by Slipway before every start: changes here are overwritten (the plan decides the sizes).',
+    ...lines,
+    '',
+  ].join('\n');
 }
 
 /**
@@ -67,7 +71,10 @@ export function postgresqlConf({ listenAddress, port, socketDir, size }: ServerS
  * can reach it there).
  */
 export const LOOPBACK_CLIENTS = ['127.0.0.1/32', '::1/128'];
-export function hbaConf(spec: Pick<PostgresSpec, 'databaseName' | 'databaseUser'>, clients: string[] = LOOPBACK_CLIENTS): string {
+export function hbaConf(
+  spec: Pick<PostgresSpec, 'databaseName' | 'databaseUser'>,
+  clients: string[] = LOOPBACK_CLIENTS,
+): string {
   const db = hbaName(spec.databaseName);
   const user = hbaName(spec.databaseUser);
   return [
@@ -79,4 +86,6 @@ export function hbaConf(spec: Pick<PostgresSpec, 'databaseName' | 'databaseUser'
 }
 
 export const identConf = (adminOsUser: string): string =>
-  ['# Written by Slipway before every start.', `${ADMIN_MAP} ${hbaName(adminOsUser)} ${hbaName(SUPERUSER)}`, ''].join('\n');
+  ['# Written by Slipway before every start.', `${ADMIN_MAP} ${hbaName(adminOsUser)} ${hbaName(SUPERUSER)}`, ''].join(
+    '\n',
+  );

@@ -21,7 +21,9 @@ function readLockFile(pgdata: string): { pid: number; port: number; listen: stri
   }
   const lines = text.split('\n');
   const pid = Number(lines[0]);
-  return Number.isInteger(pid) && pid > 0 ? { pid, port: Number(lines[3]), listen: (lines[5] ?? '').trim(), status: (lines[7] ?? '').trim() } : undefined;
+  return Number.isInteger(pid) && pid > 0
+    ? { pid, port: Number(lines[3]), listen: (lines[5] ?? '').trim(), status: (lines[7] ?? '').trim() }
+    : undefined;
 }
 
 /** The live process `pid` is a postmaster of this data dir (its command line names it; backends rename themselves). */
@@ -43,7 +45,8 @@ function isPostmasterOf(pid: number, pgdata: string): ServerProcess | undefined 
  */
 export function findServer(pgdata: string, remembered: Partial<ServerProcess>): ServerProcess | undefined {
   const { pid, startTime } = remembered;
-  if (typeof pid === 'number' && typeof startTime === 'string' && isRunning({ pid, startTime })) return { pid, startTime };
+  if (typeof pid === 'number' && typeof startTime === 'string' && isRunning({ pid, startTime }))
+    return { pid, startTime };
   const lock = readLockFile(pgdata);
   return lock ? isPostmasterOf(lock.pid, pgdata) : undefined;
 }
@@ -66,7 +69,6 @@ export function clearForeignLockFile(pgdata: string): void {
   const stat = readStat(lock.pid);
   if (stat && isLive(stat)) rmSync(path.join(pgdata, 'postmaster.pid'), { force: true });
 }
-
 
 export const logSize = (logPath: string): number => statSync(logPath, { throwIfNoEntry: false })?.size ?? 0;
 

@@ -22,7 +22,10 @@ export async function withClient<T>(config: pg.ClientConfig, fn: (client: pg.Cli
 /** Logs in with these credentials and runs `select 1`; false on any failure. */
 export async function canLogIn(config: pg.ClientConfig): Promise<boolean> {
   try {
-    return await withClient({ ...config, query_timeout: CONNECT_TIMEOUT_MS }, async (client) => (await client.query('select 1 as ok')).rows[0]?.ok === 1);
+    return await withClient(
+      { ...config, query_timeout: CONNECT_TIMEOUT_MS },
+      async (client) => (await client.query('select 1 as ok')).rows[0]?.ok === 1,
+    );
   } catch {
     return false;
   }
@@ -62,6 +65,8 @@ export async function databaseExists(client: pg.Client, name: string): Promise<b
 
 /** The server's major version: '15' (or '9.6' before 10). */
 export async function serverMajor(client: pg.Client): Promise<string> {
-  const num = Number((await client.query<{ v: string }>(`select current_setting('server_version_num') as v`)).rows[0]?.v);
+  const num = Number(
+    (await client.query<{ v: string }>(`select current_setting('server_version_num') as v`)).rows[0]?.v,
+  );
   return num >= 100000 ? String(Math.floor(num / 10000)) : `${Math.floor(num / 10000)}.${Math.floor(num / 100) % 100}`;
 }

@@ -42,13 +42,16 @@ export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunRes
       diskBytes: spec.limits.diskMb * 1024 * 1024, // /tmp only: the source dir and HOME are on the host's disk
       cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
       network: network && {
-        nsenterPath: deps.networks!.nsenterPath, netnsPath: network.netnsPath,
+        nsenterPath: deps.networks!.nsenterPath,
+        netnsPath: network.netnsPath,
         ...(policy.bwrap ? { hostsFile: network.hostsFile, resolvConf: network.resolvConf } : {}),
       },
     });
     const result = await run(command, { timeoutMs: spec.timeoutMs, signal: spec.signal, onOutput: spec.onOutput });
     // Read now: the group goes below. A shell reports its child's SIGKILL as 137.
-    return oomKilled(groupDirs, result.exitCode === 137 || result.signal === 'SIGKILL') ? { ...result, oomKilled: true } : result;
+    return oomKilled(groupDirs, result.exitCode === 137 || result.signal === 'SIGKILL')
+      ? { ...result, oomKilled: true }
+      : result;
   } finally {
     await network?.release();
     rmSync(home, { recursive: true, force: true });

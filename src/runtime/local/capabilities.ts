@@ -13,10 +13,13 @@ export interface Detected {
 }
 
 const NOBODY = 'nobody';
-export const findProgram = (name: string) => ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((dir) => path.join(dir, name)).find((file) => existsSync(file));
+export const findProgram = (name: string) =>
+  ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((dir) => path.join(dir, name)).find((file) => existsSync(file));
 
 function lookupUser(name: string): { uid: number; gid: number } | undefined {
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${name}:`));
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${name}:`));
   const [, , uid, gid] = line?.split(':') ?? [];
   return uid && gid ? { uid: Number(uid), gid: Number(gid) } : undefined;
 }
@@ -43,13 +46,17 @@ function systemMounts(): string[] {
 function runAsUser(notes: string[]): { policy: SandboxPolicy['runAs']; user: RuntimeCapabilities['runAsUser'] } {
   const uid = process.getuid?.();
   if (uid !== 0) {
-    notes.push(`Slipway is not running as root (uid ${uid}): apps run as Slipway's own user and can read what it can outside the sandbox`);
+    notes.push(
+      `Slipway is not running as root (uid ${uid}): apps run as Slipway's own user and can read what it can outside the sandbox`,
+    );
     return { policy: undefined, user: undefined };
   }
   const nobody = lookupUser(NOBODY);
   const setprivPath = findProgram('setpriv');
   if (!nobody || !setprivPath) {
-    notes.push(`apps run as root: ${nobody ? 'setpriv (util-linux) was not found' : `user "${NOBODY}" does not exist`}`);
+    notes.push(
+      `apps run as root: ${nobody ? 'setpriv (util-linux) was not found' : `user "${NOBODY}" does not exist`}`,
+    );
     return { policy: undefined, user: undefined };
   }
   return { policy: { setprivPath, ...nobody }, user: { ...nobody, name: NOBODY } };
@@ -57,11 +64,25 @@ function runAsUser(notes: string[]): { policy: SandboxPolicy['runAs']; user: Run
 
 /** Runs the real wrapping once, so a bwrap that exists but cannot work here (no namespaces, old version) is caught. */
 async function bwrapWorks(policy: SandboxPolicy): Promise<string | undefined> {
-  const basic = await run({ file: policy.bwrap?.path ?? 'bwrap', args: ['--ro-bind', '/', '/', 'true'], env: {} }, { timeoutMs: 10_000 });
-  if (basic.exitCode !== 0) return `\`bwrap --ro-bind / / true\` failed: ${basic.output.trim() || `exit ${basic.exitCode}`}`;
-  const probe = sandboxedCommand(policy, { kind: 'build', command: 'true', env: {}, cwd: '/', readOnlyDirs: [], writableDirs: [], cgroupProcsFiles: [] });
+  const basic = await run(
+    { file: policy.bwrap?.path ?? 'bwrap', args: ['--ro-bind', '/', '/', 'true'], env: {} },
+    { timeoutMs: 10_000 },
+  );
+  if (basic.exitCode !== 0)
+    return `\`bwrap --ro-bind / / true\` failed: ${basic.output.trim() || `exit ${basic.exitCode}`}`;
+  const probe = sandboxedCommand(policy, {
+    kind: 'build',
+    command: 'true',
+    env: {},
+    cwd: '/',
+    readOnlyDirs: [],
+    writableDirs: [],
+    cgroupProcsFiles: [],
+  });
   const real = await run(probe, { timeoutMs: 10_000 });
-  return real.exitCode === 0 ? undefined : `a sandboxed test command failed: ${real.output.trim() || `exit ${real.exitCode}`}`;
+  return real.exitCode === 0
+    ? undefined
+    : `a sandboxed test command failed: ${real.output.trim() || `exit ${real.exitCode}`}`;
 }
 
 /** Decides, once, how apps are isolated here; every protection that cannot be applied is explained in `notes`. */
@@ -71,11 +92,15 @@ export async function detectCapabilities(dataDir: string): Promise<Detected> {
   const policy: SandboxPolicy = { runAs };
 
   const bwrapPath = findProgram('bwrap');
-  if (!bwrapPath) notes.push('bwrap (bubblewrap) was not found: apps are not isolated from the filesystem or from each other');
+  if (!bwrapPath)
+    notes.push('bwrap (bubblewrap) was not found: apps are not isolated from the filesystem or from each other');
   else {
     const candidate: SandboxPolicy = { ...policy, bwrap: { path: bwrapPath, systemMounts: systemMounts() } };
     const failure = await bwrapWorks(candidate).catch((err: Error) => err.message);
-    if (failure) notes.push(`bwrap does not work here, so apps are not isolated from the filesystem or from each other: ${failure}`);
+    if (failure)
+      notes.push(
+        `bwrap does not work here, so apps are not isolated from the filesystem or from each other: ${failure}`,
+      );
     else policy.bwrap = { ...candidate.bwrap!, ...(await detectSandboxLimits(candidate, notes)) };
   }
   if (policy.bwrap) {
@@ -83,19 +108,35 @@ export async function detectCapabilities(dataDir: string): Promise<Detected> {
   } else if (runAs) {
     // Without mount isolation the app user reaches its files through the data dir's own permissions.
     const mode = statSync(dataDir, { throwIfNoEntry: false })?.mode ?? 0;
-    if ((mode & 0o001) === 0) notes.push(`apps run as ${NOBODY} without bwrap and cannot reach their files under the data dir ${dataDir}: chmod 711 it`);
-    if ((mode & 0o004) !== 0) notes.push(`the data dir ${dataDir} is listable by other users, so apps can look for other services' files: chmod 711 it`);
+    if ((mode & 0o001) === 0)
+      notes.push(
+        `apps run as ${NOBODY} without bwrap and cannot reach their files under the data dir ${dataDir}: chmod 711 it`,
+      );
+    if ((mode & 0o004) !== 0)
+      notes.push(
+        `the data dir ${dataDir} is listable by other users, so apps can look for other services' files: chmod 711 it`,
+      );
   }
-  if (!policy.bwrap) notes.push('writable disk is not size-limited and no seccomp filter is applied: without bwrap, apps write to host dirs and may use every syscall');
+  if (!policy.bwrap)
+    notes.push(
+      'writable disk is not size-limited and no seccomp filter is applied: without bwrap, apps write to host dirs and may use every syscall',
+    );
 
   const cgroups = await detectCgroups(notes);
   return {
     // The network is decided by createLocalRuntime (src/runtime/local/index.ts), which needs the config.
     capabilities: {
-      sandbox: policy.bwrap ? 'bwrap' : 'none', runAsUser: user, cgroups: cgroups?.version ?? 'none', network: 'shared', notes,
+      sandbox: policy.bwrap ? 'bwrap' : 'none',
+      runAsUser: user,
+      cgroups: cgroups?.version ?? 'none',
+      network: 'shared',
+      notes,
       limits: {
-        memory: !!cgroups?.has('memory'), cpu: !!cgroups?.has('cpu'), pids: !!cgroups?.has('pids'),
-        disk: !!policy.bwrap?.tmpfsSize, seccomp: !!policy.bwrap?.seccomp,
+        memory: !!cgroups?.has('memory'),
+        cpu: !!cgroups?.has('cpu'),
+        pids: !!cgroups?.has('pids'),
+        disk: !!policy.bwrap?.tmpfsSize,
+        seccomp: !!policy.bwrap?.seccomp,
       },
     },
     policy,

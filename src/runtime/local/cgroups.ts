@@ -18,14 +18,19 @@ export const CPU_PERIOD_US = 100_000;
 const PARENT = 'slipway';
 
 /** The control files to write in a new group to apply `limits`, in order. */
-export function limitFiles(version: 'v1' | 'v2', hierarchy: Pick<Hierarchy, 'controllers' | 'swap'>, limits: Limits): [file: string, value: string][] {
+export function limitFiles(
+  version: 'v1' | 'v2',
+  hierarchy: Pick<Hierarchy, 'controllers' | 'swap'>,
+  limits: Limits,
+): [file: string, value: string][] {
   const memory = String(Math.round(limits.memoryMb * 1024 * 1024));
   const quota = String(Math.max(1000, Math.round((limits.cpuMillicores * CPU_PERIOD_US) / 1000)));
   const files: [string, string][] = [];
   if (hierarchy.controllers.includes('memory')) {
     files.push([version === 'v2' ? 'memory.max' : 'memory.limit_in_bytes', memory]);
     // No swap: v2 caps it at 0; v1's memsw counts memory+swap, so it is set equal to the memory limit.
-    if (hierarchy.swap) files.push(version === 'v2' ? ['memory.swap.max', '0'] : ['memory.memsw.limit_in_bytes', memory]);
+    if (hierarchy.swap)
+      files.push(version === 'v2' ? ['memory.swap.max', '0'] : ['memory.memsw.limit_in_bytes', memory]);
   }
   if (hierarchy.controllers.includes('cpu')) {
     if (version === 'v2') files.push(['cpu.max', `${quota} ${CPU_PERIOD_US}`]);
@@ -59,7 +64,8 @@ export class Cgroups {
         const dir = path.join(hierarchy.root, PARENT, name);
         mkdirSync(dir, { recursive: true });
         dirs.push(dir);
-        for (const [file, value] of limitFiles(this.version, hierarchy, limits)) writeFileSync(path.join(dir, file), value);
+        for (const [file, value] of limitFiles(this.version, hierarchy, limits))
+          writeFileSync(path.join(dir, file), value);
       }
       return dirs;
     } catch (err) {
@@ -85,7 +91,10 @@ export class Cgroups {
     const pids = new Set<number>();
     for (const dir of dirs) {
       try {
-        readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).forEach((pid) => pids.add(Number(pid)));
+        readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .forEach((pid) => pids.add(Number(pid)));
       } catch {
         // group already removed
       }
@@ -104,7 +113,9 @@ export class Cgroups {
       const parent = path.join(hierarchy.root, PARENT);
       let names: string[] = [];
       try {
-        names = readdirSync(parent, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+        names = readdirSync(parent, { withFileTypes: true })
+          .filter((e) => e.isDirectory())
+          .map((e) => e.name);
       } catch {
         continue;
       }
@@ -155,7 +166,12 @@ function cgroupMounts(): { v2: string[]; v1: { root: string; options: string[] }
 
 /** Proves a hierarchy usable by creating, limiting and removing a probe group. */
 async function probe(cgroups: Cgroups): Promise<void> {
-  const dirs = cgroups.create(`probe-${randomBytes(6).toString('hex')}`, { memoryMb: 64, cpuMillicores: 500, pids: 64, diskMb: 64 });
+  const dirs = cgroups.create(`probe-${randomBytes(6).toString('hex')}`, {
+    memoryMb: 64,
+    cpuMillicores: 500,
+    pids: 64,
+    diskMb: 64,
+  });
   await cgroups.remove(dirs);
 }
 
@@ -166,12 +182,17 @@ async function tryV2(root: string, notes: string[]): Promise<Cgroups | undefined
     const available = readFileSync(path.join(root, 'cgroup.controllers'), 'utf8').trim().split(/\s+/);
     const missing = (['memory', 'cpu'] as const).filter((c) => !available.includes(c));
     if (missing.length > 0) {
-      notes.push(`cgroup v2 at ${root} does not offer the ${missing.join(' and ')} controller(s) (it has: ${available.join(' ') || 'none'})`);
+      notes.push(
+        `cgroup v2 at ${root} does not offer the ${missing.join(' and ')} controller(s) (it has: ${available.join(' ') || 'none'})`,
+      );
       return undefined;
     }
     // pids is optional: without it memory and CPU are still limited, and the note says what is not.
     const controllers: Controller[] = available.includes('pids') ? ['memory', 'cpu', 'pids'] : ['memory', 'cpu'];
-    if (!controllers.includes('pids')) notes.push(`process limits are not applied: cgroup v2 at ${root} does not offer the pids controller, so a fork bomb can exhaust all processes of the machine`);
+    if (!controllers.includes('pids'))
+      notes.push(
+        `process limits are not applied: cgroup v2 at ${root} does not offer the pids controller, so a fork bomb can exhaust all processes of the machine`,
+      );
     // Children of a group only get the controllers enabled in its subtree_control.
     const enable = controllers.map((c) => `+${c}`).join(' ');
     writeFileSync(path.join(root, 'cgroup.subtree_control'), enable);
@@ -194,7 +215,9 @@ async function tryV1(mounts: { root: string; options: string[] }[], notes: strin
     const what = controller === 'pids' ? 'process' : controller;
     const mount = mounts.find((m) => m.options.includes(controller));
     if (!mount) {
-      notes.push(`${what} limits are not applied: no cgroup v1 ${controller} hierarchy is mounted${controller === 'pids' ? ', so a fork bomb can exhaust all processes of the machine' : ''}`);
+      notes.push(
+        `${what} limits are not applied: no cgroup v1 ${controller} hierarchy is mounted${controller === 'pids' ? ', so a fork bomb can exhaust all processes of the machine' : ''}`,
+      );
       continue;
     }
     const swap = controller === 'memory' && existsSync(path.join(mount.root, 'memory.memsw.limit_in_bytes'));
@@ -204,7 +227,8 @@ async function tryV1(mounts: { root: string; options: string[] }[], notes: strin
       notes.push(`${what} limits are not applied: cgroup v1 at ${mount.root} is not writable (${errorText(err)})`);
       continue;
     }
-    if (controller === 'memory' && !swap) notes.push('swap use is not limited: the kernel has no swap accounting (memory.memsw.*)');
+    if (controller === 'memory' && !swap)
+      notes.push('swap use is not limited: the kernel has no swap accounting (memory.memsw.*)');
     // Some systems mount several controllers in one hierarchy (e.g. cpu,memory).
     const shared = hierarchies.find((h) => h.root === mount.root);
     if (shared) shared.controllers.push(controller);
@@ -229,13 +253,15 @@ export async function detectCgroups(notes: string[]): Promise<Cgroups | undefine
   const v1Notes: string[] = [];
   const v1 = mounts.v1.length > 0 ? await tryV1(mounts.v1, v1Notes) : undefined;
   if (v1) notes.push(...v1Notes);
-  else if (mounts.v1.length + mounts.v2.length === 0) notes.push('memory, CPU and process limits are not applied: no cgroup filesystem is mounted');
+  else if (mounts.v1.length + mounts.v2.length === 0)
+    notes.push('memory, CPU and process limits are not applied: no cgroup filesystem is mounted');
   else notes.push(...v2Notes, ...v1Notes);
   return v1;
 }
 
 /** The dirs of group `name` (an instance id, or a build's name) in every hierarchy, whether or not it still exists. */
-export const groupDirsOf = (cgroups: Cgroups, name: string) => cgroups.hierarchies.map((h) => path.join(h.root, PARENT, name));
+export const groupDirsOf = (cgroups: Cgroups, name: string) =>
+  cgroups.hierarchies.map((h) => path.join(h.root, PARENT, name));
 
 /** A cgroup file's number (`key` given: from its `key value` line); undefined when the file or the key is missing. */
 function statOf(file: string, key?: string): number | undefined {
@@ -257,7 +283,8 @@ function statOf(file: string, key?: string): number | undefined {
  */
 export function oomKilled(dirs: string[], diedOfSigkill = false): boolean {
   for (const dir of dirs) {
-    const kills = statOf(path.join(dir, 'memory.events'), 'oom_kill') ?? statOf(path.join(dir, 'memory.oom_control'), 'oom_kill');
+    const kills =
+      statOf(path.join(dir, 'memory.events'), 'oom_kill') ?? statOf(path.join(dir, 'memory.oom_control'), 'oom_kill');
     if (kills !== undefined) return kills > 0;
     const failcnt = diedOfSigkill ? statOf(path.join(dir, 'memory.failcnt')) : undefined;
     if (failcnt !== undefined) return failcnt > 0;

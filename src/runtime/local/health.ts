@@ -62,12 +62,17 @@ export async function waitHealthy(check: HealthCheck, isAlive: () => boolean): P
     if (!isAlive()) throw new Error(`the process exited before ${target} became healthy (last probe: ${lastError})`);
     const probeMs = Math.max(1, Math.min(PROBE_TIMEOUT_MS, deadline - Date.now()));
     try {
-      await (check.path === undefined ? tcpProbe(check.host, check.port, probeMs) : httpProbe(check.host, check.port, check.path, probeMs));
+      await (check.path === undefined
+        ? tcpProbe(check.host, check.port, probeMs)
+        : httpProbe(check.host, check.port, check.path, probeMs));
       return;
     } catch (err) {
       lastError = (err as Error).message || String(err);
     }
-    if (Date.now() >= deadline) throw new Error(`${target} was not healthy within ${check.timeoutMs} ms (last probe: ${lastError})${hintOf(check)}`);
+    if (Date.now() >= deadline)
+      throw new Error(
+        `${target} was not healthy within ${check.timeoutMs} ms (last probe: ${lastError})${hintOf(check)}`,
+      );
     await sleep(Math.min(retryMs, deadline - Date.now()));
     if (Date.now() - started >= STEADY_MS) retryMs = Math.min(MAX_RETRY_MS, retryMs * 2);
   }
@@ -92,7 +97,11 @@ export function loopbackOnlyHint(pid: number, host: string, port: number): strin
   }
   const portHex = port.toString(16).toUpperCase().padStart(4, '0');
   const loopback = ['0100007F', '00000000000000000000000001000000'].map((a) => `${a}:${portHex}`);
-  const listening = table.split('\n').map((l) => l.trim().split(/\s+/)).filter((c) => c[3] === '0A').map((c) => c[1]);
+  const listening = table
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((c) => c[3] === '0A')
+    .map((c) => c[1]);
   if (!listening.some((a) => a && loopback.includes(a))) return undefined;
   return `the app listens on localhost:${port} only; listen on 0.0.0.0 (all interfaces) so the router can reach it, as on Render`;
 }

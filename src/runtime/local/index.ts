@@ -19,28 +19,44 @@ export type NetworkMode = 'auto' | 'namespaces' | 'shared';
 const NAMESPACED_PORT = 10000;
 
 /** Namespaces when asked for or possible (auto); the shared network, with a note, otherwise. */
-async function chooseNetwork(options: { dataDir: string; mode: NetworkMode; cidr: string }, capabilities: RuntimeCapabilities): Promise<LocalDeps['networks']> {
+async function chooseNetwork(
+  options: { dataDir: string; mode: NetworkMode; cidr: string },
+  capabilities: RuntimeCapabilities,
+): Promise<LocalDeps['networks']> {
   if (options.mode === 'shared') {
-    capabilities.notes.push('the network is shared (SLIPWAY_NETWORK=shared): apps listen on 127.0.0.1 and can reach each other and anything Slipway can; fit for one team only');
+    capabilities.notes.push(
+      'the network is shared (SLIPWAY_NETWORK=shared): apps listen on 127.0.0.1 and can reach each other and anything Slipway can; fit for one team only',
+    );
     return undefined;
   }
   const tools = await detectNetworkTools(findProgram);
   if (typeof tools === 'string') {
-    if (options.mode === 'namespaces') throw new Error(`SLIPWAY_NETWORK=namespaces, but namespaces cannot be made here: ${tools}`);
-    capabilities.notes.push(`the network is shared, fit for one team only: apps listen on 127.0.0.1 and can reach each other and anything Slipway can (${tools})`);
+    if (options.mode === 'namespaces')
+      throw new Error(`SLIPWAY_NETWORK=namespaces, but namespaces cannot be made here: ${tools}`);
+    capabilities.notes.push(
+      `the network is shared, fit for one team only: apps listen on 127.0.0.1 and can reach each other and anything Slipway can (${tools})`,
+    );
     return undefined;
   }
   const networks = createNetworks({ owner: path.resolve(options.dataDir), cidr: options.cidr, tools });
   // The whole way once (netns, slirp4netns's tap device, routes): `ip netns add` alone passes where /dev/net/tun is missing.
-  const failure = await networks.attachBuild().then((probe) => probe.release(), (err: Error) => err.message);
+  const failure = await networks.attachBuild().then(
+    (probe) => probe.release(),
+    (err: Error) => err.message,
+  );
   if (failure) {
-    if (options.mode === 'namespaces') throw new Error(`SLIPWAY_NETWORK=namespaces, but a namespace could not be set up here: ${failure}`);
-    capabilities.notes.push(`the network is shared, fit for one team only: a namespace could not be set up here (${failure})`);
+    if (options.mode === 'namespaces')
+      throw new Error(`SLIPWAY_NETWORK=namespaces, but a namespace could not be set up here: ${failure}`);
+    capabilities.notes.push(
+      `the network is shared, fit for one team only: a namespace could not be set up here (${failure})`,
+    );
     return undefined;
   }
   capabilities.network = 'namespaces';
   if (capabilities.sandbox !== 'bwrap') {
-    capabilities.notes.push("without bwrap, apps see the machine's /etc/hosts and /etc/resolv.conf: internal hostnames (<slug>) do not resolve, nor does anything when the machine's nameserver is on its loopback");
+    capabilities.notes.push(
+      "without bwrap, apps see the machine's /etc/hosts and /etc/resolv.conf: internal hostnames (<slug>) do not resolve, nor does anything when the machine's nameserver is on its loopback",
+    );
   }
   return { networks, nsenterPath: tools.nsenter };
 }
@@ -49,12 +65,26 @@ async function chooseNetwork(options: { dataDir: string; mode: NetworkMode; cidr
  * The runtime that runs builds and instances as local processes, sandboxed as far as this machine allows.
  * Capabilities are detected once here and logged once: info for what is applied, a warning per note.
  */
-export async function createLocalRuntime(options: { dataDir: string; network?: NetworkMode; networkCidr?: string; limits?: LimitOverrides; log?: RuntimeLog }): Promise<Runtime> {
+export async function createLocalRuntime(options: {
+  dataDir: string;
+  network?: NetworkMode;
+  networkCidr?: string;
+  limits?: LimitOverrides;
+  log?: RuntimeLog;
+}): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir);
-  const networks = await chooseNetwork({ dataDir: options.dataDir, mode: options.network ?? 'auto', cidr: options.networkCidr ?? DEFAULT_NETWORK_CIDR }, capabilities);
+  const networks = await chooseNetwork(
+    { dataDir: options.dataDir, mode: options.network ?? 'auto', cidr: options.networkCidr ?? DEFAULT_NETWORK_CIDR },
+    capabilities,
+  );
   const { log } = options;
   log?.info(
-    { sandbox: capabilities.sandbox, runAsUser: capabilities.runAsUser?.name ?? null, cgroups: capabilities.cgroups, network: capabilities.network },
+    {
+      sandbox: capabilities.sandbox,
+      runAsUser: capabilities.runAsUser?.name ?? null,
+      cgroups: capabilities.cgroups,
+      network: capabilities.network,
+    },
     `runtime: sandbox ${capabilities.sandbox}, apps run as ${capabilities.runAsUser?.name ?? "Slipway's user"}, limits via cgroups ${capabilities.cgroups}, network ${capabilities.network}`,
   );
   for (const note of capabilities.notes) log?.warn({ note }, `runtime: ${note}`);
@@ -65,20 +95,26 @@ export async function createLocalRuntime(options: { dataDir: string; network?: N
   return {
     capabilities,
     build: (spec) => runBuild(deps, { ...spec, limits: withOverrides(spec.limits, options.limits) }),
-    start: (spec) => startInstance(deps, {
-      ...spec, limits: withOverrides(spec.limits, options.limits),
-      onExit: () => {
-        spec.onExit?.();
-        oom.noteExit(spec.instanceId);
-      },
-    }),
+    start: (spec) =>
+      startInstance(deps, {
+        ...spec,
+        limits: withOverrides(spec.limits, options.limits),
+        onExit: () => {
+          spec.onExit?.();
+          oom.noteExit(spec.instanceId);
+        },
+      }),
     oomKilled: (instanceId) => oom.take(instanceId),
     isAlive: isRunning,
     async stop(handle, graceMs) {
       const left = await stopInstance(handle, graceMs, cgroups);
-      if (left.length > 0) log?.warn({ pid: handle.pid, cgroups: left }, 'could not remove the cgroups of a stopped instance');
+      if (left.length > 0)
+        log?.warn({ pid: handle.pid, cgroups: left }, 'could not remove the cgroups of a stopped instance');
     },
-    waitHealthy: ({ handle, ...check }) => waitHealthy({ ...check, hint: () => loopbackOnlyHint(handle.pid, check.host, check.port) }, () => isRunning(handle)),
+    waitHealthy: ({ handle, ...check }) =>
+      waitHealthy({ ...check, hint: () => loopbackOnlyHint(handle.pid, check.host, check.port) }, () =>
+        isRunning(handle),
+      ),
     instancePort: async () => (networks ? NAMESPACED_PORT : freePort()),
     addressOf: (instanceId) => networks?.networks.addressOf(instanceId) ?? '127.0.0.1',
     release: async (instanceId) => networks?.networks.release(instanceId),
@@ -88,8 +124,16 @@ export async function createLocalRuntime(options: { dataDir: string; network?: N
       const { address, netnsPath } = await networks.networks.attach(id, workspaceId, hostnames, 'server');
       // Entering a namespace takes root: a command meant to run as another user becomes it after (nsenter's -G/-S, which drop supplementary groups too).
       const wrap = ({ uid, gid, ...cmd }: Command): Command => ({
-        ...cmd, file: networks.nsenterPath,
-        args: [`--net=${netnsPath}`, ...(gid === undefined ? [] : [`--setgid=${gid}`]), ...(uid === undefined ? [] : [`--setuid=${uid}`]), '--', cmd.file, ...cmd.args],
+        ...cmd,
+        file: networks.nsenterPath,
+        args: [
+          `--net=${netnsPath}`,
+          ...(gid === undefined ? [] : [`--setgid=${gid}`]),
+          ...(uid === undefined ? [] : [`--setuid=${uid}`]),
+          '--',
+          cmd.file,
+          ...cmd.args,
+        ],
       });
       return { address, wrap };
     },

@@ -30,7 +30,8 @@ export function giveTo(dir: string, runAs: SandboxPolicy['runAs'], recursive = f
 /** cwd inside the app dir; a workDir escaping it (../) is refused. */
 function appCwd(appDir: string, workDir: string): string {
   const cwd = path.resolve(appDir, workDir);
-  if (cwd !== path.resolve(appDir) && !cwd.startsWith(path.resolve(appDir) + path.sep)) throw new Error(`workDir ${JSON.stringify(workDir)} is outside the app dir`);
+  if (cwd !== path.resolve(appDir) && !cwd.startsWith(path.resolve(appDir) + path.sep))
+    throw new Error(`workDir ${JSON.stringify(workDir)} is outside the app dir`);
   return cwd;
 }
 
@@ -56,16 +57,24 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
   const groupDirs = cgroups?.create(spec.instanceId, spec.limits) ?? [];
   const removeGroup = async () => {
     const left = (await cgroups?.remove(groupDirs)) ?? [];
-    if (left.length > 0) log?.warn({ instanceId: spec.instanceId, cgroups: left }, 'could not remove the cgroups of an exited instance');
+    if (left.length > 0)
+      log?.warn({ instanceId: spec.instanceId, cgroups: left }, 'could not remove the cgroups of an exited instance');
   };
   let attached: Attachment | undefined;
   let pid: number;
   try {
-    attached = deps.networks && spec.network ? await deps.networks.networks.attach(spec.instanceId, spec.network.workspaceId, spec.network.hostnames) : undefined;
-    pid = await spawnDetached(commandFor(deps, spec, { home, cwd, writableDirs, scratchDirs, groupDirs, attached }), { stdoutPath, stderrPath }, () => {
-      spec.onExit?.();
-      void removeGroup();
-    });
+    attached =
+      deps.networks && spec.network
+        ? await deps.networks.networks.attach(spec.instanceId, spec.network.workspaceId, spec.network.hostnames)
+        : undefined;
+    pid = await spawnDetached(
+      commandFor(deps, spec, { home, cwd, writableDirs, scratchDirs, groupDirs, attached }),
+      { stdoutPath, stderrPath },
+      () => {
+        spec.onExit?.();
+        void removeGroup();
+      },
+    );
   } catch (err) {
     // Nothing of a start that failed is left: not its cgroup, not its namespace (a cron job would leak one per tick).
     await removeGroup();
@@ -76,14 +85,29 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
   const startTime = readStat(pid)?.startTime ?? '';
   const startedAt = new Date();
   writeFileSync(path.join(spec.instanceDir, 'instance.json'), JSON.stringify({ pid, startTime, startedAt }) + '\n');
-  return { instanceId: spec.instanceId, pid, startTime, startedAt, address: attached?.address ?? '127.0.0.1', stdoutPath, stderrPath };
+  return {
+    instanceId: spec.instanceId,
+    pid,
+    startTime,
+    startedAt,
+    address: attached?.address ?? '127.0.0.1',
+    stdoutPath,
+    stderrPath,
+  };
 }
 
 /** The sandboxed command line of an instance: its dirs, limits, cgroups and namespace. */
 function commandFor(
   deps: LocalDeps,
   spec: InstanceSpec,
-  at: { home: string; cwd: string; writableDirs: string[]; scratchDirs: string[]; groupDirs: string[]; attached: Attachment | undefined },
+  at: {
+    home: string;
+    cwd: string;
+    writableDirs: string[];
+    scratchDirs: string[];
+    groupDirs: string[];
+    attached: Attachment | undefined;
+  },
 ) {
   const { home, cwd, writableDirs, scratchDirs, groupDirs, attached } = at;
   return sandboxedCommand(deps.policy, {
@@ -97,7 +121,8 @@ function commandFor(
     diskBytes: spec.limits.diskMb * 1024 * 1024,
     cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
     network: attached && {
-      nsenterPath: deps.networks!.nsenterPath, netnsPath: attached.netnsPath,
+      nsenterPath: deps.networks!.nsenterPath,
+      netnsPath: attached.netnsPath,
       ...(deps.policy.bwrap ? { hostsFile: attached.hostsFile, resolvConf: attached.resolvConf } : {}),
     },
   });

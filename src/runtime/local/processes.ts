@@ -69,7 +69,11 @@ async function waitGone(procs: InstanceProcesses, ms: number, each?: (left: Proc
  * all are gone and the cgroup is removed. bwrap processes get no SIGTERM: they exit on their own once the app has,
  * and killing the outer one early would orphan the sandbox.
  */
-export async function stopInstance(handle: ProcessRef, graceMs: number, cgroups: Cgroups | undefined): Promise<string[]> {
+export async function stopInstance(
+  handle: ProcessRef,
+  graceMs: number,
+  cgroups: Cgroups | undefined,
+): Promise<string[]> {
   if (!isRunning(handle)) return [];
   const groupDirs = cgroups?.groupOf(handle.pid) ?? [];
   const procs = new InstanceProcesses(handle, cgroups, groupDirs);

@@ -62,7 +62,8 @@ export function cgroupJoinScript(procsFiles: string[]): string {
 }
 
 /** Chowns the scratch dirs (tmpfs mounted by bwrap as root) to the app user, then becomes the command ("$@"). */
-export const scratchOwnerScript = (uid: number, gid: number, dirs: string[]) => `chown ${uid}:${gid} ${dirs.map(shellQuote).join(' ')} && exec "$@"`;
+export const scratchOwnerScript = (uid: number, gid: number, dirs: string[]) =>
+  `chown ${uid}:${gid} ${dirs.map(shellQuote).join(' ')} && exec "$@"`;
 
 /** Binds a dir at its own path. bwrap would create missing parents 0700 (root's), which the app user cannot traverse. */
 const bindAt = (flag: '--ro-bind' | '--bind', dir: string) => ['--perms', '0755', '--dir', dir, flag, dir, dir];
@@ -72,11 +73,26 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
   const { bwrap, runAs } = policy;
   const scratchDirs = proc.scratchDirs ?? [];
   // Sized where bwrap can (otherwise bounded only by the memory limit, which tmpfs pages count against).
-  const tmpfs = (perms: string, dir: string) => ['--perms', perms, ...(bwrap?.tmpfsSize && proc.diskBytes ? ['--size', String(proc.diskBytes)] : []), '--tmpfs', dir];
+  const tmpfs = (perms: string, dir: string) => [
+    '--perms',
+    perms,
+    ...(bwrap?.tmpfsSize && proc.diskBytes ? ['--size', String(proc.diskBytes)] : []),
+    '--tmpfs',
+    dir,
+  ];
   let argv = bwrap ? ['/bin/sh', '-c', REAPER_SCRIPT, 'slipway-app', proc.command] : ['/bin/sh', '-c', proc.command];
   if (runAs) {
-    argv = [runAs.setprivPath, `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, '--clear-groups', '--no-new-privs', '--', ...argv];
-    if (bwrap && scratchDirs.length > 0) argv = ['/bin/sh', '-c', scratchOwnerScript(runAs.uid, runAs.gid, scratchDirs), 'slipway-scratch', ...argv];
+    argv = [
+      runAs.setprivPath,
+      `--reuid=${runAs.uid}`,
+      `--regid=${runAs.gid}`,
+      '--clear-groups',
+      '--no-new-privs',
+      '--',
+      ...argv,
+    ];
+    if (bwrap && scratchDirs.length > 0)
+      argv = ['/bin/sh', '-c', scratchOwnerScript(runAs.uid, runAs.gid, scratchDirs), 'slipway-scratch', ...argv];
   }
   let env: Record<string, string> | undefined = proc.env;
   let cwd: string | undefined = proc.cwd;
@@ -88,19 +104,25 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
       ...bwrap.systemMounts,
       ...(proc.network?.hostsFile ? ['--ro-bind', proc.network.hostsFile, '/etc/hosts'] : []),
       ...(proc.network?.resolvConf ? ['--ro-bind', proc.network.resolvConf, '/etc/resolv.conf'] : []),
-      '--proc', '/proc',
-      '--dev', '/dev',
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
       ...tmpfs('1777', '/tmp'),
       ...scratchDirs.flatMap((dir) => ['--perms', '0755', '--dir', dir, ...tmpfs('0700', dir)]),
       ...proc.readOnlyDirs.flatMap((dir) => bindAt('--ro-bind', dir)),
       ...proc.writableDirs.flatMap((dir) => bindAt('--bind', dir)),
       // No --new-session: Slipway already starts every sandbox in a session of its own without a terminal (setsid),
       // and a second one inside would take the app out of the process group, so kill(-pid) would miss it.
-      '--unshare-pid', '--unshare-ipc', '--unshare-uts',
-      '--chdir', proc.cwd,
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--chdir',
+      proc.cwd,
       '--clearenv',
       // The environment (secrets included) comes through fd 3, not the command line.
-      '--args', '3',
+      '--args',
+      '3',
       // Loaded by bwrap after its own setup, so it may still mount and unshare; it binds everything after.
       ...(bwrap.seccomp ? ['--seccomp', '4'] : []),
       '--',
@@ -117,5 +139,12 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
   }
   const [file, ...args] = argv as [string, ...string[]];
   const fd4Data = bwrap?.seccomp;
-  return { file, args, env, ...(cwd === undefined ? {} : { cwd }), ...(fd3Args ? { fd3Args } : {}), ...(fd4Data ? { fd4Data } : {}) };
+  return {
+    file,
+    args,
+    env,
+    ...(cwd === undefined ? {} : { cwd }),
+    ...(fd3Args ? { fd3Args } : {}),
+    ...(fd4Data ? { fd4Data } : {}),
+  };
 }

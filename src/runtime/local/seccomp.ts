@@ -18,31 +18,68 @@
 /** Syscall numbers, per architecture (x86_64: arch/x86/entry/syscalls/syscall_64.tbl; aarch64: asm-generic/unistd.h). */
 const DENIED: Record<string, { x64?: number; arm64?: number }> = {
   // kernel modules and kexec
-  init_module: { x64: 175, arm64: 105 }, finit_module: { x64: 313, arm64: 273 }, delete_module: { x64: 176, arm64: 106 },
-  create_module: { x64: 174 }, get_kernel_syms: { x64: 177 }, query_module: { x64: 178 },
-  kexec_load: { x64: 246, arm64: 104 }, kexec_file_load: { x64: 320, arm64: 294 }, reboot: { x64: 169, arm64: 142 },
+  init_module: { x64: 175, arm64: 105 },
+  finit_module: { x64: 313, arm64: 273 },
+  delete_module: { x64: 176, arm64: 106 },
+  create_module: { x64: 174 },
+  get_kernel_syms: { x64: 177 },
+  query_module: { x64: 178 },
+  kexec_load: { x64: 246, arm64: 104 },
+  kexec_file_load: { x64: 320, arm64: 294 },
+  reboot: { x64: 169, arm64: 142 },
   // machine-wide state: swap, clock, accounting, quotas, kernel log, obsolete interfaces
-  swapon: { x64: 167, arm64: 224 }, swapoff: { x64: 168, arm64: 225 }, acct: { x64: 163, arm64: 89 },
-  settimeofday: { x64: 164, arm64: 170 }, clock_settime: { x64: 227, arm64: 112 }, clock_adjtime: { x64: 305, arm64: 266 },
-  quotactl: { x64: 179, arm64: 60 }, quotactl_fd: { x64: 443, arm64: 443 }, syslog: { x64: 103, arm64: 116 },
-  lookup_dcookie: { x64: 212, arm64: 18 }, nfsservctl: { x64: 180, arm64: 42 }, vhangup: { x64: 153, arm64: 58 },
-  iopl: { x64: 172 }, ioperm: { x64: 173 }, uselib: { x64: 134 }, ustat: { x64: 136 }, sysfs: { x64: 139 }, _sysctl: { x64: 156 },
+  swapon: { x64: 167, arm64: 224 },
+  swapoff: { x64: 168, arm64: 225 },
+  acct: { x64: 163, arm64: 89 },
+  settimeofday: { x64: 164, arm64: 170 },
+  clock_settime: { x64: 227, arm64: 112 },
+  clock_adjtime: { x64: 305, arm64: 266 },
+  quotactl: { x64: 179, arm64: 60 },
+  quotactl_fd: { x64: 443, arm64: 443 },
+  syslog: { x64: 103, arm64: 116 },
+  lookup_dcookie: { x64: 212, arm64: 18 },
+  nfsservctl: { x64: 180, arm64: 42 },
+  vhangup: { x64: 153, arm64: 58 },
+  iopl: { x64: 172 },
+  ioperm: { x64: 173 },
+  uselib: { x64: 134 },
+  ustat: { x64: 136 },
+  sysfs: { x64: 139 },
+  _sysctl: { x64: 156 },
   // mounts and namespaces
-  mount: { x64: 165, arm64: 40 }, umount2: { x64: 166, arm64: 39 }, pivot_root: { x64: 155, arm64: 41 },
-  open_tree: { x64: 428, arm64: 428 }, move_mount: { x64: 429, arm64: 429 }, fsopen: { x64: 430, arm64: 430 },
-  fsconfig: { x64: 431, arm64: 431 }, fsmount: { x64: 432, arm64: 432 }, fspick: { x64: 433, arm64: 433 },
-  mount_setattr: { x64: 442, arm64: 442 }, setns: { x64: 308, arm64: 268 },
+  mount: { x64: 165, arm64: 40 },
+  umount2: { x64: 166, arm64: 39 },
+  pivot_root: { x64: 155, arm64: 41 },
+  open_tree: { x64: 428, arm64: 428 },
+  move_mount: { x64: 429, arm64: 429 },
+  fsopen: { x64: 430, arm64: 430 },
+  fsconfig: { x64: 431, arm64: 431 },
+  fsmount: { x64: 432, arm64: 432 },
+  fspick: { x64: 433, arm64: 433 },
+  mount_setattr: { x64: 442, arm64: 442 },
+  setns: { x64: 308, arm64: 268 },
   // kernel keyrings (not namespaced)
-  add_key: { x64: 248, arm64: 217 }, request_key: { x64: 249, arm64: 218 }, keyctl: { x64: 250, arm64: 219 },
+  add_key: { x64: 248, arm64: 217 },
+  request_key: { x64: 249, arm64: 218 },
+  keyctl: { x64: 250, arm64: 219 },
   // other processes' memory
-  ptrace: { x64: 101, arm64: 117 }, process_vm_readv: { x64: 310, arm64: 270 }, process_vm_writev: { x64: 311, arm64: 271 },
-  kcmp: { x64: 312, arm64: 272 }, pidfd_getfd: { x64: 438, arm64: 438 }, process_madvise: { x64: 440, arm64: 440 },
+  ptrace: { x64: 101, arm64: 117 },
+  process_vm_readv: { x64: 310, arm64: 270 },
+  process_vm_writev: { x64: 311, arm64: 271 },
+  kcmp: { x64: 312, arm64: 272 },
+  pidfd_getfd: { x64: 438, arm64: 438 },
+  process_madvise: { x64: 440, arm64: 440 },
   // file handles bypass path permissions
-  name_to_handle_at: { x64: 303, arm64: 264 }, open_by_handle_at: { x64: 304, arm64: 265 },
+  name_to_handle_at: { x64: 303, arm64: 264 },
+  open_by_handle_at: { x64: 304, arm64: 265 },
   // large kernel attack surface
-  bpf: { x64: 321, arm64: 280 }, perf_event_open: { x64: 298, arm64: 241 }, userfaultfd: { x64: 323, arm64: 282 },
+  bpf: { x64: 321, arm64: 280 },
+  perf_event_open: { x64: 298, arm64: 241 },
+  userfaultfd: { x64: 323, arm64: 282 },
   fanotify_init: { x64: 300, arm64: 262 },
-  io_uring_setup: { x64: 425, arm64: 425 }, io_uring_enter: { x64: 426, arm64: 426 }, io_uring_register: { x64: 427, arm64: 427 },
+  io_uring_setup: { x64: 425, arm64: 425 },
+  io_uring_enter: { x64: 426, arm64: 426 },
+  io_uring_register: { x64: 427, arm64: 427 },
 };
 
 /** CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET. */
@@ -82,11 +119,14 @@ type Insn = { code: number; k: number; jt?: Target; jf?: Target; label?: string 
 
 /** The syscalls the filter refuses outright on `arch`, name → number (clone and unshare only with namespace flags; clone3 ENOSYS). */
 export function deniedSyscalls(arch: SeccompArch): Record<string, number> {
-  return Object.fromEntries(Object.entries(DENIED).flatMap(([name, nr]) => (nr[arch] === undefined ? [] : [[name, nr[arch]]])));
+  return Object.fromEntries(
+    Object.entries(DENIED).flatMap(([name, nr]) => (nr[arch] === undefined ? [] : [[name, nr[arch]]])),
+  );
 }
 
 /** True when this machine's architecture has a table above. */
-export const seccompArch = (nodeArch: string = process.arch): SeccompArch | undefined => (nodeArch === 'x64' || nodeArch === 'arm64' ? nodeArch : undefined);
+export const seccompArch = (nodeArch: string = process.arch): SeccompArch | undefined =>
+  nodeArch === 'x64' || nodeArch === 'arm64' ? nodeArch : undefined;
 
 /** The compiled filter for `arch`: an array of struct sock_filter {u16 code; u8 jt; u8 jf; u32 k}, as bwrap's --seccomp reads it. */
 export function seccompProgram(arch: SeccompArch): Buffer {
@@ -99,7 +139,8 @@ export function seccompProgram(arch: SeccompArch): Buffer {
   if (x32Bit !== undefined) insns.push({ code: JGE_K, k: x32Bit, jt: 'deny', jf: 'next' });
   for (const nr of Object.values(deniedSyscalls(arch))) insns.push({ code: JEQ_K, k: nr, jt: 'deny', jf: 'next' });
   insns.push({ code: JEQ_K, k: CLONE3[arch], jt: 'enosys', jf: 'next' });
-  for (const [name, nr] of Object.entries(FLAG_CHECKED)) insns.push({ code: JEQ_K, k: nr[arch], jt: `flags:${name}`, jf: 'next' });
+  for (const [name, nr] of Object.entries(FLAG_CHECKED))
+    insns.push({ code: JEQ_K, k: nr[arch], jt: `flags:${name}`, jf: 'next' });
   insns.push({ code: RET_K, k: RET_ALLOW });
   // Classic BPF only jumps forward: the flag checks come before the shared returns.
   for (const [name, { mask }] of Object.entries(FLAG_CHECKED)) {
@@ -118,7 +159,8 @@ function assemble(insns: Insn[]): Buffer {
   const offset = (from: number, target: Target | undefined): number => {
     if (target === undefined || target === 'next') return 0;
     const to = at.get(target);
-    if (to === undefined || to <= from || to - from - 1 > 255) throw new Error(`seccomp: cannot jump from ${from} to ${target}`);
+    if (to === undefined || to <= from || to - from - 1 > 255)
+      throw new Error(`seccomp: cannot jump from ${from} to ${target}`);
     return to - from - 1;
   };
   const out = Buffer.alloc(insns.length * 8);

@@ -28,7 +28,11 @@ export function createApiKeyRepo(db: Db) {
       return row;
     },
     async get(id: string): Promise<ApiKeyRow | undefined> {
-      const [row] = await db.select().from(apiKeys).where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt))).limit(1);
+      const [row] = await db
+        .select()
+        .from(apiKeys)
+        .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+        .limit(1);
       return row;
     },
     /** Active keys of a workspace, newest first. */
@@ -36,7 +40,13 @@ export function createApiKeyRepo(db: Db) {
       return db
         .select()
         .from(apiKeys)
-        .where(and(eq(apiKeys.workspaceId, workspaceId), isNull(apiKeys.revokedAt), opts.beforeId ? lt(apiKeys.id, opts.beforeId) : undefined))
+        .where(
+          and(
+            eq(apiKeys.workspaceId, workspaceId),
+            isNull(apiKeys.revokedAt),
+            opts.beforeId ? lt(apiKeys.id, opts.beforeId) : undefined,
+          ),
+        )
         .orderBy(desc(apiKeys.id))
         .limit(opts.limit);
     },

@@ -52,7 +52,11 @@ export function createDatastoreRepo(db: Db) {
       return db.select().from(datastores).orderBy(datastores.id);
     },
     async update(id: string, patch: Partial<DatastoreInsert>): Promise<DatastoreRow | undefined> {
-      const [row] = await db.update(datastores).set({ ...patch, updatedAt: new Date() }).where(eq(datastores.id, id)).returning();
+      const [row] = await db
+        .update(datastores)
+        .set({ ...patch, updatedAt: new Date() })
+        .where(eq(datastores.id, id))
+        .returning();
       return row;
     },
     async delete(id: string): Promise<boolean> {

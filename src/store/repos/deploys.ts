@@ -9,7 +9,14 @@ export type SourceRow = typeof sources.$inferSelect;
 
 export const PENDING: DeployStatus[] = ['created', 'queued'];
 export const IN_PROGRESS: DeployStatus[] = ['build_in_progress', 'pre_deploy_in_progress', 'update_in_progress'];
-export const FINISHED: DeployStatus[] = ['live', 'deactivated', 'build_failed', 'pre_deploy_failed', 'update_failed', 'canceled'];
+export const FINISHED: DeployStatus[] = [
+  'live',
+  'deactivated',
+  'build_failed',
+  'pre_deploy_failed',
+  'update_failed',
+  'canceled',
+];
 
 export interface DeployQuery {
   serviceId: string;
@@ -60,7 +67,12 @@ export function createDeployRepo(db: Db) {
      * Moves a deploy to `status` only if it is still in one of `from`: the compare-and-set
      * that keeps a cancel and the runner from both winning.
      */
-    async transition(id: string, from: DeployStatus[], status: DeployStatus, patch: Partial<typeof deploys.$inferInsert> = {}): Promise<DeployRow | undefined> {
+    async transition(
+      id: string,
+      from: DeployStatus[],
+      status: DeployStatus,
+      patch: Partial<typeof deploys.$inferInsert> = {},
+    ): Promise<DeployRow | undefined> {
       const now = new Date();
       const finished = FINISHED.includes(status) ? { finishedAt: now } : {};
       const [row] = await db
@@ -71,14 +83,23 @@ export function createDeployRepo(db: Db) {
       return row;
     },
     async update(id: string, patch: Partial<typeof deploys.$inferInsert>): Promise<void> {
-      await db.update(deploys).set({ ...patch, updatedAt: new Date() }).where(eq(deploys.id, id));
+      await db
+        .update(deploys)
+        .set({ ...patch, updatedAt: new Date() })
+        .where(eq(deploys.id, id));
     },
     /** Deploys of a service with an artifact on disk, newest first, except `keep`. */
     withArtifacts(serviceId: string, keep: string[]): Promise<DeployRow[]> {
       return db
         .select()
         .from(deploys)
-        .where(and(eq(deploys.serviceId, serviceId), eq(deploys.artifactDeleted, false), keep.length ? notInArray(deploys.id, keep) : undefined))
+        .where(
+          and(
+            eq(deploys.serviceId, serviceId),
+            eq(deploys.artifactDeleted, false),
+            keep.length ? notInArray(deploys.id, keep) : undefined,
+          ),
+        )
         .orderBy(desc(deploys.id));
     },
     async insertSource(row: typeof sources.$inferInsert): Promise<SourceRow> {
@@ -90,7 +111,13 @@ export function createDeployRepo(db: Db) {
       return row;
     },
     latestSource(serviceId: string): Promise<SourceRow | undefined> {
-      return db.select().from(sources).where(eq(sources.serviceId, serviceId)).orderBy(desc(sources.id)).limit(1).then((r) => r[0]);
+      return db
+        .select()
+        .from(sources)
+        .where(eq(sources.serviceId, serviceId))
+        .orderBy(desc(sources.id))
+        .limit(1)
+        .then((r) => r[0]);
     },
     listSources(serviceId: string): Promise<SourceRow[]> {
       return db.select().from(sources).where(eq(sources.serviceId, serviceId)).orderBy(desc(sources.id));

@@ -39,7 +39,11 @@ export function createEnvGroupRepo(db: Db) {
         .limit(q.limit);
     },
     async update(id: string, patch: Partial<typeof envGroups.$inferInsert>): Promise<EnvGroupRow | undefined> {
-      const [row] = await db.update(envGroups).set({ ...patch, updatedAt: new Date() }).where(eq(envGroups.id, id)).returning();
+      const [row] = await db
+        .update(envGroups)
+        .set({ ...patch, updatedAt: new Date() })
+        .where(eq(envGroups.id, id))
+        .returning();
       return row;
     },
     async delete(id: string): Promise<void> {
@@ -50,7 +54,14 @@ export function createEnvGroupRepo(db: Db) {
       await db.insert(envGroupLinks).values({ groupId, serviceId }).onConflictDoNothing();
     },
     async unlink(groupId: string, serviceId: string): Promise<boolean> {
-      return (await db.delete(envGroupLinks).where(and(eq(envGroupLinks.groupId, groupId), eq(envGroupLinks.serviceId, serviceId))).returning({ g: envGroupLinks.groupId })).length > 0;
+      return (
+        (
+          await db
+            .delete(envGroupLinks)
+            .where(and(eq(envGroupLinks.groupId, groupId), eq(envGroupLinks.serviceId, serviceId)))
+            .returning({ g: envGroupLinks.groupId })
+        ).length > 0
+      );
     },
     /** The services linked to a group (Render's serviceLinks). */
     linkedServices(groupId: string) {

@@ -11,7 +11,10 @@ export function createEventRepo(db: Db) {
       await db.insert(events).values(row);
     },
     /** A service's (or a datastore's) events, newest first. */
-    list(about: { serviceId: string } | { datastoreId: string }, opts: { types?: string[]; startTime?: Date; endTime?: Date; beforeId?: string; limit: number }): Promise<EventRow[]> {
+    list(
+      about: { serviceId: string } | { datastoreId: string },
+      opts: { types?: string[]; startTime?: Date; endTime?: Date; beforeId?: string; limit: number },
+    ): Promise<EventRow[]> {
       return db
         .select()
         .from(events)

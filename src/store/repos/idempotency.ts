@@ -25,7 +25,12 @@ export function createIdempotencyRepo(db: Db) {
       await db.delete(idempotencyKeys).where(where(scope, key));
     },
     async deleteOlderThan(cutoff: Date): Promise<number> {
-      return (await db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, cutoff)).returning({ k: idempotencyKeys.key })).length;
+      return (
+        await db
+          .delete(idempotencyKeys)
+          .where(lt(idempotencyKeys.createdAt, cutoff))
+          .returning({ k: idempotencyKeys.key })
+      ).length;
     },
   };
 }

@@ -83,7 +83,11 @@ function patternSql(column: SQL, p: Pattern | undefined): SQL | undefined {
 }
 
 function whereSql(f: LogFilter, extra: SQL[]): SQL {
-  const list = (values: string[]) => sql.join(values.map((v) => sql`${v}`), sql`, `);
+  const list = (values: string[]) =>
+    sql.join(
+      values.map((v) => sql`${v}`),
+      sql`, `,
+    );
   const parts = [
     sql`workspace_id = ${f.workspaceId}`,
     f.resourceIds?.length ? sql`resource_id in (${list(f.resourceIds)})` : undefined,
@@ -112,9 +116,21 @@ const storable = <T extends string | null | undefined>(v: T): T => (typeof v ===
  * thousands a second is much faster than spreads.
  */
 const draftRow = (e: NewLogEntry): LogRow => ({
-  id: 0, tsUs: e.timeMs * 1000, workspaceId: e.workspaceId, resourceId: e.resourceId, instanceId: e.instanceId ?? null, deployId: e.deployId ?? null,
-  type: e.type, level: e.level, message: storable(e.message), method: storable(e.method) ?? null, path: storable(e.path) ?? null,
-  statusCode: e.statusCode ?? null, host: storable(e.host) ?? null, durationMs: e.durationMs ?? null, bytes: e.bytes ?? null,
+  id: 0,
+  tsUs: e.timeMs * 1000,
+  workspaceId: e.workspaceId,
+  resourceId: e.resourceId,
+  instanceId: e.instanceId ?? null,
+  deployId: e.deployId ?? null,
+  type: e.type,
+  level: e.level,
+  message: storable(e.message),
+  method: storable(e.method) ?? null,
+  path: storable(e.path) ?? null,
+  statusCode: e.statusCode ?? null,
+  host: storable(e.host) ?? null,
+  durationMs: e.durationMs ?? null,
+  bytes: e.bytes ?? null,
 });
 
 /**
@@ -186,10 +202,14 @@ export function createLogRepo(db: Db, options: { queryTimeoutMs?: number } = {})
       });
     } catch (err) {
       if (pgCode(err) !== '57014') throw err;
-      throw new AppError('unavailable', `the log query did not finish within ${timeoutMs / 1000} s; narrow the time range or the filters`);
+      throw new AppError(
+        'unavailable',
+        `the log query did not finish within ${timeoutMs / 1000} s; narrow the time range or the filters`,
+      );
     }
   };
-  const maxId = async (): Promise<number> => Number((await rows(sql`select coalesce(max(id), 0)::text as id from logs`))[0]!.id);
+  const maxId = async (): Promise<number> =>
+    Number((await rows(sql`select coalesce(max(id), 0)::text as id from logs`))[0]!.id);
   /** Deletes the entries `where` picks and takes their bytes off log_sizes, in one statement; returns how many went. */
   const deleteCounted = async (where: SQL) => {
     const [r] = await rows(sql`
@@ -211,16 +231,22 @@ export function createLogRepo(db: Db, options: { queryTimeoutMs?: number } = {})
      * PGlite has one connection and no concurrent writer: the statement alone is enough, and a
      * statement costs there about what a whole batch costs.
      */
-    async insertBatch(entries: NewLogEntry[], offsets: Array<{ stream: string; offset: number }>, shared: boolean): Promise<LogRow[]> {
+    async insertBatch(
+      entries: NewLogEntry[],
+      offsets: Array<{ stream: string; offset: number }>,
+      shared: boolean,
+    ): Promise<LogRow[]> {
       if (!entries.length && !offsets.length) return [];
       const drafts = entries.map(draftRow);
       const write = async (t: Db) => {
-        return rowsOf(await t.execute(insertSql(drafts, offsets))).map((r) => {
-          const row = drafts[Number(r.i) - 1]!;
-          row.id = Number(r.id);
-          row.tsUs = Number(r.tsUs);
-          return row;
-        }).sort((a, b) => a.id - b.id);
+        return rowsOf(await t.execute(insertSql(drafts, offsets)))
+          .map((r) => {
+            const row = drafts[Number(r.i) - 1]!;
+            row.id = Number(r.id);
+            row.tsUs = Number(r.tsUs);
+            return row;
+          })
+          .sort((a, b) => a.id - b.id);
       };
       if (!shared) return write(db);
       return db.transaction(async (tx) => {
@@ -232,7 +258,9 @@ export function createLogRepo(db: Db, options: { queryTimeoutMs?: number } = {})
       });
     },
     /** Instances whose output is collected: running ones, and those stopped in the last hour (their last lines). */
-    async tailable(): Promise<Array<{ instanceId: string; serviceId: string; workspaceId: string; deployId: string; active: boolean }>> {
+    async tailable(): Promise<
+      Array<{ instanceId: string; serviceId: string; workspaceId: string; deployId: string; active: boolean }>
+    > {
       return (await rows(sql`select i.id as "instanceId", i.service_id as "serviceId", s.workspace_id as "workspaceId", i.deploy_id as "deployId",
           i.status in ('starting', 'running') as active
         from instances i join services s on s.id = i.service_id
@@ -240,25 +268,48 @@ export function createLogRepo(db: Db, options: { queryTimeoutMs?: number } = {})
     },
     async offsets(streams: string[]): Promise<Map<string, number>> {
       if (!streams.length) return new Map();
-      const found = await rows(sql`select stream, "offset"::text as "offset" from log_offsets where stream in (${sql.join(streams.map((s) => sql`${s}`), sql`, `)})`);
+      const found = await rows(
+        sql`select stream, "offset"::text as "offset" from log_offsets where stream in (${sql.join(
+          streams.map((s) => sql`${s}`),
+          sql`, `,
+        )})`,
+      );
       return new Map(found.map((r) => [r.stream as string, Number(r.offset)]));
     },
     /** Keyset page on (timestamp) within [startUs, endUs]; newest first when backward. */
-    async page(f: LogFilter, opts: { startUs: number; endUs: number; backward: boolean; limit: number }): Promise<LogRow[]> {
+    async page(
+      f: LogFilter,
+      opts: { startUs: number; endUs: number; backward: boolean; limit: number },
+    ): Promise<LogRow[]> {
       const range = [sql`timestamp >= ${usToTimestamp(opts.startUs)}`, sql`timestamp <= ${usToTimestamp(opts.endUs)}`];
       // logs.id, not id: a bare name in ORDER BY means the output column, which is id::text.
       const order = opts.backward ? sql`logs.timestamp desc, logs.id desc` : sql`logs.timestamp asc, logs.id asc`;
-      return (await limitedRows(sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${whereSql(f, range)} order by ${order} limit ${opts.limit}`)).map(toRow);
+      return (
+        await limitedRows(
+          sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${whereSql(f, range)} order by ${order} limit ${opts.limit}`,
+        )
+      ).map(toRow);
     },
     /** Entries after `afterId` in id order, optionally filtered (the live tail and resumes). */
     async after(afterId: number, limit: number, f?: LogFilter & { startUs?: number }): Promise<LogRow[]> {
       const extra = [sql`id > ${afterId}`, ...(f?.startUs ? [sql`timestamp >= ${usToTimestamp(f.startUs)}`] : [])];
-      if (!f) return (await rows(sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${sql.join(extra, sql` and `)} order by logs.id limit ${limit}`)).map(toRow);
-      return (await limitedRows(sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${whereSql(f, extra)} order by logs.id limit ${limit}`)).map(toRow);
+      if (!f)
+        return (
+          await rows(
+            sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${sql.join(extra, sql` and `)} order by logs.id limit ${limit}`,
+          )
+        ).map(toRow);
+      return (
+        await limitedRows(
+          sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${whereSql(f, extra)} order by logs.id limit ${limit}`,
+        )
+      ).map(toRow);
     },
     /** The id just before the first entry at or after `us` (where a replay from a time starts). */
     async idBefore(us: number): Promise<number> {
-      const [r] = await rows(sql`select id::text as id from logs where timestamp >= ${usToTimestamp(us)} order by logs.timestamp, logs.id limit 1`);
+      const [r] = await rows(
+        sql`select id::text as id from logs where timestamp >= ${usToTimestamp(us)} order by logs.timestamp, logs.id limit 1`,
+      );
       return r ? Number(r.id) - 1 : maxId();
     },
     maxId,

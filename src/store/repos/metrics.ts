@@ -57,7 +57,14 @@ export function createMetricRepo(db: Db) {
      * a roll-up deletes what it summarises, so each instant is in exactly one of them, and older
      * ranges come from the roll-ups.
      */
-    async buckets(q: { serviceId: string; column: SeriesColumn; method: Aggregation; start: Date; end: Date; resolutionSeconds: number }): Promise<BucketRow[]> {
+    async buckets(q: {
+      serviceId: string;
+      column: SeriesColumn;
+      method: Aggregation;
+      start: Date;
+      end: Date;
+      resolutionSeconds: number;
+    }): Promise<BucketRow[]> {
       const routerRows = isCounter(q.column);
       const result = await db.execute(sql`
         select instance_id, bucket, ${aggregate(q.column, q.method)}::float8 as value
@@ -72,7 +79,11 @@ export function createMetricRepo(db: Db) {
         order by bucket, instance_id nulls first`);
       return rowsOf(result)
         .filter((r) => r.value !== null)
-        .map((r) => ({ instanceId: (r.instance_id as string | null) ?? null, bucket: new Date(r.bucket as string), value: Number(r.value) }));
+        .map((r) => ({
+          instanceId: (r.instance_id as string | null) ?? null,
+          bucket: new Date(r.bucket as string),
+          value: Number(r.value),
+        }));
     },
 
     /** The newest raw sample of each instance of a service taken after `since`. */
@@ -84,8 +95,11 @@ export function createMetricRepo(db: Db) {
           and instance_id not like ${`%${ROUTER_SUFFIX}`}
         order by instance_id, "timestamp" desc`);
       return rowsOf(result).map((r) => ({
-        instanceId: r.instance_id as string, timestamp: new Date(r.timestamp as string), cpuPercent: Number(r.cpu_percent),
-        memoryBytes: Number(r.memory_bytes), cgroupMemoryBytes: r.cgroup_memory_bytes === null ? null : Number(r.cgroup_memory_bytes),
+        instanceId: r.instance_id as string,
+        timestamp: new Date(r.timestamp as string),
+        cpuPercent: Number(r.cpu_percent),
+        memoryBytes: Number(r.memory_bytes),
+        cgroupMemoryBytes: r.cgroup_memory_bytes === null ? null : Number(r.cgroup_memory_bytes),
       }));
     },
 

@@ -60,7 +60,11 @@ export function createProjectRepo(db: Db) {
         .limit(q.limit);
     },
     async updateProject(id: string, patch: Partial<typeof projects.$inferInsert>): Promise<ProjectRow | undefined> {
-      const [row] = await db.update(projects).set({ ...patch, updatedAt: new Date() }).where(eq(projects.id, id)).returning();
+      const [row] = await db
+        .update(projects)
+        .set({ ...patch, updatedAt: new Date() })
+        .where(eq(projects.id, id))
+        .returning();
       return row;
     },
     /** Deletes the project; its environments go with it (foreign key cascade). */
@@ -121,7 +125,11 @@ export function createProjectRepo(db: Db) {
       return out;
     },
     async updateEnvironment(id: string, patch: Partial<EnvironmentInsert>): Promise<EnvironmentRow | undefined> {
-      const [row] = await db.update(environments).set({ ...patch, updatedAt: new Date() }).where(eq(environments.id, id)).returning();
+      const [row] = await db
+        .update(environments)
+        .set({ ...patch, updatedAt: new Date() })
+        .where(eq(environments.id, id))
+        .returning();
       return row;
     },
     async deleteEnvironment(id: string): Promise<void> {
@@ -130,11 +138,24 @@ export function createProjectRepo(db: Db) {
 
     /** What each environment holds: three queries for any number of environments. */
     async resourcesOf(environmentIds: string[]): Promise<Map<string, EnvironmentResources>> {
-      const out = new Map(environmentIds.map((id): [string, EnvironmentResources] => [id, { serviceIds: [], envGroupIds: [], postgresIds: [], keyValueIds: [] }]));
+      const out = new Map(
+        environmentIds.map((id): [string, EnvironmentResources] => [
+          id,
+          { serviceIds: [], envGroupIds: [], postgresIds: [], keyValueIds: [] },
+        ]),
+      );
       if (!environmentIds.length) return out;
       const [svc, groups, stores] = await Promise.all([
-        db.select({ id: services.id, env: services.environmentId }).from(services).where(inArray(services.environmentId, environmentIds)).orderBy(asc(services.id)),
-        db.select({ id: envGroups.id, env: envGroups.environmentId }).from(envGroups).where(inArray(envGroups.environmentId, environmentIds)).orderBy(asc(envGroups.id)),
+        db
+          .select({ id: services.id, env: services.environmentId })
+          .from(services)
+          .where(inArray(services.environmentId, environmentIds))
+          .orderBy(asc(services.id)),
+        db
+          .select({ id: envGroups.id, env: envGroups.environmentId })
+          .from(envGroups)
+          .where(inArray(envGroups.environmentId, environmentIds))
+          .orderBy(asc(envGroups.id)),
         db
           .select({ id: datastores.id, env: datastores.environmentId, kind: datastores.kind })
           .from(datastores)
@@ -150,25 +171,41 @@ export function createProjectRepo(db: Db) {
     async countResources(environmentIds: string[]): Promise<number> {
       if (!environmentIds.length) return 0;
       const counts = await Promise.all(
-        Object.values(TABLES).map((t) => db.select({ n: count() }).from(t).where(inArray(t.environmentId, environmentIds))),
+        Object.values(TABLES).map((t) =>
+          db.select({ n: count() }).from(t).where(inArray(t.environmentId, environmentIds)),
+        ),
       );
       return counts.reduce((sum, [row]) => sum + Number(row?.n ?? 0), 0);
     },
     /** The rows of `table` with these ids: their workspace, environment (and a datastore's kind). */
-    findResources(table: ResourceTable, ids: string[]): Promise<Array<{ id: string; workspaceId: string; environmentId: string | null; kind?: string }>> {
+    findResources(
+      table: ResourceTable,
+      ids: string[],
+    ): Promise<Array<{ id: string; workspaceId: string; environmentId: string | null; kind?: string }>> {
       if (!ids.length) return Promise.resolve([]);
       if (table === 'datastores') {
         const d = datastores;
-        return db.select({ id: d.id, workspaceId: d.workspaceId, environmentId: d.environmentId, kind: d.kind }).from(d).where(inArray(d.id, ids));
+        return db
+          .select({ id: d.id, workspaceId: d.workspaceId, environmentId: d.environmentId, kind: d.kind })
+          .from(d)
+          .where(inArray(d.id, ids));
       }
       const t = TABLES[table];
-      return db.select({ id: t.id, workspaceId: t.workspaceId, environmentId: t.environmentId }).from(t).where(inArray(t.id, ids));
+      return db
+        .select({ id: t.id, workspaceId: t.workspaceId, environmentId: t.environmentId })
+        .from(t)
+        .where(inArray(t.id, ids));
     },
     /**
      * Puts the rows in `environmentId`, or (null) takes them out of `from`: a row in another
      * environment than `from` is left where it is.
      */
-    async setEnvironment(table: ResourceTable, ids: string[], environmentId: string | null, from?: string): Promise<void> {
+    async setEnvironment(
+      table: ResourceTable,
+      ids: string[],
+      environmentId: string | null,
+      from?: string,
+    ): Promise<void> {
       if (!ids.length) return;
       const t = TABLES[table];
       await db

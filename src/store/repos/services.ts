@@ -56,10 +56,17 @@ export function createServiceRepo(db: Db) {
     },
     /** Services that should be running: not suspended and with a live deploy. */
     listRunnable(): Promise<ServiceRow[]> {
-      return db.select().from(services).where(sql`${services.liveDeployId} is not null`);
+      return db
+        .select()
+        .from(services)
+        .where(sql`${services.liveDeployId} is not null`);
     },
     async update(id: string, patch: Partial<ServiceInsert>): Promise<ServiceRow | undefined> {
-      const [row] = await db.update(services).set({ ...patch, updatedAt: new Date() }).where(eq(services.id, id)).returning();
+      const [row] = await db
+        .update(services)
+        .set({ ...patch, updatedAt: new Date() })
+        .where(eq(services.id, id))
+        .returning();
       return row;
     },
     async delete(id: string): Promise<void> {

@@ -58,7 +58,9 @@ export interface UsageTotalRow {
 
 const date = (v: unknown) => (v instanceof Date ? v : new Date(v as string));
 const lastOf = (r: Record<string, unknown>): LastStretch | undefined =>
-  r.last_end === null || r.last_end === undefined ? undefined : { endedAt: date(r.last_end), closed: r.last_closed === true };
+  r.last_end === null || r.last_end === undefined
+    ? undefined
+    : { endedAt: date(r.last_end), closed: r.last_closed === true };
 
 /** The latest stretch of `source` of `kind`: one probe of the unique (source_id, kind, started_at) index. */
 const lateral = (source: ReturnType<typeof sql.raw>, kind: UsageKind) => sql`
@@ -73,7 +75,11 @@ export function createUsageRepo(db: Db) {
     /** Appends stretches; one that is already there (same source, kind and start) is skipped. Returns how many were new. */
     async append(rows: UsageInsert[]): Promise<number> {
       if (rows.length === 0) return 0;
-      const inserted = await db.insert(usageEntries).values(rows).onConflictDoNothing().returning({ id: usageEntries.id });
+      const inserted = await db
+        .insert(usageEntries)
+        .values(rows)
+        .onConflictDoNothing()
+        .returning({ id: usageEntries.id });
       return inserted.length;
     },
 
@@ -83,7 +89,10 @@ export function createUsageRepo(db: Db) {
       if (sourceIds.length === 0) return out;
       const result = await db.execute(sql`
         select s.id, u.last_end, u.last_closed
-        from (values ${sql.join(sourceIds.map((id) => sql`(${id}::text)`), sql`, `)}) as s(id)
+        from (values ${sql.join(
+          sourceIds.map((id) => sql`(${id}::text)`),
+          sql`, `,
+        )}) as s(id)
         ${lateral(sql.raw('s.id'), kind)}`);
       for (const r of rowsOf(result)) {
         const last = lastOf(r);
@@ -109,9 +118,16 @@ export function createUsageRepo(db: Db) {
               and (u.last_end is null or u.last_end < i.stopped_at)
               and not coalesce(u.last_closed and u.last_end >= i.started_at, false)))`);
       return rowsOf(result).map((r) => ({
-        id: r.id as string, serviceId: r.service_id as string, workspaceId: r.workspace_id as string, plan: r.plan as string,
-        status: r.status as string, pid: r.pid === null ? null : Number(r.pid), startTime: (r.start_time as string | null) ?? null,
-        startedAt: date(r.started_at), stoppedAt: r.stopped_at === null ? null : date(r.stopped_at), last: lastOf(r),
+        id: r.id as string,
+        serviceId: r.service_id as string,
+        workspaceId: r.workspace_id as string,
+        plan: r.plan as string,
+        status: r.status as string,
+        pid: r.pid === null ? null : Number(r.pid),
+        startTime: (r.start_time as string | null) ?? null,
+        startedAt: date(r.started_at),
+        stoppedAt: r.stopped_at === null ? null : date(r.stopped_at),
+        last: lastOf(r),
       }));
     },
 
@@ -124,8 +140,12 @@ export function createUsageRepo(db: Db) {
         ${lateral(sql.raw('d.id'), 'build_seconds')}
         where d.status = 'build_in_progress' and d.started_at is not null`);
       return rowsOf(result).map((r) => ({
-        id: r.id as string, serviceId: r.service_id as string, workspaceId: r.workspace_id as string, plan: r.plan as string,
-        startedAt: date(r.started_at), last: lastOf(r),
+        id: r.id as string,
+        serviceId: r.service_id as string,
+        workspaceId: r.workspace_id as string,
+        plan: r.plan as string,
+        startedAt: date(r.started_at),
+        last: lastOf(r),
       }));
     },
 
@@ -136,8 +156,13 @@ export function createUsageRepo(db: Db) {
         from datastores d
         ${lateral(sql.raw('d.id'), 'datastore_seconds')}`);
       return rowsOf(result).map((r) => ({
-        id: r.id as string, workspaceId: r.workspace_id as string, plan: r.plan as string, suspended: r.suspended === true,
-        createdAt: date(r.created_at), updatedAt: date(r.updated_at), last: lastOf(r),
+        id: r.id as string,
+        workspaceId: r.workspace_id as string,
+        plan: r.plan as string,
+        suspended: r.suspended === true,
+        createdAt: date(r.created_at),
+        updatedAt: date(r.updated_at),
+        last: lastOf(r),
       }));
     },
 
@@ -150,7 +175,12 @@ export function createUsageRepo(db: Db) {
       const start = q.start.toISOString();
       const end = q.end.toISOString();
       const scope = q.workspaceIds
-        ? q.workspaceIds.length ? sql`workspace_id in (${sql.join(q.workspaceIds.map((id) => sql`${id}`), sql`, `)}) and` : sql`false and`
+        ? q.workspaceIds.length
+          ? sql`workspace_id in (${sql.join(
+              q.workspaceIds.map((id) => sql`${id}`),
+              sql`, `,
+            )}) and`
+          : sql`false and`
         : sql``;
       const result = await db.execute(sql`
         select workspace_id, resource_id, kind, plan, sum(
@@ -163,7 +193,11 @@ export function createUsageRepo(db: Db) {
         group by workspace_id, resource_id, kind, plan
         order by workspace_id, resource_id, kind, plan`);
       return rowsOf(result).map((r) => ({
-        workspaceId: r.workspace_id as string, resourceId: r.resource_id as string, kind: r.kind as UsageKind, plan: r.plan as string, quantity: Number(r.quantity),
+        workspaceId: r.workspace_id as string,
+        resourceId: r.resource_id as string,
+        kind: r.kind as UsageKind,
+        plan: r.plan as string,
+        quantity: Number(r.quantity),
       }));
     },
 
@@ -178,10 +212,29 @@ export function createUsageRepo(db: Db) {
     },
 
     /** Workspaces of services (bandwidth is counted by service id). */
-    async serviceWorkspaces(ids: string[]): Promise<Map<string, { workspaceId: string; plan: string; createdAt: Date }>> {
+    async serviceWorkspaces(
+      ids: string[],
+    ): Promise<Map<string, { workspaceId: string; plan: string; createdAt: Date }>> {
       if (ids.length === 0) return new Map();
-      const rows = await db.select({ id: services.id, workspaceId: services.workspaceId, details: services.details, createdAt: services.createdAt }).from(services).where(inArray(services.id, ids));
-      return new Map(rows.map((r) => [r.id, { workspaceId: r.workspaceId, plan: ((r.details as { plan?: string }).plan ?? 'starter'), createdAt: r.createdAt }]));
+      const rows = await db
+        .select({
+          id: services.id,
+          workspaceId: services.workspaceId,
+          details: services.details,
+          createdAt: services.createdAt,
+        })
+        .from(services)
+        .where(inArray(services.id, ids));
+      return new Map(
+        rows.map((r) => [
+          r.id,
+          {
+            workspaceId: r.workspaceId,
+            plan: (r.details as { plan?: string }).plan ?? 'starter',
+            createdAt: r.createdAt,
+          },
+        ]),
+      );
     },
   };
 }

@@ -21,7 +21,12 @@ export function createWorkspaceRepo(db: Db) {
     db
       .select({ role: memberships.role })
       .from(memberships)
-      .where(and(eq(memberships.workspaceId, sql.placeholder('workspaceId')), eq(memberships.userId, sql.placeholder('userId'))))
+      .where(
+        and(
+          eq(memberships.workspaceId, sql.placeholder('workspaceId')),
+          eq(memberships.userId, sql.placeholder('userId')),
+        ),
+      )
       .limit(1)
       .prepare('membership_role'),
   );
@@ -41,19 +46,34 @@ export function createWorkspaceRepo(db: Db) {
         opts.onlyIds ? inArray(workspaces.id, opts.onlyIds) : undefined,
         opts.afterId ? gt(workspaces.id, opts.afterId) : undefined,
       ];
-      return selectWorkspaces().where(and(...conditions)).orderBy(asc(workspaces.id)).limit(opts.limit);
+      return selectWorkspaces()
+        .where(and(...conditions))
+        .orderBy(asc(workspaces.id))
+        .limit(opts.limit);
     },
     async roleOf(workspaceId: string, userId: string): Promise<Role | undefined> {
       const [row] = await roleQuery().execute({ workspaceId, userId });
       return row?.role;
     },
     async workspaceIdsOf(userId: string): Promise<string[]> {
-      const rows = await db.select({ id: memberships.workspaceId }).from(memberships).where(eq(memberships.userId, userId));
+      const rows = await db
+        .select({ id: memberships.workspaceId })
+        .from(memberships)
+        .where(eq(memberships.userId, userId));
       return rows.map((r) => r.id);
     },
-    listMembers(workspaceId: string, opts: { afterUserId?: string; onlyUserId?: string; limit: number }): Promise<MemberRow[]> {
+    listMembers(
+      workspaceId: string,
+      opts: { afterUserId?: string; onlyUserId?: string; limit: number },
+    ): Promise<MemberRow[]> {
       return db
-        .select({ userId: users.id, name: users.name, email: users.email, role: memberships.role, createdAt: memberships.createdAt })
+        .select({
+          userId: users.id,
+          name: users.name,
+          email: users.email,
+          role: memberships.role,
+          createdAt: memberships.createdAt,
+        })
         .from(memberships)
         .innerJoin(users, eq(users.id, memberships.userId))
         .where(

@@ -48,10 +48,14 @@ const SLIRP_READY_MS = 5000;
 async function runAll(commands: Command[]): Promise<void> {
   for (const cmd of commands) {
     const result = await run(cmd, { timeoutMs: 10_000 });
-    if (result.exitCode !== 0) throw new Error(`${[path.basename(cmd.file), ...cmd.args].join(' ')} failed: ${result.output.trim() || `exit ${result.exitCode}`}`);
+    if (result.exitCode !== 0)
+      throw new Error(
+        `${[path.basename(cmd.file), ...cmd.args].join(' ')} failed: ${result.output.trim() || `exit ${result.exitCode}`}`,
+      );
   }
 }
-const runQuietly = (commands: Command[]) => Promise.all(commands.map((cmd) => run(cmd, { timeoutMs: 10_000 }).catch(() => undefined)));
+const runQuietly = (commands: Command[]) =>
+  Promise.all(commands.map((cmd) => run(cmd, { timeoutMs: 10_000 }).catch(() => undefined)));
 
 function killSlirp(ref: ProcessRef | undefined): void {
   if (!ref || !isRunning(ref)) return;
@@ -66,12 +70,19 @@ function killSlirp(ref: ProcessRef | undefined): void {
  * Namespaces per instance and build, a bridge per workspace, slirp4netns per namespace for the way out. Slipway owns
  * every interface it creates here and removes it with the last namespace that needs it; it changes no other setting.
  */
-export function createNetworks(opts: { owner: string; cidr: string; tools: NetworkTools; stateDir?: string }): Networks {
+export function createNetworks(opts: {
+  owner: string;
+  cidr: string;
+  tools: NetworkTools;
+  stateDir?: string;
+}): Networks {
   const net = plan.parseSupernet(opts.cidr);
   const { tools, owner } = opts;
   const files = createLeaseFiles(opts.stateDir ?? DEFAULT_STATE_DIR);
   const serial = createSerial();
-  const resolvConf = files.writeResolvConf(plan.slirpResolvConf(existsSync('/etc/resolv.conf') ? readFileSync('/etc/resolv.conf', 'utf8') : ''));
+  const resolvConf = files.writeResolvConf(
+    plan.slirpResolvConf(existsSync('/etc/resolv.conf') ? readFileSync('/etc/resolv.conf', 'utf8') : ''),
+  );
   /** This owner's subnets and what is on them, loaded from the state dir (a restarted Slipway re-adopts them). */
   const subnets = new Map<string, { subnet: number; leases: Map<number, Lease>; last: number }>();
   const byId = new Map<string, { subnet: number; host: number }>();
@@ -83,7 +94,12 @@ export function createNetworks(opts: { owner: string; cidr: string; tools: Netwo
   async function startSlirp(ns: string, logPath: string): Promise<ProcessRef> {
     let pid: number;
     try {
-      pid = await spawnDetached(plan.slirpCommand(tools.slirp4netns, ns), { stdoutPath: logPath, stderrPath: logPath }, () => undefined, SLIRP_READY_MS);
+      pid = await spawnDetached(
+        plan.slirpCommand(tools.slirp4netns, ns),
+        { stdoutPath: logPath, stderrPath: logPath },
+        () => undefined,
+        SLIRP_READY_MS,
+      );
     } catch (err) {
       throw new Error(`slirp4netns gave namespace ${ns} no way out: ${(err as Error).message}`);
     }
@@ -91,7 +107,15 @@ export function createNetworks(opts: { owner: string; cidr: string; tools: Netwo
   }
 
   function rewriteHosts(subnet: number, leases: Map<number, Lease>) {
-    files.writeHosts(subnet, plan.hostsFile([...leases].map(([host, lease]) => ({ address: plan.hostAddress(net, subnet, host), hostnames: lease.hostnames }))));
+    files.writeHosts(
+      subnet,
+      plan.hostsFile(
+        [...leases].map(([host, lease]) => ({
+          address: plan.hostAddress(net, subnet, host),
+          hostnames: lease.hostnames,
+        })),
+      ),
+    );
   }
 
   async function subnetFor(workspaceId: string) {
@@ -153,7 +177,12 @@ export function createNetworks(opts: { owner: string; cidr: string; tools: Netwo
           throw err;
         }
         rewriteHosts(entry.subnet, entry.leases);
-        return { address: plan.hostAddress(net, entry.subnet, host), netnsPath: plan.netnsPath(ns), hostsFile: files.hostsPath(entry.subnet), resolvConf };
+        return {
+          address: plan.hostAddress(net, entry.subnet, host),
+          netnsPath: plan.netnsPath(ns),
+          hostsFile: files.hostsPath(entry.subnet),
+          resolvConf,
+        };
       }),
 
     async attachBuild() {
@@ -185,8 +214,10 @@ export function createNetworks(opts: { owner: string; cidr: string; tools: Netwo
 
     sweep: (keep, kind) =>
       serial(async () => {
-        const kindOf = (at: { subnet: number; host: number }) => [...subnets.values()].find((e) => e.subnet === at.subnet)?.leases.get(at.host)?.kind ?? 'instance';
-        for (const [id, at] of [...byId]) if ((kind === undefined || kindOf(at) === kind) && !keep(id)) await releaseLocked(id);
+        const kindOf = (at: { subnet: number; host: number }) =>
+          [...subnets.values()].find((e) => e.subnet === at.subnet)?.leases.get(at.host)?.kind ?? 'instance';
+        for (const [id, at] of [...byId])
+          if ((kind === undefined || kindOf(at) === kind) && !keep(id)) await releaseLocked(id);
         for (const [workspaceId, entry] of subnets) {
           if (entry.leases.size > 0) continue; // a bridge whose first namespace failed to come up
           await runQuietly([plan.bridgeDown(tools.ip, entry.subnet)]);
@@ -203,7 +234,11 @@ export function createNetworks(opts: { owner: string; cidr: string; tools: Netwo
 }
 
 /** Removes every namespace, bridge and slirp4netns of the Slipway whose data dir is `dataDir` (tests, after killing its apps). */
-export async function removeNetworksOf(dataDir: string, cidr: string, find: (name: string) => string | undefined): Promise<void> {
+export async function removeNetworksOf(
+  dataDir: string,
+  cidr: string,
+  find: (name: string) => string | undefined,
+): Promise<void> {
   const tools = { ip: find('ip'), slirp4netns: find('slirp4netns'), nsenter: find('nsenter') };
   if (!tools.ip || !tools.slirp4netns || !tools.nsenter || process.getuid?.() !== 0) return;
   await createNetworks({ owner: path.resolve(dataDir), cidr, tools: tools as NetworkTools }).sweep(() => false);
@@ -213,8 +248,11 @@ export async function removeNetworksOf(dataDir: string, cidr: string, find: (nam
 export async function detectNetworkTools(find: (name: string) => string | undefined): Promise<NetworkTools | string> {
   if (process.getuid?.() !== 0) return 'Slipway is not running as root, so it cannot create network namespaces';
   const tools = { ip: find('ip'), slirp4netns: find('slirp4netns'), nsenter: find('nsenter') };
-  const missing = Object.entries(tools).filter(([, file]) => !file).map(([name]) => name);
-  if (missing.length > 0) return `${missing.join(', ')} not found (Debian: ${missing.map((m) => (m === 'ip' ? 'iproute2' : m === 'nsenter' ? 'util-linux' : m)).join(', ')})`;
+  const missing = Object.entries(tools)
+    .filter(([, file]) => !file)
+    .map(([name]) => name);
+  if (missing.length > 0)
+    return `${missing.join(', ')} not found (Debian: ${missing.map((m) => (m === 'ip' ? 'iproute2' : m === 'nsenter' ? 'util-linux' : m)).join(', ')})`;
   const probe = `slwp-${randomBytes(4).toString('hex')}`;
   const made = await run({ file: tools.ip!, args: ['netns', 'add', probe], env: {} }, { timeoutMs: 10_000 });
   await run({ file: tools.ip!, args: ['netns', 'del', probe], env: {} }, { timeoutMs: 10_000 });

@@ -1,4 +1,16 @@
-import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync, closeSync, fstatSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+  closeSync,
+  fstatSync,
+} from 'node:fs';
 import path from 'node:path';
 import { FIRST_HOST, LAST_HOST, SUBNETS } from './plan.js';
 
@@ -84,7 +96,8 @@ export function createLeaseFiles(stateDir: string) {
       return found;
     },
 
-    writeLease: (subnet: number, host: number, lease: Lease) => writeFileSync(leaseFile(subnet, host), JSON.stringify(lease)),
+    writeLease: (subnet: number, host: number, lease: Lease) =>
+      writeFileSync(leaseFile(subnet, host), JSON.stringify(lease)),
     removeLease(subnet: number, host: number) {
       rmSync(leaseFile(subnet, host), { force: true });
       rmSync(path.join(subnetDir(subnet), 'leases', `${host}.slirp.log`), { force: true });
@@ -128,7 +141,10 @@ export function createLeaseFiles(stateDir: string) {
     ownedBuilds: (owner: string) =>
       safeList(buildsDir)
         .filter((f) => f.endsWith('.json'))
-        .map((f) => ({ name: f.slice(0, -5), ...readJson<{ owner: string; slirp?: ProcessRef }>(path.join(buildsDir, f)) }))
+        .map((f) => ({
+          name: f.slice(0, -5),
+          ...readJson<{ owner: string; slirp?: ProcessRef }>(path.join(buildsDir, f)),
+        }))
         .filter((b) => b.owner === owner),
   };
 }

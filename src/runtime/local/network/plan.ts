@@ -17,9 +17,11 @@ export function parseSupernet(cidr: string): Supernet {
   const m = /^(\d{1,3})\.(\d{1,3})\.0\.0\/16$/.exec(cidr.trim());
   const a = Number(m?.[1]);
   const b = Number(m?.[2]);
-  if (!m || a > 255 || b > 255) throw new Error(`SLIPWAY_NETWORK_CIDR must be a /16 such as 10.213.0.0/16, got ${JSON.stringify(cidr)}`);
+  if (!m || a > 255 || b > 255)
+    throw new Error(`SLIPWAY_NETWORK_CIDR must be a /16 such as 10.213.0.0/16, got ${JSON.stringify(cidr)}`);
   // Loopback (the host's own table would win over the bridge), "this network", link-local, multicast and reserved.
-  if (a === 0 || a === 127 || (a === 169 && b === 254) || a >= 224) throw new Error(`SLIPWAY_NETWORK_CIDR cannot be ${cidr}: pick a private range such as 10.213.0.0/16`);
+  if (a === 0 || a === 127 || (a === 169 && b === 254) || a >= 224)
+    throw new Error(`SLIPWAY_NETWORK_CIDR cannot be ${cidr}: pick a private range such as 10.213.0.0/16`);
   return { prefix: [a, b], cidr: `${a}.${b}.0.0/16` };
 }
 
@@ -32,7 +34,8 @@ export const bridgeName = (subnet: number) => `slwbr${subnet}`;
 export const vethName = (subnet: number, host: number) => `slwv${subnet}x${host}`;
 export const instanceNetns = (subnet: number, host: number) => `slw-${subnet}-${host}`;
 export const netnsPath = (name: string) => `/run/netns/${name}`;
-export const hostAddress = (net: Supernet, subnet: number, host: number) => `${net.prefix[0]}.${net.prefix[1]}.${subnet}.${host}`;
+export const hostAddress = (net: Supernet, subnet: number, host: number) =>
+  `${net.prefix[0]}.${net.prefix[1]}.${subnet}.${host}`;
 export const gatewayAddress = (net: Supernet, subnet: number) => hostAddress(net, subnet, 1);
 
 const ip = (ipPath: string, ...args: string[]): Command => ({ file: ipPath, args, env: {} });
@@ -47,7 +50,13 @@ const ipBatch = (ipPath: string, ns: string | undefined, lines: string[][]): Com
 /** The workspace's bridge, with the host's address on it (layer 2 only: nothing is routed through the host). */
 export function bridgeUp(ipPath: string, net: Supernet, subnet: number): Command[] {
   const br = bridgeName(subnet);
-  return [ipBatch(ipPath, undefined, [['link', 'add', br, 'type', 'bridge'], ['addr', 'add', `${gatewayAddress(net, subnet)}/24`, 'dev', br], ['link', 'set', br, 'up']])];
+  return [
+    ipBatch(ipPath, undefined, [
+      ['link', 'add', br, 'type', 'bridge'],
+      ['addr', 'add', `${gatewayAddress(net, subnet)}/24`, 'dev', br],
+      ['link', 'set', br, 'up'],
+    ]),
+  ];
 }
 
 export const linkDel = (ipPath: string, name: string): Command => ip(ipPath, 'link', 'del', name);
@@ -67,14 +76,25 @@ export function instanceUp(ipPath: string, net: Supernet, subnet: number, host: 
       ['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns],
       ['link', 'set', veth, 'master', bridgeName(subnet), 'up'],
     ]),
-    ipBatch(ipPath, ns, [['addr', 'add', `${hostAddress(net, subnet, host)}/24`, 'dev', 'eth0'], ['link', 'set', 'eth0', 'up'], ...isolation(net)]),
+    ipBatch(ipPath, ns, [
+      ['addr', 'add', `${hostAddress(net, subnet, host)}/24`, 'dev', 'eth0'],
+      ['link', 'set', 'eth0', 'up'],
+      ...isolation(net),
+    ]),
   ];
 }
 
 /** What every namespace gets: loopback up; the supernet unreachable, and link-local (cloud metadata credentials at 169.254.169.254). */
-const isolation = (net: Supernet) => [['link', 'set', 'lo', 'up'], ['route', 'add', 'unreachable', net.cidr], ['route', 'add', 'unreachable', '169.254.0.0/16']];
+const isolation = (net: Supernet) => [
+  ['link', 'set', 'lo', 'up'],
+  ['route', 'add', 'unreachable', net.cidr],
+  ['route', 'add', 'unreachable', '169.254.0.0/16'],
+];
 /** A namespace with no interface but loopback (a build's, before slirp4netns gives it a way out). */
-export const isolatedNetns = (ipPath: string, ns: string, net: Supernet): Command[] => [ip(ipPath, 'netns', 'add', ns), ipBatch(ipPath, ns, isolation(net))];
+export const isolatedNetns = (ipPath: string, ns: string, net: Supernet): Command[] => [
+  ip(ipPath, 'netns', 'add', ns),
+  ipBatch(ipPath, ns, isolation(net)),
+];
 
 /** Deleting the namespace destroys the veth inside it, and with it the host's end. */
 export const netnsDel = (ipPath: string, ns: string): Command => ip(ipPath, 'netns', 'del', ns);
@@ -87,7 +107,16 @@ export const netnsDel = (ipPath: string, ns: string): Command => ip(ipPath, 'net
 export const slirpCommand = (slirpPath: string, ns: string): Command => ({
   file: slirpPath,
   // --ready-fd: it writes there once the namespace has its address and default route.
-  args: ['--configure', '--mtu=65520', '--disable-host-loopback', '--enable-seccomp', '--ready-fd=3', '--netns-type=path', netnsPath(ns), 'tap0'],
+  args: [
+    '--configure',
+    '--mtu=65520',
+    '--disable-host-loopback',
+    '--enable-seccomp',
+    '--ready-fd=3',
+    '--netns-type=path',
+    netnsPath(ns),
+    'tap0',
+  ],
   env: {},
 });
 
