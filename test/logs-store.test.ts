@@ -115,7 +115,7 @@ describe('GET /v1/logs', () => {
 
   it('keeps lines in order and pages with nextStartTime/nextEndTime, no gaps or repeats', async () => {
     const seen: number[] = [];
-    let query = `resource=${serviceId}&text=out&direction=forward&limit=37`;
+    const query = `resource=${serviceId}&text=out&direction=forward&limit=37`;
     let start = since;
     const end = new Date().toISOString();
     for (let page = 0; page < 6; page++) {

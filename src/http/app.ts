@@ -76,7 +76,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     // Above the longest path parameter a schema allows (env var keys: 256), so the schema decides.
     routerOptions: { maxParamLength: 512 },
     // A malformed %-escape or an over-long segment is refused by the router itself, before any hook.
-    frameworkErrors: sendFrameworkError,
+    frameworkErrors: (err, request, reply) => void sendFrameworkError(err, request, reply),
     clientErrorHandler: sendClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 

@@ -172,7 +172,9 @@ class SafeTree extends ArchiveBudget {
     let source: string | undefined;
     try {
       source = entryPath(target);
-    } catch {} // an absolute or escaping target is simply not an earlier file
+    } catch {
+      // an absolute or escaping target is simply not an earlier file
+    }
     const size = source === undefined ? undefined : this.files.get(source);
     if (source === undefined || size === undefined)
       throw reject(

@@ -183,9 +183,9 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
       await pass();
       const loop = async () => {
         await pass();
-        if (!closed) timer = setTimeout(loop, deps.checkMs);
+        if (!closed) timer = setTimeout(() => void loop(), deps.checkMs);
       };
-      timer = setTimeout(loop, deps.checkMs);
+      timer = setTimeout(() => void loop(), deps.checkMs);
     },
     /** Converges one datastore now (after an API change), in the background. */
     kick(id: string, opts: { restart?: boolean } = {}) {

@@ -50,7 +50,7 @@ export function registerTextInputCheck(app: FastifyInstance) {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
-    parseJson(request, text as string, (err, body) => {
+    void parseJson(request, text as string, (err, body) => {
       if (err || !ESCAPED_UNSTORABLE.test(text as string)) return done(err, body);
       const refused = refusal('body', body);
       return refused ? done(refused) : done(null, body);

@@ -72,15 +72,13 @@ export function sourceUploadRoutes(deps: HttpDeps) {
           service.autoDeploy === 'yes' && !service.suspenders.includes('user')
             ? await deps.engine.trigger(service, { trigger: 'new_commit', sourceId: source.id })
             : undefined;
-        return reply
-          .code(201)
-          .send({
-            id: source.id,
-            sha256: source.sha256,
-            sizeBytes: source.sizeBytes,
-            createdAt: source.createdAt.toISOString(),
-            ...(deploy ? { deployId: deploy.id } : {}),
-          });
+        return reply.code(201).send({
+          id: source.id,
+          sha256: source.sha256,
+          sizeBytes: source.sizeBytes,
+          createdAt: source.createdAt.toISOString(),
+          ...(deploy ? { deployId: deploy.id } : {}),
+        });
       },
     }),
   ];

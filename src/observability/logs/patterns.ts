@@ -53,7 +53,7 @@ export function regexProblem(source: string): string | undefined {
   const enterGroup = () =>
     ++depth > PATTERN_LIMITS.depth && refuse(`groups may be nested at most ${PATTERN_LIMITS.depth} deep`);
   visitRegExpAST(ast, {
-    onQuantifierEnter(q) {
+    onQuantifierEnter() {
       if (quantifiers++ > 0)
         refuse('nested quantifiers are not allowed: a repeated part must not contain *, +, ? or {n,m} itself');
     },

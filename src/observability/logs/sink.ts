@@ -32,7 +32,7 @@ export interface LogSinkDeps {
  */
 export function createLogSink(deps: LogSinkDeps) {
   let entries: NewLogEntry[] = [];
-  let offsets = new Map<string, number>();
+  const offsets = new Map<string, number>();
   let dropped = 0;
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> | undefined;

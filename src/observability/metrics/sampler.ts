@@ -95,7 +95,11 @@ export function createMetricsSampler(deps: SamplerDeps & { traffic: TrafficCount
         cgroupMemoryBytes: cgroupFile ? (readNumberFile(cgroupFile) ?? null) : null,
       });
     }
-    for (const id of previous.keys()) if (!seen.has(id)) (previous.delete(id), cgroupFiles.delete(id));
+    for (const id of previous.keys())
+      if (!seen.has(id)) {
+        previous.delete(id);
+        cgroupFiles.delete(id);
+      }
     for (const [serviceId, c] of deps.traffic.drain()) {
       rows.push({
         serviceId,
