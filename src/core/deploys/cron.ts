@@ -67,7 +67,7 @@ export function createCronRunner(deps: LoopDeps & Pick<EngineDeps, 'collectOutpu
     due.set(service.id, { schedule, at: nextCronRun(schedule, now) });
     if (running.has(service.id) || service.suspenders.length || !service.liveDeployId || deps.removing.has(service.id))
       return;
-    const live = await repos.deploys.get(service.liveDeployId);
+    const live = await repos.deploys.liveOf(service);
     if (!live) return;
     const run = await instances.runOnce(deps.releaseOf(service, live));
     running.set(service.id, run);

@@ -121,7 +121,7 @@ export function createDeployEngine(deps: EngineDeps) {
     if (removing.has(service.id)) return void routes.remove(service.slug);
     const details = service.details as ServiceDetails;
     if (service.suspenders.includes('user')) return routes.setSuspended(service.slug, service.id);
-    const live = deploy ?? (service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined);
+    const live = deploy ?? (await repos.deploys.liveOf(service));
     if (service.type === 'static_site') {
       if (live)
         return routes.setStatic(
@@ -163,7 +163,7 @@ export function createDeployEngine(deps: EngineDeps) {
     return withServiceLock(serviceId, async () => {
       const service = await repos.services.get(serviceId);
       if (!service || removing.has(serviceId)) throw new DeployFailure('canceled', 'the service was deleted');
-      const release = deploy ?? (service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined);
+      const release = deploy ?? (await repos.deploys.liveOf(service));
       if (!release) throw conflict('the service has no live deploy');
       const needsProcesses = service.type !== 'static_site' && service.type !== 'cron_job';
       const before = await instances.active({ serviceId });

@@ -16,7 +16,7 @@ export function createGarbageCollector(deps: {
   return async function collectGarbage(serviceId: string) {
     const service = await repos.services.get(serviceId);
     if (!service) return;
-    const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
+    const live = await repos.deploys.liveOf(service);
     const upcoming = await repos.deploys.inStatus([...PENDING, ...IN_PROGRESS], serviceId);
     const needed = [
       ...(live ? [live.artifactOf ?? live.id] : []),

@@ -71,7 +71,7 @@ export function createSupervisor(
       service.type === 'cron_job'
     )
       return;
-    const live = await repos.deploys.get(service.liveDeployId);
+    const live = await repos.deploys.liveOf(service);
     if (!live) return;
     const rows = (await instances.active({ deployId: live.id })).filter((r) => !deps.stopping.has(r.id));
     let changed = false;

@@ -55,10 +55,7 @@ export function deployRoutes(deps: HttpDeps) {
         const service = await loadService(deps, req, req.params.serviceId);
         const b = req.body ?? {};
         // deploy_only: reuse the live deploy's artifact (Render's "deploy without building").
-        const live =
-          b.deployMode === 'deploy_only' && service.liveDeployId
-            ? await repos.deploys.get(service.liveDeployId)
-            : undefined;
+        const live = b.deployMode === 'deploy_only' ? await repos.deploys.liveOf(service) : undefined;
         const deploy = live
           ? await engine.trigger(service, { trigger: 'api', artifactOf: live })
           : await engine.trigger(service, {

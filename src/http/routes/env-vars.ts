@@ -41,7 +41,7 @@ export function envVarRoutes(deps: HttpDeps) {
         // Group and service values are secrets: shown to admins and owners, masked for developers.
         const { role } = await deps.guard.resource(req, service.workspaceId, 'service');
         const reveal = role === 'owner' || role === 'admin';
-        const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
+        const live = await repos.deploys.liveOf(service);
         const resolved = new Map<string, { value: string; source: string }>();
         for (const [key, value] of Object.entries(platformEnv(service, live, urls)))
           if (value !== undefined) resolved.set(key, { value, source: 'platform' });
@@ -127,7 +127,7 @@ export function envVarRoutes(deps: HttpDeps) {
       },
       handler: async (req) => {
         const service = await loadService(deps, req, req.params.serviceId);
-        const live = service.liveDeployId ? await repos.deploys.get(service.liveDeployId) : undefined;
+        const live = await repos.deploys.liveOf(service);
         const env = platformEnv(service, live, urls);
         const perInstance = new Set(['PORT', 'SLIPWAY_INSTANCE_ID']);
         return Object.entries(env)

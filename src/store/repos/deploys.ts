@@ -39,6 +39,12 @@ export function createDeployRepo(db: Db) {
       const [row] = await db.select().from(deploys).where(eq(deploys.id, id)).limit(1);
       return row;
     },
+    /** The deploy a service's live pointer names: the one way to find a service's live deploy. */
+    async liveOf(service: { liveDeployId: string | null }): Promise<DeployRow | undefined> {
+      if (!service.liveDeployId) return undefined;
+      const [row] = await db.select().from(deploys).where(eq(deploys.id, service.liveDeployId)).limit(1);
+      return row;
+    },
     list(q: DeployQuery): Promise<DeployRow[]> {
       return db
         .select()
