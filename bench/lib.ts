@@ -87,7 +87,7 @@ export function freePort(): Promise<number> {
 export interface RunningSlipway {
   url: string;
   pid: number;
-  /** Stops the child (SIGTERM, then SIGKILL) and removes its temp data dir. Safe to call twice. */
+  /** Stops the child (SIGTERM, then SIGKILL) and removes its temp data dir (not one the caller passed). Safe to call twice. */
   stop(): Promise<void>;
 }
 
@@ -108,8 +108,12 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
  * Starts Slipway as its own process (so the load generator does not share its event loop),
  * with a temp data dir and limits raised so rate limiting does not shape the numbers.
  */
-export async function startSlipway(extraEnv: Record<string, string> = {}): Promise<RunningSlipway> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-'));
+export async function startSlipway(
+  extraEnv: Record<string, string> = {},
+  options: { dataDir?: string } = {},
+): Promise<RunningSlipway> {
+  // A data dir the caller passes outlives this child (a restart on the same store); the caller removes it.
+  const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'slipway-bench-'));
   const port = await freePort();
   const env = {
     ...process.env,
@@ -154,7 +158,7 @@ export async function startSlipway(extraEnv: Record<string, string> = {}): Promi
     // Apps outlive Slipway, and their namespaces are machine-wide: a bench that failed mid-way did not delete its services.
     killProcessesUnder(dataDir);
     await removeNetworksOf(dataDir, DEFAULT_NETWORK_CIDR, findProgram);
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
   };
 
   const url = `http://127.0.0.1:${port}`;
