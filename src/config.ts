@@ -54,6 +54,8 @@ export interface Config {
   network: 'auto' | 'namespaces' | 'shared';
   /** The /16 the workspaces' private networks are cut from (a /24 each). */
   networkCidr: string;
+  /** auto: bubblewrap where it works; bwrap: refuse to start without it; off: never (apps reach their files through the data dir's permissions). */
+  sandbox: 'auto' | 'bwrap' | 'off';
   /** Postgres datastores as role+database on this existing server (the `cluster` provisioner) instead of local servers. */
   postgresAdminUrl: string | undefined;
   /** Key-value datastores as ACL users on this existing Redis (the `shared` provisioner) instead of local servers. */
@@ -171,6 +173,7 @@ export function loadConfig(env: Env = process.env): Config {
     crashBackoffMs: int(env, 'SLIPWAY_CRASH_BACKOFF_MS', 1000),
     network: oneOf(env, 'SLIPWAY_NETWORK', ['auto', 'namespaces', 'shared'] as const, 'auto'),
     networkCidr: env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR,
+    sandbox: oneOf(env, 'SLIPWAY_SANDBOX', ['auto', 'bwrap', 'off'] as const, 'auto'),
     postgresAdminUrl: env.SLIPWAY_POSTGRES_ADMIN_URL || undefined,
     redisAdminUrl: env.SLIPWAY_REDIS_ADMIN_URL || undefined,
     localDatastores: env.SLIPWAY_LOCAL_DATASTORES !== '0' && env.SLIPWAY_LOCAL_DATASTORES !== 'false',

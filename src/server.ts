@@ -85,6 +85,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       network: config.network,
       networkCidr: config.networkCidr,
       limits: { pids: config.pidsLimit, diskMb: config.diskLimitMb },
+      sandbox: config.sandbox,
       log: systemLog,
     });
     const routes = createRouteTable(config.appsDomain);

@@ -95,7 +95,8 @@ export interface Runtime {
    * Rejects early (clear message) if the process dies; rejects on timeout.
    */
   waitHealthy(opts: {
-    handle: Pick<InstanceHandle, 'pid' | 'startTime'>;
+    /** Its stderrPath, when known, is read for why a process exited before it was healthy. */
+    handle: Pick<InstanceHandle, 'pid' | 'startTime'> & Partial<Pick<InstanceHandle, 'stderrPath'>>;
     host: string;
     port: number;
     path?: string;

@@ -1,8 +1,31 @@
+import { chmodSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+
+const SERVICES = 'services';
+/** Passed through by name, never listed, by the app user (src/runtime/local/host-paths.ts opens the rest of the way). */
+const TRAVERSE_ONLY = 0o711;
+
+/**
+ * Without the sandbox, apps run as an unprivileged user and open their own files on the host, so the data dir is laid
+ * out for it: the data dir and `services` are traversable only, everything else in it (the store, the secret key,
+ * datastores, the lock) is closed to other users, whatever the umask made it. Within a service, `sources` (uploads) is
+ * closed too; the runtime opens the dirs on the way to an instance's or a build's own dirs.
+ */
+function closeDataDir(dataDir: string): void {
+  mkdirSync(path.join(dataDir, SERVICES), { recursive: true });
+  chmodSync(dataDir, TRAVERSE_ONLY);
+  for (const entry of readdirSync(dataDir)) {
+    const file = path.join(dataDir, entry);
+    const stat = lstatSync(file);
+    if (stat.isSymbolicLink()) continue;
+    chmodSync(file, entry === SERVICES ? TRAVERSE_ONLY : stat.mode & 0o7700);
+  }
+}
 
 /** Where a service's files live under the data dir: sources, immutable artifacts, instance dirs. */
 export function createLayout(dataDir: string) {
-  const servicesDir = path.join(dataDir, 'services');
+  closeDataDir(dataDir);
+  const servicesDir = path.join(dataDir, SERVICES);
   const serviceDir = (serviceId: string) => path.join(servicesDir, serviceId);
   return {
     servicesDir,

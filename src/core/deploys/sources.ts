@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, createWriteStream, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -22,7 +22,8 @@ export function createSourceStore(deps: {
   const { layout } = deps;
   return async function saveUpload(serviceId: string, body: Readable): Promise<SourceRow> {
     const incoming = layout.uploadTmp(serviceId);
-    mkdirSync(incoming, { recursive: true });
+    mkdirSync(incoming, { recursive: true, mode: 0o700 });
+    chmodSync(path.dirname(incoming), 0o700); // uploads are Slipway's alone, even where apps open their files by path
     const tmp = path.join(incoming, randomBytes(8).toString('hex'));
     const hash = createHash('sha256');
     let size = 0;

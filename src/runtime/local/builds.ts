@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { run, type RunResult } from '../../lib/exec.js';
 import type { BuildSpec } from '../types.js';
 import { oomKilled } from './cgroups.js';
+import { openWayTo } from './host-paths.js';
 import { giveTo, type LocalDeps } from './instances.js';
 import { sandboxedCommand } from './sandbox.js';
 
@@ -32,6 +33,7 @@ export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunRes
     network = await attachNetwork(deps, name, spec);
     giveTo(spec.dir, policy.runAs, true);
     giveTo(home, policy.runAs);
+    if (deps.hostFiles) openWayTo(deps.hostFiles.dataDir, [spec.dir, home], deps.hostFiles.user);
     const command = sandboxedCommand(policy, {
       kind: 'build',
       command: spec.command,

@@ -1,8 +1,9 @@
-import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { run } from '../../lib/exec.js';
 import type { RuntimeCapabilities } from '../types.js';
 import { detectCgroups, type Cgroups } from './cgroups.js';
+import { BWRAP_INSTALL, dataDirUnreachable } from './host-paths.js';
 import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
 import { detectSandboxLimits } from './sandbox-limits.js';
 
@@ -85,42 +86,52 @@ async function bwrapWorks(policy: SandboxPolicy): Promise<string | undefined> {
     : `a sandboxed test command failed: ${real.output.trim() || `exit ${real.exitCode}`}`;
 }
 
+export type SandboxMode = 'auto' | 'bwrap' | 'off';
+
+/** bwrap when asked for and working; otherwise why not (SLIPWAY_SANDBOX=bwrap makes that an error). */
+async function chooseSandbox(mode: SandboxMode, policy: SandboxPolicy, notes: string[]): Promise<string | undefined> {
+  if (mode === 'off') return 'it is turned off (SLIPWAY_SANDBOX=off)';
+  const bwrapPath = findProgram('bwrap');
+  const candidate: SandboxPolicy = {
+    ...policy,
+    bwrap: bwrapPath ? { path: bwrapPath, systemMounts: systemMounts() } : undefined,
+  };
+  const failure = !bwrapPath
+    ? 'bwrap was not found'
+    : await bwrapWorks(candidate).then(
+        (why) => why && `bwrap does not work here: ${why}`,
+        (err: Error) => `bwrap does not work here: ${err.message}`,
+      );
+  if (failure && mode === 'bwrap') throw new Error(`SLIPWAY_SANDBOX=bwrap, but ${failure} (${BWRAP_INSTALL})`);
+  if (failure) return failure;
+  policy.bwrap = { ...candidate.bwrap!, ...(await detectSandboxLimits(candidate, notes)) };
+  return undefined;
+}
+
+/**
+ * The one warning of a machine without the sandbox: what apps can reach of each other (everything their user can) and
+ * what they cannot (Slipway's secrets: src/core/deploys/layout.ts closes the data dir), and how to get the sandbox.
+ */
+function unsandboxedWarning(why: string, user: RuntimeCapabilities['runAsUser']): string {
+  const who = user
+    ? `They all run as ${user.name}, as do local datastore servers, so any app can read the others' files, environment variables (secrets included) and processes, and every local datastore's data; none can read Slipway's store, secret key or uploads (the data dir is open to ${user.name} only along the way to each app's own files).`
+    : "They run as Slipway's own user, so any app can read everything Slipway can: its store, its secret key, every app's files and environment.";
+  return `apps are not isolated from each other: no bubblewrap sandbox (${why}; install it: ${BWRAP_INSTALL}). ${who} Their writable disk is not size-limited and no seccomp filter applies.`;
+}
+
 /** Decides, once, how apps are isolated here; every protection that cannot be applied is explained in `notes`. */
-export async function detectCapabilities(dataDir: string): Promise<Detected> {
+export async function detectCapabilities(dataDir: string, mode: SandboxMode = 'auto'): Promise<Detected> {
   const notes: string[] = [];
   const { policy: runAs, user } = runAsUser(notes);
   const policy: SandboxPolicy = { runAs };
-
-  const bwrapPath = findProgram('bwrap');
-  if (!bwrapPath)
-    notes.push('bwrap (bubblewrap) was not found: apps are not isolated from the filesystem or from each other');
-  else {
-    const candidate: SandboxPolicy = { ...policy, bwrap: { path: bwrapPath, systemMounts: systemMounts() } };
-    const failure = await bwrapWorks(candidate).catch((err: Error) => err.message);
-    if (failure)
-      notes.push(
-        `bwrap does not work here, so apps are not isolated from the filesystem or from each other: ${failure}`,
-      );
-    else policy.bwrap = { ...candidate.bwrap!, ...(await detectSandboxLimits(candidate, notes)) };
-  }
-  if (policy.bwrap) {
+  const unsandboxed = await chooseSandbox(mode, policy, notes);
+  if (unsandboxed) notes.unshift(unsandboxedWarning(unsandboxed, user));
+  if (policy.bwrap)
     notes.push('/etc is visible read-only inside the sandbox (DNS, TLS certificates and user names need it)');
-  } else if (runAs) {
-    // Without mount isolation the app user reaches its files through the data dir's own permissions.
-    const mode = statSync(dataDir, { throwIfNoEntry: false })?.mode ?? 0;
-    if ((mode & 0o001) === 0)
-      notes.push(
-        `apps run as ${NOBODY} without bwrap and cannot reach their files under the data dir ${dataDir}: chmod 711 it`,
-      );
-    if ((mode & 0o004) !== 0)
-      notes.push(
-        `the data dir ${dataDir} is listable by other users, so apps can look for other services' files: chmod 711 it`,
-      );
+  else if (user) {
+    const closed = dataDirUnreachable(dataDir, user);
+    if (closed) notes.push(closed);
   }
-  if (!policy.bwrap)
-    notes.push(
-      'writable disk is not size-limited and no seccomp filter is applied: without bwrap, apps write to host dirs and may use every syscall',
-    );
 
   const cgroups = await detectCgroups(notes);
   return {

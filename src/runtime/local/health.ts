@@ -11,6 +11,8 @@ export interface HealthCheck {
   signal?: AbortSignal;
   /** Explains a failed check better than the last probe's error, when it can (e.g. "listens on loopback only"). */
   hint?(): string | undefined;
+  /** The same for a process that exited before it was healthy (e.g. refused its own files without the sandbox). */
+  exitHint?(): string | undefined;
 }
 
 // Probe often at first (most apps listen within a few hundred ms), then back off.
@@ -59,7 +61,12 @@ export async function waitHealthy(check: HealthCheck, isAlive: () => boolean): P
   const started = Date.now();
   for (;;) {
     check.signal?.throwIfAborted();
-    if (!isAlive()) throw new Error(`the process exited before ${target} became healthy (last probe: ${lastError})`);
+    if (!isAlive()) {
+      const hint = check.exitHint?.();
+      throw new Error(
+        `the process exited before ${target} became healthy (last probe: ${lastError})${hint ? `: ${hint}` : ''}`,
+      );
+    }
     const probeMs = Math.max(1, Math.min(PROBE_TIMEOUT_MS, deadline - Date.now()));
     try {
       await (check.path === undefined

@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
 import type { Runtime, RuntimeCapabilities, RuntimeLog } from '../types.js';
 import { runBuild } from './builds.js';
-import { detectCapabilities, findProgram } from './capabilities.js';
+import { detectCapabilities, findProgram, type SandboxMode } from './capabilities.js';
+import { permissionHint } from './host-paths.js';
 import { loopbackOnlyHint, waitHealthy } from './health.js';
 import { startInstance, type LocalDeps } from './instances.js';
 import { createNetworks, detectNetworkTools } from './network/index.js';
@@ -70,9 +71,10 @@ export async function createLocalRuntime(options: {
   network?: NetworkMode;
   networkCidr?: string;
   limits?: LimitOverrides;
+  sandbox?: SandboxMode;
   log?: RuntimeLog;
 }): Promise<Runtime> {
-  const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir);
+  const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir, options.sandbox);
   const networks = await chooseNetwork(
     { dataDir: options.dataDir, mode: options.network ?? 'auto', cidr: options.networkCidr ?? DEFAULT_NETWORK_CIDR },
     capabilities,
@@ -91,7 +93,10 @@ export async function createLocalRuntime(options: {
   cgroups?.sweepEmpty();
   const oom = createOomRecord(cgroups);
 
-  const deps: LocalDeps = { policy, cgroups, log, networks };
+  const user = capabilities.runAsUser;
+  // Without bwrap, the app user opens its files on the host by path (host-paths.ts).
+  const hostFiles = !policy.bwrap && user ? { dataDir: options.dataDir, user } : undefined;
+  const deps: LocalDeps = { policy, cgroups, log, networks, hostFiles };
   return {
     capabilities,
     build: (spec) => runBuild(deps, { ...spec, limits: withOverrides(spec.limits, options.limits) }),
@@ -112,8 +117,14 @@ export async function createLocalRuntime(options: {
         log?.warn({ pid: handle.pid, cgroups: left }, 'could not remove the cgroups of a stopped instance');
     },
     waitHealthy: ({ handle, ...check }) =>
-      waitHealthy({ ...check, hint: () => loopbackOnlyHint(handle.pid, check.host, check.port) }, () =>
-        isRunning(handle),
+      waitHealthy(
+        {
+          ...check,
+          hint: () => loopbackOnlyHint(handle.pid, check.host, check.port),
+          exitHint: () =>
+            hostFiles && handle.stderrPath ? permissionHint(handle.stderrPath, hostFiles.user) : undefined,
+        },
+        () => isRunning(handle),
       ),
     instancePort: async () => (networks ? NAMESPACED_PORT : freePort()),
     addressOf: (instanceId) => networks?.networks.addressOf(instanceId) ?? '127.0.0.1',

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { spawnDetached } from '../../lib/exec.js';
 import type { InstanceHandle, InstanceSpec, RuntimeLog } from '../types.js';
 import type { Cgroups } from './cgroups.js';
+import { openWayTo, type AppUser } from './host-paths.js';
 import { readStat } from './proc.js';
 import type { Attachment, Networks } from './network/index.js';
 import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
@@ -13,6 +14,8 @@ export interface LocalDeps {
   log: RuntimeLog | undefined;
   /** Namespaces, when this machine can make them; undefined: the shared network. */
   networks: { networks: Networks; nsenterPath: string } | undefined;
+  /** Set when apps run as another user without bwrap, so open their files on the host by path (host-paths.ts). */
+  hostFiles?: { dataDir: string; user: AppUser };
 }
 
 /** Hands a dir the app must write to the user it runs as (recursively: a build's source was unpacked by root). Never follows symlinks. */
@@ -51,6 +54,9 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
     mkdirSync(dir, { recursive: true });
     giveTo(dir, policy.runAs);
   }
+  const { hostFiles } = deps;
+  if (hostFiles)
+    openWayTo(hostFiles.dataDir, [spec.sandbox.appDir, cwd, ...scratchDirs, ...writableDirs], hostFiles.user);
   const stdoutPath = path.join(spec.instanceDir, 'stdout.log');
   const stderrPath = path.join(spec.instanceDir, 'stderr.log');
 
