@@ -40,7 +40,7 @@ export function createAuth(deps: AuthDeps) {
     const at = now();
     if (apiKey.lastUsedAt && at.getTime() - apiKey.lastUsedAt.getTime() <= deps.touchIntervalMs) return;
     apiKey.lastUsedAt = at; // the cached row too: the next hits do not write it again
-    // A failed write costs a minute of precision, not the request.
+    // A failed write costs one interval of precision, not the request.
     await deps.apiKeys.touch(apiKey.id, at).catch((err: unknown) => {
       deps.log.warn({ err, apiKeyId: apiKey.id }, "could not record the API key's last use");
     });
