@@ -30,6 +30,10 @@ export interface Config {
   authAccountAttemptsPer10Minutes: number;
   sessionTtlDays: number;
   inviteTtlDays: number;
+  /** How long a process keeps resolved sessions, API keys and workspace roles (0: not at all); changes drop them at once. */
+  principalCacheMs: number;
+  /** How stale an API key's lastUsedAt may get: it is written at most once per this interval. */
+  apiKeyTouchMs: number;
   oauth: Record<OAuthProvider, { clientId: string; clientSecret: string } | undefined>;
   /** Interface the app router listens on. */
   routerHost: string;
@@ -160,6 +164,8 @@ export function loadConfig(env: Env = process.env): Config {
     authAccountAttemptsPer10Minutes: int(env, 'SLIPWAY_AUTH_ACCOUNT_ATTEMPTS_PER_10_MINUTES', 10),
     sessionTtlDays: int(env, 'SLIPWAY_SESSION_TTL_DAYS', 30),
     inviteTtlDays: int(env, 'SLIPWAY_INVITE_TTL_DAYS', 7),
+    principalCacheMs: int(env, 'SLIPWAY_PRINCIPAL_CACHE_SECONDS', 30) * 1000,
+    apiKeyTouchMs: secondsAsMs(env, 'SLIPWAY_API_KEY_TOUCH_SECONDS', 60),
     routerHost: env.SLIPWAY_ROUTER_HOST || host,
     maxUploadBytes: int(env, 'SLIPWAY_MAX_UPLOAD_BYTES', 100 * 1024 * 1024),
     archiveMaxFiles: int(env, 'SLIPWAY_ARCHIVE_MAX_FILES', 50_000),

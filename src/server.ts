@@ -5,6 +5,7 @@ import { createAccess } from './core/access.js';
 import { createApiKeys } from './core/api-keys.js';
 import { createAuditLog } from './core/audit.js';
 import { createAuth } from './core/auth.js';
+import { createPrincipalCache, PRINCIPAL_CHANNEL } from './core/principal-cache.js';
 import { createTeam } from './core/team.js';
 import { buildApp, type LogOptions } from './http/app.js';
 import { createGuard } from './http/guard.js';
@@ -219,7 +220,12 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     routerPort = router.port;
     cleanup.push(() => router.close());
 
-    const access = createAccess(repos.workspaces);
+    const principals = createPrincipalCache({ ttlMs: config.principalCacheMs, transact });
+    // Several processes on one Postgres: a sign-out, revocation or membership change made by another
+    // process drops this one's cached entry too. (One process drops it directly.)
+    if (config.databaseUrl && config.principalCacheMs > 0)
+      cleanup.push(await listenChannel(config.databaseUrl, PRINCIPAL_CHANNEL, principals.onNotify, systemLog));
+    const access = createAccess(repos.workspaces, principals);
     app = await buildApp(
       {
         config,
@@ -228,11 +234,14 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         auth: createAuth({
           ...repos,
           transact,
+          principals,
           sessionTtlDays: config.sessionTtlDays,
           operatorToken: config.operatorToken,
+          touchIntervalMs: config.apiKeyTouchMs,
+          log: systemLog,
         }),
-        apiKeys: createApiKeys(repos.apiKeys),
-        team: createTeam({ ...repos, transact, inviteTtlDays: config.inviteTtlDays }),
+        apiKeys: createApiKeys(repos.apiKeys, principals),
+        team: createTeam({ ...repos, principals, inviteTtlDays: config.inviteTtlDays }),
         audit: createAuditLog(repos.audit),
         repos,
         secretBox,

@@ -1,23 +1,32 @@
 import { forbidden, notFound } from '../lib/errors.js';
 import type { WorkspaceRepo } from '../store/repos/workspaces.js';
 import { roleAtLeast, type Principal, type Role } from './principal.js';
+import { principalChange, type PrincipalCache } from './principal-cache.js';
 
 /**
  * Workspace authorization. A workspace the caller cannot see answers 404 (it might as
  * well not exist); one it can see but with too low a role answers 403.
  */
-export function createAccess(workspaces: Pick<WorkspaceRepo, 'get' | 'roleOf'>) {
+export function createAccess(workspaces: Pick<WorkspaceRepo, 'get' | 'roleOf'>, principals: PrincipalCache) {
+  /** Looked up on every workspace request: cached, "not a member" included, until the membership changes. */
+  async function roleOf(workspaceId: string, userId: string): Promise<Role | undefined> {
+    const change = principalChange.member(workspaceId, userId);
+    const role = await principals.get(change, async () => ({
+      value: (await workspaces.roleOf(workspaceId, userId)) ?? null,
+      change,
+    }));
+    return role ?? undefined;
+  }
+
   async function roleIn(principal: Principal, workspaceId: string): Promise<Role | undefined> {
     switch (principal.kind) {
       case 'operator':
         return (await workspaces.get(workspaceId)) ? 'owner' : undefined;
       case 'api_key':
         // A key acts in its own workspace only, with its user's current role there.
-        return workspaceId === principal.apiKey.workspaceId
-          ? workspaces.roleOf(workspaceId, principal.user.id)
-          : undefined;
+        return workspaceId === principal.apiKey.workspaceId ? roleOf(workspaceId, principal.user.id) : undefined;
       case 'user':
-        return workspaces.roleOf(workspaceId, principal.user.id);
+        return roleOf(workspaceId, principal.user.id);
     }
   }
 

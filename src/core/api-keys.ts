@@ -2,9 +2,11 @@ import { newId } from '../lib/ids.js';
 import { hashToken, randomToken } from '../lib/tokens.js';
 import type { ApiKeyRepo } from '../store/repos/api-keys.js';
 import { API_KEY_PREFIX } from './auth.js';
+import { principalChange, type PrincipalCache } from './principal-cache.js';
 
 export function createApiKeys(
-  repo: Pick<ApiKeyRepo, 'insert' | 'get' | 'list' | 'revoke'>,
+  repo: Pick<ApiKeyRepo, 'insert' | 'get' | 'list'>,
+  principals: PrincipalCache,
   now: () => Date = () => new Date(),
 ) {
   return {
@@ -24,7 +26,8 @@ export function createApiKeys(
     },
     get: repo.get,
     list: repo.list,
-    revoke: (id: string) => repo.revoke(id, now()),
+    /** Every process stops accepting the key at once (src/core/principal-cache.ts). */
+    revoke: (id: string) => principals.change([principalChange.apiKey(id)], (repos) => repos.apiKeys.revoke(id, now())),
   };
 }
 export type ApiKeys = ReturnType<typeof createApiKeys>;

@@ -3,31 +3,48 @@ import { newId } from '../lib/ids.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, verifyPassword } from '../lib/passwords.js';
 import { constantTimeEqual, hashToken, randomToken } from '../lib/tokens.js';
 import type { Transact } from '../store/repos/index.js';
-import type { ApiKeyRepo } from '../store/repos/api-keys.js';
+import type { ApiKeyRepo, ApiKeyRow } from '../store/repos/api-keys.js';
 import type { SessionRepo } from '../store/repos/sessions.js';
 import type { UserRepo, UserRow } from '../store/repos/users.js';
 import type { Principal } from './principal.js';
+import { principalChange, type PrincipalCache } from './principal-cache.js';
 import { joinWithInvite, type ValidInvite } from './team.js';
 import { isUniqueViolation } from '../store/db.js';
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 export const API_KEY_PREFIX = 'slw_';
 const DAY_MS = 86_400_000;
-// Writing lastUsedAt on every request would double the cost of a read; a minute is precise enough.
-const TOUCH_INTERVAL_MS = 60_000;
 
 interface AuthDeps {
   users: Pick<UserRepo, 'findByEmail'>;
-  sessions: Pick<SessionRepo, 'insert' | 'findByTokenHash' | 'delete'>;
+  sessions: Pick<SessionRepo, 'insert' | 'findByTokenHash'>;
   apiKeys: Pick<ApiKeyRepo, 'findByTokenHash' | 'touch'>;
   transact: Transact;
+  principals: PrincipalCache;
   sessionTtlDays: number;
   operatorToken: string | undefined;
+  /**
+   * How stale an API key's lastUsedAt may get (SLIPWAY_API_KEY_TOUCH_SECONDS): writing it on every
+   * request would double the cost of a read; a minute is precise enough.
+   */
+  touchIntervalMs: number;
+  log: { warn(o: object, m?: string): void };
   now?: () => Date;
 }
 
 export function createAuth(deps: AuthDeps) {
   const now = deps.now ?? (() => new Date());
+
+  /** Cached or not, a key in use gets its lastUsedAt written once per touch interval. */
+  async function touchIfStale(apiKey: ApiKeyRow) {
+    const at = now();
+    if (apiKey.lastUsedAt && at.getTime() - apiKey.lastUsedAt.getTime() <= deps.touchIntervalMs) return;
+    apiKey.lastUsedAt = at; // the cached row too: the next hits do not write it again
+    // A failed write costs one interval of precision, not the request.
+    await deps.apiKeys.touch(apiKey.id, at).catch((err: unknown) => {
+      deps.log.warn({ err, apiKeyId: apiKey.id }, "could not record the API key's last use");
+    });
+  }
 
   async function startSession(user: UserRow) {
     const token = randomToken();
@@ -54,6 +71,7 @@ export function createAuth(deps: AuthDeps) {
           });
           await repos.workspaces.insert({ id: workspaceId, name: `${user.name}'s workspace`, ownerUserId: userId });
           await repos.workspaces.putMember(workspaceId, userId, 'owner');
+          // No process can have cached anything of a user made just now: nothing to drop.
           if (input.invite) await joinWithInvite(repos, input.invite, user, now());
           return { user, workspaceId };
         })
@@ -72,26 +90,35 @@ export function createAuth(deps: AuthDeps) {
       return { user, session: await startSession(user) };
     },
 
-    logout: (sessionId: string) => deps.sessions.delete(sessionId),
+    logout: (sessionId: string) =>
+      deps.principals.change([principalChange.session(sessionId)], (repos) => repos.sessions.delete(sessionId)),
 
-    async fromSessionToken(token: string): Promise<Principal | undefined> {
-      const found = await deps.sessions.findByTokenHash(hashToken(token));
-      if (!found || found.session.expiresAt <= now()) return undefined;
-      return { kind: 'user', user: found.user, sessionId: found.session.id };
+    fromSessionToken(token: string): Promise<Principal | undefined> {
+      const tokenHash = hashToken(token);
+      // Keyed apart from API keys': a key sent as a cookie must not find the key's principal.
+      return deps.principals.get(`session-token:${tokenHash}`, async () => {
+        const found = await deps.sessions.findByTokenHash(tokenHash);
+        if (!found || found.session.expiresAt <= now()) return undefined;
+        const { session, user } = found;
+        const principal: Principal = { kind: 'user', user, sessionId: session.id };
+        return { value: principal, change: principalChange.session(session.id), expiresAt: session.expiresAt };
+      });
     },
 
     async fromBearerToken(token: string): Promise<Principal | undefined> {
       if (deps.operatorToken && constantTimeEqual(token, deps.operatorToken)) return { kind: 'operator' };
       if (!token.startsWith(API_KEY_PREFIX)) return undefined;
-      const found = await deps.apiKeys.findByTokenHash(hashToken(token));
-      const at = now();
-      if (!found || found.apiKey.revokedAt || (found.apiKey.expiresAt && found.apiKey.expiresAt <= at))
-        return undefined;
-      const { apiKey, user } = found;
-      if (!apiKey.lastUsedAt || at.getTime() - apiKey.lastUsedAt.getTime() > TOUCH_INTERVAL_MS) {
-        await deps.apiKeys.touch(apiKey.id, at);
-      }
-      return { kind: 'api_key', user, apiKey };
+      const tokenHash = hashToken(token);
+      const principal = await deps.principals.get(`api-key-token:${tokenHash}`, async () => {
+        const found = await deps.apiKeys.findByTokenHash(tokenHash);
+        if (!found || found.apiKey.revokedAt || (found.apiKey.expiresAt && found.apiKey.expiresAt <= now()))
+          return undefined;
+        const { apiKey, user } = found;
+        const value = { kind: 'api_key' as const, user, apiKey };
+        return { value, change: principalChange.apiKey(apiKey.id), expiresAt: apiKey.expiresAt };
+      });
+      if (principal) await touchIfStale(principal.apiKey);
+      return principal;
     },
   };
 }

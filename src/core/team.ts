@@ -6,6 +6,7 @@ import type { InviteRepo, InviteRow } from '../store/repos/invites.js';
 import type { UserRow } from '../store/repos/users.js';
 import type { WorkspaceRepo } from '../store/repos/workspaces.js';
 import { roleAtLeast, type Role } from './principal.js';
+import { principalChange, type PrincipalCache } from './principal-cache.js';
 
 const DAY_MS = 86_400_000;
 /** An invite checked to be pending, unexpired and addressed to the user about to use it. */
@@ -26,9 +27,10 @@ export async function joinWithInvite(
 }
 
 interface TeamDeps {
-  workspaces: Pick<WorkspaceRepo, 'roleOf' | 'putMember' | 'removeMember' | 'countOwners' | 'listMembers'>;
+  workspaces: Pick<WorkspaceRepo, 'roleOf' | 'countOwners' | 'listMembers'>;
   invites: Pick<InviteRepo, 'insert' | 'findByTokenHash' | 'get' | 'listPending' | 'delete'>;
-  transact: <T>(work: (repos: Repos) => Promise<T>) => Promise<T>;
+  /** Membership changes go through it: every process's cached role of that member is dropped at once. */
+  principals: PrincipalCache;
   inviteTtlDays: number;
   now?: () => Date;
 }
@@ -57,7 +59,9 @@ export function createTeam(deps: TeamDeps) {
       if (current === 'owner' && role !== 'owner' && (await deps.workspaces.countOwners(workspaceId)) <= 1) {
         throw conflict('a workspace needs at least one owner');
       }
-      await deps.workspaces.putMember(workspaceId, userId, role);
+      await deps.principals.change([principalChange.member(workspaceId, userId)], (repos) =>
+        repos.workspaces.putMember(workspaceId, userId, role),
+      );
     },
 
     async removeMember(workspaceId: string, actorRole: Role, userId: string) {
@@ -66,7 +70,9 @@ export function createTeam(deps: TeamDeps) {
       if (current === 'owner' && (await deps.workspaces.countOwners(workspaceId)) <= 1) {
         throw conflict('a workspace needs at least one owner');
       }
-      await deps.workspaces.removeMember(workspaceId, userId);
+      await deps.principals.change([principalChange.member(workspaceId, userId)], (repos) =>
+        repos.workspaces.removeMember(workspaceId, userId),
+      );
     },
 
     async invite(workspaceId: string, actorRole: Role, invitedBy: string, input: { email: string; role: Role }) {
@@ -107,8 +113,11 @@ export function createTeam(deps: TeamDeps) {
       return invite as ValidInvite;
     },
 
+    // The joining user may have asked for the workspace before (a cached "not a member").
     accept: (invite: ValidInvite, user: UserRow) =>
-      deps.transact((repos) => joinWithInvite(repos, invite, user, now())),
+      deps.principals.change([principalChange.member(invite.workspaceId, user.id)], (repos) =>
+        joinWithInvite(repos, invite, user, now()),
+      ),
   };
 }
 export type Team = ReturnType<typeof createTeam>;

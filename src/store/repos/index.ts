@@ -11,6 +11,7 @@ import { createInstanceRepo } from './instances.js';
 import { createInviteRepo } from './invites.js';
 import { createLogRepo } from './logs.js';
 import { createMetricRepo } from './metrics.js';
+import { createNoticeRepo } from './notices.js';
 import { createProjectRepo } from './projects.js';
 import { createServiceRepo } from './services.js';
 import { createSessionRepo } from './sessions.js';
@@ -41,6 +42,7 @@ export function createRepos(db: Db, options: { logQueryTimeoutMs?: number } = {}
     logs: createLogRepo(db, { queryTimeoutMs: options.logQueryTimeoutMs }),
     metrics: createMetricRepo(db),
     usage: createUsageRepo(db),
+    notices: createNoticeRepo(db),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;
