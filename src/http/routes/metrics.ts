@@ -1,6 +1,5 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import type { ServiceDetails } from '../../core/services/details.js';
 import { badRequest } from '../../lib/errors.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
@@ -47,7 +46,7 @@ const Range = {
 async function serviceOf(deps: HttpDeps, req: FastifyRequest, serviceId: string, resource?: string[]) {
   if (resource?.some((r) => r !== serviceId)) throw badRequest('resource, when given, must be the service of the path');
   const service = await loadService(deps, req, serviceId);
-  return { id: service.id, plan: (service.details as ServiceDetails).plan };
+  return { id: service.id, plan: service.details.plan };
 }
 
 /** CPU and memory of a service's instances (current values, or a range with Render's parameters) and its history. */

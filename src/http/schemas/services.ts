@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PLANS, RUNTIMES, SERVICE_TYPES, type ServiceDetails } from '../../core/services/details.js';
+import { PLANS, RUNTIMES, SERVICE_TYPES } from '../../core/services/details.js';
 import type { AppUrls } from '../../core/deploys/env.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
@@ -118,7 +118,7 @@ export const ServiceBody = Type.Object(
 );
 
 export function serviceBody(row: ServiceRow, urls: Pick<AppUrls, 'externalUrl' | 'dashboardUrl'>) {
-  const d = row.details as ServiceDetails;
+  const d = row.details;
   const native = {
     buildCommand: d.buildCommand,
     startCommand: d.startCommand,
