@@ -28,7 +28,7 @@ export interface ServiceInput {
   repo?: string;
   branch?: string;
   rootDir?: string;
-  autoDeploy?: 'yes' | 'no';
+  autoDeploy?: ServiceRow['autoDeploy'];
   environmentId?: string;
   envVars?: EnvVarInput[];
   serviceDetails?: ServiceDetailsInput;
