@@ -4,8 +4,8 @@ import type { AuditQuery, AuditRepo, AuditRow } from '../store/repos/audit.js';
 export interface AuditEntry {
   workspaceId: string | null;
   event: string;
-  status: 'success' | 'error';
-  actor: { type: 'user' | 'rest_api' | 'system'; id?: string; email?: string };
+  status: AuditRow['status'];
+  actor: { type: AuditRow['actorType']; id?: string; email?: string };
   /** Flat strings only (Render's shape). Never a password, token or secret value. */
   metadata: Record<string, string>;
 }

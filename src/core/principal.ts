@@ -1,3 +1,4 @@
+import { ROLES } from '../store/enums.js';
 import type { ApiKeyRow } from '../store/repos/api-keys.js';
 import type { UserRow } from '../store/repos/users.js';
 import type { Role } from '../store/repos/workspaces.js';
@@ -8,10 +9,10 @@ export type Principal =
   | { kind: 'api_key'; user: UserRow; apiKey: ApiKeyRow }
   | { kind: 'operator' };
 
-export const ROLES = ['viewer', 'developer', 'admin', 'owner'] as const satisfies readonly Role[];
 export type { Role };
 
-export const roleRank = (role: Role) => ROLES.indexOf(role);
+/** viewer 0 … owner 3: ROLES lists the highest first. */
+export const roleRank = (role: Role) => ROLES.length - 1 - ROLES.indexOf(role);
 export const roleAtLeast = (role: Role, min: Role) => roleRank(role) >= roleRank(min);
 
 export function principalUser(p: Principal): UserRow | undefined {

@@ -10,6 +10,7 @@ import type {
   ProjectRow,
   ResourceTable,
 } from '../store/repos/projects.js';
+import type { DatastoreKind } from '../store/repos/datastores.js';
 import type { WorkspaceRow } from '../store/repos/workspaces.js';
 import { roleAtLeast, type Role } from './principal.js';
 
@@ -19,14 +20,14 @@ export interface IpRule {
 }
 export interface EnvironmentInput {
   name: string;
-  protectedStatus?: 'protected' | 'unprotected';
+  protectedStatus?: EnvironmentRow['protectedStatus'];
   networkIsolationEnabled?: boolean;
   ipAllowList?: IpRule[];
 }
 export type EnvironmentPatch = Partial<EnvironmentInput>;
 
 /** Render's id prefixes of what an environment may hold, and where each lives. */
-const RESOURCE_KINDS: Record<string, { table: ResourceTable; kind?: 'postgres' | 'keyValue'; what: string }> = {
+const RESOURCE_KINDS: Record<string, { table: ResourceTable; kind?: DatastoreKind; what: string }> = {
   srv: { table: 'services', what: 'service' },
   evg: { table: 'envGroups', what: 'env group' },
   dpg: { table: 'datastores', kind: 'postgres', what: 'Postgres database' },

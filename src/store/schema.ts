@@ -13,6 +13,24 @@ import {
   uniqueIndex,
   type AnyPgColumn,
 } from 'drizzle-orm/pg-core';
+import type { ServiceDetails } from '../core/services/details.js';
+import {
+  AUDIT_ACTOR_TYPES,
+  AUDIT_STATUSES,
+  AUTO_DEPLOY,
+  DATASTORE_KINDS,
+  DATASTORE_STATUSES,
+  DEPLOY_STATUSES,
+  DEPLOY_TRIGGERS,
+  ENV_VAR_REF_PROPERTIES,
+  INSTANCE_STATUSES,
+  LOG_TYPES,
+  PROTECTED_STATUSES,
+  ROLES,
+  SERVICE_TYPES,
+  USAGE_KINDS,
+  type Suspender,
+} from './enums.js';
 
 // Timestamps are timestamptz, read back as Date; ids are time-ordered text (lib/ids.ts).
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -48,7 +66,7 @@ export const memberships = pgTable(
     userId: text('user_id')
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
-    role: text('role', { enum: ['owner', 'admin', 'developer', 'viewer'] }).notNull(),
+    role: text('role', { enum: ROLES }).notNull(),
     createdAt: createdAt(),
   },
   (t) => [primaryKey({ columns: [t.workspaceId, t.userId] }), index('memberships_user_idx').on(t.userId)],
@@ -100,7 +118,7 @@ export const invites = pgTable(
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
     email: text('email').notNull(),
-    role: text('role', { enum: ['owner', 'admin', 'developer', 'viewer'] }).notNull(),
+    role: text('role', { enum: ROLES }).notNull(),
     tokenHash: text('token_hash').notNull(),
     invitedBy: text('invited_by').notNull(),
     createdAt: createdAt(),
@@ -121,8 +139,8 @@ export const auditLogs = pgTable(
     workspaceId: text('workspace_id'),
     createdAt: createdAt(),
     event: text('event').notNull(),
-    status: text('status', { enum: ['success', 'error'] }).notNull(),
-    actorType: text('actor_type', { enum: ['user', 'rest_api', 'system'] }).notNull(),
+    status: text('status', { enum: AUDIT_STATUSES }).notNull(),
+    actorType: text('actor_type', { enum: AUDIT_ACTOR_TYPES }).notNull(),
     actorId: text('actor_id'),
     actorEmail: text('actor_email'),
     /** Flat string map (Render's `metadata`): action, target, requestId, ip, method, path, statusCode. */
@@ -155,18 +173,16 @@ export const services = pgTable(
     name: text('name').notNull(),
     /** Unique across Slipway: the app answers at `<slug>.<apps domain>`. */
     slug: text('slug').notNull(),
-    type: text('type', {
-      enum: ['web_service', 'private_service', 'background_worker', 'cron_job', 'static_site'],
-    }).notNull(),
+    type: text('type', { enum: SERVICE_TYPES }).notNull(),
     repo: text('repo'),
     branch: text('branch'),
     rootDir: text('root_dir').notNull().default(''),
-    autoDeploy: text('auto_deploy', { enum: ['yes', 'no'] }).notNull(),
+    autoDeploy: text('auto_deploy', { enum: AUTO_DEPLOY }).notNull(),
     environmentId: text('environment_id').references((): AnyPgColumn => environments.id, { onDelete: 'restrict' }),
-    /** The type's settings (runtime, plan, commands, ...): see core/service-details.ts. */
-    details: jsonb('details').notNull(),
+    /** The type's settings (runtime, plan, commands, ...), as core/services/details.ts merges and checks them. */
+    details: jsonb('details').$type<ServiceDetails>().notNull(),
     /** Render's `suspenders`: empty when running. */
-    suspenders: jsonb('suspenders').$type<string[]>().notNull().default([]),
+    suspenders: jsonb('suspenders').$type<Suspender[]>().notNull().default([]),
     liveDeployId: text('live_deploy_id'),
     createdAt: createdAt(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
@@ -200,22 +216,8 @@ export const deploys = pgTable(
     serviceId: text('service_id')
       .notNull()
       .references(() => services.id, { onDelete: 'cascade' }),
-    status: text('status', {
-      enum: [
-        'created',
-        'queued',
-        'build_in_progress',
-        'pre_deploy_in_progress',
-        'update_in_progress',
-        'live',
-        'deactivated',
-        'build_failed',
-        'pre_deploy_failed',
-        'update_failed',
-        'canceled',
-      ],
-    }).notNull(),
-    trigger: text('trigger').notNull(),
+    status: text('status', { enum: DEPLOY_STATUSES }).notNull(),
+    trigger: text('trigger', { enum: DEPLOY_TRIGGERS }).notNull(),
     sourceId: text('source_id'),
     /** Rollbacks reuse this deploy's artifact instead of building. */
     artifactOf: text('artifact_of'),
@@ -260,7 +262,7 @@ export const instances = pgTable(
       .notNull()
       .references(() => services.id, { onDelete: 'cascade' }),
     deployId: text('deploy_id').notNull(),
-    status: text('status', { enum: ['starting', 'running', 'stopped', 'failed'] }).notNull(),
+    status: text('status', { enum: INSTANCE_STATUSES }).notNull(),
     pid: integer('pid'),
     startTime: text('start_time'),
     port: integer('port'),
@@ -281,7 +283,7 @@ export const events = pgTable(
     /** Set instead of serviceId for a datastore's events. */
     datastoreId: text('datastore_id'),
     type: text('type').notNull(),
-    details: jsonb('details').notNull().default({}),
+    details: jsonb('details').$type<Record<string, unknown>>().notNull().default({}),
     createdAt: createdAt(),
   },
   (t) => [
@@ -342,9 +344,9 @@ export const envGroupLinks = pgTable(
 
 /** A reference from an env var to a datastore's connection detail, resolved at deploy time. */
 export interface EnvVarRef {
-  kind: 'postgres' | 'keyValue';
+  kind: (typeof DATASTORE_KINDS)[number];
   id: string;
-  property: 'connectionString' | 'host' | 'port' | 'user' | 'password' | 'database';
+  property: (typeof ENV_VAR_REF_PROPERTIES)[number];
 }
 
 export const projects = pgTable(
@@ -372,9 +374,7 @@ export const environments = pgTable(
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
-    protectedStatus: text('protected_status', { enum: ['protected', 'unprotected'] })
-      .notNull()
-      .default('unprotected'),
+    protectedStatus: text('protected_status', { enum: PROTECTED_STATUSES }).notNull().default('unprotected'),
     networkIsolationEnabled: boolean('network_isolation_enabled').notNull().default(false),
     ipAllowList: jsonb('ip_allow_list')
       .$type<Array<{ cidrBlock: string; description: string }>>()
@@ -400,7 +400,7 @@ export const datastores = pgTable(
     workspaceId: text('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
-    kind: text('kind', { enum: ['postgres', 'keyValue'] }).notNull(),
+    kind: text('kind', { enum: DATASTORE_KINDS }).notNull(),
     name: text('name').notNull(),
     plan: text('plan').notNull(),
     /** Postgres major version, or the key-value server's version. */
@@ -408,19 +408,7 @@ export const datastores = pgTable(
     environmentId: text('environment_id').references((): AnyPgColumn => environments.id, { onDelete: 'restrict' }),
     /** Which provisioner owns it: local | cluster (postgres) | shared (key-value). */
     provisioner: text('provisioner').notNull(),
-    status: text('status', {
-      enum: [
-        'creating',
-        'available',
-        'unavailable',
-        'suspended',
-        'config_restart',
-        'recovery_failed',
-        'recovery_in_progress',
-        'updating_instance',
-        'unknown',
-      ],
-    }).notNull(),
+    status: text('status', { enum: DATASTORE_STATUSES }).notNull(),
     /** Render's `suspended`: 'suspended' | 'not_suspended'. */
     suspended: boolean('suspended').notNull().default(false),
     databaseName: text('database_name'),
@@ -459,7 +447,7 @@ export const logs = pgTable(
     resourceId: text('resource_id').notNull(),
     instanceId: text('instance_id'),
     deployId: text('deploy_id'),
-    type: text('type', { enum: ['app', 'build', 'request'] }).notNull(),
+    type: text('type', { enum: LOG_TYPES }).notNull(),
     level: text('level').notNull(),
     message: text('message').notNull(),
     method: text('method'),
@@ -535,9 +523,7 @@ export const usageEntries = pgTable(
     resourceId: text('resource_id').notNull(),
     /** What was metered: an instance, deploy (build), service (bandwidth) or datastore id. */
     sourceId: text('source_id').notNull(),
-    kind: text('kind', {
-      enum: ['instance_seconds', 'build_seconds', 'bandwidth_bytes', 'datastore_seconds'],
-    }).notNull(),
+    kind: text('kind', { enum: USAGE_KINDS }).notNull(),
     plan: text('plan').notNull(),
     quantity: doublePrecision('quantity').notNull(),
     startedAt: ts('started_at').notNull(),

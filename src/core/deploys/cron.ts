@@ -1,7 +1,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { nextCronRun, type ServiceDetails } from '../services/details.js';
+import { nextCronRun } from '../services/details.js';
 import type { EngineDeps } from './engine.js';
 import type { LoopDeps } from './instances.js';
 
@@ -57,7 +57,7 @@ export function createCronRunner(deps: LoopDeps & Pick<EngineDeps, 'collectOutpu
   async function tickService(service: ServiceRow, now: Date) {
     const current = running.get(service.id);
     if (current) await finishIfDone(service, current);
-    const { schedule } = service.details as ServiceDetails;
+    const { schedule } = service.details;
     let next = due.get(service.id);
     if (!next || next.schedule !== schedule) {
       next = { schedule, at: nextCronRun(schedule, now) };

@@ -3,12 +3,12 @@ import path from 'node:path';
 import { conflict, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Runtime } from '../../runtime/types.js';
+import type { DeployTrigger } from '../../store/enums.js';
 import { IN_PROGRESS, PENDING, type DeployRow, type DeployStatus } from '../../store/repos/deploys.js';
 import type { Repos, Transact } from '../../store/repos/index.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { Events } from '../events.js';
-import type { ServiceDetails } from '../services/details.js';
 import type { EnvLayer } from '../env-groups.js';
 import type { DeployPort } from '../services/services.js';
 import { mergeEnv, platformEnv, type AppUrls } from './env.js';
@@ -119,7 +119,7 @@ export function createDeployEngine(deps: EngineDeps) {
   /** Points the router at the service's live deploy, or at `deploy` when it is about to become live. */
   async function refreshRoute(service: ServiceRow, deploy?: DeployRow) {
     if (removing.has(service.id)) return void routes.remove(service.slug);
-    const details = service.details as ServiceDetails;
+    const details = service.details;
     if (service.suspenders.includes('user')) return routes.setSuspended(service.slug, service.id);
     const live = deploy ?? (await repos.deploys.liveOf(service));
     if (service.type === 'static_site') {
@@ -148,7 +148,7 @@ export function createDeployEngine(deps: EngineDeps) {
       rows.forEach((r) => stopping.delete(r.id));
     }
   }
-  const graceOf = (service: ServiceRow) => (service.details as ServiceDetails).maxShutdownDelaySeconds * 1000;
+  const graceOf = (service: ServiceRow) => service.details.maxShutdownDelaySeconds * 1000;
 
   /**
    * Starts the release's instances, switches traffic to them, then drains and stops the others.
@@ -170,7 +170,7 @@ export function createDeployEngine(deps: EngineDeps) {
       const started =
         needsProcesses && !service.suspenders.includes('user')
           ? await instances
-              .start(releaseOf(service, release), (service.details as ServiceDetails).numInstances, signal)
+              .start(releaseOf(service, release), service.details.numInstances, signal)
               .catch((err: Error) => {
                 throw new DeployFailure('update_failed', `instances did not become healthy: ${err.message}`);
               })
@@ -243,7 +243,7 @@ export function createDeployEngine(deps: EngineDeps) {
         building = false;
         await emit('build_ended', { status: 'succeeded' });
       }
-      const details = service.details as ServiceDetails;
+      const details = service.details;
       if (details.preDeployCommand && !deploy.artifactOf) {
         phase = 'pre_deploy_failed';
         if (!(await repos.deploys.transition(deploy.id, ['build_in_progress'], 'pre_deploy_in_progress')))
@@ -370,7 +370,13 @@ export function createDeployEngine(deps: EngineDeps) {
   const engine = {
     async trigger(
       service: ServiceRow,
-      opts: { trigger: string; sourceId?: string; commitId?: string; clearCache?: boolean; artifactOf?: DeployRow },
+      opts: {
+        trigger: DeployTrigger;
+        sourceId?: string;
+        commitId?: string;
+        clearCache?: boolean;
+        artifactOf?: DeployRow;
+      },
     ) {
       assertPresent(service.id);
       if (service.suspenders.includes('user')) throw conflict('the service is suspended: resume it first');

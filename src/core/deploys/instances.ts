@@ -7,7 +7,7 @@ import type { InstanceRepo, InstanceRow } from '../../store/repos/instances.js';
 import type { Repos } from '../../store/repos/index.js';
 import type { Events } from '../events.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { PLAN_LIMITS, type ServiceDetails } from '../services/details.js';
+import { PLAN_LIMITS } from '../services/details.js';
 import type { Layout } from './layout.js';
 
 /** What an instance runs: the deploy's artifact and start command, with the env built for it. */
@@ -42,7 +42,7 @@ export function createInstances(deps: InstancesDeps) {
 
   async function startOne(release: Release, signal?: AbortSignal, existing?: InstanceRow): Promise<InstanceRow> {
     const { service, deploy } = release;
-    const details = service.details as ServiceDetails;
+    const details = service.details;
     const needsPort = service.type === 'web_service' || service.type === 'private_service';
     const id = existing?.id ?? `${service.id}-${randomBytes(4).toString('hex').slice(0, 5)}`;
     const port = needsPort ? await runtime.instancePort() : undefined;
@@ -136,7 +136,7 @@ export function createInstances(deps: InstancesDeps) {
         command: `(\n${release.startCommand}\n)\necho $? > "$SLIPWAY_RUN_STATUS_DIR/exit-code"`,
         env: { ...(await release.env({ id })), SLIPWAY_RUN_STATUS_DIR: statusDir },
         sandbox: { appDir: release.artifactDir, workDir: service.rootDir, writableDirs: [statusDir] },
-        limits: PLAN_LIMITS[(service.details as ServiceDetails).plan],
+        limits: PLAN_LIMITS[service.details.plan],
         network: networkOf(service),
       });
       await repo.update(id, {

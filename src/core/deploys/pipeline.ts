@@ -6,7 +6,7 @@ import { toStorableText } from '../../lib/text.js';
 import type { Runtime } from '../../runtime/types.js';
 import type { DeployRepo, DeployRow, DeployStatus } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { PLAN_LIMITS, type ServiceDetails } from '../services/details.js';
+import { PLAN_LIMITS } from '../services/details.js';
 import { buildCommandFor, gitCheckoutCommand, gitCloneCommand, gitHeadCommand, startCommandFor } from './commands.js';
 import type { Layout } from './layout.js';
 
@@ -151,7 +151,7 @@ export function createBuilder(deps: {
     deploy: DeployRow,
     signal: AbortSignal,
   ): Promise<{ startCommand?: string; commit: Partial<DeployRow> }> {
-    const details = service.details as ServiceDetails;
+    const details = service.details;
     const dir = layout.artifactDir(service.id, deploy.id);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(path.dirname(dir), { recursive: true });

@@ -1,5 +1,5 @@
 import type { ServiceRow } from '../../store/repos/services.js';
-import { PLAN_LIMITS, type ServiceDetails } from '../services/details.js';
+import { PLAN_LIMITS } from '../services/details.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import { oomKilledReason } from './pipeline.js';
 import type { LoopDeps } from './instances.js';
@@ -32,9 +32,7 @@ export function createSupervisor(
 
   /** Render's reason for a crash: the OOM killer, when the runtime saw it do it; else an early exit. */
   const crashReason = (service: ServiceRow, row: InstanceRow) =>
-    instances.oomKilled(row)
-      ? oomKilledReason(PLAN_LIMITS[(service.details as ServiceDetails).plan].memoryMb)
-      : { earlyExit: true };
+    instances.oomKilled(row) ? oomKilledReason(PLAN_LIMITS[service.details.plan].memoryMb) : { earlyExit: true };
 
   /** Counts a crash (or a failed start) and returns when the next attempt may be made. */
   async function crashed(service: ServiceRow, deployId: string, details: Record<string, unknown>): Promise<number> {
@@ -104,7 +102,7 @@ export function createSupervisor(
     // crash at an odd moment, or numInstances lowered) are stopped, newest first.
     // Instances already draining (a rollover's old ones) count for nothing either way.
     const active = (await instances.active({ deployId: live.id })).filter((r) => !deps.stopping.has(r.id));
-    const wanted = (service.details as ServiceDetails).numInstances;
+    const wanted = service.details.numInstances;
     if (active.length > wanted) {
       const extras = active
         .sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0))
@@ -112,7 +110,7 @@ export function createSupervisor(
       extras.forEach((r) => deps.stopping.add(r.id));
       await deps.refreshRoute(service);
       await instances
-        .stop(extras, (service.details as ServiceDetails).maxShutdownDelaySeconds * 1000)
+        .stop(extras, service.details.maxShutdownDelaySeconds * 1000)
         .finally(() => extras.forEach((r) => deps.stopping.delete(r.id)));
       changed = true;
     }

@@ -1,15 +1,9 @@
 import { CronExpressionParser } from 'cron-parser';
 import { badRequest } from '../../lib/errors.js';
 import type { Limits } from '../../runtime/types.js';
+import { SERVICE_TYPES, type ServiceType } from '../../store/enums.js';
 
-export const SERVICE_TYPES = [
-  'web_service',
-  'private_service',
-  'background_worker',
-  'cron_job',
-  'static_site',
-] as const;
-export type ServiceType = (typeof SERVICE_TYPES)[number];
+export { SERVICE_TYPES, type ServiceType };
 export const RUNTIMES = ['node', 'python', 'ruby', 'go', 'rust', 'elixir', 'docker', 'image'] as const;
 /** Runtimes the local runtime can run natively; docker/image need a container engine. */
 const NATIVE_RUNTIMES = new Set(['node', 'python', 'ruby', 'go', 'rust', 'elixir']);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { badRequest, conflict, notFound } from '../../lib/errors.js';
 import { isUniqueViolation } from '../../store/db.js';
+import type { DeployTrigger, Suspender } from '../../store/enums.js';
 import { newId } from '../../lib/ids.js';
 import type { Repos, Transact } from '../../store/repos/index.js';
 import type { ServiceQuery, ServiceRow } from '../../store/repos/services.js';
@@ -11,7 +12,7 @@ import type { EnvVarInput, EnvVars } from './env-vars.js';
 
 /** What service management needs from the deploy engine. */
 export interface DeployPort {
-  trigger(service: ServiceRow, opts: { trigger: string; sourceId?: string }): Promise<{ id: string }>;
+  trigger(service: ServiceRow, opts: { trigger: DeployTrigger; sourceId?: string }): Promise<{ id: string }>;
   /** Stops the service's instances (suspend): the live deploy stays live, ready to resume. */
   stopAll(service: ServiceRow): Promise<void>;
   resume(service: ServiceRow): Promise<void>;
@@ -27,7 +28,7 @@ export interface ServiceInput {
   repo?: string;
   branch?: string;
   rootDir?: string;
-  autoDeploy?: 'yes' | 'no';
+  autoDeploy?: ServiceRow['autoDeploy'];
   environmentId?: string;
   envVars?: EnvVarInput[];
   serviceDetails?: ServiceDetailsInput;
@@ -136,11 +137,7 @@ export function createServices(deps: {
         // Merged into the details as they are now, under the row's lock: a concurrent PATCH of another field is kept.
         const current = await tx.services.lock(service.id);
         if (!current) throw notFound('service');
-        const details: ServiceDetails = mergeDetails(
-          service.type,
-          patch.serviceDetails,
-          current.details as ServiceDetails,
-        );
+        const details: ServiceDetails = mergeDetails(service.type, patch.serviceDetails, current.details);
         return tx.services.update(service.id, {
           ...(patch.name !== undefined ? { name: patch.name } : {}),
           ...(patch.repo !== undefined ? { repo: patch.repo ? checkRepo(patch.repo, deps.gitProtocols) : null } : {}),
@@ -171,7 +168,7 @@ export function createServices(deps: {
     },
 
     async suspend(service: ServiceRow): Promise<ServiceRow> {
-      const suspenders = [...new Set([...service.suspenders, 'user'])];
+      const suspenders = [...new Set<Suspender>([...service.suspenders, 'user'])];
       const updated = await repos.services.update(service.id, { suspenders });
       if (!updated) throw notFound('service');
       await deploys.stopAll(updated);

@@ -2,11 +2,21 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
 import { notFound } from '../../lib/errors.js';
+import { SUSPENDED } from '../../store/enums.js';
 import type { DatastoreKind, DatastoreRow } from '../../store/repos/datastores.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute, type RouteSpec } from '../route.js';
 import { eventListRoute } from './events.js';
-import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, NoContent, Timestamp, toDate } from '../schemas/common.js';
+import {
+  DEFAULT_LIMIT,
+  Envelope,
+  IdParam,
+  ListQuery,
+  literalUnion,
+  NoContent,
+  Timestamp,
+  toDate,
+} from '../schemas/common.js';
 import {
   connectionInfoBody,
   datastoreBody,
@@ -105,9 +115,7 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
           name: StringList,
           environmentId: StringList,
           region: StringList,
-          suspended: Type.Optional(
-            Type.Array(Type.Union([Type.Literal('suspended'), Type.Literal('not_suspended')]), { maxItems: 2 }),
-          ),
+          suspended: Type.Optional(Type.Array(literalUnion(SUSPENDED), { maxItems: SUSPENDED.length })),
           createdBefore: Type.Optional(Timestamp),
           createdAfter: Type.Optional(Timestamp),
           updatedBefore: Type.Optional(Timestamp),

@@ -1,26 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
 import { notFound } from '../../lib/errors.js';
-import type { DeployStatus } from '../../store/repos/deploys.js';
+import { DEPLOY_STATUSES } from '../../store/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, Timestamp, toDate } from '../schemas/common.js';
+import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, literalUnion, Timestamp, toDate } from '../schemas/common.js';
 import { DeployBody, deployBody } from '../schemas/services.js';
 import { loadService, ServiceParams } from './services.js';
 
-const DEPLOY_STATUSES = [
-  'created',
-  'queued',
-  'build_in_progress',
-  'pre_deploy_in_progress',
-  'update_in_progress',
-  'live',
-  'deactivated',
-  'build_failed',
-  'pre_deploy_failed',
-  'update_failed',
-  'canceled',
-] as const;
 const DeployParams = Type.Object({ serviceId: IdParam, deployId: IdParam });
 
 /** Deploys: trigger, list, get, cancel, and rollback (docs/architecture.md, "Deploys"). */
@@ -75,7 +62,7 @@ export function deployRoutes(deps: HttpDeps) {
       schema: {
         params: ServiceParams,
         querystring: Type.Object({
-          status: Type.Optional(Type.Array(Type.Union(DEPLOY_STATUSES.map((s) => Type.Literal(s))), { maxItems: 11 })),
+          status: Type.Optional(Type.Array(literalUnion(DEPLOY_STATUSES), { maxItems: DEPLOY_STATUSES.length })),
           createdBefore: Type.Optional(Timestamp),
           createdAfter: Type.Optional(Timestamp),
           finishedBefore: Type.Optional(Timestamp),
@@ -89,7 +76,7 @@ export function deployRoutes(deps: HttpDeps) {
         const q = req.query;
         const rows = await repos.deploys.list({
           serviceId: service.id,
-          status: q.status as DeployStatus[] | undefined,
+          status: q.status,
           createdAfter: toDate(q.createdAfter),
           createdBefore: toDate(q.createdBefore),
           finishedAfter: toDate(q.finishedAfter),

@@ -62,7 +62,7 @@ export function eventListRoute(
           timestamp: e.createdAt.toISOString(),
           ...about,
           type: e.type,
-          details: { ...(e.details as Record<string, unknown>), ...(e.deployId ? { deployId: e.deployId } : {}) },
+          details: { ...e.details, ...(e.deployId ? { deployId: e.deployId } : {}) },
         })),
       );
     },

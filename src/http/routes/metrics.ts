@@ -1,10 +1,16 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import type { ServiceDetails } from '../../core/services/details.js';
 import { badRequest } from '../../lib/errors.js';
+import {
+  CPU_RELATIVE_TO,
+  HISTORY_METRICS,
+  MEMORY_SOURCES,
+  type SeriesOptions,
+} from '../../observability/metrics/series.js';
+import { AGGREGATIONS } from '../../store/repos/metrics.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { IdParam, Timestamp } from '../schemas/common.js';
+import { IdParam, literalUnion, Timestamp } from '../schemas/common.js';
 import { loadService, ServiceParams } from './services.js';
 
 /** Render's metric series (GET /metrics/cpu's 200 body). */
@@ -16,16 +22,16 @@ const SeriesBody = Type.Array(
   }),
   { title: 'metricSeries' },
 );
-const Aggregation = Type.Union([Type.Literal('AVG'), Type.Literal('MAX'), Type.Literal('MIN')], {
+const Aggregation = literalUnion(AGGREGATIONS, {
   description: 'How instances (and samples in a bucket) are combined; default AVG',
 });
 const RelativeTo = Type.Optional(
-  Type.Union([Type.Literal('core'), Type.Literal('limit')], {
+  literalUnion(CPU_RELATIVE_TO, {
     description: "CPU in percent of one core (default) or of the plan's CPU limit",
   }),
 );
 const Source = Type.Optional(
-  Type.Union([Type.Literal('rss'), Type.Literal('cgroup')], {
+  literalUnion(MEMORY_SOURCES, {
     description: "Memory: RSS of the process tree (default) or the instance cgroup's usage",
   }),
 );
@@ -47,7 +53,7 @@ const Range = {
 async function serviceOf(deps: HttpDeps, req: FastifyRequest, serviceId: string, resource?: string[]) {
   if (resource?.some((r) => r !== serviceId)) throw badRequest('resource, when given, must be the service of the path');
   const service = await loadService(deps, req, serviceId);
-  return { id: service.id, plan: (service.details as ServiceDetails).plan };
+  return { id: service.id, plan: service.details.plan };
 }
 
 /** CPU and memory of a service's instances (current values, or a range with Render's parameters) and its history. */
@@ -82,12 +88,12 @@ export function metricRoutes(deps: HttpDeps) {
         const q = req.query as {
           resource?: string[];
           instance?: string[];
-          aggregationMethod?: 'AVG' | 'MAX' | 'MIN';
+          aggregationMethod?: SeriesOptions['aggregationMethod'];
           startTime?: string;
           endTime?: string;
           resolutionSeconds?: number;
-          relativeTo?: 'core' | 'limit';
-          source?: 'rss' | 'cgroup';
+          relativeTo?: SeriesOptions['relativeTo'];
+          source?: SeriesOptions['source'];
         };
         const service = await serviceOf(deps, req, req.params.serviceId, q.resource);
         const options = { ...q, instances: q.instance };
@@ -110,12 +116,7 @@ export function metricRoutes(deps: HttpDeps) {
       schema: {
         params: ServiceParams,
         querystring: Type.Object({
-          metric: Type.Union([
-            Type.Literal('cpu'),
-            Type.Literal('memory'),
-            Type.Literal('http_requests'),
-            Type.Literal('bandwidth'),
-          ]),
+          metric: literalUnion(HISTORY_METRICS),
           aggregationMethod: Type.Optional(Aggregation),
           instance: Instances,
           relativeTo: RelativeTo,

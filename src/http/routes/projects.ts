@@ -2,10 +2,21 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { Projects } from '../../core/projects.js';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
+import { PROTECTED_STATUSES } from '../../store/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { OwnerBody, ownerBody } from '../schemas/bodies.js';
-import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, Name, NoContent, Timestamp, toDate } from '../schemas/common.js';
+import {
+  DEFAULT_LIMIT,
+  Envelope,
+  IdParam,
+  ListQuery,
+  literalUnion,
+  Name,
+  NoContent,
+  Timestamp,
+  toDate,
+} from '../schemas/common.js';
 
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
 const IdList = (opts: { minItems?: number; maxItems: number }) =>
@@ -16,7 +27,7 @@ const TimeFilters = {
   updatedBefore: Type.Optional(Timestamp),
   updatedAfter: Type.Optional(Timestamp),
 };
-const ProtectedStatus = Type.Union([Type.Literal('unprotected'), Type.Literal('protected')], {
+const ProtectedStatus = literalUnion(PROTECTED_STATUSES, {
   description: 'Only admins perform destructive actions in a protected environment',
 });
 const IpAllowList = Type.Array(

@@ -2,9 +2,19 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
 import { badRequest } from '../../lib/errors.js';
+import { SUSPENDED } from '../../store/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, NoContent, Timestamp, toDate } from '../schemas/common.js';
+import {
+  DEFAULT_LIMIT,
+  Envelope,
+  IdParam,
+  ListQuery,
+  literalUnion,
+  NoContent,
+  Timestamp,
+  toDate,
+} from '../schemas/common.js';
 import { ServiceBody, serviceBody, ServicePATCH, ServicePOST } from '../schemas/services.js';
 
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
@@ -69,9 +79,7 @@ export function serviceRoutes(deps: HttpDeps) {
           name: StringList,
           type: StringList,
           environmentId: StringList,
-          suspended: Type.Optional(
-            Type.Array(Type.Union([Type.Literal('suspended'), Type.Literal('not_suspended')]), { maxItems: 2 }),
-          ),
+          suspended: Type.Optional(Type.Array(literalUnion(SUSPENDED), { maxItems: SUSPENDED.length })),
           createdBefore: Type.Optional(Timestamp),
           createdAfter: Type.Optional(Timestamp),
           updatedBefore: Type.Optional(Timestamp),

@@ -1,4 +1,5 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type SchemaOptions, type TSchema } from '@sinclair/typebox';
+import { ROLES } from '../../store/enums.js';
 
 export const ErrorBody = Type.Object(
   {
@@ -13,12 +14,13 @@ export const ErrorBody = Type.Object(
 export const Timestamp = Type.String({ format: 'date-time' });
 /** An optional Timestamp query parameter as a Date. */
 export const toDate = (value: string | undefined) => (value ? new Date(value) : undefined);
-export const Role = Type.Union([
-  Type.Literal('owner'),
-  Type.Literal('admin'),
-  Type.Literal('developer'),
-  Type.Literal('viewer'),
-]);
+/** `anyOf` the tuple's values as constants: an enum is written once, as a const tuple (store/enums.ts). */
+export const literalUnion = <T extends string>(values: readonly T[], options?: SchemaOptions) =>
+  Type.Union(
+    values.map((v) => Type.Literal(v)),
+    options,
+  );
+export const Role = literalUnion(ROLES);
 export const Email = Type.String({ format: 'email', maxLength: 254 });
 export const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 /** Path ids: unknown or malformed ids both answer 404 from the lookup. */

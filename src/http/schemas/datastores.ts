@@ -4,9 +4,8 @@ import { KEY_VALUE_PLANS, MAXMEMORY_POLICIES, POSTGRES_PLANS } from '../../core/
 import type { DatastoreRow } from '../../store/repos/datastores.js';
 import type { WorkspaceRow } from '../../store/repos/workspaces.js';
 import { OwnerBody, ownerBody } from './bodies.js';
-import { Timestamp } from './common.js';
+import { literalUnion, Timestamp } from './common.js';
 
-const literals = (values: readonly string[]) => Type.Union(values.map((v) => Type.Literal(v)));
 const DatastoreName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 const IpAllowList = Type.Array(
   Type.Object({
@@ -20,15 +19,15 @@ const EnvironmentId = Type.Optional(Type.String({ maxLength: 64 }));
 const OwnerId = Type.Optional(
   Type.String({ maxLength: 64, description: 'Workspace (tea-…); default: your default workspace' }),
 );
-export const MaxmemoryPolicy = literals(MAXMEMORY_POLICIES);
+export const MaxmemoryPolicy = literalUnion(MAXMEMORY_POLICIES);
 
 /** Render's postgresPOSTInput (ownerId optional: your default workspace; version optional: the newest available). */
 export const PostgresPOST = Type.Object(
   {
     name: DatastoreName,
     ownerId: OwnerId,
-    plan: literals(POSTGRES_PLANS),
-    version: Type.Optional(literals(['11', '12', '13', '14', '15', '16', '17', '18'])),
+    plan: literalUnion(POSTGRES_PLANS),
+    version: Type.Optional(literalUnion(['11', '12', '13', '14', '15', '16', '17', '18'])),
     databaseName: Type.Optional(Identifier),
     databaseUser: Type.Optional(Identifier),
     environmentId: EnvironmentId,
@@ -40,7 +39,7 @@ export const PostgresPOST = Type.Object(
 export const PostgresPATCH = Type.Object(
   {
     name: Type.Optional(DatastoreName),
-    plan: Type.Optional(literals(POSTGRES_PLANS)),
+    plan: Type.Optional(literalUnion(POSTGRES_PLANS)),
     ipAllowList: Type.Optional(IpAllowList),
   },
   { title: 'postgresPATCHInput' },
@@ -49,7 +48,7 @@ export const KeyValuePOST = Type.Object(
   {
     name: DatastoreName,
     ownerId: OwnerId,
-    plan: literals(KEY_VALUE_PLANS),
+    plan: literalUnion(KEY_VALUE_PLANS),
     maxmemoryPolicy: Type.Optional(MaxmemoryPolicy),
     environmentId: EnvironmentId,
     ipAllowList: Type.Optional(IpAllowList),
@@ -60,7 +59,7 @@ export const KeyValuePOST = Type.Object(
 export const KeyValuePATCH = Type.Object(
   {
     name: Type.Optional(DatastoreName),
-    plan: Type.Optional(literals(KEY_VALUE_PLANS)),
+    plan: Type.Optional(literalUnion(KEY_VALUE_PLANS)),
     maxmemoryPolicy: Type.Optional(MaxmemoryPolicy),
     ipAllowList: Type.Optional(IpAllowList),
   },

@@ -1,15 +1,16 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PLANS, RUNTIMES, SERVICE_TYPES, type ServiceDetails } from '../../core/services/details.js';
+import { PLANS, RUNTIMES, SERVICE_TYPES } from '../../core/services/details.js';
 import type { AppUrls } from '../../core/deploys/env.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { Timestamp } from './common.js';
+import { AUTO_DEPLOY, ENV_VAR_REF_PROPERTIES, SUSPENDED } from '../../store/enums.js';
+import { literalUnion, Timestamp } from './common.js';
 
 const Enum = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 const Command = Type.String({ maxLength: 4096 });
 
 export const ServiceName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
-export const AutoDeploy = Type.Union([Type.Literal('yes'), Type.Literal('no')]);
+export const AutoDeploy = literalUnion(AUTO_DEPLOY);
 const GitUrl = Type.String({ minLength: 1, maxLength: 2048 });
 const RootDir = Type.String({ maxLength: 1024 });
 
@@ -36,12 +37,11 @@ export const ServiceDetailsInput = Type.Object({
 });
 
 const EnvKey = Type.String({ minLength: 1, maxLength: 256 });
-const REF_PROPERTIES = ['connectionString', 'host', 'port', 'user', 'password', 'database'] as const;
 /** A datastore reference: `{id, property}`, resolved when the app's environment is built. */
 export const EnvVarRefInput = Type.Object(
   {
     id: Type.String({ minLength: 1, maxLength: 64 }),
-    property: Type.Union(REF_PROPERTIES.map((p) => Type.Literal(p))),
+    property: literalUnion(ENV_VAR_REF_PROPERTIES),
   },
   { additionalProperties: false },
 );
@@ -107,7 +107,7 @@ export const ServiceBody = Type.Object(
     autoDeploy: AutoDeploy,
     notifyOnFail: Type.String(),
     environmentId: Type.Optional(Type.String()),
-    suspended: Type.Union([Type.Literal('suspended'), Type.Literal('not_suspended')]),
+    suspended: literalUnion(SUSPENDED),
     suspenders: Type.Array(Type.String()),
     dashboardUrl: Type.String(),
     createdAt: Timestamp,
@@ -118,7 +118,7 @@ export const ServiceBody = Type.Object(
 );
 
 export function serviceBody(row: ServiceRow, urls: Pick<AppUrls, 'externalUrl' | 'dashboardUrl'>) {
-  const d = row.details as ServiceDetails;
+  const d = row.details;
   const native = {
     buildCommand: d.buildCommand,
     startCommand: d.startCommand,

@@ -1,8 +1,7 @@
 import { badRequest } from '../../lib/errors.js';
 import { compileRegex, compileWildcard, PATTERN_LIMITS } from './patterns.js';
+import { LOG_TYPES } from '../../store/enums.js';
 import type { LogFilter, LogRow, Pattern } from '../../store/repos/logs.js';
-
-const LOG_TYPES = ['app', 'build', 'request'] as const;
 
 /** Render's filters as query parameters (each may repeat; values of one filter are ORed). */
 export interface LogQuery {

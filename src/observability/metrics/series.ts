@@ -10,11 +10,14 @@ export interface Series {
   values: { timestamp: string; value: number; unit: string }[];
 }
 
-export type HistoryMetric = 'cpu' | 'memory' | 'http_requests' | 'bandwidth';
+export const HISTORY_METRICS = ['cpu', 'memory', 'http_requests', 'bandwidth'] as const;
+export type HistoryMetric = (typeof HISTORY_METRICS)[number];
+export const CPU_RELATIVE_TO = ['core', 'limit'] as const;
+export const MEMORY_SOURCES = ['rss', 'cgroup'] as const;
 /** CPU as percent of one core (default) or of the plan's CPU limit; memory as the process tree's RSS (default) or the cgroup's usage. */
 export interface SeriesOptions {
-  relativeTo?: 'core' | 'limit';
-  source?: 'rss' | 'cgroup';
+  relativeTo?: (typeof CPU_RELATIVE_TO)[number];
+  source?: (typeof MEMORY_SOURCES)[number];
   aggregationMethod?: Aggregation;
   /** Only these instances (Render's `instance` filter); the service series is dropped then. */
   instances?: string[];

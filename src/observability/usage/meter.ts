@@ -220,12 +220,12 @@ export function createUsageMeter(deps: MeterDeps) {
     },
     /** A finished build: billed from its last stretch to its end, then closed; never throws (the deploy must not fail for it). */
     async recordBuild(
-      service: { id: string; workspaceId: string; details: unknown },
+      service: { id: string; workspaceId: string; details: { plan?: string } },
       deployId: string,
       startedAt: Date,
       endedAt: Date,
     ): Promise<void> {
-      const plan = (service.details as { plan?: string }).plan ?? 'starter';
+      const plan = service.details.plan ?? 'starter';
       const base = {
         workspaceId: service.workspaceId,
         resourceId: service.id,

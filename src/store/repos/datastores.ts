@@ -1,5 +1,6 @@
 import { and, desc, eq, inArray, lt } from 'drizzle-orm';
 import type { Db } from '../db.js';
+import type { Suspended } from '../enums.js';
 import { datastores } from '../schema.js';
 import { within, type ListWindow } from './filters.js';
 
@@ -13,7 +14,7 @@ export interface DatastoreQuery extends ListWindow {
   workspaceIds?: string[];
   name?: string[];
   environmentId?: string[];
-  suspended?: Array<'suspended' | 'not_suspended'>;
+  suspended?: Suspended[];
 }
 
 export function createDatastoreRepo(db: Db) {

@@ -2,6 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { toStorableText } from '../../lib/text.js';
 import { AppError } from '../../lib/errors.js';
 import { pgCode, rowsOf, type Db } from '../db.js';
+import type { LOG_TYPES } from '../enums.js';
 
 /**
  * Log entries. Timestamps are handled as microseconds since the epoch (a JS number is
@@ -15,7 +16,7 @@ export interface NewLogEntry {
   resourceId: string;
   instanceId?: string | null;
   deployId?: string | null;
-  type: 'app' | 'build' | 'request';
+  type: (typeof LOG_TYPES)[number];
   level: string;
   message: string;
   method?: string | null;

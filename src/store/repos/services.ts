@@ -1,5 +1,6 @@
 import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
+import type { Suspended } from '../enums.js';
 import { services } from '../schema.js';
 import { within, type ListWindow } from './filters.js';
 
@@ -10,7 +11,7 @@ export interface ServiceQuery extends ListWindow {
   workspaceIds?: string[];
   name?: string[];
   type?: string[];
-  suspended?: Array<'suspended' | 'not_suspended'>;
+  suspended?: Suspended[];
   environmentId?: string[];
 }
 

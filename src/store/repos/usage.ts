@@ -230,7 +230,7 @@ export function createUsageRepo(db: Db) {
           r.id,
           {
             workspaceId: r.workspaceId,
-            plan: (r.details as { plan?: string }).plan ?? 'starter',
+            plan: r.details.plan ?? 'starter',
             createdAt: r.createdAt,
           },
         ]),
