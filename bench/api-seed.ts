@@ -79,7 +79,7 @@ export async function seedLists(env: Record<string, string>, seed: ListSeed): Pr
           id: newId('deploy', t),
           serviceId: seed.serviceId,
           status: 'deactivated' as const,
-          trigger: 'api',
+          trigger: 'api' as const,
           commitMessage: `bench deploy ${i}`,
           createdAt: new Date(t),
           updatedAt: new Date(t),
