@@ -1,5 +1,5 @@
 import { newId } from '../lib/ids.js';
-import type { AuditQuery, AuditRepo, AuditRow } from '../store/repos/audit.js';
+import type { AuditQuery, AuditRepo } from '../store/repos/audit.js';
 
 export interface AuditEntry {
   workspaceId: string | null;
@@ -27,19 +27,3 @@ export function createAuditLog(repo: Pick<AuditRepo, 'insert' | 'list'>) {
   };
 }
 export type AuditLog = ReturnType<typeof createAuditLog>;
-
-/** Render's `auditLog` body. */
-export function auditLogBody(row: AuditRow) {
-  return {
-    id: row.id,
-    timestamp: row.createdAt.toISOString(),
-    event: row.event,
-    status: row.status,
-    actor: {
-      type: row.actorType,
-      ...(row.actorId ? { id: row.actorId } : {}),
-      ...(row.actorEmail ? { email: row.actorEmail } : {}),
-    },
-    metadata: JSON.parse(row.metadata) as Record<string, string>,
-  };
-}
