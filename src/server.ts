@@ -6,7 +6,9 @@ import { createApiKeys } from './core/api-keys.js';
 import { createAuditLog } from './core/audit.js';
 import { createAuth } from './core/auth.js';
 import { createPrincipalCache, PRINCIPAL_CHANNEL } from './core/principal-cache.js';
+import { createIdempotencyStore } from './core/idempotency.js';
 import { createTeam } from './core/team.js';
+import { createWorkspaces } from './core/workspaces.js';
 import { buildApp, type LogOptions } from './http/app.js';
 import { createGuard } from './http/guard.js';
 import { scheduleMaintenance } from './jobs/maintenance.js';
@@ -15,6 +17,7 @@ import { lockDataDir } from './lib/data-dir-lock.js';
 import { createSecretBox, loadSecretKey } from './lib/secret-box.js';
 import { openStore, type Store } from './store/db.js';
 import { allowedGitProtocols } from './core/deploys/commands.js';
+import { createDeploys } from './core/deploys/deploys.js';
 import { createDeployEngine } from './core/deploys/engine.js';
 import type { AppUrls } from './core/deploys/env.js';
 import { createLayout } from './core/deploys/layout.js';
@@ -25,6 +28,7 @@ import { createEnvGroups } from './core/env-groups.js';
 import { createEvents } from './core/events.js';
 import { createProjects } from './core/projects.js';
 import { createEnvVars } from './core/services/env-vars.js';
+import { createEnvView } from './core/services/env-view.js';
 import { createServices } from './core/services/services.js';
 import { createKeyValueProvisioner, KEY_VALUE_NOT_CONFIGURED } from './provisioners/keyvalue/index.js';
 import { createPostgresProvisioner, POSTGRES_NOT_CONFIGURED } from './provisioners/postgres/index.js';
@@ -243,8 +247,9 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         apiKeys: createApiKeys(repos.apiKeys, principals),
         team: createTeam({ ...repos, principals, inviteTtlDays: config.inviteTtlDays }),
         audit: createAuditLog(repos.audit),
-        repos,
-        secretBox,
+        workspaces: createWorkspaces(repos),
+        idempotency: createIdempotencyStore({ repo: repos.idempotency, box: secretBox }),
+        events,
         services: createServices({
           repos,
           transact,
@@ -255,11 +260,21 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
           gitProtocols,
         }),
         envVars,
+        envView: createEnvView({ deploys: repos.deploys, urls, layersOf: envGroups.layersOf }),
         envGroups,
         projects,
         datastores,
         engine,
-        saveUpload: createSourceStore({ repo: repos.deploys, layout, maxUploadBytes: config.maxUploadBytes, archive }),
+        deploys: createDeploys({
+          repo: repos.deploys,
+          engine,
+          saveUpload: createSourceStore({
+            repo: repos.deploys,
+            layout,
+            maxUploadBytes: config.maxUploadBytes,
+            archive,
+          }),
+        }),
         urls,
         health: {
           store: () => store.ping(),

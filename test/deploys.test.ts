@@ -163,6 +163,41 @@ describe('deploys of uploaded archives', () => {
     expect(ok.body.deployId).toBeUndefined(); // autoDeploy: no
   });
 
+  it('deploy_only redeploys the live artifact, not the newest upload; an upload to a suspended service is kept, not deployed', async () => {
+    const owner = await signUp(t.api);
+    const site = { type: 'static_site', serviceDetails: { publishPath: 'public' } };
+    const version = (v: string) => packFixture('static-site', { 'public/version.txt': v });
+    const first = await deployFixture(t.api, owner, 'static-site', site, { 'public/version.txt': 'v1' });
+    expect(first.deploy.status).toBe('live');
+    const { service } = first;
+    expect((await t.api.patch(`/v1/services/${service.id}`, { autoDeploy: 'no' }, owner)).status).toBe(200);
+    const kept = await upload(t.api, owner, service.id, await version('v2'));
+    expect(kept.status).toBe(201);
+    expect(kept.body.deployId).toBeUndefined(); // autoDeploy: no
+
+    const only = await t.api.post(`/v1/services/${service.id}/deploys`, { deployMode: 'deploy_only' }, owner);
+    expect(only.status).toBe(201);
+    expect(await finished(t.api, owner, service.id, only.body.id)).toMatchObject({
+      status: 'live',
+      sourceId: first.sourceId,
+    });
+    expect((await router(service.slug, '/version.txt')).text).toBe('v1');
+    // A build takes the newest upload.
+    const built = await t.api.post(`/v1/services/${service.id}/deploys`, { deployMode: 'build_and_deploy' }, owner);
+    expect(await finished(t.api, owner, service.id, built.body.id)).toMatchObject({
+      status: 'live',
+      sourceId: kept.body.id,
+    });
+    expect((await router(service.slug, '/version.txt')).text).toBe('v2');
+
+    // autoDeploy yes but suspended: the upload is kept for a later deploy, and none starts (no 409 either).
+    expect((await t.api.patch(`/v1/services/${service.id}`, { autoDeploy: 'yes' }, owner)).status).toBe(200);
+    expect((await t.api.post(`/v1/services/${service.id}/suspend`, undefined, owner)).status).toBe(202);
+    const whileSuspended = await upload(t.api, owner, service.id, await version('v3'));
+    expect(whileSuspended.status).toBe(201);
+    expect(whileSuspended.body.deployId).toBeUndefined();
+  });
+
   it('runs one deploy at a time: of several queued triggers only the newest runs', async () => {
     const owner = await signUp(t.api);
     const { service } = await deployFixture(t.api, owner, 'node-web', {}, { VERSION: 'base' });

@@ -81,6 +81,46 @@ describe('env groups', () => {
     expect((await t.api.get(`/v1/env-groups/${group.id}`, owner)).status).toBe(404);
   });
 
+  it('resolves a service that never deployed with the same precedence: platform < groups in link order < its own', async () => {
+    const owner = await signUp(t.api);
+    const { service } = (
+      await t.api.post(
+        '/v1/services',
+        {
+          type: 'background_worker',
+          name: 'resolved',
+          autoDeploy: 'no',
+          serviceDetails: { runtime: 'node' },
+          envVars: [{ key: 'SHARED', value: 'service' }],
+        },
+        owner,
+      )
+    ).body;
+    const group = async (name: string, vars: Array<{ key: string; value: string }>) =>
+      (await t.api.post('/v1/env-groups', { name, envVars: vars, serviceIds: [service.id] }, owner)).body;
+    const a = await group('a', [
+      { key: 'SHARED', value: 'a' },
+      { key: 'FROM_GROUPS', value: 'a' },
+      { key: 'ONLY_A', value: 'a' },
+    ]);
+    const b = await group('b', [{ key: 'FROM_GROUPS', value: 'b' }]);
+    const resolved = await t.api.get(`/v1/services/${service.id}/env-vars?resolved=true`, owner);
+    expect(resolved.status).toBe(200);
+    const keys = resolved.body.map((i: any) => i.envVar.key);
+    expect(keys).toEqual([...keys].sort((x: string, y: string) => x.localeCompare(y)));
+    const byKey = Object.fromEntries(
+      resolved.body.map((i: any) => [i.envVar.key, { value: i.envVar.value, source: i.source }]),
+    );
+    expect(byKey).toMatchObject({
+      SHARED: { value: 'service', source: 'service' },
+      FROM_GROUPS: { value: 'b', source: `envGroup:${b.id}` },
+      ONLY_A: { value: 'a', source: `envGroup:${a.id}` },
+      SLIPWAY_SERVICE_TYPE: { value: 'background_worker', source: 'platform' },
+    });
+    expect(byKey.SLIPWAY_DEPLOY_ID).toBeUndefined(); // nothing live yet
+    expect(byKey.PORT).toBeUndefined(); // per instance, and a worker does not listen
+  });
+
   it('gives a running app platform < groups (in link order) < its own variables, and shows where each came from', async () => {
     const owner = await signUp(t.api);
     const { service } = await deployFixture(t.api, owner, 'node-web', {
@@ -129,6 +169,9 @@ describe('env groups', () => {
     expect(byKey.SECRET_SHARED).toEqual({ value: 'two', source: `envGroup:${second.id}` });
     expect(byKey.GREETING_OVERRIDE).toEqual({ value: 'service wins', source: 'service' });
     expect(byKey.SLIPWAY_SERVICE_ID).toEqual({ value: service.id, source: 'platform' });
+    // One precedence for the view and the deploy (core/deploys/env.ts resolveEnv): the app got what the view shows.
+    for (const [key, { value, source }] of Object.entries<{ value: string; source: string }>(byKey))
+      if (source !== 'platform') expect({ key, value: env[key] }).toEqual({ key, value });
 
     // A developer sees where values come from, not the secret values themselves.
     const developer = await addMember(t.api, owner, 'developer');

@@ -27,19 +27,3 @@ export function createAuditLog(repo: Pick<AuditRepo, 'insert' | 'list'>) {
   };
 }
 export type AuditLog = ReturnType<typeof createAuditLog>;
-
-/** Render's `auditLog` body. */
-export function auditLogBody(row: AuditRow) {
-  return {
-    id: row.id,
-    timestamp: row.createdAt.toISOString(),
-    event: row.event,
-    status: row.status,
-    actor: {
-      type: row.actorType,
-      ...(row.actorId ? { id: row.actorId } : {}),
-      ...(row.actorEmail ? { email: row.actorEmail } : {}),
-    },
-    metadata: JSON.parse(row.metadata) as Record<string, string>,
-  };
-}

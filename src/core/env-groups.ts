@@ -2,23 +2,23 @@ import { conflict, notFound } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import { isUniqueViolation } from '../store/db.js';
-import type { EnvGroupQuery, EnvGroupRow } from '../store/repos/env-groups.js';
+import type { EnvGroupQuery, EnvGroupRepo, EnvGroupRow } from '../store/repos/env-groups.js';
 import type { Repos, Transact } from '../store/repos/index.js';
-import { createEnvVars, type EnvVarInput, type RefPort } from './services/env-vars.js';
-
-/** Render's serviceTypeShort, used in an env group's serviceLinks. */
-const SHORT_TYPE = {
-  web_service: 'web',
-  private_service: 'pserv',
-  background_worker: 'worker',
-  cron_job: 'cron',
-  static_site: 'static',
-} as const;
+import { createEnvVars, type EnvVarInput, type EnvVars, type RefPort } from './services/env-vars.js';
 
 /** One layer of a service's environment, in precedence order (later wins). */
 export interface EnvLayer {
   source: string;
   vars: Array<{ key: string; value: string }>;
+}
+
+export interface EnvGroupMetaView {
+  group: EnvGroupRow;
+  /** In link order. */
+  serviceLinks: Awaited<ReturnType<EnvGroupRepo['linkedServices']>>;
+}
+export interface EnvGroupView extends EnvGroupMetaView {
+  envVars: Awaited<ReturnType<EnvVars['list']>>;
 }
 
 /**
@@ -91,20 +91,17 @@ export function createEnvGroups(deps: {
       changed(group, async () => {
         if (!(await repos.envGroups.unlink(group.id, serviceId))) throw notFound(`link to service ${serviceId}`);
       }),
-    /** Render's envGroup: metadata, linked services and (opened) variables. */
-    async body(group: EnvGroupRow) {
-      return {
-        id: group.id,
-        name: group.name,
-        ownerId: group.workspaceId,
-        ...(group.environmentId ? { environmentId: group.environmentId } : {}),
-        createdAt: group.createdAt.toISOString(),
-        updatedAt: group.updatedAt.toISOString(),
-        serviceLinks: (await repos.envGroups.linkedServices(group.id)).map((l) => ({ ...l, type: SHORT_TYPE[l.type] })),
-        envVars: await groupVars.list(group.id),
-        secretFiles: [] as never[],
-      };
-    },
+    /** The group with its linked services, in link order (Render's envGroupMeta, unserialized). */
+    metaView: async (group: EnvGroupRow): Promise<EnvGroupMetaView> => ({
+      group,
+      serviceLinks: await repos.envGroups.linkedServices(group.id),
+    }),
+    /** The group with its linked services and its (opened) variables (Render's envGroup, unserialized). */
+    view: async (group: EnvGroupRow): Promise<EnvGroupView> => ({
+      group,
+      serviceLinks: await repos.envGroups.linkedServices(group.id),
+      envVars: await groupVars.list(group.id),
+    }),
     /** A service's variables below the platform's: its groups in link order, then its own. */
     async layersOf(serviceId: string): Promise<EnvLayer[]> {
       const groups = await repos.envGroups.groupsOf(serviceId);

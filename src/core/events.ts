@@ -1,5 +1,5 @@
 import { newId } from '../lib/ids.js';
-import type { EventRepo } from '../store/repos/events.js';
+import type { EventRepo, EventRow } from '../store/repos/events.js';
 
 /** One transition of a service, deploy or datastore (docs/architecture.md, "Deploys"): the feed webhooks and the dashboard read. */
 export interface ServiceEvent {
@@ -12,8 +12,14 @@ export interface ServiceEvent {
   details?: Record<string, unknown>;
 }
 
-export function createEvents(repo: Pick<EventRepo, 'insert'>) {
+/** What events are listed about, and the list's filters and page. */
+export type EventsAbout = { serviceId: string } | { datastoreId: string };
+export type EventQuery = Parameters<EventRepo['list']>[1];
+
+export function createEvents(repo: Pick<EventRepo, 'insert' | 'list'>) {
   return {
+    /** A service's (or a datastore's) events, newest first. */
+    list: (about: EventsAbout, q: EventQuery): Promise<EventRow[]> => repo.list(about, q),
     record: (e: ServiceEvent) =>
       repo.insert({
         id: newId('event'),

@@ -5,6 +5,7 @@ import { isUniqueViolation } from '../store/db.js';
 import type { Repos, Transact } from '../store/repos/index.js';
 import type {
   EnvironmentQuery,
+  EnvironmentResources,
   EnvironmentRow,
   ProjectQuery,
   ProjectRow,
@@ -13,6 +14,16 @@ import type {
 import type { DatastoreKind } from '../store/repos/datastores.js';
 import type { WorkspaceRow } from '../store/repos/workspaces.js';
 import { roleAtLeast, type Role } from './principal.js';
+
+export interface ProjectView {
+  project: ProjectRow;
+  environmentIds: string[];
+  owner: WorkspaceRow;
+}
+export interface EnvironmentView {
+  environment: EnvironmentRow;
+  held: EnvironmentResources;
+}
 
 export interface IpRule {
   cidrBlock: string;
@@ -230,9 +241,7 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
     removeResources: (env: EnvironmentRow, ids: string[], role: Role) => move(env, ids, role, null),
 
     /** Each project with its environment ids and owning workspace (Render's `project` body, unserialized). */
-    async projectViews(
-      rows: ProjectRow[],
-    ): Promise<Array<{ project: ProjectRow; environmentIds: string[]; owner: WorkspaceRow }>> {
+    async projectViews(rows: ProjectRow[]): Promise<ProjectView[]> {
       const envIds = await repos.projects.environmentIdsOf(rows.map((p) => p.id));
       const owners = new Map<string, WorkspaceRow>();
       for (const id of new Set(rows.map((p) => p.workspaceId))) {
@@ -245,24 +254,10 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
         owner: owners.get(project.workspaceId)!,
       }));
     },
-    /** Render's `environment` bodies, with what each environment holds. */
-    async environmentBodies(rows: EnvironmentRow[]) {
+    /** Each environment with what it holds (Render's `environment` body, unserialized). */
+    async environmentViews(rows: EnvironmentRow[]): Promise<EnvironmentView[]> {
       const held = await repos.projects.resourcesOf(rows.map((e) => e.id));
-      return rows.map((e) => {
-        const r = held.get(e.id)!;
-        return {
-          id: e.id,
-          name: e.name,
-          projectId: e.projectId,
-          databasesIds: r.postgresIds,
-          redisIds: r.keyValueIds,
-          serviceIds: r.serviceIds,
-          envGroupIds: r.envGroupIds,
-          protectedStatus: e.protectedStatus,
-          networkIsolationEnabled: e.networkIsolationEnabled,
-          ipAllowList: e.ipAllowList,
-        };
-      });
+      return rows.map((environment) => ({ environment, held: held.get(environment.id)! }));
     },
   };
 }

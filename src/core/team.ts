@@ -4,7 +4,7 @@ import { hashToken, randomToken } from '../lib/tokens.js';
 import type { Repos } from '../store/repos/index.js';
 import type { InviteRepo, InviteRow } from '../store/repos/invites.js';
 import type { UserRow } from '../store/repos/users.js';
-import type { WorkspaceRepo } from '../store/repos/workspaces.js';
+import type { MemberRow, WorkspaceRepo } from '../store/repos/workspaces.js';
 import { roleAtLeast, type Role } from './principal.js';
 import { principalChange, type PrincipalCache } from './principal-cache.js';
 
@@ -51,6 +51,12 @@ export function createTeam(deps: TeamDeps) {
 
   return {
     listMembers: deps.workspaces.listMembers,
+    /** One member of the workspace, else 404. */
+    async member(workspaceId: string, userId: string): Promise<MemberRow> {
+      const [row] = await deps.workspaces.listMembers(workspaceId, { limit: 1, onlyUserId: userId });
+      if (!row) throw notFound('team member');
+      return row;
+    },
 
     async changeRole(workspaceId: string, actorRole: Role, userId: string, role: Role) {
       const current = await memberRole(workspaceId, userId);

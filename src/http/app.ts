@@ -111,7 +111,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
   await app.register(cookie);
   await registerRateLimit(app, deps.config.rateLimitPerMinute);
   registerAuthentication(app, { auth: deps.auth, publicUrl: deps.config.publicUrl });
-  registerIdempotency(app, { repo: deps.repos.idempotency, box: deps.secretBox });
+  registerIdempotency(app, deps.idempotency);
   registerAudit(app, deps.audit);
   await registerOpenApi(app, deps.config.publicUrl);
   await registerUploadParsers(app, deps.config.maxUploadBytes);

@@ -5,22 +5,24 @@ import type { Auth } from '../core/auth.js';
 import type { Team } from '../core/team.js';
 import type { DeployEngine } from '../core/deploys/engine.js';
 import type { AppUrls } from '../core/deploys/env.js';
-import type { SaveUpload } from '../core/deploys/sources.js';
+import type { Deploys } from '../core/deploys/deploys.js';
 import type { EnvVars } from '../core/services/env-vars.js';
+import type { EnvView } from '../core/services/env-view.js';
 import type { Datastores } from '../core/datastores/datastores.js';
 import type { EnvGroups } from '../core/env-groups.js';
+import type { Events } from '../core/events.js';
+import type { IdempotencyStore } from '../core/idempotency.js';
 import type { Projects } from '../core/projects.js';
+import type { Workspaces } from '../core/workspaces.js';
 import type { Services } from '../core/services/services.js';
 import type { Config } from '../config.js';
-import type { SecretBox } from '../lib/secret-box.js';
 import type { RuntimeCapabilities } from '../runtime/types.js';
-import type { Repos } from '../store/repos/index.js';
 import type { Guard } from './guard.js';
 import type { Logs } from '../observability/logs/index.js';
 import type { MetricQueries } from '../observability/metrics/series.js';
 import type { UsageReports } from '../observability/usage/report.js';
 
-/** What the HTTP layer is given by the composition root (src/main.ts). */
+/** What the HTTP layer is given by the composition root (src/server.ts): core modules, never repositories. */
 export interface HttpDeps {
   config: Config;
   access: Access;
@@ -29,16 +31,18 @@ export interface HttpDeps {
   apiKeys: ApiKeys;
   team: Team;
   audit: AuditLog;
-  repos: Pick<Repos, 'users' | 'workspaces' | 'idempotency' | 'deploys' | 'events' | 'services' | 'logs' | 'instances'>;
+  workspaces: Workspaces;
+  idempotency: IdempotencyStore;
+  events: Events;
   services: Services;
   envVars: EnvVars;
+  envView: EnvView;
   envGroups: EnvGroups;
   projects: Projects;
   datastores: Datastores;
   engine: DeployEngine;
-  saveUpload: SaveUpload;
+  deploys: Deploys;
   urls: AppUrls;
-  secretBox: SecretBox;
   health: { store(): Promise<void>; queue(): Promise<void>; storeKind: string; runtime: RuntimeCapabilities };
   logs: Logs;
   metrics: MetricQueries;

@@ -45,13 +45,33 @@ export const BASE_ENV: Record<string, string> = {
   LANG: 'C.UTF-8',
 };
 
-/** platform < each layer in order (env groups by link order, then the service's own); undefined platform entries are left out. */
+/** One variable as the app sees it, and where its value comes from: `platform`, `envGroup:<id>` or `service`. */
+export interface ResolvedVar {
+  value: string;
+  source: string;
+}
+
+/**
+ * The precedence, written once: platform < each layer in order (env groups by link order, then the service's own).
+ * Undefined platform entries are left out. Deploys (mergeEnv) and GET …/env-vars?resolved=true both read it.
+ */
+export function resolveEnv(
+  platform: Record<string, string | undefined>,
+  layers: Array<{ source: string; vars: Array<{ key: string; value: string }> }>,
+): Map<string, ResolvedVar> {
+  const env = new Map<string, ResolvedVar>();
+  for (const [key, value] of Object.entries(platform))
+    if (value !== undefined) env.set(key, { value, source: 'platform' });
+  for (const layer of layers) for (const { key, value } of layer.vars) env.set(key, { value, source: layer.source });
+  return env;
+}
+
+/** An instance's or a build's environment: the base, then resolveEnv's variables. */
 export function mergeEnv(
   platform: Record<string, string | undefined>,
-  layers: Array<{ vars: Array<{ key: string; value: string }> }>,
+  layers: Array<{ source: string; vars: Array<{ key: string; value: string }> }>,
 ): Record<string, string> {
   const env: Record<string, string> = { ...BASE_ENV };
-  for (const [k, v] of Object.entries(platform)) if (v !== undefined) env[k] = v;
-  for (const layer of layers) for (const { key, value } of layer.vars) env[key] = value;
+  for (const [key, { value }] of resolveEnv(platform, layers)) env[key] = value;
   return env;
 }

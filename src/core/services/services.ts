@@ -54,6 +54,13 @@ function checkRepo(repo: string, protocols: string[]) {
   return repo;
 }
 
+/**
+ * Render's autoDeploy rule, for every new source a service gets (a repo at creation, an uploaded archive):
+ * it deploys it when autoDeploy is `yes` and the service is not suspended.
+ */
+export const deploysNewSource = (service: Pick<ServiceRow, 'autoDeploy' | 'suspenders'>) =>
+  service.autoDeploy === 'yes' && !service.suspenders.includes('user');
+
 /** `my-app` -> `my-app`, or `my-app-x7k2` when taken: the host name label under the apps domain. */
 async function uniqueSlug(name: string, taken: (slug: string) => Promise<boolean>) {
   const base =
@@ -70,7 +77,7 @@ async function uniqueSlug(name: string, taken: (slug: string) => Promise<boolean
 }
 
 export function createServices(deps: {
-  repos: Pick<Repos, 'services'>;
+  repos: Pick<Repos, 'services' | 'instances'>;
   transact: Transact;
   envVars: EnvVars;
   events: Events;
@@ -91,6 +98,8 @@ export function createServices(deps: {
   return {
     get,
     list: (q: ServiceQuery) => repos.services.list(q),
+    /** The instances running now (their ids label the logs and metrics). */
+    instancesOf: (service: ServiceRow) => repos.instances.active({ serviceId: service.id }),
 
     /** Creates the service; with a repo and autoDeploy it starts the first deploy (Render's serviceAndDeploy). */
     async create(workspaceId: string, input: ServiceInput): Promise<{ service: ServiceRow; deployId?: string }> {
@@ -127,7 +136,7 @@ export function createServices(deps: {
         type: 'service_created',
         details: { name: service.name, type: service.type },
       });
-      if (service.repo && service.autoDeploy === 'yes')
+      if (service.repo && deploysNewSource(service))
         return { service, deployId: (await deploys.trigger(service, { trigger: 'api' })).id };
       return { service };
     },

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { badRequest, conflict } from '../../lib/errors.js';
-import type { SecretBox } from '../../lib/secret-box.js';
-import type { IdempotencyRepo } from '../../store/repos/idempotency.js';
+import type { IdempotencyStore } from '../../core/idempotency.js';
+import { badRequest } from '../../lib/errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -17,10 +16,10 @@ function scopeOf(request: FastifyRequest): string | undefined {
 }
 
 /**
- * `Idempotency-Key` on POST: the first reply is kept (sealed: it may hold a secret shown
- * once) and replayed for 24 h; the same key with another request is a 409.
+ * `Idempotency-Key` on POST: the first reply is kept (core/idempotency.ts) and replayed for 24 h;
+ * the same key with another request is a 409.
  */
-export function registerIdempotency(app: FastifyInstance, deps: { repo: IdempotencyRepo; box: SecretBox }) {
+export function registerIdempotency(app: FastifyInstance, store: IdempotencyStore) {
   app.addHook('preHandler', async (request, reply) => {
     const key = request.headers['idempotency-key'];
     const scope = scopeOf(request);
@@ -30,21 +29,14 @@ export function registerIdempotency(app: FastifyInstance, deps: { repo: Idempote
     const requestHash = createHash('sha256')
       .update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
       .digest('hex');
-    const existing = await deps.repo.claim(scope, key, requestHash);
-    if (!existing) {
+    const kept = await store.claim(scope, key, requestHash);
+    if (!kept) {
       request.idempotency = { scope, key };
       return;
     }
-    if (existing.requestHash !== requestHash) throw conflict('this Idempotency-Key was used with a different request');
-    if (existing.statusCode === null || existing.sealedReply === null)
-      throw conflict('a request with this Idempotency-Key is still in progress');
-    const { contentType, body } = JSON.parse(deps.box.open(existing.sealedReply)) as {
-      contentType?: string;
-      body: string;
-    };
-    reply.code(existing.statusCode).header('Idempotent-Replayed', 'true');
-    if (contentType) reply.type(contentType);
-    return reply.send(body);
+    reply.code(kept.statusCode).header('Idempotent-Replayed', 'true');
+    if (kept.contentType) reply.type(kept.contentType as string);
+    return reply.send(kept.body);
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
@@ -53,11 +45,14 @@ export function registerIdempotency(app: FastifyInstance, deps: { repo: Idempote
     request.idempotency = undefined;
     // A server error may succeed on retry: free the key rather than replaying the failure.
     if (reply.statusCode >= 500 || (typeof payload !== 'string' && payload !== null && payload !== undefined)) {
-      await deps.repo.release(claimed.scope, claimed.key);
+      await store.release(claimed.scope, claimed.key);
     } else {
       const contentType = reply.getHeader('content-type');
-      const sealed = deps.box.seal(JSON.stringify({ contentType, body: payload ?? '' }));
-      await deps.repo.complete(claimed.scope, claimed.key, reply.statusCode, sealed);
+      await store.complete(claimed.scope, claimed.key, {
+        statusCode: reply.statusCode,
+        contentType,
+        body: payload ?? '',
+      });
     }
     return payload;
   });

@@ -1,37 +1,12 @@
 import { Type } from '@sinclair/typebox';
-import { auditLogBody } from '../../core/audit.js';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
 import { badRequest } from '../../lib/errors.js';
-import { AUDIT_ACTOR_TYPES, AUDIT_STATUSES } from '../../store/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { principalOf } from '../guard.js';
 import { defineRoute } from '../route.js';
-import {
-  DEFAULT_LIMIT,
-  Envelope,
-  IdParam,
-  ListQuery,
-  literalUnion,
-  OwnerIdQuery,
-  Timestamp,
-} from '../schemas/common.js';
+import { AuditLogBody, auditLogBody } from '../schemas/audit.js';
+import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, OwnerIdQuery, Timestamp } from '../schemas/common.js';
 
-/** Render's `auditLog`; `event` uses Render's names, plus Slipway's own for actions Render lacks. */
-const AuditLogBody = Type.Object(
-  {
-    id: Type.String(),
-    timestamp: Timestamp,
-    event: Type.String(),
-    status: literalUnion(AUDIT_STATUSES),
-    actor: Type.Object({
-      type: literalUnion(AUDIT_ACTOR_TYPES),
-      id: Type.Optional(Type.String()),
-      email: Type.Optional(Type.String()),
-    }),
-    metadata: Type.Record(Type.String(), Type.String()),
-  },
-  { title: 'auditLog' },
-);
 const TimeRange = { startTime: Type.Optional(Timestamp), endTime: Type.Optional(Timestamp), ...ListQuery };
 
 export function auditLogRoutes({ audit, guard }: HttpDeps) {

@@ -17,7 +17,7 @@ const InviteToken = Type.Optional(
 const PROVIDER_NAMES = { github: 'GitHub', google: 'Google', apple: 'Apple' } as const;
 
 export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
-  const { auth, team, config } = deps;
+  const { auth, team, workspaces, config } = deps;
   const perIp = {
     max: config.authRateLimitPerMinute,
     timeWindow: '1 minute',
@@ -57,8 +57,7 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
         req.auditInfo.workspaceId = workspaceId;
         req.auditInfo.target = workspaceId;
         setSessionCookie(reply, session);
-        const workspace = await deps.repos.workspaces.get(workspaceId);
-        return reply.code(201).send({ user: userBody(user), workspace: ownerBody(workspace!) });
+        return reply.code(201).send({ user: userBody(user), workspace: ownerBody(await workspaces.get(workspaceId)) });
       },
     }),
     defineRoute({
@@ -83,8 +82,8 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
         const invite = req.body.inviteToken ? await team.checkInvite(req.body.inviteToken, req.body.email) : undefined;
         const { user, session } = await auth.login(req.body).catch(async (err: unknown) => {
           // A failed attempt shows in the account's own workspace log.
-          const known = await deps.repos.users.findByEmail(req.auditInfo.actorEmail!);
-          if (known) req.auditInfo.workspaceId = known.defaultWorkspaceId;
+          const own = await workspaces.defaultOfEmail(req.auditInfo.actorEmail!);
+          if (own) req.auditInfo.workspaceId = own;
           throw err;
         });
         req.principal = { kind: 'user', user, sessionId: '' };

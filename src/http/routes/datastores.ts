@@ -1,7 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
-import { notFound } from '../../lib/errors.js';
 import { SUSPENDED } from '../../store/enums.js';
 import type { DatastoreKind, DatastoreRow } from '../../store/repos/datastores.js';
 import type { HttpDeps } from '../deps.js';
@@ -50,12 +49,10 @@ interface Family {
 }
 
 /** Render's body of either kind, with its owner. */
-async function renderDatastore({ repos, config }: Pick<HttpDeps, 'repos' | 'config'>, row: DatastoreRow) {
-  const owner = await repos.workspaces.get(row.workspaceId);
-  if (!owner) throw notFound('workspace');
+async function renderDatastore({ workspaces, config }: Pick<HttpDeps, 'workspaces' | 'config'>, row: DatastoreRow) {
   return datastoreBody(
     row,
-    owner,
+    await workspaces.get(row.workspaceId),
     `${config.publicUrl}/${row.kind === 'postgres' ? 'postgres' : 'key-value'}/${row.id}`,
   );
 }

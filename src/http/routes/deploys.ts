@@ -1,6 +1,5 @@
 import { Type } from '@sinclair/typebox';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
-import { notFound } from '../../lib/errors.js';
 import { DEPLOY_STATUSES } from '../../store/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
@@ -12,12 +11,10 @@ const DeployParams = Type.Object({ serviceId: IdParam, deployId: IdParam });
 
 /** Deploys: trigger, list, get, cancel, and rollback (docs/architecture.md, "Deploys"). */
 export function deployRoutes(deps: HttpDeps) {
-  const { engine, repos } = deps;
+  const { engine, deploys } = deps;
   async function loadDeploy(req: Parameters<typeof loadService>[1], serviceId: string, deployId: string) {
     const service = await loadService(deps, req, serviceId);
-    const deploy = await repos.deploys.get(deployId);
-    if (!deploy || deploy.serviceId !== service.id) throw notFound('deploy');
-    return { service, deploy };
+    return { service, deploy: await deploys.get(service, deployId) };
   }
   return [
     defineRoute({
@@ -41,15 +38,11 @@ export function deployRoutes(deps: HttpDeps) {
       handler: async (req, reply) => {
         const service = await loadService(deps, req, req.params.serviceId);
         const b = req.body ?? {};
-        // deploy_only: reuse the live deploy's artifact (Render's "deploy without building").
-        const live = b.deployMode === 'deploy_only' ? await repos.deploys.liveOf(service) : undefined;
-        const deploy = live
-          ? await engine.trigger(service, { trigger: 'api', artifactOf: live })
-          : await engine.trigger(service, {
-              trigger: 'api',
-              commitId: b.commitId,
-              clearCache: b.clearCache === 'clear',
-            });
+        const deploy = await deploys.trigger(service, {
+          commitId: b.commitId,
+          clearCache: b.clearCache === 'clear',
+          deployMode: b.deployMode,
+        });
         return reply.code(201).send(deployBody(deploy));
       },
     }),
@@ -74,8 +67,7 @@ export function deployRoutes(deps: HttpDeps) {
       handler: async (req) => {
         const service = await loadService(deps, req, req.params.serviceId);
         const q = req.query;
-        const rows = await repos.deploys.list({
-          serviceId: service.id,
+        const rows = await deploys.list(service, {
           status: q.status,
           createdAfter: toDate(q.createdAfter),
           createdBefore: toDate(q.createdBefore),

@@ -4,6 +4,7 @@ import { decodeCursor } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { DEFAULT_LIMIT, IdParam, ListQuery, NoContent, Timestamp, toDate } from '../schemas/common.js';
+import { EnvGroupBody, envGroupBody, EnvGroupMeta, envGroupMetaBody } from '../schemas/env-groups.js';
 import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/services.js';
 
 const GroupParams = Type.Object({ envGroupId: IdParam });
@@ -12,24 +13,11 @@ const LinkParams = Type.Object({ envGroupId: IdParam, serviceId: IdParam });
 const GroupName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
 const EnvVar = EnvVarBody;
-const Meta = {
-  id: Type.String(),
-  name: Type.String(),
-  ownerId: Type.String(),
-  environmentId: Type.Optional(Type.String()),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  serviceLinks: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), type: Type.String() })),
-};
-const EnvGroupMeta = Type.Object(Meta, { title: 'envGroupMeta' });
-const EnvGroupBody = Type.Object(
-  { ...Meta, envVars: Type.Array(EnvVar), secretFiles: Type.Array(Type.Unknown()) },
-  { title: 'envGroup' },
-);
 
 /** Env groups (Render's routes, plus PUT …/env-vars to replace the set). */
 export function envGroupRoutes(deps: HttpDeps) {
   const { guard, envGroups } = deps;
+  const body = async (group: Parameters<typeof envGroups.view>[0]) => envGroupBody(await envGroups.view(group));
   async function load(req: FastifyRequest, id: string) {
     const group = await envGroups.get(id);
     await guard.resource(req, group.workspaceId, 'env group');
@@ -59,7 +47,7 @@ export function envGroupRoutes(deps: HttpDeps) {
         const { workspaceId } = await guard.context(req, req.body.ownerId);
         const group = await envGroups.create(workspaceId, req.body);
         req.auditInfo.target = group.id;
-        return reply.code(201).send(await envGroups.body(group));
+        return reply.code(201).send(await body(group));
       },
     }),
     defineRoute({
@@ -95,12 +83,7 @@ export function envGroupRoutes(deps: HttpDeps) {
           beforeId: decodeCursor(q.cursor),
           limit: q.limit ?? DEFAULT_LIMIT,
         });
-        return Promise.all(
-          rows.map(async (g) => {
-            const { envVars: _v, secretFiles: _s, ...meta } = await envGroups.body(g);
-            return meta;
-          }),
-        );
+        return Promise.all(rows.map(async (g) => envGroupMetaBody(await envGroups.metaView(g))));
       },
     }),
     defineRoute({
@@ -110,7 +93,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       tags: ['Env groups'],
       access: 'developer',
       schema: { params: GroupParams, response: { 200: EnvGroupBody } },
-      handler: async (req) => envGroups.body(await load(req, req.params.envGroupId)),
+      handler: async (req) => body(await load(req, req.params.envGroupId)),
     }),
     defineRoute({
       method: 'PATCH',
@@ -120,8 +103,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       access: 'developer',
       audit: 'UpdateEnvGroupEvent',
       schema: { params: GroupParams, body: Type.Object({ name: GroupName }), response: { 200: EnvGroupBody } },
-      handler: async (req) =>
-        envGroups.body(await envGroups.rename(await load(req, req.params.envGroupId), req.body.name)),
+      handler: async (req) => body(await envGroups.rename(await load(req, req.params.envGroupId), req.body.name)),
     }),
     defineRoute({
       method: 'DELETE',
@@ -145,7 +127,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       audit: 'UpdateEnvGroupEvent',
       schema: { params: GroupParams, body: EnvVarInputArray, response: { 200: EnvGroupBody } },
       handler: async (req) => {
-        return envGroups.body(await envGroups.replaceVars(await load(req, req.params.envGroupId), req.body));
+        return body(await envGroups.replaceVars(await load(req, req.params.envGroupId), req.body));
       },
     }),
     defineRoute({
@@ -171,7 +153,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       },
       handler: async (req) => {
         const group = await load(req, req.params.envGroupId);
-        return envGroups.body(
+        return body(
           await envGroups.putVar(group, { key: req.params.envVarKey, ...req.body } as Parameters<
             typeof envGroups.putVar
           >[1]),
@@ -200,7 +182,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       audit: 'LinkEnvGroupEvent',
       schema: { params: LinkParams, response: { 200: EnvGroupBody } },
       handler: async (req) => {
-        return envGroups.body(await envGroups.link(await load(req, req.params.envGroupId), req.params.serviceId));
+        return body(await envGroups.link(await load(req, req.params.envGroupId), req.params.serviceId));
       },
     }),
     defineRoute({

@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import { platformEnv } from '../../core/deploys/env.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { IdParam, NoContent } from '../schemas/common.js';
@@ -14,14 +13,13 @@ const EnvVarList = Type.Array(
     source: Type.Optional(Type.String({ description: 'with resolved=true: platform, envGroup:<id> or service' })),
   }),
 );
-const MASK = '********';
 const KeyParams = Type.Object({ serviceId: IdParam, envVarKey: Type.String({ minLength: 1, maxLength: 256 }) });
 const withCursors = (vars: Array<{ key: string; value: string }>) =>
   vars.map((envVar) => ({ envVar, cursor: Buffer.from(envVar.key).toString('base64url') }));
 
 /** A service's own variables (values sealed at rest) and the platform's (docs/architecture.md, "Platform environment"). */
 export function envVarRoutes(deps: HttpDeps) {
-  const { envVars, repos, urls } = deps;
+  const { envVars, envView } = deps;
   return [
     defineRoute({
       method: 'GET',
@@ -40,17 +38,8 @@ export function envVarRoutes(deps: HttpDeps) {
         if (!req.query.resolved) return withCursors(await envVars.list(service.id));
         // Group and service values are secrets: shown to admins and owners, masked for developers.
         const { role } = await deps.guard.resource(req, service.workspaceId, 'service');
-        const reveal = role === 'owner' || role === 'admin';
-        const live = await repos.deploys.liveOf(service);
-        const resolved = new Map<string, { value: string; source: string }>();
-        for (const [key, value] of Object.entries(platformEnv(service, live, urls)))
-          if (value !== undefined) resolved.set(key, { value, source: 'platform' });
-        for (const layer of await deps.envGroups.layersOf(service.id)) {
-          for (const v of layer.vars) resolved.set(v.key, { value: reveal ? v.value : MASK, source: layer.source });
-        }
-        return [...resolved]
-          .sort(([a], [b]) => a.localeCompare(b))
-          .map(([key, { value, source }]) => ({ ...withCursors([{ key, value }])[0]!, source }));
+        const resolved = await envView.resolved(service, role === 'owner' || role === 'admin');
+        return resolved.map(({ key, value, source }) => ({ ...withCursors([{ key, value }])[0]!, source }));
       },
     }),
     defineRoute({
@@ -127,13 +116,7 @@ export function envVarRoutes(deps: HttpDeps) {
       },
       handler: async (req) => {
         const service = await loadService(deps, req, req.params.serviceId);
-        const live = await repos.deploys.liveOf(service);
-        const env = platformEnv(service, live, urls);
-        const perInstance = new Set(['PORT', 'SLIPWAY_INSTANCE_ID']);
-        return Object.entries(env)
-          .filter(([key, value]) => value !== undefined || perInstance.has(key))
-          .filter(([key]) => key !== 'PORT' || service.type === 'web_service' || service.type === 'private_service')
-          .map(([key, value]) => ({ key, value: value ?? null, perInstance: perInstance.has(key) }));
+        return envView.platform(service);
       },
     }),
   ];

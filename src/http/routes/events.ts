@@ -1,32 +1,21 @@
 import { Type, type TObject } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
+import type { EventsAbout } from '../../core/events.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { DEFAULT_LIMIT, Envelope, ListQuery, Timestamp, toDate } from '../schemas/common.js';
+import { EventBody, eventBody } from '../schemas/events.js';
 import { loadService, ServiceParams } from './services.js';
-
-/** Render's service event: every transition of a service and its deploys (docs/architecture.md, "Deploys"); a datastore's carry datastoreId. */
-const EventBody = Type.Object(
-  {
-    id: Type.String(),
-    timestamp: Timestamp,
-    serviceId: Type.Optional(Type.String()),
-    datastoreId: Type.Optional(Type.String()),
-    type: Type.String(),
-    details: Type.Record(Type.String(), Type.Unknown()),
-  },
-  { title: 'serviceEvent' },
-);
 
 /** `GET <url>`: the events of what `load` finds (after its access check), newest first. */
 export function eventListRoute(
-  deps: Pick<HttpDeps, 'repos'>,
+  deps: Pick<HttpDeps, 'events'>,
   opts: {
     url: string;
     tag: string;
     params: TObject;
-    load(req: FastifyRequest): Promise<{ serviceId: string } | { datastoreId: string }>;
+    load(req: FastifyRequest): Promise<EventsAbout>;
   },
 ) {
   return defineRoute({
@@ -48,7 +37,7 @@ export function eventListRoute(
     handler: async (req) => {
       const about = await opts.load(req);
       const q = req.query;
-      const rows = await deps.repos.events.list(about, {
+      const rows = await deps.events.list(about, {
         types: q.type,
         startTime: toDate(q.startTime),
         endTime: toDate(q.endTime),
@@ -57,13 +46,7 @@ export function eventListRoute(
       });
       return envelope(
         'event',
-        rows.map((e) => ({
-          id: e.id,
-          timestamp: e.createdAt.toISOString(),
-          ...about,
-          type: e.type,
-          details: { ...e.details, ...(e.deployId ? { deployId: e.deployId } : {}) },
-        })),
+        rows.map((e) => eventBody(e, about)),
       );
     },
   });

@@ -1,16 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { badRequest, notFound } from '../../lib/errors.js';
-import {
-  parseLogFilter,
-  parseTimeRange,
-  type LogQuery,
-  type ParsedLogFilter,
-} from '../../observability/logs/filters.js';
+import { parseTimeRange, type LogQuery, type ParsedLogFilter } from '../../observability/logs/filters.js';
 import type { SubscribeFrom } from '../../observability/logs/stream.js';
-import { queryLogs } from '../../observability/logs/query.js';
 import type { HttpDeps } from '../deps.js';
-import { pgCode } from '../../store/db.js';
 import { defineRoute } from '../route.js';
 import { OwnerIdQuery, Timestamp } from '../schemas/common.js';
 
@@ -42,18 +34,11 @@ const LogsPage = Type.Object({
   logs: Type.Array(LogEntry),
 });
 
-/** Postgres refused a regular expression JS accepted (their dialects differ slightly): 2201B. */
-const isBadRegex = (err: unknown) => pgCode(err) === '2201B';
-
-export function logRoutes({ guard, repos, logs }: HttpDeps) {
+export function logRoutes({ guard, logs }: HttpDeps) {
   /** The caller's workspace and the validated filter; another workspace's service answers 404. */
   async function prepare(req: FastifyRequest, q: LogQuery & { ownerId?: string }): Promise<ParsedLogFilter> {
     const { workspaceId } = await guard.context(req, q.ownerId);
-    for (const id of new Set(q.resource ?? [])) {
-      const service = await repos.services.get(id);
-      if (!service || service.workspaceId !== workspaceId) throw notFound(`resource ${id}`);
-    }
-    return parseLogFilter(workspaceId, q);
+    return logs.filterFor(workspaceId, q);
   }
 
   return [
@@ -73,14 +58,7 @@ export function logRoutes({ guard, repos, logs }: HttpDeps) {
         }),
         response: { 200: LogsPage },
       },
-      handler: async (req) => {
-        try {
-          return await queryLogs(repos.logs, await prepare(req, req.query), req.query);
-        } catch (err) {
-          if (isBadRegex(err)) throw badRequest(`invalid regular expression: ${(err as Error).message}`);
-          throw err;
-        }
-      },
+      handler: async (req) => logs.page(await prepare(req, req.query), req.query),
     }),
     defineRoute({
       method: 'GET',

@@ -1,22 +1,18 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import type { Projects } from '../../core/projects.js';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
-import { PROTECTED_STATUSES } from '../../store/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { OwnerBody, ownerBody } from '../schemas/bodies.js';
+import type { EnvironmentRow, ProjectRow } from '../../store/repos/projects.js';
+import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, Name, NoContent, Timestamp, toDate } from '../schemas/common.js';
 import {
-  DEFAULT_LIMIT,
-  Envelope,
-  IdParam,
-  ListQuery,
-  literalUnion,
-  Name,
-  NoContent,
-  Timestamp,
-  toDate,
-} from '../schemas/common.js';
+  EnvironmentBody,
+  environmentBody,
+  IpAllowList,
+  ProjectBody,
+  projectBody,
+  ProtectedStatus,
+} from '../schemas/projects.js';
 
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
 const IdList = (opts: { minItems?: number; maxItems: number }) =>
@@ -27,13 +23,6 @@ const TimeFilters = {
   updatedBefore: Type.Optional(Timestamp),
   updatedAfter: Type.Optional(Timestamp),
 };
-const ProtectedStatus = literalUnion(PROTECTED_STATUSES, {
-  description: 'Only admins perform destructive actions in a protected environment',
-});
-const IpAllowList = Type.Array(
-  Type.Object({ cidrBlock: Type.String({ maxLength: 64 }), description: Type.String({ maxLength: 200 }) }),
-  { maxItems: 100, description: 'Stored for the environment; Slipway does not filter traffic by it yet' },
-);
 const EnvironmentFields = {
   name: Name,
   protectedStatus: Type.Optional(ProtectedStatus),
@@ -42,32 +31,6 @@ const EnvironmentFields = {
   ),
   ipAllowList: Type.Optional(IpAllowList),
 };
-const ProjectBody = Type.Object(
-  {
-    id: Type.String(),
-    createdAt: Timestamp,
-    updatedAt: Timestamp,
-    name: Type.String(),
-    owner: OwnerBody,
-    environmentIds: Type.Array(Type.String()),
-  },
-  { title: 'project' },
-);
-const EnvironmentBody = Type.Object(
-  {
-    id: Type.String(),
-    name: Type.String(),
-    projectId: Type.String(),
-    databasesIds: Type.Array(Type.String()),
-    redisIds: Type.Array(Type.String()),
-    serviceIds: Type.Array(Type.String()),
-    envGroupIds: Type.Array(Type.String()),
-    protectedStatus: ProtectedStatus,
-    networkIsolationEnabled: Type.Boolean(),
-    ipAllowList: IpAllowList,
-  },
-  { title: 'environment' },
-);
 const ProjectParams = Type.Object({ projectId: IdParam });
 const EnvironmentParams = Type.Object({ environmentId: IdParam });
 const TAGS = ['Projects & environments'];
@@ -75,23 +38,11 @@ const TAGS = ['Projects & environments'];
 /** Render sends id lists comma-separated (`?projectId=a,b`); repeated keys work too. Ids never hold commas. */
 const splitIds = (values: string[] | undefined) => values?.flatMap((v) => v.split(',')).filter(Boolean);
 
-type ProjectView = Awaited<ReturnType<Projects['projectViews']>>[number];
-const projectBody = ({ project, environmentIds, owner }: ProjectView) => ({
-  id: project.id,
-  createdAt: project.createdAt.toISOString(),
-  updatedAt: project.updatedAt.toISOString(),
-  name: project.name,
-  owner: ownerBody(owner),
-  environmentIds,
-});
-
 /** Projects and environments (Render's routes): an environment groups services, env groups and datastores. */
 export function projectRoutes(deps: HttpDeps) {
   const { guard, projects } = deps;
-  const showProject = async (row: Parameters<Projects['projectViews']>[0][number]) =>
-    projectBody((await projects.projectViews([row]))[0]!);
-  const showEnvironment = async (row: Parameters<Projects['environmentBodies']>[0][number]) =>
-    (await projects.environmentBodies([row]))[0]!;
+  const showProject = async (row: ProjectRow) => projectBody((await projects.projectViews([row]))[0]!);
+  const showEnvironment = async (row: EnvironmentRow) => environmentBody((await projects.environmentViews([row]))[0]!);
   async function loadProject(req: FastifyRequest, id: string) {
     const project = await projects.getProject(id);
     const { role } = await guard.resource(req, project.workspaceId, 'project');
@@ -245,7 +196,7 @@ export function projectRoutes(deps: HttpDeps) {
           beforeId: decodeCursor(q.cursor),
           limit: q.limit ?? DEFAULT_LIMIT,
         });
-        return envelope('environment', await projects.environmentBodies(rows));
+        return envelope('environment', (await projects.environmentViews(rows)).map(environmentBody));
       },
     }),
     defineRoute({

@@ -127,7 +127,7 @@ export function serviceRoutes(deps: HttpDeps) {
       schema: { params: ServiceParams, response: { 200: Type.Array(ServiceInstance) } },
       handler: async (req) => {
         const service = await load(req, req.params.serviceId);
-        const rows = await deps.repos.instances.active({ serviceId: service.id });
+        const rows = await services.instancesOf(service);
         return rows.map((i) => ({ id: i.id, createdAt: (i.startedAt ?? new Date()).toISOString() }));
       },
     }),

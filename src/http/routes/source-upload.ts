@@ -65,13 +65,7 @@ export function sourceUploadRoutes(deps: HttpDeps) {
       },
       handler: async (req, reply) => {
         const service = await loadService(deps, req, req.params.serviceId);
-        const source = await deps.engine.writingTo(service.id, async () =>
-          deps.saveUpload(service.id, await archiveStream(req)),
-        );
-        const deploy =
-          service.autoDeploy === 'yes' && !service.suspenders.includes('user')
-            ? await deps.engine.trigger(service, { trigger: 'new_commit', sourceId: source.id })
-            : undefined;
+        const { source, deploy } = await deps.deploys.uploadSource(service, () => archiveStream(req));
         return reply.code(201).send({
           id: source.id,
           sha256: source.sha256,

@@ -1,12 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../core/auth.js';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
-import { notFound } from '../../lib/errors.js';
-import type { InviteRow } from '../../store/repos/invites.js';
 import type { HttpDeps } from '../deps.js';
 import { principalOf } from '../guard.js';
 import { defineRoute } from '../route.js';
-import { TeamMemberBody, teamMemberBody } from '../schemas/bodies.js';
 import {
   DEFAULT_LIMIT,
   Email,
@@ -16,43 +13,14 @@ import {
   NoContent,
   OwnerIdQuery,
   Role,
-  Timestamp,
 } from '../schemas/common.js';
+import { InviteBody, inviteBody, TeamMemberBody, teamMemberBody } from '../schemas/team.js';
 
-const InviteBody = Type.Object(
-  {
-    id: Type.String(),
-    ownerId: Type.String(),
-    email: Type.String(),
-    role: Role,
-    status: Type.Literal('pending'),
-    createdAt: Timestamp,
-    expiresAt: Timestamp,
-  },
-  { title: 'teamInvite' },
-);
-const inviteBody = (i: InviteRow) => ({
-  id: i.id,
-  ownerId: i.workspaceId,
-  email: i.email,
-  role: i.role,
-  status: 'pending' as const,
-  createdAt: i.createdAt.toISOString(),
-  expiresAt: i.expiresAt.toISOString(),
-});
 const MemberParams = Type.Object({ userId: IdParam });
 const OwnerQuery = Type.Object({ ownerId: OwnerIdQuery });
 
-export function teamRoutes({ team, guard, repos, config }: HttpDeps) {
-  async function member(workspaceId: string, userId: string) {
-    const [row] = await repos.workspaces.listMembers(workspaceId, {
-      limit: 1,
-      afterUserId: undefined,
-      onlyUserId: userId,
-    });
-    if (!row) throw notFound('team member');
-    return teamMemberBody(row);
-  }
+export function teamRoutes({ team, guard, config }: HttpDeps) {
+  const member = async (workspaceId: string, userId: string) => teamMemberBody(await team.member(workspaceId, userId));
 
   return [
     defineRoute({

@@ -1,15 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
-import { notFound } from '../../lib/errors.js';
 import type { HttpDeps } from '../deps.js';
 import { principalOf } from '../guard.js';
 import { defineRoute } from '../route.js';
 import { OwnerBody, ownerBody } from '../schemas/bodies.js';
 import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery } from '../schemas/common.js';
+import { OwnerMemberBody, ownerMemberBody } from '../schemas/team.js';
 
-const RENDER_ROLE = { owner: 'ADMIN', admin: 'ADMIN', developer: 'DEVELOPER', viewer: 'WORKSPACE_VIEWER' } as const;
-
-export function workspaceRoutes({ repos, guard }: HttpDeps) {
+export function workspaceRoutes({ workspaces, team, guard }: HttpDeps) {
   // Render calls workspaces "owners": both paths answer, with Render's bodies.
   return ['/v1/workspaces', '/v1/owners'].flatMap((base) => [
     defineRoute({
@@ -20,15 +18,7 @@ export function workspaceRoutes({ repos, guard }: HttpDeps) {
       access: 'signed-in',
       schema: { querystring: Type.Object(ListQuery), response: { 200: Envelope('owner', OwnerBody) } },
       handler: async (req) => {
-        const p = principalOf(req);
-        const onlyIds =
-          p.kind === 'operator'
-            ? undefined
-            : p.kind === 'api_key'
-              ? [p.apiKey.workspaceId]
-              : await repos.workspaces.workspaceIdsOf(p.user.id);
-        const rows = await repos.workspaces.list({
-          onlyIds,
+        const rows = await workspaces.listVisible(principalOf(req), {
           afterId: decodeCursor(req.query.cursor),
           limit: req.query.limit ?? DEFAULT_LIMIT,
         });
@@ -44,9 +34,7 @@ export function workspaceRoutes({ repos, guard }: HttpDeps) {
       schema: { params: Type.Object({ ownerId: IdParam }), response: { 200: OwnerBody } },
       handler: async (req) => {
         await guard.resource(req, req.params.ownerId, 'workspace');
-        const workspace = await repos.workspaces.get(req.params.ownerId);
-        if (!workspace) throw notFound('workspace');
-        return ownerBody(workspace);
+        return ownerBody(await workspaces.get(req.params.ownerId));
       },
     }),
     ...(base === '/v1/owners'
@@ -60,29 +48,12 @@ export function workspaceRoutes({ repos, guard }: HttpDeps) {
             schema: {
               params: Type.Object({ ownerId: IdParam }),
               response: {
-                200: Type.Array(
-                  Type.Object({
-                    userId: Type.String(),
-                    name: Type.String(),
-                    email: Type.String(),
-                    status: Type.Literal('active'),
-                    role: Type.String(),
-                    mfaEnabled: Type.Boolean(),
-                  }),
-                ),
+                200: Type.Array(OwnerMemberBody),
               },
             },
             handler: async (req) => {
               await guard.resource(req, req.params.ownerId, 'workspace');
-              const members = await repos.workspaces.listMembers(req.params.ownerId, { limit: 1000 });
-              return members.map((m) => ({
-                userId: m.userId,
-                name: m.name,
-                email: m.email,
-                status: 'active' as const,
-                role: RENDER_ROLE[m.role],
-                mfaEnabled: false,
-              }));
+              return (await team.listMembers(req.params.ownerId, { limit: 1000 })).map(ownerMemberBody);
             },
           }),
         ]

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { UserRow } from '../../store/repos/users.js';
-import type { MemberRow, WorkspaceRow } from '../../store/repos/workspaces.js';
-import { Role, Timestamp } from './common.js';
+import type { WorkspaceRow } from '../../store/repos/workspaces.js';
+import { Timestamp } from './common.js';
 
 /** Render's `user`, plus id and createdAt. */
 export const UserBody = Type.Object(
@@ -26,27 +26,4 @@ export const ownerBody = (w: WorkspaceRow) => ({
   email: w.ownerEmail,
   type: 'team' as const,
   createdAt: w.createdAt.toISOString(),
-});
-
-/** Render's `teamMember`, with Slipway's lowercase role names. */
-export const TeamMemberBody = Type.Object(
-  {
-    userId: Type.String(),
-    name: Type.String(),
-    email: Type.String(),
-    status: Type.Literal('active'),
-    role: Role,
-    mfaEnabled: Type.Boolean(),
-    joinedAt: Timestamp,
-  },
-  { title: 'teamMember' },
-);
-export const teamMemberBody = (m: MemberRow) => ({
-  userId: m.userId,
-  name: m.name,
-  email: m.email,
-  status: 'active' as const,
-  role: m.role,
-  mfaEnabled: false,
-  joinedAt: m.createdAt.toISOString(),
 });

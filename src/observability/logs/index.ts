@@ -7,6 +7,7 @@ import { createLogCollector, type TailedInstance } from './collector.js';
 import type { ParsedLogFilter } from './filters.js';
 import { createLogHub } from './hub.js';
 import { createLineSplitter, levelOf } from './lines.js';
+import { createLogReader } from './read.js';
 import { createLogSink } from './sink.js';
 import { openLogStream, type SubscribeFrom } from './stream.js';
 
@@ -111,8 +112,13 @@ export function createLogs(deps: LogsDeps) {
     };
   }
 
+  const reader = createLogReader({ repo, workspaceOf: deps.workspaceOf });
+
   return {
     hub,
+    /** The checked filter of a log query in a workspace, and a page of what it finds (read.ts). */
+    filterFor: reader.filterFor,
+    page: reader.page,
     async start() {
       await hub.start();
       collector.start();
