@@ -15,6 +15,7 @@ import { createSecretBox, loadSecretKey } from './lib/secret-box.js';
 import { openStore, type Store } from './store/db.js';
 import { allowedGitProtocols } from './core/deploys/commands.js';
 import { createDeployEngine } from './core/deploys/engine.js';
+import { createLifecycle } from './core/deploys/lifecycle.js';
 import type { AppUrls } from './core/deploys/env.js';
 import { createLayout } from './core/deploys/layout.js';
 import { createRouteTable } from './core/deploys/route-table.js';
@@ -87,7 +88,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       limits: { pids: config.pidsLimit, diskMb: config.diskLimitMb },
       log: systemLog,
     });
-    const routes = createRouteTable(config.appsDomain);
+    const routeTable = createRouteTable(config.appsDomain);
+    const lifecycle = createLifecycle();
     let routerPort = config.routerPort;
     const urls: AppUrls = {
       externalHostname: (slug) => `${slug}.${config.appsDomain}`,
@@ -178,7 +180,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       transact,
       runtime,
       layout,
-      routes,
+      routeTable,
+      lifecycle,
       events,
       urls,
       layersOf: envGroups.layersOf,
@@ -207,7 +210,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const router = await startRouter({
       host: config.routerHost,
       port: config.routerPort,
-      resolve: routes.resolve,
+      resolve: routeTable.resolve,
       timeouts: config,
       onRequest: (record) => {
         metrics.traffic.record(record.serviceId, record.bytesOut);
@@ -241,6 +244,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
           envVars,
           events,
           deploys: engine,
+          lifecycle,
           assertEnvironment,
           gitProtocols,
         }),

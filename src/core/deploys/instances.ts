@@ -9,6 +9,7 @@ import type { Events } from '../events.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { PLAN_LIMITS, type ServiceDetails } from '../services/details.js';
 import type { Layout } from './layout.js';
+import type { Lifecycle } from './lifecycle.js';
 
 /** What an instance runs: the deploy's artifact and start command, with the env built for it. */
 export interface Release {
@@ -185,7 +186,7 @@ export interface LoopDeps {
   releaseOf(service: ServiceRow, deploy: DeployRow): Release;
   /** Services with a live deploy; [] (logged) while the store is unreachable. */
   runnable(): Promise<ServiceRow[]>;
-  /** Services being deleted: left alone. */
-  removing: Set<string>;
+  /** Services being deleted are left alone. */
+  lifecycle: Pick<Lifecycle, 'isRemoving'>;
   intervalMs: number;
 }

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { DeployRow } from '../../store/repos/deploys.js';
 
 /** Where a service's files live under the data dir: sources, immutable artifacts, instance dirs. */
 export function createLayout(dataDir: string) {
@@ -17,3 +18,6 @@ export function createLayout(dataDir: string) {
   };
 }
 export type Layout = ReturnType<typeof createLayout>;
+
+/** The deploy whose artifact `deploy` runs: its own, or the one a redeploy or rollback reuses. */
+export const artifactOwner = (deploy: Pick<DeployRow, 'id' | 'artifactOf'>) => deploy.artifactOf ?? deploy.id;

@@ -5,6 +5,7 @@ import { newId } from '../../lib/ids.js';
 import type { Repos, Transact } from '../../store/repos/index.js';
 import type { ServiceQuery, ServiceRow } from '../../store/repos/services.js';
 import { gitTransport } from '../deploys/commands.js';
+import type { Lifecycle } from '../deploys/lifecycle.js';
 import type { Events } from '../events.js';
 import { mergeDetails, type ServiceDetails, type ServiceDetailsInput, type ServiceType } from './details.js';
 import type { EnvVarInput, EnvVars } from './env-vars.js';
@@ -17,8 +18,6 @@ export interface DeployPort {
   resume(service: ServiceRow): Promise<void>;
   /** Stops everything and removes the service's files. */
   remove(service: ServiceRow): Promise<void>;
-  /** Its deletion has begun: the service is gone for requests. */
-  isRemoving(serviceId: string): boolean;
 }
 
 export interface ServiceInput {
@@ -74,6 +73,8 @@ export function createServices(deps: {
   envVars: EnvVars;
   events: Events;
   deploys: DeployPort;
+  /** A service whose deletion has begun is gone for requests. */
+  lifecycle: Pick<Lifecycle, 'isRemoving'>;
   /** 404 unless the environment is in the workspace (core/projects.ts). */
   assertEnvironment: (workspaceId: string, environmentId: string) => Promise<void>;
   /** The git transports a repo may use (deploys/commands.ts allowedGitProtocols). */
@@ -83,7 +84,7 @@ export function createServices(deps: {
 
   async function get(id: string): Promise<ServiceRow> {
     const row = await repos.services.get(id);
-    if (!row || deploys.isRemoving(id)) throw notFound('service');
+    if (!row || deps.lifecycle.isRemoving(id)) throw notFound('service');
     return row;
   }
 
