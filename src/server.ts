@@ -9,6 +9,7 @@ import { createTeam } from './core/team.js';
 import { buildApp, type LogOptions } from './http/app.js';
 import { createGuard } from './http/guard.js';
 import { scheduleMaintenance } from './jobs/maintenance.js';
+import { scheduleMetricsRollup } from './jobs/metrics-rollup.js';
 import { startQueue, type Queue } from './jobs/queue.js';
 import { lockDataDir } from './lib/data-dir-lock.js';
 import { createSecretBox, loadSecretKey } from './lib/secret-box.js';
@@ -284,6 +285,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       retentionDays: config.logRetentionDays,
       maxBytesPerService: config.logMaxBytesPerService,
     });
+    await scheduleMetricsRollup(queue.boss, repos.metrics);
     await logs.start();
     cleanup.push(() => logs.close());
     // Several processes on one Postgres: lines collected by another process reach this one's subscribers.
@@ -296,7 +298,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
           systemLog,
         ),
       );
-    await metrics.start();
+    metrics.start();
     // Instances that died while Slipway was down are closed at their last metered moment before
     // recovery stamps them stopped; then the meter bills everything up to now, and every interval.
     await usage.meter.closeDead();
