@@ -244,7 +244,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
           transact,
           envVars,
           events,
-          deploys: engine,
+          engine,
           lifecycle,
           assertEnvironment,
           gitProtocols,

@@ -72,7 +72,7 @@ export function createServices(deps: {
   transact: Transact;
   envVars: EnvVars;
   events: Events;
-  deploys: DeployPort;
+  engine: DeployPort;
   /** A service whose deletion has begun is gone for requests. */
   lifecycle: Pick<Lifecycle, 'isRemoving'>;
   /** 404 unless the environment is in the workspace (core/projects.ts). */
@@ -80,7 +80,7 @@ export function createServices(deps: {
   /** The git transports a repo may use (deploys/commands.ts allowedGitProtocols). */
   gitProtocols: string[];
 }) {
-  const { repos, transact, envVars, events, deploys } = deps;
+  const { repos, transact, envVars, events, engine } = deps;
 
   async function get(id: string): Promise<ServiceRow> {
     const row = await repos.services.get(id);
@@ -128,7 +128,7 @@ export function createServices(deps: {
         details: { name: service.name, type: service.type },
       });
       if (service.repo && service.autoDeploy === 'yes')
-        return { service, deployId: (await deploys.trigger(service, { trigger: 'api' })).id };
+        return { service, deployId: (await engine.trigger(service, { trigger: 'api' })).id };
       return { service };
     },
 
@@ -166,7 +166,7 @@ export function createServices(deps: {
     },
 
     async remove(service: ServiceRow): Promise<void> {
-      await deploys.remove(service);
+      await engine.remove(service);
       await repos.services.delete(service.id);
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_deleted' });
     },
@@ -175,7 +175,7 @@ export function createServices(deps: {
       const suspenders = [...new Set([...service.suspenders, 'user'])];
       const updated = await repos.services.update(service.id, { suspenders });
       if (!updated) throw notFound('service');
-      await deploys.stopAll(updated);
+      await engine.stopAll(updated);
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_suspended' });
       return updated;
     },
@@ -184,7 +184,7 @@ export function createServices(deps: {
       if (!service.suspenders.length) return service;
       const updated = await repos.services.update(service.id, { suspenders: [] });
       if (!updated) throw notFound('service');
-      await deploys.resume(updated);
+      await engine.resume(updated);
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_resumed' });
       return updated;
     },
