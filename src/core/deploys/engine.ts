@@ -30,6 +30,7 @@ import { createRollover } from './rollover.js';
 import { createServiceControl } from './service-control.js';
 import type { RouteTable } from './route-table.js';
 import { createSupervisor } from './supervisor.js';
+import type { Logger } from '../../lib/logger.js';
 
 export interface EngineDeps {
   repos: Pick<Repos, 'services' | 'deploys' | 'instances'>;
@@ -49,7 +50,7 @@ export interface EngineDeps {
     crashCheckMs: number;
     crashBackoffMs: number;
   };
-  log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
+  log: Logger;
   /** Build and pre-deploy output lines (the log store). */
   buildLog?: BuildLog;
   /** Told of every deploy that reaches a final status (Prometheus counters). */

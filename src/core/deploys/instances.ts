@@ -10,6 +10,7 @@ import type { ServiceRow } from '../../store/repos/services.js';
 import { PLAN_LIMITS, type ServiceDetails } from '../services/details.js';
 import type { Layout } from './layout.js';
 import type { Lifecycle } from './lifecycle.js';
+import type { Logger } from '../../lib/logger.js';
 
 /** What an instance runs: the deploy's artifact and start command, with the env built for it. */
 export interface Release {
@@ -182,7 +183,7 @@ export interface LoopDeps {
   repos: Pick<Repos, 'services' | 'deploys'>;
   instances: Instances;
   events: Events;
-  log: { warn(o: object, m?: string): void; error(o: object, m?: string): void };
+  log: Logger;
   releaseOf(service: ServiceRow, deploy: DeployRow): Release;
   /** Services with a live deploy; [] (logged) while the store is unreachable. */
   runnable(): Promise<ServiceRow[]>;

@@ -9,6 +9,7 @@ import type { Instances, Release } from './instances.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { RefreshRoute } from './live-route.js';
 import { DeployFailure } from './pipeline.js';
+import type { Logger } from '../../lib/logger.js';
 
 /** How long a service's instances get to shut down (SIGTERM to SIGKILL). */
 export const graceOf = (service: ServiceRow) => (service.details as ServiceDetails).maxShutdownDelaySeconds * 1000;
@@ -21,7 +22,7 @@ export function createRollover(deps: {
   refreshRoute: RefreshRoute;
   withServiceLock: WithKeyedLock;
   releaseOf(service: ServiceRow, deploy: DeployRow): Release;
-  log: { error(o: object, m?: string): void };
+  log: Logger;
 }) {
   const { repos, instances, lifecycle, refreshRoute, log } = deps;
 

@@ -3,6 +3,7 @@ import type { Repos } from '../../store/repos/index.js';
 import { createScrape, metricSamplesWritten } from '../prometheus.js';
 import { createMetricsSampler, createTrafficCounter } from './sampler.js';
 import { createMetricQueries } from './series.js';
+import type { Logger } from '../../lib/logger.js';
 
 /**
  * Metrics wired together for the composition root: the router's traffic counter, the sampler,
@@ -12,7 +13,7 @@ export function createMetrics(deps: {
   repos: Pick<Repos, 'instances' | 'metrics'>;
   boss: PgBoss;
   intervalMs: number;
-  log: { warn(o: object, m?: string): void };
+  log: Logger;
 }) {
   const { repos, boss } = deps;
   const traffic = createTrafficCounter();

@@ -1,7 +1,7 @@
 import { DEFAULT_NETWORK_CIDR } from '../../config.js';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
-import type { Runtime, RuntimeCapabilities, RuntimeLog } from '../types.js';
+import type { Runtime, RuntimeCapabilities } from '../types.js';
 import { runBuild } from './builds.js';
 import { detectCapabilities, findProgram } from './capabilities.js';
 import { loopbackOnlyHint, waitHealthy } from './health.js';
@@ -12,6 +12,7 @@ import { createOomRecord } from './oom-record.js';
 import { isRunning } from './proc.js';
 import { stopInstance } from './processes.js';
 import { withOverrides, type LimitOverrides } from './sandbox-limits.js';
+import type { Logger } from '../../lib/logger.js';
 
 export type NetworkMode = 'auto' | 'namespaces' | 'shared';
 
@@ -70,7 +71,7 @@ export async function createLocalRuntime(options: {
   network?: NetworkMode;
   networkCidr?: string;
   limits?: LimitOverrides;
-  log?: RuntimeLog;
+  log?: Pick<Logger, 'info' | 'warn'>;
 }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir);
   const networks = await chooseNetwork(
