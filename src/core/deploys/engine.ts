@@ -7,7 +7,6 @@ import type { Repos, Transact } from '../../store/repos/index.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { EnvLayer } from '../env-groups.js';
 import type { Events } from '../events.js';
-import type { ServiceDetails } from '../services/details.js';
 import type { DeployPort } from '../services/services.js';
 import { createCronRunner, type CronDeps } from './cron.js';
 import { mergeEnv, platformEnv, type AppUrls } from './env.js';
@@ -16,16 +15,9 @@ import { createInstances, type Release } from './instances.js';
 import { artifactOwner, type Layout } from './layout.js';
 import type { Lifecycle } from './lifecycle.js';
 import { createRouteRefresher } from './live-route.js';
-import {
-  buildEndedDetails,
-  createBuilder,
-  DeployFailure,
-  deployEndedDetails,
-  type BuildLog,
-  type PipelineLimits,
-} from './pipeline.js';
-import { runPreDeploy } from './pre-deploy.js';
+import { createBuilder, type BuildLog, type PipelineLimits } from './pipeline.js';
 import { recoverInstances } from './recovery.js';
+import { createDeployRunner } from './run-deploy.js';
 import { createRollover } from './rollover.js';
 import { createServiceControl } from './service-control.js';
 import type { RouteTable } from './route-table.js';
@@ -109,89 +101,14 @@ export function createDeployEngine(deps: EngineDeps) {
   });
   const control = createServiceControl({ ...deps, instances, withServiceLock, refreshRoute, rollOver, stopInstances });
 
-  async function goLive(serviceId: string, deploy: DeployRow, signal: AbortSignal) {
-    await rollOver(serviceId, deploy, signal, (service) =>
-      deps.transact(async (tx) => {
-        const live = await tx.deploys.transition(deploy.id, ['update_in_progress'], 'live');
-        if (!live) throw new DeployFailure('canceled', 'canceled before going live');
-        if (service.liveDeployId && service.liveDeployId !== deploy.id)
-          await tx.deploys.transition(service.liveDeployId, ['live'], 'deactivated');
-        // A healthy new deploy ends a crash loop.
-        const suspenders = service.suspenders.filter((s) => s !== 'stuck_crashlooping');
-        return (await tx.services.update(service.id, { liveDeployId: deploy.id, suspenders }))!;
-      }),
-    );
-  }
-
-  async function runDeploy(serviceId: string, deploy: DeployRow) {
-    const signal = lifecycle.deployStarted(serviceId, deploy.id);
-    const emit = (type: string, details?: Record<string, unknown>) =>
-      events.record({ workspaceId: service.workspaceId, serviceId, deployId: deploy.id, type, details });
-    let service!: ServiceRow;
-    let phase: DeployStatus = 'build_failed';
-    let building = false; // between build_started and build_ended: a failure owes the build its end
-    try {
-      const found = await repos.services.get(serviceId);
-      if (!found) return;
-      service = found;
-      if (!deploy.artifactOf) {
-        if (!(await repos.deploys.transition(deploy.id, PENDING, 'build_in_progress', { startedAt: new Date() })))
-          return;
-        await emit('build_started');
-        building = true;
-        const buildStart = new Date();
-        const { startCommand, commit } = await build(service, deploy, signal).finally(() =>
-          deps.onBuildEnded?.(service, deploy.id, buildStart, new Date()),
-        );
-        await repos.deploys.update(deploy.id, { startCommand: startCommand ?? null, ...commit });
-        deploy = (await repos.deploys.get(deploy.id))!;
-        building = false;
-        await emit('build_ended', { status: 'succeeded' });
-      }
-      const details = service.details as ServiceDetails;
-      if (details.preDeployCommand && !deploy.artifactOf) {
-        phase = 'pre_deploy_failed';
-        if (!(await repos.deploys.transition(deploy.id, ['build_in_progress'], 'pre_deploy_in_progress')))
-          throw new DeployFailure('canceled', 'canceled');
-        await runPreDeploy(
-          { runtime, timeoutMs: deps.limits.buildTimeoutMs, buildLog: deps.buildLog },
-          releaseOf(service, deploy),
-          await envFor(service, deploy),
-          signal,
-        );
-      }
-      phase = 'update_failed';
-      const from: DeployStatus[] = deploy.artifactOf ? PENDING : ['build_in_progress', 'pre_deploy_in_progress'];
-      if (
-        !(await repos.deploys.transition(
-          deploy.id,
-          from,
-          'update_in_progress',
-          deploy.startedAt ? {} : { startedAt: new Date() },
-        ))
-      )
-        return;
-      await goLive(serviceId, deploy, signal);
-      await emit('deploy_ended', { status: 'live' });
-      deps.onDeployEnded?.('live', deploy);
-      await collectGarbage(serviceId);
-    } catch (err) {
-      const failure = signal.aborted
-        ? new DeployFailure('canceled', 'canceled')
-        : err instanceof DeployFailure
-          ? err
-          : new DeployFailure(phase, (err as Error).message);
-      log.warn({ serviceId, deployId: deploy.id, status: failure.status, reason: failure.message }, 'deploy failed');
-      await repos.deploys.transition(deploy.id, [...PENDING, ...IN_PROGRESS], failure.status, {
-        failureReason: failure.message,
-      });
-      if (service && building) await emit('build_ended', buildEndedDetails(failure));
-      if (service) await emit('deploy_ended', deployEndedDetails(failure));
-      deps.onDeployEnded?.(failure.status, deploy);
-    } finally {
-      lifecycle.deployEnded(serviceId);
-    }
-  }
+  const runDeploy = createDeployRunner({
+    ...deps,
+    build,
+    envFor,
+    releaseOf,
+    rollOver,
+    collectGarbage: createGarbageCollector({ repos, layout, keep: deps.limits.keepArtifacts }),
+  });
 
   /** Runs the newest pending deploy of a service, canceling older pending ones, until none is left. */
   function kick(serviceId: string) {
@@ -216,8 +133,6 @@ export function createDeployEngine(deps: EngineDeps) {
       })
       .finally(() => lifecycle.loopEnded(serviceId));
   }
-
-  const collectGarbage = createGarbageCollector({ repos, layout, keep: deps.limits.keepArtifacts });
 
   // The background loops' view of the services: a store outage must not become an unhandled
   // rejection (it would end the process), so it is logged and the loops retry on their next tick.

@@ -46,7 +46,10 @@ export function createLifecycle() {
     /** Asks the service's deploy loop for a pass: true when none runs, and the caller must start it. */
     requestLoopPass(serviceId: string): boolean {
       const loop = loops.get(serviceId);
-      if (loop) return !(loop.again = true);
+      if (loop) {
+        loop.again = true;
+        return false;
+      }
       loops.set(serviceId, { again: true });
       return true;
     },

@@ -86,3 +86,4 @@ export function createRollover(deps: {
 
   return { rollOver, stopInstances };
 }
+export type RollOver = ReturnType<typeof createRollover>['rollOver'];

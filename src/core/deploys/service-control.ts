@@ -11,7 +11,7 @@ import type { Layout } from './layout.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { RefreshRoute } from './live-route.js';
 import { DeployFailure } from './pipeline.js';
-import { graceOf, type createRollover } from './rollover.js';
+import { graceOf, type RollOver } from './rollover.js';
 import type { RouteTable } from './route-table.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -26,7 +26,7 @@ export function createServiceControl(deps: {
   lifecycle: Lifecycle;
   withServiceLock: WithKeyedLock;
   refreshRoute: RefreshRoute;
-  rollOver: ReturnType<typeof createRollover>['rollOver'];
+  rollOver: RollOver;
   stopInstances(rows: InstanceRow[], graceMs: number): Promise<void>;
   /** Runs when a removed service's processes have stopped, before its rows go (the usage meter's last pass). */
   onRemoved?(): Promise<void>;
