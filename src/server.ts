@@ -12,6 +12,7 @@ import { createWorkspaces } from './core/workspaces.js';
 import { buildApp, type LogOptions } from './http/app.js';
 import { createGuard } from './http/guard.js';
 import { scheduleMaintenance } from './jobs/maintenance.js';
+import { scheduleMetricsRollup } from './jobs/metrics-rollup.js';
 import { startQueue, type Queue } from './jobs/queue.js';
 import { lockDataDir } from './lib/data-dir-lock.js';
 import { createSecretBox, loadSecretKey } from './lib/secret-box.js';
@@ -19,6 +20,7 @@ import { openStore, type Store } from './store/db.js';
 import { allowedGitProtocols } from './core/deploys/commands.js';
 import { createDeploys } from './core/deploys/deploys.js';
 import { createDeployEngine } from './core/deploys/engine.js';
+import { createLifecycle } from './core/deploys/lifecycle.js';
 import type { AppUrls } from './core/deploys/env.js';
 import { createLayout } from './core/deploys/layout.js';
 import { createRouteTable } from './core/deploys/route-table.js';
@@ -93,7 +95,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       sandbox: config.sandbox,
       log: systemLog,
     });
-    const routes = createRouteTable(config.appsDomain);
+    const routeTable = createRouteTable(config.appsDomain);
+    const lifecycle = createLifecycle();
     let routerPort = config.routerPort;
     const urls: AppUrls = {
       externalHostname: (slug) => `${slug}.${config.appsDomain}`,
@@ -184,7 +187,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       transact,
       runtime,
       layout,
-      routes,
+      routeTable,
+      lifecycle,
       events,
       urls,
       layersOf: envGroups.layersOf,
@@ -213,7 +217,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     const router = await startRouter({
       host: config.routerHost,
       port: config.routerPort,
-      resolve: routes.resolve,
+      resolve: routeTable.resolve,
       timeouts: config,
       onRequest: (record) => {
         metrics.traffic.record(record.serviceId, record.bytesOut);
@@ -255,7 +259,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
           transact,
           envVars,
           events,
-          deploys: engine,
+          engine,
+          lifecycle,
           assertEnvironment,
           gitProtocols,
         }),
@@ -305,6 +310,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       retentionDays: config.logRetentionDays,
       maxBytesPerService: config.logMaxBytesPerService,
     });
+    await scheduleMetricsRollup(queue.boss, repos.metrics);
     await logs.start();
     cleanup.push(() => logs.close());
     // Several processes on one Postgres: lines collected by another process reach this one's subscribers.
@@ -317,7 +323,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
           systemLog,
         ),
       );
-    await metrics.start();
+    metrics.start();
     // Instances that died while Slipway was down are closed at their last metered moment before
     // recovery stamps them stopped; then the meter bills everything up to now, and every interval.
     await usage.meter.closeDead();

@@ -8,7 +8,7 @@ import ajvFormats from 'ajv-formats';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { METRICS_ROLLUP_QUEUE } from '../src/observability/metrics/rollup.js';
+import { METRICS_ROLLUP_QUEUE } from '../src/jobs/metrics-rollup.js';
 import { deployFixture, viaRouter } from './helpers/apps.js';
 import { addMember, client, createApiKey, signUp, type Client, type TestUser } from './helpers/client.js';
 import { waitFor } from './helpers/process.js';

@@ -4,6 +4,7 @@ import httpProxy from 'http-proxy';
 import { DEFAULT_TIMEOUT_SECONDS, serverTimeouts, type ConnectionTimeouts } from '../lib/http-timeouts.js';
 import { rawPageResponse, sendPage, type PageKind } from './pages.js';
 import { serveStatic } from './static.js';
+import type { Logger } from '../lib/logger.js';
 
 export interface Upstream {
   host: string;
@@ -33,7 +34,7 @@ export interface RouterOptions {
   onRequest?(record: RequestRecord): void; // called once per finished request
   /** Slipway's defaults when omitted. */
   timeouts?: RouterTimeouts;
-  log?: { warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
+  log?: Logger;
 }
 export interface RouterTimeouts extends ConnectionTimeouts {
   /** An app that sends nothing for this long: 504 (or, mid-response, the response is cut off). */

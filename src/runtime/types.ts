@@ -125,9 +125,3 @@ export interface Runtime {
   /** Whether the instance's process, found exited, was killed for going over its memory limit; told once. Optional: runtimes without limits never say so. */
   oomKilled?(instanceId: string): boolean;
 }
-
-/** What createLocalRuntime (src/runtime/local/index.ts) logs capabilities through. */
-export interface RuntimeLog {
-  info(o: object, m?: string): void;
-  warn(o: object, m?: string): void;
-}

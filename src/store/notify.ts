@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { Logger } from '../lib/logger.js';
 
 /**
  * LISTENs on a Postgres channel on a dedicated connection (pooled connections cannot hold a
@@ -9,7 +10,7 @@ export async function listenChannel(
   url: string,
   channel: string,
   onNotify: (payload: string | undefined) => void,
-  log: { warn(o: object, m?: string): void },
+  log: Logger,
 ): Promise<() => Promise<void>> {
   let client: pg.Client | undefined;
   let stopped = false;

@@ -14,6 +14,7 @@ import type { EnvVarRef } from '../../store/schema.js';
 import type { Events } from '../events.js';
 import { checkIdentifier, defaultIdentifier, keyValueSize, postgresSize, redisPolicy } from './plans.js';
 import { createDatastoreReconciler, placementOf, type DatastoreDriver } from './reconciler.js';
+import type { Logger } from '../../lib/logger.js';
 
 export interface Provisioners {
   postgres?: PostgresProvisioner;
@@ -54,7 +55,7 @@ export interface DatastoreDeps {
   sweepServers?(keep: (id: string) => boolean): Promise<void>;
   /** Runs before a datastore is deleted (the usage meter's last pass over it). */
   beforeRemove?(): Promise<void>;
-  log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
+  log: Logger;
 }
 
 const WHAT = { postgres: 'postgres instance', keyValue: 'key value instance' } as const;

@@ -2,6 +2,7 @@ import { PortTakenError, type Placement, type Provisioner } from '../../provisio
 import type { DatastoreRepo, DatastoreRow, DatastoreStatus } from '../../store/repos/datastores.js';
 import type { Events } from '../events.js';
 import { createKeyedLocks } from '../../lib/keyed-locks.js';
+import type { Logger } from '../../lib/logger.js';
 
 /** What the reconciler needs to act on one row: its provisioner and the spec it takes. */
 export interface DatastoreDriver {
@@ -16,7 +17,7 @@ export interface ReconcilerDeps {
   checkMs: number;
   /** Removes the network namespaces of local servers whose datastore `keep` refuses (deleted while Slipway was down). */
   sweepServers?(keep: (id: string) => boolean): Promise<void>;
-  log: { info(o: object, m?: string): void; warn(o: object, m?: string): void; error(o: object, m?: string): void };
+  log: Logger;
 }
 
 const MAX_BACKOFF_MS = 60_000;

@@ -2,7 +2,6 @@ import { readFileSync, rmSync } from 'node:fs';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { nextCronRun } from '../services/details.js';
-import type { EngineDeps } from './engine.js';
 import type { LoopDeps } from './instances.js';
 
 interface Run {
@@ -11,11 +10,24 @@ interface Run {
   instanceDir: string;
 }
 
+/** A finished cron run: its output's rest is stored before its dir is removed. */
+export interface FinishedCronRun {
+  instanceId: string;
+  serviceId: string;
+  workspaceId: string;
+  deployId: string;
+}
+
+export interface CronDeps extends LoopDeps {
+  /** Stores the rest of a finished run's output before its dir is removed (the log store). */
+  collectOutput?(run: FinishedCronRun): Promise<void>;
+}
+
 /**
  * Runs live cron jobs on their schedule: one run at a time per job (a run still going when the
  * next is due makes that one skip, as Render does), each recorded as start/end events.
  */
-export function createCronRunner(deps: LoopDeps & Pick<EngineDeps, 'collectOutput'>) {
+export function createCronRunner(deps: CronDeps) {
   const { repos, instances, events, log } = deps;
   const due = new Map<string, { schedule: string; at: Date }>(); // serviceId -> next run
   const running = new Map<string, Run>();
@@ -65,7 +77,12 @@ export function createCronRunner(deps: LoopDeps & Pick<EngineDeps, 'collectOutpu
     }
     if (now < next.at) return;
     due.set(service.id, { schedule, at: nextCronRun(schedule, now) });
-    if (running.has(service.id) || service.suspenders.length || !service.liveDeployId || deps.removing.has(service.id))
+    if (
+      running.has(service.id) ||
+      service.suspenders.length ||
+      !service.liveDeployId ||
+      deps.lifecycle.isRemoving(service.id)
+    )
       return;
     const live = await repos.deploys.liveOf(service);
     if (!live) return;

@@ -9,6 +9,8 @@ import type { Events } from '../events.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { PLAN_LIMITS } from '../services/details.js';
 import type { Layout } from './layout.js';
+import type { Lifecycle } from './lifecycle.js';
+import type { Logger } from '../../lib/logger.js';
 
 /** What an instance runs: the deploy's artifact and start command, with the env built for it. */
 export interface Release {
@@ -181,11 +183,11 @@ export interface LoopDeps {
   repos: Pick<Repos, 'services' | 'deploys'>;
   instances: Instances;
   events: Events;
-  log: { warn(o: object, m?: string): void; error(o: object, m?: string): void };
+  log: Logger;
   releaseOf(service: ServiceRow, deploy: DeployRow): Release;
   /** Services with a live deploy; [] (logged) while the store is unreachable. */
   runnable(): Promise<ServiceRow[]>;
-  /** Services being deleted: left alone. */
-  removing: Set<string>;
+  /** Services being deleted are left alone. */
+  lifecycle: Pick<Lifecycle, 'isRemoving'>;
   intervalMs: number;
 }

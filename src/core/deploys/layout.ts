@@ -1,5 +1,6 @@
 import { chmodSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import type { DeployRow } from '../../store/repos/deploys.js';
 
 const SERVICES = 'services';
 /** Passed through by name, never listed, by the app user (src/runtime/local/host-paths.ts opens the rest of the way). */
@@ -40,3 +41,6 @@ export function createLayout(dataDir: string) {
   };
 }
 export type Layout = ReturnType<typeof createLayout>;
+
+/** The deploy whose artifact `deploy` runs: its own, or the one a redeploy or rollback reuses. */
+export const artifactOwner = (deploy: Pick<DeployRow, 'id' | 'artifactOf'>) => deploy.artifactOf ?? deploy.id;

@@ -3,6 +3,7 @@ import { PLAN_LIMITS } from '../services/details.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import { oomKilledReason } from './pipeline.js';
 import type { LoopDeps } from './instances.js';
+import type { Lifecycle } from './lifecycle.js';
 import type { WithKeyedLock } from '../../lib/keyed-locks.js';
 
 /** Crashes within this window count towards `stuck_crashlooping`. */
@@ -18,7 +19,8 @@ const MAX_BACKOFF_MS = 60_000;
 export function createSupervisor(
   deps: LoopDeps & {
     refreshRoute(service: ServiceRow): Promise<void>;
-    stopping: Set<string>;
+    /** Instances being stopped count for nothing; the supervisor marks the extras it stops. */
+    lifecycle: Pick<Lifecycle, 'isRemoving' | 'isStopping' | 'beginStopping' | 'endStopping'>;
     withServiceLock: WithKeyedLock;
     backoffMs: number;
   },
@@ -63,7 +65,7 @@ export function createSupervisor(
     const service = await repos.services.get(serviceId);
     if (
       !service?.liveDeployId ||
-      deps.removing.has(serviceId) ||
+      deps.lifecycle.isRemoving(serviceId) ||
       service.suspenders.includes('user') ||
       service.type === 'static_site' ||
       service.type === 'cron_job'
@@ -71,7 +73,7 @@ export function createSupervisor(
       return;
     const live = await repos.deploys.liveOf(service);
     if (!live) return;
-    const rows = (await instances.active({ deployId: live.id })).filter((r) => !deps.stopping.has(r.id));
+    const rows = (await instances.active({ deployId: live.id })).filter((r) => !deps.lifecycle.isStopping(r.id));
     let changed = false;
     for (const row of rows) {
       if (row.status !== 'running' || instances.isAlive(row)) continue;
@@ -101,17 +103,17 @@ export function createSupervisor(
     // Failed replacements count as crashes and wait out the same backoff; extras (from a
     // crash at an odd moment, or numInstances lowered) are stopped, newest first.
     // Instances already draining (a rollover's old ones) count for nothing either way.
-    const active = (await instances.active({ deployId: live.id })).filter((r) => !deps.stopping.has(r.id));
+    const active = (await instances.active({ deployId: live.id })).filter((r) => !deps.lifecycle.isStopping(r.id));
     const wanted = service.details.numInstances;
     if (active.length > wanted) {
       const extras = active
         .sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0))
         .slice(0, active.length - wanted);
-      extras.forEach((r) => deps.stopping.add(r.id));
+      deps.lifecycle.beginStopping(extras);
       await deps.refreshRoute(service);
       await instances
         .stop(extras, service.details.maxShutdownDelaySeconds * 1000)
-        .finally(() => extras.forEach((r) => deps.stopping.delete(r.id)));
+        .finally(() => deps.lifecycle.endStopping(extras));
       changed = true;
     }
     const missing = wanted - active.length;

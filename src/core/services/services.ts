@@ -6,6 +6,7 @@ import { newId } from '../../lib/ids.js';
 import type { Repos, Transact } from '../../store/repos/index.js';
 import type { ServiceQuery, ServiceRow } from '../../store/repos/services.js';
 import { gitTransport } from '../deploys/commands.js';
+import type { Lifecycle } from '../deploys/lifecycle.js';
 import type { Events } from '../events.js';
 import { mergeDetails, type ServiceDetails, type ServiceDetailsInput, type ServiceType } from './details.js';
 import type { EnvVarInput, EnvVars } from './env-vars.js';
@@ -18,8 +19,6 @@ export interface DeployPort {
   resume(service: ServiceRow): Promise<void>;
   /** Stops everything and removes the service's files. */
   remove(service: ServiceRow): Promise<void>;
-  /** Its deletion has begun: the service is gone for requests. */
-  isRemoving(serviceId: string): boolean;
 }
 
 export interface ServiceInput {
@@ -81,17 +80,19 @@ export function createServices(deps: {
   transact: Transact;
   envVars: EnvVars;
   events: Events;
-  deploys: DeployPort;
+  engine: DeployPort;
+  /** A service whose deletion has begun is gone for requests. */
+  lifecycle: Pick<Lifecycle, 'isRemoving'>;
   /** 404 unless the environment is in the workspace (core/projects.ts). */
   assertEnvironment: (workspaceId: string, environmentId: string) => Promise<void>;
   /** The git transports a repo may use (deploys/commands.ts allowedGitProtocols). */
   gitProtocols: string[];
 }) {
-  const { repos, transact, envVars, events, deploys } = deps;
+  const { repos, transact, envVars, events, engine } = deps;
 
   async function get(id: string): Promise<ServiceRow> {
     const row = await repos.services.get(id);
-    if (!row || deploys.isRemoving(id)) throw notFound('service');
+    if (!row || deps.lifecycle.isRemoving(id)) throw notFound('service');
     return row;
   }
 
@@ -137,7 +138,7 @@ export function createServices(deps: {
         details: { name: service.name, type: service.type },
       });
       if (service.repo && deploysNewSource(service))
-        return { service, deployId: (await deploys.trigger(service, { trigger: 'api' })).id };
+        return { service, deployId: (await engine.trigger(service, { trigger: 'api' })).id };
       return { service };
     },
 
@@ -171,7 +172,7 @@ export function createServices(deps: {
     },
 
     async remove(service: ServiceRow): Promise<void> {
-      await deploys.remove(service);
+      await engine.remove(service);
       await repos.services.delete(service.id);
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_deleted' });
     },
@@ -180,7 +181,7 @@ export function createServices(deps: {
       const suspenders = [...new Set<Suspender>([...service.suspenders, 'user'])];
       const updated = await repos.services.update(service.id, { suspenders });
       if (!updated) throw notFound('service');
-      await deploys.stopAll(updated);
+      await engine.stopAll(updated);
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_suspended' });
       return updated;
     },
@@ -189,7 +190,7 @@ export function createServices(deps: {
       if (!service.suspenders.length) return service;
       const updated = await repos.services.update(service.id, { suspenders: [] });
       if (!updated) throw notFound('service');
-      await deploys.resume(updated);
+      await engine.resume(updated);
       await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_resumed' });
       return updated;
     },

@@ -7,6 +7,7 @@ import type { DropSource, LogBudget } from './budget.js';
 import { createLineSplitter, levelOf, type LineSplitter } from './lines.js';
 import type { LogSink } from './sink.js';
 import { createWakeups } from './wakeups.js';
+import type { Logger } from '../../lib/logger.js';
 
 /** An instance whose output files are tailed. */
 export interface TailedInstance {
@@ -27,7 +28,7 @@ export interface CollectorDeps {
   instances(): Promise<TailedInstance[]>;
   instanceDir(serviceId: string, instanceId: string): string;
   pollMs: number;
-  log: { warn(o: object, m?: string): void };
+  log: Logger;
 }
 
 // Bounds on one pass's synchronous work, so the event loop serving the API is never held long:

@@ -1,4 +1,5 @@
 import type { LogRepo, LogRow } from '../../store/repos/logs.js';
+import type { Logger } from '../../lib/logger.js';
 
 const READ_PAGE = 1000;
 
@@ -6,7 +7,7 @@ export interface LogHubDeps {
   repo: Pick<LogRepo, 'after' | 'maxId'>;
   /** How often the store is checked even without a notification (a missed NOTIFY, a dropped LISTEN connection). */
   pollMs: number;
-  log: { warn(o: object, m?: string): void };
+  log: Pick<Logger, 'warn'>;
 }
 
 export interface HubSubscriber {

@@ -10,6 +10,7 @@ import { createLineSplitter, levelOf } from './lines.js';
 import { createLogReader } from './read.js';
 import { createLogSink } from './sink.js';
 import { openLogStream, type SubscribeFrom } from './stream.js';
+import type { Logger } from '../../lib/logger.js';
 
 export interface LogsDeps {
   repo: LogRepo;
@@ -30,7 +31,7 @@ export interface LogsDeps {
   };
   /** A service's lines were dropped over its budget (at most once per DROP_REPORT_MS each): record the event. */
   onLinesDropped(report: DropReport): Promise<void>;
-  log: { warn(o: object, m?: string): void };
+  log: Logger;
 }
 
 /** Drops are reported at most this often per service. */

@@ -1,5 +1,6 @@
 import { createSerial } from '../../lib/keyed-locks.js';
 import { MAX_INSERT, type LogRepo, type LogRow, type NewLogEntry } from '../../store/repos/logs.js';
+import type { Logger } from '../../lib/logger.js';
 
 /** Entries held while the store does not answer; producers that can re-read (files) wait, others drop. */
 const MAX_PENDING = 50_000;
@@ -20,7 +21,7 @@ export interface LogSinkDeps {
   inProcess: boolean;
   /** Called with the rows of each committed batch, in id order. */
   onCommitted(rows: LogRow[]): void;
-  log: { warn(o: object, m?: string): void };
+  log: Logger;
 }
 
 /**

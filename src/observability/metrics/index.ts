@@ -1,19 +1,19 @@
 import type PgBoss from 'pg-boss';
 import type { Repos } from '../../store/repos/index.js';
 import { createScrape, metricSamplesWritten } from '../prometheus.js';
-import { scheduleMetricsRollup } from './rollup.js';
 import { createMetricsSampler, createTrafficCounter } from './sampler.js';
 import { createMetricQueries } from './series.js';
+import type { Logger } from '../../lib/logger.js';
 
 /**
  * Metrics wired together for the composition root: the router's traffic counter, the sampler,
- * the queries behind the routes, the roll-up job and the Prometheus scrape.
+ * the queries behind the routes and the Prometheus scrape (the roll-up job is src/jobs/metrics-rollup.ts).
  */
 export function createMetrics(deps: {
   repos: Pick<Repos, 'instances' | 'metrics'>;
   boss: PgBoss;
   intervalMs: number;
-  log: { warn(o: object, m?: string): void };
+  log: Logger;
 }) {
   const { repos, boss } = deps;
   const traffic = createTrafficCounter();
@@ -37,10 +37,7 @@ export function createMetrics(deps: {
         ),
       countsByStatus: () => repos.metrics.countsByStatus(),
     }),
-    async start() {
-      await scheduleMetricsRollup(boss, repos.metrics);
-      sampler.start();
-    },
+    start: () => sampler.start(),
     stop: () => sampler.stop(),
   };
 }

@@ -1,8 +1,4 @@
-import type PgBoss from 'pg-boss';
-import { schedulePeriodic } from '../../jobs/queue.js';
 import type { MetricRepo } from '../../store/repos/metrics.js';
-
-export const METRICS_ROLLUP_QUEUE = 'metrics-rollup';
 
 /**
  * How long each resolution is kept (README, "Metrics"): raw samples for an hour (a day of them
@@ -14,15 +10,11 @@ const METRICS_RETENTION = { rawMs: 3_600_000, minuteMs: 7 * 86_400_000, expireMs
 /** `at` rounded down to a multiple of `seconds`, so a bucket is never split between two runs. */
 const alignDown = (at: number, seconds: number) => new Date(Math.floor(at / (seconds * 1000)) * seconds * 1000);
 
+/** The metrics-rollup job's work (scheduled by src/jobs/metrics-rollup.ts). */
 export async function rollUpMetrics(repo: Pick<MetricRepo, 'rollUp' | 'deleteOlderThan'>, now = new Date()) {
   const t = now.getTime();
   const toMinutes = await repo.rollUp(0, 60, alignDown(t - METRICS_RETENTION.rawMs, 60));
   const toHours = await repo.rollUp(60, 3600, alignDown(t - METRICS_RETENTION.minuteMs, 3600));
   const expired = await repo.deleteOlderThan(new Date(t - METRICS_RETENTION.expireMs));
   return { rawRolled: toMinutes.rolled, minuteRolled: toHours.rolled, expired };
-}
-
-/** Registers the roll-up job and runs it every 10 minutes (pg-boss: one run at a time across processes). */
-export function scheduleMetricsRollup(boss: PgBoss, repo: Pick<MetricRepo, 'rollUp' | 'deleteOlderThan'>) {
-  return schedulePeriodic(boss, METRICS_ROLLUP_QUEUE, '*/10 * * * *', () => rollUpMetrics(repo));
 }

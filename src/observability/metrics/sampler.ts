@@ -9,13 +9,14 @@ import {
   treeUsage,
   uptimeSeconds,
 } from './procfs.js';
+import type { Logger } from '../../lib/logger.js';
 
 export interface SamplerDeps {
   /** Instances that have (or may have) a process. */
   activeInstances(): Promise<Pick<InstanceRow, 'id' | 'serviceId' | 'status' | 'pid' | 'startTime'>[]>;
   insert(rows: MetricSampleInsert[]): Promise<void>;
   intervalMs: number;
-  log: { warn(o: object, m?: string): void };
+  log: Pick<Logger, 'warn'>;
   now?: () => Date;
 }
 

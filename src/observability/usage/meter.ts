@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createSerial } from '../../lib/keyed-locks.js';
 import type { LastStretch, UsageInsert, UsageRepo } from '../../store/repos/usage.js';
 import { createTrafficCounter } from '../metrics/sampler.js';
+import type { Logger } from '../../lib/logger.js';
 
 export interface MeterDeps {
   repo: Pick<
@@ -11,7 +12,7 @@ export interface MeterDeps {
   /** Whether an instance's process is alive (the runtime's check, guarded against pid reuse). */
   isAlive(process: { pid: number; startTime: string }): boolean;
   intervalMs: number;
-  log: { warn(o: object, m?: string): void };
+  log: Pick<Logger, 'warn'>;
   now?: () => Date;
 }
 

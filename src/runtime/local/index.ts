@@ -1,7 +1,7 @@
 import { DEFAULT_NETWORK_CIDR } from '../../config.js';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
-import type { Runtime, RuntimeCapabilities, RuntimeLog } from '../types.js';
+import type { Runtime, RuntimeCapabilities } from '../types.js';
 import { runBuild } from './builds.js';
 import { detectCapabilities, findProgram, type SandboxMode } from './capabilities.js';
 import { permissionHint } from './host-paths.js';
@@ -13,6 +13,7 @@ import { createOomRecord } from './oom-record.js';
 import { isRunning } from './proc.js';
 import { stopInstance } from './processes.js';
 import { withOverrides, type LimitOverrides } from './sandbox-limits.js';
+import type { Logger } from '../../lib/logger.js';
 
 export type NetworkMode = 'auto' | 'namespaces' | 'shared';
 
@@ -72,7 +73,7 @@ export async function createLocalRuntime(options: {
   networkCidr?: string;
   limits?: LimitOverrides;
   sandbox?: SandboxMode;
-  log?: RuntimeLog;
+  log?: Pick<Logger, 'info' | 'warn'>;
 }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir, options.sandbox);
   const networks = await chooseNetwork(

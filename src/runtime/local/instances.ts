@@ -1,17 +1,18 @@
 import { chownSync, lchownSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { spawnDetached } from '../../lib/exec.js';
-import type { InstanceHandle, InstanceSpec, RuntimeLog } from '../types.js';
+import type { InstanceHandle, InstanceSpec } from '../types.js';
 import type { Cgroups } from './cgroups.js';
 import { openWayTo, type AppUser } from './host-paths.js';
 import { readStat } from './proc.js';
 import type { Attachment, Networks } from './network/index.js';
 import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
+import type { Logger } from '../../lib/logger.js';
 
 export interface LocalDeps {
   policy: SandboxPolicy;
   cgroups: Cgroups | undefined;
-  log: RuntimeLog | undefined;
+  log: Pick<Logger, 'info' | 'warn'> | undefined;
   /** Namespaces, when this machine can make them; undefined: the shared network. */
   networks: { networks: Networks; nsenterPath: string } | undefined;
   /** Set when apps run as another user without bwrap, so open their files on the host by path (host-paths.ts). */

@@ -1,0 +1,120 @@
+import type { Runtime } from '../../runtime/types.js';
+import type { Logger } from '../../lib/logger.js';
+import { IN_PROGRESS, PENDING, type DeployRow, type DeployStatus } from '../../store/repos/deploys.js';
+import type { Repos, Transact } from '../../store/repos/index.js';
+import type { ServiceRow } from '../../store/repos/services.js';
+import type { Events } from '../events.js';
+import type { Release } from './instances.js';
+import type { Lifecycle } from './lifecycle.js';
+import { buildEndedDetails, DeployFailure, deployEndedDetails, type BuildLog, type createBuilder } from './pipeline.js';
+import { runPreDeploy } from './pre-deploy.js';
+import type { RollOver } from './rollover.js';
+
+/**
+ * One deploy's steps, each a status and its events: build (pipeline.ts), pre-deploy (pre-deploy.ts), then go live
+ * (rollover.ts) and collect old artifacts (gc.ts). A failure ends the deploy in the status of its step; the previous
+ * deploy stays live.
+ */
+export function createDeployRunner(deps: {
+  repos: Pick<Repos, 'services' | 'deploys'>;
+  transact: Transact;
+  runtime: Runtime;
+  events: Events;
+  lifecycle: Lifecycle;
+  limits: { buildTimeoutMs: number };
+  log: Logger;
+  build: ReturnType<typeof createBuilder>;
+  envFor(service: ServiceRow, deploy: DeployRow): Promise<Record<string, string>>;
+  releaseOf(service: ServiceRow, deploy: DeployRow): Release;
+  rollOver: RollOver;
+  collectGarbage(serviceId: string): Promise<void>;
+  buildLog?: BuildLog;
+  onBuildEnded?(service: ServiceRow, deployId: string, startedAt: Date, endedAt: Date): Promise<void> | void;
+  onDeployEnded?(status: DeployStatus, deploy: DeployRow): void;
+}) {
+  const { repos, runtime, events, lifecycle, log } = deps;
+
+  async function goLive(serviceId: string, deploy: DeployRow, signal: AbortSignal) {
+    await deps.rollOver(serviceId, deploy, signal, (service) =>
+      deps.transact(async (tx) => {
+        const live = await tx.deploys.transition(deploy.id, ['update_in_progress'], 'live');
+        if (!live) throw new DeployFailure('canceled', 'canceled before going live');
+        if (service.liveDeployId && service.liveDeployId !== deploy.id)
+          await tx.deploys.transition(service.liveDeployId, ['live'], 'deactivated');
+        // A healthy new deploy ends a crash loop.
+        const suspenders = service.suspenders.filter((s) => s !== 'stuck_crashlooping');
+        return (await tx.services.update(service.id, { liveDeployId: deploy.id, suspenders }))!;
+      }),
+    );
+  }
+
+  return async function runDeploy(serviceId: string, deploy: DeployRow) {
+    const signal = lifecycle.deployStarted(serviceId, deploy.id);
+    const emit = (type: string, details?: Record<string, unknown>) =>
+      events.record({ workspaceId: service.workspaceId, serviceId, deployId: deploy.id, type, details });
+    let service!: ServiceRow;
+    let phase: DeployStatus = 'build_failed';
+    let building = false; // between build_started and build_ended: a failure owes the build its end
+    try {
+      const found = await repos.services.get(serviceId);
+      if (!found) return;
+      service = found;
+      if (!deploy.artifactOf) {
+        if (!(await repos.deploys.transition(deploy.id, PENDING, 'build_in_progress', { startedAt: new Date() })))
+          return;
+        await emit('build_started');
+        building = true;
+        const buildStart = new Date();
+        const { startCommand, commit } = await deps
+          .build(service, deploy, signal)
+          .finally(() => deps.onBuildEnded?.(service, deploy.id, buildStart, new Date()));
+        await repos.deploys.update(deploy.id, { startCommand: startCommand ?? null, ...commit });
+        deploy = (await repos.deploys.get(deploy.id))!;
+        building = false;
+        await emit('build_ended', { status: 'succeeded' });
+      }
+      const details = service.details;
+      if (details.preDeployCommand && !deploy.artifactOf) {
+        phase = 'pre_deploy_failed';
+        if (!(await repos.deploys.transition(deploy.id, ['build_in_progress'], 'pre_deploy_in_progress')))
+          throw new DeployFailure('canceled', 'canceled');
+        await runPreDeploy(
+          { runtime, timeoutMs: deps.limits.buildTimeoutMs, buildLog: deps.buildLog },
+          deps.releaseOf(service, deploy),
+          await deps.envFor(service, deploy),
+          signal,
+        );
+      }
+      phase = 'update_failed';
+      const from: DeployStatus[] = deploy.artifactOf ? PENDING : ['build_in_progress', 'pre_deploy_in_progress'];
+      if (
+        !(await repos.deploys.transition(
+          deploy.id,
+          from,
+          'update_in_progress',
+          deploy.startedAt ? {} : { startedAt: new Date() },
+        ))
+      )
+        return;
+      await goLive(serviceId, deploy, signal);
+      await emit('deploy_ended', { status: 'live' });
+      deps.onDeployEnded?.('live', deploy);
+      await deps.collectGarbage(serviceId);
+    } catch (err) {
+      const failure = signal.aborted
+        ? new DeployFailure('canceled', 'canceled')
+        : err instanceof DeployFailure
+          ? err
+          : new DeployFailure(phase, (err as Error).message);
+      log.warn({ serviceId, deployId: deploy.id, status: failure.status, reason: failure.message }, 'deploy failed');
+      await repos.deploys.transition(deploy.id, [...PENDING, ...IN_PROGRESS], failure.status, {
+        failureReason: failure.message,
+      });
+      if (service && building) await emit('build_ended', buildEndedDetails(failure));
+      if (service) await emit('deploy_ended', deployEndedDetails(failure));
+      deps.onDeployEnded?.(failure.status, deploy);
+    } finally {
+      lifecycle.deployEnded(serviceId);
+    }
+  };
+}
