@@ -68,3 +68,7 @@ export const AUDIT_ACTOR_TYPES = ['user', 'rest_api', 'system'] as const;
 export const LOG_TYPES = ['app', 'build', 'request'] as const;
 
 export const USAGE_KINDS = ['instance_seconds', 'build_seconds', 'bandwidth_bytes', 'datastore_seconds'] as const;
+
+/** How metric history buckets are aggregated (Render's `aggregationMethod`). */
+export const AGGREGATIONS = ['AVG', 'MAX', 'MIN'] as const;
+export type Aggregation = (typeof AGGREGATIONS)[number];

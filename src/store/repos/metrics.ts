@@ -3,8 +3,8 @@ import { rowsOf, type Db } from '../db.js';
 import { metricSamples } from '../schema.js';
 
 export type MetricSampleInsert = typeof metricSamples.$inferInsert;
-export const AGGREGATIONS = ['AVG', 'MAX', 'MIN'] as const;
-export type Aggregation = (typeof AGGREGATIONS)[number];
+import type { Aggregation } from '../enums.js';
+export type { Aggregation };
 /** What a series is made of: an instance column (cpu, rss, cgroup memory) or a router counter. */
 export type SeriesColumn = 'cpu' | 'memory' | 'cgroupMemory' | 'requests' | 'bytes';
 
