@@ -32,8 +32,7 @@ import { createProjects } from './core/projects.js';
 import { createEnvVars } from './core/services/env-vars.js';
 import { createEnvView } from './core/services/env-view.js';
 import { createServices } from './core/services/services.js';
-import { createKeyValueProvisioner, KEY_VALUE_NOT_CONFIGURED } from './provisioners/keyvalue/index.js';
-import { createPostgresProvisioner, POSTGRES_NOT_CONFIGURED } from './provisioners/postgres/index.js';
+import { chooseProvisioners } from './provisioners/choose.js';
 import { startRouter } from './router/router.js';
 import { scheduleLogRetention } from './jobs/log-retention.js';
 import { createLogs } from './observability/logs/index.js';
@@ -56,8 +55,6 @@ export interface Slipway {
   /** Stops taking requests, lets in-flight ones finish, then closes the queue and the store. */
   close(): Promise<void>;
 }
-
-const LOCAL_OFF = 'Datastore servers on this machine are turned off (SLIPWAY_LOCAL_DATASTORES=0): set';
 
 /** The composition root: config -> store -> queue -> core -> http (docs/architecture.md, "Layers"). */
 export async function startSlipway(config: Config, options: LogOptions = {}): Promise<Slipway> {
@@ -154,22 +151,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       ],
       // The usage meter's last pass over a datastore before it goes (the meter is made below; this runs on a delete).
       beforeRemove: async () => void (await usage.meter.flush()),
-      provisioners: {
-        postgres:
-          config.postgresAdminUrl || config.localDatastores
-            ? createPostgresProvisioner({ dataDir: config.dataDir, adminUrl: config.postgresAdminUrl, runAs, network })
-            : undefined,
-        keyValue:
-          config.redisAdminUrl || config.localDatastores
-            ? createKeyValueProvisioner({ dataDir: config.dataDir, adminUrl: config.redisAdminUrl, runAs, network })
-            : undefined,
-        missing: config.localDatastores
-          ? { postgres: POSTGRES_NOT_CONFIGURED, keyValue: KEY_VALUE_NOT_CONFIGURED }
-          : {
-              postgres: `${LOCAL_OFF} SLIPWAY_POSTGRES_ADMIN_URL to use an existing server.`,
-              keyValue: `${LOCAL_OFF} SLIPWAY_REDIS_ADMIN_URL to use an existing server.`,
-            },
-      },
+      provisioners: chooseProvisioners(config, { runAs, network }),
     });
     cleanup.push(() => datastores.close());
     const refs = datastores.refs;
