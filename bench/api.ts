@@ -44,7 +44,7 @@ function targetOf(row: Row): string {
   if (row.route.includes('/v1/auth/providers')) return '';
   const list = row.route.includes('limit=20');
   const floor = list ? (row.store === 'postgres' ? 0.25 : 0.1) : row.store === 'postgres' ? 0.5 : 0.3;
-  const p99Ok = !list || row.store !== 'postgres' || row.p99Ms <= 50;
+  const p99Ok = row.timeouts === 0 && (!list || row.store !== 'postgres' || row.p99Ms <= 50);
   return `>= ${floor}${list && row.store === 'postgres' ? ', p99 <= 50' : ''}: ${row.ratio >= floor && p99Ok ? 'met' : 'missed'}`;
 }
 
@@ -53,6 +53,8 @@ interface Row {
   route: string;
   reqPerSec: number;
   p99Ms: number;
+  /** Requests unanswered within 10 s. */
+  timeouts: number;
   ratio: number;
 }
 
@@ -123,8 +125,9 @@ async function measure(
     duration,
     headers: token ? { authorization: `Bearer ${token}` } : {},
   });
-  const failed = result.non2xx + result.errors + result.timeouts;
-  if (failed > 0 || result['2xx'] === 0) {
+  // A wrong answer makes the numbers meaningless; a request slower than autocannon's 10 s timeout is a figure
+  // (the `timeouts` column): the route was that slow.
+  if (result.non2xx > 0 || result['2xx'] === 0) {
     throw new Error(
       `GET ${path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts of ${result.requests.total} requests`,
     );
@@ -160,6 +163,7 @@ async function benchStore(store: Row['store'], env: Record<string, string>): Pro
           route: `GET ${route.path.replace(seeded.serviceId, ':id')}`,
           reqPerSec: Math.round(r.requests.average),
           p99Ms: r.latency.p99,
+          timeouts: r.timeouts + r.errors,
           ratio: 0,
         });
       }
@@ -216,8 +220,8 @@ async function main() {
   );
   console.log(
     table(
-      ['store', 'route', 'req/s', 'p99 ms', 'ratio', 'target'],
-      rows.map((r) => [r.store, r.route, r.reqPerSec, r.p99Ms, r.ratio, targetOf(r)]),
+      ['store', 'route', 'req/s', 'p99 ms', 'timeouts', 'ratio', 'target'],
+      rows.map((r) => [r.store, r.route, r.reqPerSec, r.p99Ms, r.timeouts, r.ratio, targetOf(r)]),
     ),
   );
   for (const store of skipped) console.log(`${store}: skipped (unreachable at ${POSTGRES_ADMIN_URL})`);
