@@ -1,7 +1,12 @@
 import { loadConfig } from './config.js';
+import { chooseDataDir } from './runtime/local/data-dir.js';
 import { startSlipway } from './server.js';
 
-const config = loadConfig();
+const loaded = loadConfig();
+// Without bubblewrap, a default data dir the apps cannot reach moves to /var/lib/slipway (src/runtime/local/data-dir.ts).
+const chosen = chooseDataDir(loaded, { explicit: !!process.env.SLIPWAY_DATA_DIR });
+const config = { ...loaded, dataDir: chosen.dataDir };
+if (chosen.reason) console.warn(`slipway: ${chosen.reason}`);
 const slipway = await startSlipway(config).catch((err: Error) => {
   console.error(`slipway: could not start: ${err.message}`);
   process.exit(1);

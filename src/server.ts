@@ -154,6 +154,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       provisioners: chooseProvisioners(config, { runAs, network }),
     });
     cleanup.push(() => datastores.close());
+    for (const [kind, { note }] of Object.entries(datastores.availability()))
+      if (note) systemLog.warn({ kind }, `${kind} datastores are off: ${note}`);
     const refs = datastores.refs;
     const envVars = createEnvVars({ repo: repos.envVars, box: secretBox, refs });
     const envGroups = createEnvGroups({ repos, transact, box: secretBox, assertEnvironment, refs });

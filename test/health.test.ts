@@ -49,6 +49,38 @@ describe('health and status while the store is up', () => {
   });
 });
 
+describe('GET /status says what each missing piece turns off', () => {
+  // Datastore servers on this machine turned off, and no existing server given: both kinds are off.
+  const ctx = useServer({ SLIPWAY_LOCAL_DATASTORES: '0' });
+
+  it('reports datastores that cannot be created, with the message a create answers', async () => {
+    const status = await ctx.api.get('/status');
+    expect(status.status).toBe(200);
+    expect(status.body.datastores).toEqual({
+      postgres: { mode: 'off', note: expect.stringContaining('SLIPWAY_POSTGRES_ADMIN_URL') },
+      keyValue: { mode: 'off', note: expect.stringContaining('SLIPWAY_REDIS_ADMIN_URL') },
+    });
+    const owner = await signUp(ctx.api);
+    const created = await ctx.api.post('/v1/postgres', { name: 'db', plan: 'free' }, owner);
+    expect(created.status).toBe(501);
+    expect(created.body.message).toBe(status.body.datastores.postgres.note);
+  });
+});
+
+describe('GET /status with local datastore servers', () => {
+  const ctx = useServer();
+
+  it('reports each kind local, with the versions it can create, when the server binaries are installed', async () => {
+    const { body } = await ctx.api.get('/status');
+    for (const kind of ['postgres', 'keyValue'] as const) {
+      const mode = body.datastores[kind];
+      // Without the binaries the kind is off and says what to install (README, "Requirements").
+      if (mode.mode === 'off') expect(mode.note).toMatch(/apt-get install/);
+      else expect(mode).toEqual({ mode: 'local', versions: expect.arrayContaining([expect.any(String)]) });
+    }
+  });
+});
+
 /** Polls GET /api/health until it answers `want` or `ms` pass; returns every status seen and the last reply. */
 async function pollHealth(api: Client, want: number, ms: number) {
   const seen: number[] = [];

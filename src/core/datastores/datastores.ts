@@ -139,8 +139,18 @@ export function createDatastores(deps: DatastoreDeps) {
     return updated;
   }
 
+  /** How each kind is provisioned here, or `off` with what to install or set: for GET /status and the start-up log. */
+  function availability() {
+    const of = (kind: DatastoreKind) => {
+      const p = kind === 'postgres' ? provisioners.postgres : provisioners.keyValue;
+      return p ? { mode: p.kind, versions: p.versions() } : { mode: 'off' as const, note: provisioners.missing[kind] };
+    };
+    return { postgres: of('postgres'), keyValue: of('keyValue') };
+  }
+
   return {
     get,
+    availability,
     list: (q: DatastoreQuery) => repo.list(q),
     password,
     start: () => reconciler.start(),

@@ -26,6 +26,15 @@ const Isolation = Type.Object({
   notes: Type.Array(Type.String()),
 });
 
+/** How datastores of a kind are provisioned on this Slipway; `off` says what to install or set. */
+const DatastoreMode = Type.Object({
+  mode: Type.Union([Type.Literal('local'), Type.Literal('cluster'), Type.Literal('shared'), Type.Literal('off')], {
+    description: 'local: a server per datastore on this machine; cluster/shared: an existing server; off: none',
+  }),
+  versions: Type.Optional(Type.Array(Type.String())),
+  note: Type.Optional(Type.String()),
+});
+
 async function probe(check: () => Promise<void>) {
   const started = performance.now();
   try {
@@ -40,7 +49,7 @@ async function probe(check: () => Promise<void>) {
   }
 }
 
-export function healthRoutes({ health }: HttpDeps) {
+export function healthRoutes({ health, datastores }: HttpDeps) {
   const components = async () => {
     const store = await probe(health.store);
     // The queue lives in the store: when the store is down, so is the queue.
@@ -86,6 +95,7 @@ export function healthRoutes({ health }: HttpDeps) {
               }),
             ),
             isolation: Isolation,
+            datastores: Type.Object({ postgres: DatastoreMode, keyValue: DatastoreMode }),
             updatedAt: Timestamp,
           }),
         },
@@ -102,6 +112,7 @@ export function healthRoutes({ health }: HttpDeps) {
           status: list.every((c) => c.status === 'operational') ? 'operational' : 'degraded',
           components: list,
           isolation: { network, sandbox, cgroups, limits, notes },
+          datastores: datastores.availability(),
           updatedAt: new Date().toISOString(),
         };
       },

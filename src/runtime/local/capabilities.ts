@@ -13,11 +13,11 @@ export interface Detected {
   cgroups: Cgroups | undefined;
 }
 
-const NOBODY = 'nobody';
+export const NOBODY = 'nobody';
 export const findProgram = (name: string) =>
   ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((dir) => path.join(dir, name)).find((file) => existsSync(file));
 
-function lookupUser(name: string): { uid: number; gid: number } | undefined {
+export function lookupUser(name: string): { uid: number; gid: number } | undefined {
   const line = readFileSync('/etc/passwd', 'utf8')
     .split('\n')
     .find((l) => l.startsWith(`${name}:`));
