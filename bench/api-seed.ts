@@ -89,6 +89,8 @@ export async function seedLists(env: Record<string, string>, seed: ListSeed): Pr
       },
       (rows) => db.insert(deploys).values(rows),
     );
+    // Postgres' autovacuum would have analyzed tables grown this much by now; PGlite has none, Slipway does it.
+    if (store.kind === 'postgres') await store.executeSql('analyze');
   } finally {
     await store.close();
   }

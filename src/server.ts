@@ -289,7 +289,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         clearInterval(sweep);
       }
     });
-    await scheduleMaintenance(queue.boss, repos);
+    await scheduleMaintenance(queue.boss, { ...repos, analyze: store.analyze });
     await scheduleLogRetention(queue.boss, repos.logs, {
       retentionDays: config.logRetentionDays,
       maxBytesPerService: config.logMaxBytesPerService,

@@ -17,7 +17,9 @@ import { loadConfig } from '../src/config.js';
 import { openStore, type Db } from '../src/store/db.js';
 import { createRepos, type Repos } from '../src/store/repos/index.js';
 import * as schema from '../src/store/schema.js';
-import { createTestDatabase, TEST_DATABASE_URL } from './helpers/server.js';
+import { signUp } from './helpers/client.js';
+import { createTestDatabase, TEST_DATABASE_URL, useServer } from './helpers/server.js';
+import { newId } from '../src/lib/ids.js';
 
 interface Captured {
   sql: string;
@@ -107,5 +109,42 @@ describe('list queries', () => {
       expect(types.filter((t) => t.startsWith('Seq Scan') || t === 'Sort' || t.startsWith('Bitmap'))).toEqual([]);
       expect(types[0]).toBe('Limit');
     }
+  });
+});
+
+describe('list pages as tables grow, planned with real statistics', () => {
+  const ctx = useServer();
+
+  it("a service's deploys page walks its index after the store's maintenance, with 5,000 deploys", async () => {
+    const owner = await signUp(ctx.api);
+    const created = await ctx.api.post(
+      '/v1/services',
+      { type: 'web_service', name: 'many-deploys', serviceDetails: { runtime: 'node' } },
+      owner,
+    );
+    expect(created.status).toBe(201);
+    const serviceId: string = created.body.service.id;
+    const { store } = ctx.server.slipway;
+    const rows = Array.from({ length: 5000 }, (_, i) => ({
+      id: newId('deploy', Date.now() - 86_400_000 + i),
+      serviceId,
+      status: 'deactivated' as const,
+      trigger: 'api' as const,
+    }));
+    for (let i = 0; i < rows.length; i += 1000) await store.db.insert(schema.deploys).values(rows.slice(i, i + 1000));
+    // What the maintenance job does every 15 minutes (PGlite has no autovacuum; on Postgres autovacuum would).
+    if (store.kind === 'pglite') await store.analyze();
+    else await store.executeSql('analyze deploys');
+    const { rows: explained } = await store.executeSql(
+      'explain (format json) select * from deploys where service_id = $1 order by id desc limit 20',
+      [serviceId],
+    );
+    const raw = explained[0]['QUERY PLAN'];
+    const [plan] = typeof raw === 'string' ? JSON.parse(raw) : raw;
+    const types = nodesOf(plan).map((n) => n['Node Type']);
+    expect(types).not.toContain('Sort');
+    const page = await ctx.api.get(`/v1/services/${serviceId}/deploys?limit=20`, owner);
+    expect(page.status).toBe(200);
+    expect(page.body).toHaveLength(20);
   });
 });

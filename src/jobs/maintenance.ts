@@ -11,17 +11,24 @@ interface MaintenanceDeps {
   sessions: Pick<SessionRepo, 'deleteExpired'>;
   invites: Pick<InviteRepo, 'deleteFinished'>;
   idempotency: Pick<IdempotencyRepo, 'deleteOlderThan'>;
+  /** The store's statistics refresh (Store.analyze: PGlite has no autovacuum). */
+  analyze: () => Promise<void>;
   now?: () => Date;
 }
 
-/** Removes what has outlived its use: expired sessions, used or expired invites, idempotency replies past 24 h. */
+/**
+ * Removes what has outlived its use (expired sessions, used or expired invites, idempotency replies past 24 h),
+ * then refreshes the planner's statistics so list pages stay index walks as tables grow.
+ */
 export async function runMaintenance(deps: MaintenanceDeps) {
   const now = deps.now?.() ?? new Date();
-  return {
+  const removed = {
     sessions: await deps.sessions.deleteExpired(now),
     invites: await deps.invites.deleteFinished(now),
     idempotencyKeys: await deps.idempotency.deleteOlderThan(new Date(now.getTime() - IDEMPOTENCY_TTL_MS)),
   };
+  await deps.analyze();
+  return removed;
 }
 
 /** Registers the job and runs it every 15 minutes. */

@@ -31,6 +31,12 @@ export interface Store {
   kind: 'pglite' | 'postgres';
   db: Db;
   executeSql: ExecuteSql;
+  /**
+   * Refreshes the planner's statistics. PGlite has no autovacuum: without this a table that grew since it was
+   * created keeps its first estimates, and a keyset page (`where service_id = $1 order by id desc limit 20`) is
+   * planned as a sort of every row of the service instead of a walk down its index. Postgres' autovacuum does it.
+   */
+  analyze(): Promise<void>;
   /** Resolves when the store answers a trivial query within `timeoutMs`. */
   ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -115,8 +121,11 @@ async function openPglite(dataDir: string): Promise<Store> {
   };
   const db = drizzlePglite({ client: client as unknown as PGlite, schema });
   await migratePglite(db, { migrationsFolder: MIGRATIONS });
+  // Statistics as of now, before the first query is planned (see Store.analyze).
+  await client.exec('analyze');
   return {
     kind: 'pglite',
+    analyze: async () => void (await client.exec('analyze')),
     db: db as unknown as Db,
     // PGlite's query() speaks the extended protocol (one statement); exec() runs scripts.
     executeSql: async (text, values) => {
@@ -156,6 +165,8 @@ async function openPostgres(url: string): Promise<Store> {
   return {
     kind: 'postgres',
     db: db as unknown as Db,
+    // Postgres' autovacuum keeps the statistics.
+    analyze: async () => undefined,
     executeSql: (text, values) => pool.query(text, values),
     ping: (timeoutMs = 2000) =>
       withTimeout(
