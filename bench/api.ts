@@ -150,7 +150,9 @@ async function benchStore(store: Row['store'], env: Record<string, string>): Pro
     const slipway = await startSlipway(env, { dataDir });
     try {
       await checkRoutes(slipway.url, seeded);
-      const routes = routesOf(seeded);
+      // BENCH_ROUTES=users,services measures only those (and the baseline), e.g. to profile one route.
+      const only = process.env.BENCH_ROUTES?.split(',');
+      const routes = routesOf(seeded).filter((r) => !only || r.name === 'baseline' || only.includes(r.name));
       // A short warm-up so the first measured route does not pay for JIT and connection pools.
       if (!SMOKE)
         for (const route of routes) await warmUp(slipway.url, route.path, route.auth ? seeded.token : undefined);
@@ -203,8 +205,10 @@ async function createDatabase(): Promise<{ url: string; drop(): Promise<void> } 
 async function main() {
   const rows: Row[] = [];
   const skipped: string[] = [];
-  rows.push(...(await benchStore('pglite', {})));
-  const db = await createDatabase();
+  // BENCH_STORES=postgres measures one store only.
+  const stores = process.env.BENCH_STORES?.split(',') ?? ['pglite', 'postgres'];
+  if (stores.includes('pglite')) rows.push(...(await benchStore('pglite', {})));
+  const db = stores.includes('postgres') ? await createDatabase() : undefined;
   if (!db) skipped.push('postgres');
   else {
     try {
