@@ -2,10 +2,10 @@ import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../core/auth.js';
 import { badRequest, notFound } from '../../lib/errors.js';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
-import type { ApiKeyRow } from '../../store/repos/api-keys.js';
 import type { HttpDeps } from '../deps.js';
 import { principalOf } from '../guard.js';
 import { defineRoute } from '../route.js';
+import { ApiKeyBody, apiKeyBody } from '../schemas/api-keys.js';
 import {
   DEFAULT_LIMIT,
   Envelope,
@@ -16,30 +16,6 @@ import {
   OwnerIdQuery,
   Timestamp,
 } from '../schemas/common.js';
-
-const ApiKeyBody = Type.Object(
-  {
-    id: Type.String(),
-    name: Type.String(),
-    prefix: Type.String({ description: 'The first characters of the token, to recognise it' }),
-    ownerId: Type.String(),
-    userId: Type.String(),
-    createdAt: Timestamp,
-    expiresAt: Type.Union([Timestamp, Type.Null()]),
-    lastUsedAt: Type.Union([Timestamp, Type.Null()]),
-  },
-  { title: 'apiKey' },
-);
-const apiKeyBody = (k: ApiKeyRow) => ({
-  id: k.id,
-  name: k.name,
-  prefix: k.prefix,
-  ownerId: k.workspaceId,
-  userId: k.userId,
-  createdAt: k.createdAt.toISOString(),
-  expiresAt: k.expiresAt?.toISOString() ?? null,
-  lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
-});
 
 export function apiKeyRoutes({ apiKeys, guard }: HttpDeps) {
   return [
