@@ -2,6 +2,7 @@ import { and, asc, desc, eq, inArray, lt, notInArray } from 'drizzle-orm';
 import type { Db } from '../db.js';
 import { deploys, sources } from '../schema.js';
 import { within } from './filters.js';
+import { DEPLOY_STATUSES } from '../enums.js';
 
 export type DeployRow = typeof deploys.$inferSelect;
 export type DeployStatus = DeployRow['status'];
@@ -9,14 +10,8 @@ export type SourceRow = typeof sources.$inferSelect;
 
 export const PENDING: DeployStatus[] = ['created', 'queued'];
 export const IN_PROGRESS: DeployStatus[] = ['build_in_progress', 'pre_deploy_in_progress', 'update_in_progress'];
-export const FINISHED: DeployStatus[] = [
-  'live',
-  'deactivated',
-  'build_failed',
-  'pre_deploy_failed',
-  'update_failed',
-  'canceled',
-];
+/** Every status a deploy ends in: the rest of DEPLOY_STATUSES. */
+export const FINISHED: DeployStatus[] = DEPLOY_STATUSES.filter((s) => !PENDING.includes(s) && !IN_PROGRESS.includes(s));
 
 export interface DeployQuery {
   serviceId: string;
