@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -125,8 +126,10 @@ export function createLeaseFiles(stateDir: string) {
     writeResolvConf(text: string): string {
       mkdirSync(stateDir, { recursive: true, mode: 0o700 });
       const file = path.join(stateDir, 'resolv.conf');
-      writeFileSync(`${file}.new`, text, { mode: 0o644 });
-      renameSync(`${file}.new`, file);
+      // Several Slipways on one machine write it at start: each through a name of its own, then one atomic rename.
+      const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+      writeFileSync(temp, text, { mode: 0o644 });
+      renameSync(temp, file);
       return file;
     },
 
