@@ -1,11 +1,10 @@
 import multipart from '@fastify/multipart';
-import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { AppError } from '../../lib/errors.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { Timestamp } from '../schemas/common.js';
+import { SourceBody, sourceBody } from '../schemas/sources.js';
 import { loadService, ServiceParams } from './services.js';
 
 export const ARCHIVE_TYPES = [
@@ -51,28 +50,13 @@ export function sourceUploadRoutes(deps: HttpDeps) {
       schema: {
         params: ServiceParams,
         response: {
-          201: Type.Object(
-            {
-              id: Type.String(),
-              sha256: Type.String(),
-              sizeBytes: Type.Integer(),
-              createdAt: Timestamp,
-              deployId: Type.Optional(Type.String()),
-            },
-            { title: 'source' },
-          ),
+          201: SourceBody,
         },
       },
       handler: async (req, reply) => {
         const service = await loadService(deps, req, req.params.serviceId);
         const { source, deploy } = await deps.deploys.uploadSource(service, () => archiveStream(req));
-        return reply.code(201).send({
-          id: source.id,
-          sha256: source.sha256,
-          sizeBytes: source.sizeBytes,
-          createdAt: source.createdAt.toISOString(),
-          ...(deploy ? { deployId: deploy.id } : {}),
-        });
+        return reply.code(201).send(sourceBody(source, deploy));
       },
     }),
   ];
