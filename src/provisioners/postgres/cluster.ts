@@ -55,8 +55,10 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
     });
 
   // versions() is synchronous: the server's version is asked for at once, and again while it is not known.
+  const REASK_MS = 5000;
   let major: string | undefined;
   let asking: Promise<string> | undefined;
+  let lastAsked = Date.now();
   function serverVersion(): Promise<string> {
     asking ??= admin(serverMajor).then(
       (version) => (major = version),
@@ -92,7 +94,11 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
   return {
     kind: 'cluster',
     versions: () => {
-      if (!major) serverVersion().catch(() => undefined);
+      // Asked again at most every few seconds: GET /status is public and calls this on every request.
+      if (!major && Date.now() - lastAsked > REASK_MS) {
+        lastAsked = Date.now();
+        serverVersion().catch(() => undefined);
+      }
       return major ? [major] : [];
     },
 
