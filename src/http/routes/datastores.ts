@@ -1,21 +1,12 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { decodeCursor, envelope } from '../../lib/cursor.js';
+import { envelope } from '../../lib/cursor.js';
 import { SUSPENDED } from '../../store/enums.js';
 import type { DatastoreKind, DatastoreRow } from '../../store/repos/datastores.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute, type RouteSpec } from '../route.js';
 import { eventListRoute } from './events.js';
-import {
-  DEFAULT_LIMIT,
-  Envelope,
-  IdParam,
-  ListQuery,
-  literalUnion,
-  NoContent,
-  Timestamp,
-  toDate,
-} from '../schemas/common.js';
+import { Envelope, IdParam, ListQuery, literalUnion, NoContent, Timestamp, listWindow } from '../schemas/common.js';
 import {
   connectionInfoBody,
   datastoreBody,
@@ -129,12 +120,7 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
           name: q.name,
           environmentId: q.environmentId,
           suspended: q.suspended,
-          createdAfter: toDate(q.createdAfter),
-          createdBefore: toDate(q.createdBefore),
-          updatedAfter: toDate(q.updatedAfter),
-          updatedBefore: toDate(q.updatedBefore),
-          beforeId: decodeCursor(q.cursor),
-          limit: q.limit ?? DEFAULT_LIMIT,
+          ...listWindow(q),
         });
         return envelope(f.item, await Promise.all(rows.map(body)));
       },

@@ -1,9 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { decodeCursor } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { DEFAULT_LIMIT, IdParam, ListQuery, NoContent, Timestamp, toDate } from '../schemas/common.js';
+import { IdParam, ListQuery, NoContent, Timestamp, listWindow } from '../schemas/common.js';
 import { EnvGroupBody, envGroupBody, EnvGroupMeta, envGroupMetaBody } from '../schemas/env-groups.js';
 import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/services.js';
 
@@ -76,12 +75,7 @@ export function envGroupRoutes(deps: HttpDeps) {
           workspaceIds,
           name: q.name,
           environmentId: q.environmentId,
-          createdAfter: toDate(q.createdAfter),
-          createdBefore: toDate(q.createdBefore),
-          updatedAfter: toDate(q.updatedAfter),
-          updatedBefore: toDate(q.updatedBefore),
-          beforeId: decodeCursor(q.cursor),
-          limit: q.limit ?? DEFAULT_LIMIT,
+          ...listWindow(q),
         });
         return Promise.all(rows.map(async (g) => envGroupMetaBody(await envGroups.metaView(g))));
       },

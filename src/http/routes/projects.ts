@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { decodeCursor, envelope } from '../../lib/cursor.js';
+import { envelope } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import type { EnvironmentRow, ProjectRow } from '../../store/repos/projects.js';
-import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, Name, NoContent, Timestamp, toDate } from '../schemas/common.js';
+import { Envelope, IdParam, ListQuery, Name, NoContent, Timestamp, listWindow } from '../schemas/common.js';
 import {
   EnvironmentBody,
   environmentBody,
@@ -96,12 +96,7 @@ export function projectRoutes(deps: HttpDeps) {
         const rows = await projects.listProjects({
           workspaceIds: await guard.listScope(req, splitIds(q.ownerId)),
           name: q.name,
-          createdAfter: toDate(q.createdAfter),
-          createdBefore: toDate(q.createdBefore),
-          updatedAfter: toDate(q.updatedAfter),
-          updatedBefore: toDate(q.updatedBefore),
-          beforeId: decodeCursor(q.cursor),
-          limit: q.limit ?? DEFAULT_LIMIT,
+          ...listWindow(q),
         });
         return envelope('project', (await projects.projectViews(rows)).map(projectBody));
       },
@@ -189,12 +184,7 @@ export function projectRoutes(deps: HttpDeps) {
           workspaceIds,
           name: q.name,
           environmentIds: splitIds(q.environmentId),
-          createdAfter: toDate(q.createdAfter),
-          createdBefore: toDate(q.createdBefore),
-          updatedAfter: toDate(q.updatedAfter),
-          updatedBefore: toDate(q.updatedBefore),
-          beforeId: decodeCursor(q.cursor),
-          limit: q.limit ?? DEFAULT_LIMIT,
+          ...listWindow(q),
         });
         return envelope('environment', (await projects.environmentViews(rows)).map(environmentBody));
       },

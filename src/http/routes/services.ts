@@ -1,20 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { decodeCursor, envelope } from '../../lib/cursor.js';
-import { badRequest } from '../../lib/errors.js';
+import { envelope } from '../../lib/cursor.js';
 import { SUSPENDED } from '../../store/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import {
-  DEFAULT_LIMIT,
-  Envelope,
-  IdParam,
-  ListQuery,
-  literalUnion,
-  NoContent,
-  Timestamp,
-  toDate,
-} from '../schemas/common.js';
+import { Envelope, IdParam, ListQuery, literalUnion, NoContent, Timestamp, listWindow } from '../schemas/common.js';
 import { ServiceBody, serviceBody, ServicePATCH, ServicePOST } from '../schemas/services.js';
 
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
@@ -91,20 +81,13 @@ export function serviceRoutes(deps: HttpDeps) {
       handler: async (req) => {
         const q = req.query;
         const workspaceIds = await guard.listScope(req, q.ownerId);
-        if (q.createdAfter && q.createdBefore && q.createdAfter > q.createdBefore)
-          throw badRequest('createdAfter must not be after createdBefore');
         const rows = await services.list({
           workspaceIds,
           name: q.name,
           type: q.type,
           environmentId: q.environmentId,
           suspended: q.suspended,
-          createdAfter: toDate(q.createdAfter),
-          createdBefore: toDate(q.createdBefore),
-          updatedAfter: toDate(q.updatedAfter),
-          updatedBefore: toDate(q.updatedBefore),
-          beforeId: decodeCursor(q.cursor),
-          limit: q.limit ?? DEFAULT_LIMIT,
+          ...listWindow(q),
         });
         return envelope('service', rows.map(body));
       },

@@ -1,4 +1,6 @@
 import { Type, type SchemaOptions, type TSchema } from '@sinclair/typebox';
+import { decodeCursor } from '../../lib/cursor.js';
+import { badRequest } from '../../lib/errors.js';
 import { ROLES } from '../../store/enums.js';
 
 export const ErrorBody = Type.Object(
@@ -14,6 +16,34 @@ export const ErrorBody = Type.Object(
 export const Timestamp = Type.String({ format: 'date-time' });
 /** An optional Timestamp query parameter as a Date. */
 export const toDate = (value: string | undefined) => (value ? new Date(value) : undefined);
+
+/**
+ * Render's list filters on creation and update time, the keyset cursor and the page size, as a repository takes them
+ * (store/repos/filters.ts ListWindow). An inverted range is a 400, not an empty page.
+ */
+export function listWindow(q: {
+  createdAfter?: string;
+  createdBefore?: string;
+  updatedAfter?: string;
+  updatedBefore?: string;
+  cursor?: string;
+  limit?: number;
+}) {
+  const window = {
+    createdAfter: toDate(q.createdAfter),
+    createdBefore: toDate(q.createdBefore),
+    updatedAfter: toDate(q.updatedAfter),
+    updatedBefore: toDate(q.updatedBefore),
+    beforeId: decodeCursor(q.cursor),
+    limit: q.limit ?? DEFAULT_LIMIT,
+  };
+  for (const field of ['created', 'updated'] as const) {
+    const after = window[`${field}After`];
+    const before = window[`${field}Before`];
+    if (after && before && after > before) throw badRequest(`${field}After must not be after ${field}Before`);
+  }
+  return window;
+}
 /** `anyOf` the tuple's values as constants: an enum is written once, as a const tuple (store/enums.ts). */
 export const literalUnion = <T extends string>(values: readonly T[], options?: SchemaOptions) =>
   Type.Union(
