@@ -77,9 +77,13 @@ export function createLifecycle() {
     writesSettled: (serviceId: string) =>
       Promise.allSettled([...writes].filter((w) => w.serviceId === serviceId).map((w) => w.done)),
 
-    /** Tracks a drain (`stop` must not reject) until it ends. */
+    /** Tracks a drain until it ends; its failure is the caller's to log (a rejection here would be unhandled). */
     drain(stop: Promise<void>) {
-      const tracked = stop.finally(() => draining.delete(tracked));
+      const tracked: Promise<void> = stop.then(
+        () => undefined,
+        () => undefined,
+      );
+      void tracked.finally(() => draining.delete(tracked));
       draining.add(tracked);
     },
     drained: () => Promise.all(draining),

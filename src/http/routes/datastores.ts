@@ -39,11 +39,19 @@ interface Family {
   connectionInfo: TSchema;
 }
 
-/** Render's body of either kind, with its owner. */
-async function renderDatastore({ workspaces, config }: Pick<HttpDeps, 'workspaces' | 'config'>, row: DatastoreRow) {
+/**
+ * Render's body of either kind, with its owner. `owners` memoizes the owner lookups of one response: a page of a
+ * workspace's datastores asks for its workspace once, not once a row.
+ */
+async function renderDatastore(
+  { workspaces, config }: Pick<HttpDeps, 'workspaces' | 'config'>,
+  row: DatastoreRow,
+  owners = new Map<string, ReturnType<typeof workspaces.get>>(),
+) {
+  if (!owners.has(row.workspaceId)) owners.set(row.workspaceId, workspaces.get(row.workspaceId));
   return datastoreBody(
     row,
-    await workspaces.get(row.workspaceId),
+    await owners.get(row.workspaceId)!,
     `${config.publicUrl}/${row.kind === 'postgres' ? 'postgres' : 'key-value'}/${row.id}`,
   );
 }
@@ -122,7 +130,8 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
           suspended: q.suspended,
           ...listWindow(q),
         });
-        return envelope(f.item, await Promise.all(rows.map(body)));
+        const owners = new Map();
+        return envelope(f.item, await Promise.all(rows.map((row) => renderDatastore(deps, row, owners))));
       },
     }),
     defineRoute({
