@@ -3,11 +3,13 @@
  * files through the data dir's path, which /root (0700) blocks. The default data dir then moves to
  * the system dir; a data dir the operator chose, or one that already holds data, stays.
  */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { lookupUser, NOBODY } from '../src/runtime/local/capabilities.js';
 import { chooseDataDir } from '../src/runtime/local/data-dir.js';
+import { openWayTo } from '../src/runtime/local/host-paths.js';
 
 const root = process.getuid?.() === 0;
 const made: string[] = [];
@@ -47,5 +49,23 @@ describe.skipIf(!root)('the default data dir without bubblewrap', () => {
     });
     mkdirSync(dataDir, { recursive: true });
     expect(chooseDataDir(off, { explicit: false, systemDir })).toEqual({ dataDir });
+  });
+});
+
+describe.skipIf(!root)('opening the way to an app dir without bubblewrap', () => {
+  it('never opens a dir a symlink inside the data dir leads to (an app can plant one in its artifact)', () => {
+    const dataDir = tempDir(0o700);
+    const secret = tempDir(0o700); // like /root, outside the data dir
+    mkdirSync(path.join(secret, 'sub'));
+    const artifact = path.join(dataDir, 'services', 'srv-x', 'artifacts', 'dep-x');
+    mkdirSync(artifact, { recursive: true, mode: 0o700 });
+    chmodSync(artifact, 0o755); // an artifact is readable, the dirs above it closed until opened
+    symlinkSync(secret, path.join(artifact, 'a'));
+    const nobody = { ...lookupUser(NOBODY)!, name: NOBODY };
+    expect(() => openWayTo(dataDir, [path.join(artifact, 'a', 'sub')], nobody)).toThrow(/closed to it/);
+    expect(statSync(secret).mode & 0o777).toBe(0o700);
+    // Its own dirs in the data dir are opened as before.
+    openWayTo(dataDir, [artifact], nobody);
+    expect(statSync(path.join(dataDir, 'services')).mode & 0o777).toBe(0o711);
   });
 });

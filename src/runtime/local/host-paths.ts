@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, fstatSync, lstatSync, openSync, readSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, fstatSync, lstatSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /** The unprivileged user apps run as. */
@@ -48,14 +48,20 @@ function closedDirReason(dir: string, user: AppUser, read = false): string | und
  * `dirs` themselves must be readable and traversable by the app user (its app dir, its home).
  */
 export function openWayTo(dataDir: string, dirs: string[], user: AppUser): void {
-  const root = path.resolve(dataDir);
+  const root = realpathSync(dataDir);
   const owner = process.getuid?.();
-  for (const dir of dirs.map((d) => path.resolve(d))) {
+  for (const given of dirs) {
+    // By its real path: an app may plant symlinks in what it owns (its artifact, through rootDir), and Slipway runs as
+    // root: a path through a link to /root must never be walked, let alone chmodded.
+    // (A dir outside the data dir, like a build's $HOME under /tmp, is only checked, never opened.)
+    const dir = realpathSync(given);
+    // Opened only while every dir so far is Slipway's own: below the first one the app owns, it could swap a dir.
+    let opening = true;
     for (const at of ancestors(dir)) {
       const stat = lstatSync(at);
-      // Between the data dir and the app's dir: Slipway's own dirs, opened for passing through.
-      if ((at === root || isUnder(at, root)) && stat.uid === owner && (stat.mode & 0o777) !== TRAVERSE_ONLY)
-        chmodSync(at, TRAVERSE_ONLY);
+      const ours = (at === root || isUnder(at, root)) && stat.isDirectory() && stat.uid === owner;
+      if (isUnder(at, root) || at === root) opening &&= ours;
+      if (opening && ours && (stat.mode & 0o777) !== TRAVERSE_ONLY) chmodSync(at, TRAVERSE_ONLY);
       else {
         const reason = closedDirReason(at, user);
         if (reason) throw new Error(reason);
