@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, client, createApiKey, signUp, uniqueEmail, type Client } from './helpers/client.js';
 import { freePort, spawnSlipway, waitFor, waitForHealthy, type SlipwayProcess } from './helpers/process.js';
@@ -52,6 +53,33 @@ describe.skipIf(!TEST_DATABASE_URL)('principal cache across processes', () => {
     expect((await viaA.delete(`/v1/api-keys/${key.id}`, owner)).status).toBe(204);
     expect((await viaA.get('/v1/users', byKey)).status).toBe(401);
     await withinASecond('B to refuse the revoked key', async () => (await viaB.get('/v1/users', byKey)).status === 401);
+  });
+
+  it('B hears changes again after its LISTEN connection is cut', async () => {
+    const db = new pg.Client({ connectionString: a.databaseUrl! });
+    await db.connect();
+    const listeners = `select pid from pg_stat_activity where datname = current_database() and query ilike 'listen %'`;
+    try {
+      const before = (await db.query(listeners)).rowCount ?? 0;
+      expect(before).toBeGreaterThanOrEqual(2); // A's and B's, at least
+      await db.query(`select pg_terminate_backend(pid) from (${listeners}) l`);
+      await waitFor(
+        'the listeners to reconnect',
+        async () => ((await db.query(listeners)).rowCount ?? 0) >= before,
+        10_000,
+      );
+    } finally {
+      await db.end();
+    }
+    const owner = await signUp(viaA);
+    const key = await createApiKey(viaA, owner);
+    const byKey = { token: key.token };
+    expect((await viaB.get('/v1/users', byKey)).status).toBe(200);
+    expect((await viaA.delete(`/v1/api-keys/${key.id}`, owner)).status).toBe(204);
+    await withinASecond(
+      'B to refuse the key revoked after the cut',
+      async () => (await viaB.get('/v1/users', byKey)).status === 401,
+    );
   });
 
   it('a session signed out through A is refused by B within a second', async () => {
