@@ -119,6 +119,25 @@ describe('invites and members', () => {
     expect((await t.api.patch(`/v1/team-members/${owner.id}${ws}`, { role: 'admin' }, owner)).status).toBe(200);
   });
 
+  it('two owners stepping down at once leave one owner, not none', async () => {
+    for (let round = 0; round < 5; round++) {
+      const owner = await signUp(t.api);
+      const ws = `?ownerId=${owner.workspaceId}`;
+      const other = await addMember(t.api, owner, 'admin');
+      expect((await t.api.patch(`/v1/team-members/${other.id}${ws}`, { role: 'owner' }, owner)).status).toBe(200);
+      const [a, b] = await Promise.all([
+        t.api.patch(`/v1/team-members/${owner.id}${ws}`, { role: 'admin' }, owner),
+        t.api.delete(`/v1/team-members/${other.id}${ws}`, other),
+      ]);
+      // Exactly one goes through; the other finds the last owner and is refused.
+      expect([a.status === 200, b.status === 204].filter(Boolean)).toHaveLength(1);
+      expect([a.status, b.status]).toContain(409);
+      const members = await t.api.get(`/v1/team-members${ws}`, owner); // a member either way
+      const owners = members.body.filter((e: { teamMember: { role: string } }) => e.teamMember.role === 'owner');
+      expect(owners).toHaveLength(1);
+    }
+  });
+
   it('revoked and unknown invites', async () => {
     const owner = await signUp(t.api);
     const email = uniqueEmail();

@@ -43,10 +43,24 @@ export function createTeam(deps: TeamDeps) {
     if (role === 'owner' && actorRole !== 'owner') throw forbidden('only an owner can grant the owner role');
   }
 
-  async function memberRole(workspaceId: string, userId: string): Promise<Role> {
-    const role = await deps.workspaces.roleOf(workspaceId, userId);
-    if (!role) throw notFound('team member');
-    return role;
+  /**
+   * Changes one membership: `decide` sees the member's current role and the number of owners, read under a lock of
+   * the workspace's memberships in the same transaction, so two changes at once cannot both take the last owner away
+   * (or bring back a member removed meanwhile).
+   */
+  function changeMember(
+    workspaceId: string,
+    userId: string,
+    decide: (current: Role, owners: () => Promise<number>) => Promise<void> | void,
+    apply: (repos: Repos) => Promise<void>,
+  ) {
+    return deps.principals.change([principalChange.member(workspaceId, userId)], async (repos) => {
+      await repos.workspaces.lockMembers(workspaceId);
+      const current = await repos.workspaces.roleOf(workspaceId, userId);
+      if (!current) throw notFound('team member');
+      await decide(current, () => repos.workspaces.countOwners(workspaceId));
+      await apply(repos);
+    });
   }
 
   return {
@@ -58,26 +72,29 @@ export function createTeam(deps: TeamDeps) {
       return row;
     },
 
-    async changeRole(workspaceId: string, actorRole: Role, userId: string, role: Role) {
-      const current = await memberRole(workspaceId, userId);
-      checkGrant(actorRole, role);
-      checkGrant(actorRole, current);
-      if (current === 'owner' && role !== 'owner' && (await deps.workspaces.countOwners(workspaceId)) <= 1) {
-        throw conflict('a workspace needs at least one owner');
-      }
-      await deps.principals.change([principalChange.member(workspaceId, userId)], (repos) =>
-        repos.workspaces.putMember(workspaceId, userId, role),
+    changeRole(workspaceId: string, actorRole: Role, userId: string, role: Role) {
+      return changeMember(
+        workspaceId,
+        userId,
+        async (current, owners) => {
+          checkGrant(actorRole, role);
+          checkGrant(actorRole, current);
+          if (current === 'owner' && role !== 'owner' && (await owners()) <= 1)
+            throw conflict('a workspace needs at least one owner');
+        },
+        (repos) => repos.workspaces.putMember(workspaceId, userId, role),
       );
     },
 
-    async removeMember(workspaceId: string, actorRole: Role, userId: string) {
-      const current = await memberRole(workspaceId, userId);
-      checkGrant(actorRole, current);
-      if (current === 'owner' && (await deps.workspaces.countOwners(workspaceId)) <= 1) {
-        throw conflict('a workspace needs at least one owner');
-      }
-      await deps.principals.change([principalChange.member(workspaceId, userId)], (repos) =>
-        repos.workspaces.removeMember(workspaceId, userId),
+    removeMember(workspaceId: string, actorRole: Role, userId: string) {
+      return changeMember(
+        workspaceId,
+        userId,
+        async (current, owners) => {
+          checkGrant(actorRole, current);
+          if (current === 'owner' && (await owners()) <= 1) throw conflict('a workspace needs at least one owner');
+        },
+        (repos) => repos.workspaces.removeMember(workspaceId, userId),
       );
     },
 

@@ -51,6 +51,14 @@ export function createWorkspaceRepo(db: Db) {
         .orderBy(asc(workspaces.id))
         .limit(opts.limit);
     },
+    /** In a transaction: holds the workspace's memberships until it ends, so owner counts and role changes go in turn. */
+    async lockMembers(workspaceId: string): Promise<void> {
+      await db
+        .select({ userId: memberships.userId })
+        .from(memberships)
+        .where(eq(memberships.workspaceId, workspaceId))
+        .for('update');
+    },
     async roleOf(workspaceId: string, userId: string): Promise<Role | undefined> {
       const [row] = await roleQuery().execute({ workspaceId, userId });
       return row?.role;
