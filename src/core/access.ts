@@ -8,14 +8,16 @@ import { principalChange, type PrincipalCache } from './principal-cache.js';
  * well not exist); one it can see but with too low a role answers 403.
  */
 export function createAccess(workspaces: Pick<WorkspaceRepo, 'get' | 'roleOf'>, principals: PrincipalCache) {
-  /** Looked up on every workspace request: cached, "not a member" included, until the membership changes. */
+  /**
+   * Looked up on every workspace request: cached until the membership changes. "Not a member" is not cached: any
+   * signed-in caller can ask about any number of made-up workspace ids, which would push everyone's entries out.
+   */
   async function roleOf(workspaceId: string, userId: string): Promise<Role | undefined> {
     const change = principalChange.member(workspaceId, userId);
-    const role = await principals.get(change, async () => ({
-      value: (await workspaces.roleOf(workspaceId, userId)) ?? null,
-      change,
-    }));
-    return role ?? undefined;
+    return principals.get(change, async () => {
+      const role = await workspaces.roleOf(workspaceId, userId);
+      return role ? { value: role, change } : undefined;
+    });
   }
 
   async function roleIn(principal: Principal, workspaceId: string): Promise<Role | undefined> {
