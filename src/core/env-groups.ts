@@ -58,6 +58,12 @@ export function createEnvGroups(deps: {
       throw isUniqueViolation(err) ? conflict(`an env group named "${name}" already exists in this workspace`) : err;
     };
 
+  /** The group with its linked services, in link order (Render's envGroupMeta, unserialized). */
+  const metaView = async (group: EnvGroupRow): Promise<EnvGroupMetaView> => ({
+    group,
+    serviceLinks: await repos.envGroups.linkedServices(group.id),
+  });
+
   return {
     get,
     list: (q: EnvGroupQuery) => repos.envGroups.list(q),
@@ -91,15 +97,10 @@ export function createEnvGroups(deps: {
       changed(group, async () => {
         if (!(await repos.envGroups.unlink(group.id, serviceId))) throw notFound(`link to service ${serviceId}`);
       }),
-    /** The group with its linked services, in link order (Render's envGroupMeta, unserialized). */
-    metaView: async (group: EnvGroupRow): Promise<EnvGroupMetaView> => ({
-      group,
-      serviceLinks: await repos.envGroups.linkedServices(group.id),
-    }),
+    metaView,
     /** The group with its linked services and its (opened) variables (Render's envGroup, unserialized). */
     view: async (group: EnvGroupRow): Promise<EnvGroupView> => ({
-      group,
-      serviceLinks: await repos.envGroups.linkedServices(group.id),
+      ...(await metaView(group)),
       envVars: await groupVars.list(group.id),
     }),
     /** A service's variables below the platform's: its groups in link order, then its own. */

@@ -14,3 +14,6 @@ function findPackageRoot(): string {
 }
 
 export const PACKAGE_ROOT = findPackageRoot();
+
+/** Others may pass through by name, not list: the data dir, and every dir between it and an app's own dirs. */
+export const TRAVERSE_ONLY = 0o711;

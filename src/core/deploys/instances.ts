@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { listens } from '../services/details.js';
 import path from 'node:path';
 import type { InstanceHandle, Runtime } from '../../runtime/types.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
@@ -45,9 +46,8 @@ export function createInstances(deps: InstancesDeps) {
   async function startOne(release: Release, signal?: AbortSignal, existing?: InstanceRow): Promise<InstanceRow> {
     const { service, deploy } = release;
     const details = service.details;
-    const needsPort = service.type === 'web_service' || service.type === 'private_service';
     const id = existing?.id ?? `${service.id}-${randomBytes(4).toString('hex').slice(0, 5)}`;
-    const port = needsPort ? await runtime.instancePort() : undefined;
+    const port = listens(service.type) ? await runtime.instancePort() : undefined;
     const instanceDir = layout.instanceDir(service.id, id);
     mkdirSync(path.join(instanceDir, 'tmp'), { recursive: true });
     const row = existing

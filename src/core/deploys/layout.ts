@@ -1,10 +1,10 @@
 import { chmodSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { TRAVERSE_ONLY } from '../../lib/paths.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 
 const SERVICES = 'services';
 /** Passed through by name, never listed, by the app user (src/runtime/local/host-paths.ts opens the rest of the way). */
-const TRAVERSE_ONLY = 0o711;
 
 /**
  * Without the sandbox, apps run as an unprivileged user and open their own files on the host, so the data dir is laid

@@ -1,5 +1,6 @@
 import type { ServiceRow } from '../../store/repos/services.js';
 import { PLAN_LIMITS } from '../services/details.js';
+import { graceOf } from './rollover.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import { oomKilledReason } from './pipeline.js';
 import type { LoopDeps } from './instances.js';
@@ -111,9 +112,7 @@ export function createSupervisor(
         .slice(0, active.length - wanted);
       deps.lifecycle.beginStopping(extras);
       await deps.refreshRoute(service);
-      await instances
-        .stop(extras, service.details.maxShutdownDelaySeconds * 1000)
-        .finally(() => deps.lifecycle.endStopping(extras));
+      await instances.stop(extras, graceOf(service)).finally(() => deps.lifecycle.endStopping(extras));
       changed = true;
     }
     const missing = wanted - active.length;

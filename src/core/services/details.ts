@@ -147,5 +147,8 @@ export function isCronSchedule(schedule: string): boolean {
 }
 
 /** The first time `schedule` fires strictly after `after`. */
+/** Whether instances of this type listen on PORT (and get one). */
+export const listens = (type: ServiceType) => type === 'web_service' || type === 'private_service';
+
 export const nextCronRun = (schedule: string, after: Date): Date =>
   CronExpressionParser.parse(schedule, { currentDate: after }).next().toDate();

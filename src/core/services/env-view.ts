@@ -1,5 +1,6 @@
 import type { DeployRepo } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
+import { listens } from './details.js';
 import { platformEnv, resolveEnv, type AppUrls, type ResolvedVar } from '../deploys/env.js';
 import type { EnvLayer } from '../env-groups.js';
 
@@ -8,7 +9,6 @@ export const MASKED_VALUE = '********';
 /** Platform variables whose value differs per instance: listed without one. */
 const PER_INSTANCE = new Set(['PORT', 'SLIPWAY_INSTANCE_ID']);
 /** Only services that listen get a PORT. */
-const LISTENING = new Set(['web_service', 'private_service']);
 
 /**
  * A service's environment as its next instance would get it, for people to read
@@ -38,7 +38,7 @@ export function createEnvView(deps: {
     async platform(service: ServiceRow): Promise<Array<{ key: string; value: string | null; perInstance: boolean }>> {
       return Object.entries(await platformOf(service))
         .filter(([key, value]) => value !== undefined || PER_INSTANCE.has(key))
-        .filter(([key]) => key !== 'PORT' || LISTENING.has(service.type))
+        .filter(([key]) => key !== 'PORT' || listens(service.type))
         .map(([key, value]) => ({ key, value: value ?? null, perInstance: PER_INSTANCE.has(key) }));
     },
   };

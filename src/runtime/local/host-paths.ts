@@ -1,5 +1,6 @@
 import { chmodSync, closeSync, fstatSync, lstatSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { TRAVERSE_ONLY } from '../../lib/paths.js';
 
 /** The unprivileged user apps run as. */
 export interface AppUser {
@@ -7,9 +8,6 @@ export interface AppUser {
   gid: number;
   name: string;
 }
-
-/** Others may pass through by name, not list: the data dir, and every dir between it and an app's own dirs. */
-export const TRAVERSE_ONLY = 0o711;
 
 export const BWRAP_INSTALL = 'apt-get install bubblewrap';
 
