@@ -84,6 +84,17 @@ describe('errors in one shape, never a 500', () => {
     expectError(await api.get('/v1/api-keys?cursor=%%%garbage', { token }), 400, 'bad_request');
   });
 
+  it('an inverted created or updated range -> 400 on every list that takes one, not an empty page', async () => {
+    const later = new Date(Date.now() + 60_000).toISOString();
+    const earlier = new Date(Date.now() - 60_000).toISOString();
+    for (const list of ['/v1/services', '/v1/projects', '/v1/env-groups', '/v1/postgres', '/v1/key-value'])
+      for (const field of ['created', 'updated']) {
+        const res = await api.get(`${list}?${field}After=${later}&${field}Before=${earlier}`, { token });
+        expectError(res, 400, 'bad_request');
+        expect(res.body.message).toBe(`${field}After must not be after ${field}Before`);
+      }
+  });
+
   it('a NUL or a lone surrogate in the path, query or body -> 400 validation_failed naming the field; nothing stored', async () => {
     const inPath = await api.get('/v1/services/a%00b', { token });
     expectError(inPath, 400, 'validation_failed');
