@@ -114,7 +114,7 @@ async function chooseSandbox(mode: SandboxMode, policy: SandboxPolicy, notes: st
  */
 function unsandboxedWarning(why: string, user: RuntimeCapabilities['runAsUser']): string {
   const who = user
-    ? `They all run as ${user.name}, as do local datastore servers, so any app can read the others' files, environment variables (secrets included) and processes, and every local datastore's data; none can read Slipway's store, secret key or uploads (the data dir is open to ${user.name} only along the way to each app's own files).`
+    ? `They all run as ${user.name}, as do local datastore servers, so any app can read and change the others' files, read their environment variables (secrets included), signal their processes, and read every local datastore's data; none can read Slipway's store, secret key or uploads (the data dir is open to ${user.name} only along the way to each app's own files).`
     : "They run as Slipway's own user, so any app can read everything Slipway can: its store, its secret key, every app's files and environment.";
   return `apps are not isolated from each other: no bubblewrap sandbox (${why}; install it: ${BWRAP_INSTALL}). ${who} Their writable disk is not size-limited and no seccomp filter applies.`;
 }
