@@ -54,7 +54,7 @@ export default tseslint.config(
       forbid: ['core', 'http', 'jobs', 'runtime', 'router', 'provisioners', 'observability'],
       types: true,
     },
-    'src/{runtime,router,provisioners}/**': { forbid: ['core', 'http', 'jobs', 'store', 'observability'] },
+    'src/{runtime,router,provisioners,integrations}/**': { forbid: ['core', 'http', 'jobs', 'store', 'observability'] },
     'src/core/**': { forbid: ['http', 'jobs'] },
     'src/observability/**': { forbid: ['http', 'jobs'] },
     'src/jobs/**': { forbid: ['http'] },

@@ -10,9 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import { seedLists } from './api-seed.js';
-import { log, pool, startSlipway, table } from './lib.js';
+import { createDatabase, log, pool, startSlipway, table } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const DURATION_S = SMOKE ? 2 : 10;
@@ -180,35 +179,13 @@ async function benchStore(store: Row['store'], env: Record<string, string>): Pro
   }
 }
 
-/** A throwaway database on the local Postgres; undefined when none answers. */
-async function createDatabase(): Promise<{ url: string; drop(): Promise<void> } | undefined> {
-  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL, connectionTimeoutMillis: 3000 });
-  try {
-    await admin.connect();
-  } catch (err) {
-    log(`postgres at ${POSTGRES_ADMIN_URL} unreachable: ${(err as Error).message}`);
-    return undefined;
-  }
-  const name = `slipway_bench_${randomBytes(6).toString('hex')}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      // FORCE: a pool the child left open must not keep the database alive.
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => admin.end());
-    },
-  };
-}
-
 async function main() {
   const rows: Row[] = [];
   const skipped: string[] = [];
   // BENCH_STORES=postgres measures one store only.
   const stores = process.env.BENCH_STORES?.split(',') ?? ['pglite', 'postgres'];
   if (stores.includes('pglite')) rows.push(...(await benchStore('pglite', {})));
-  const db = stores.includes('postgres') ? await createDatabase() : undefined;
+  const db = stores.includes('postgres') ? await createDatabase(POSTGRES_ADMIN_URL) : undefined;
   if (!db) skipped.push('postgres');
   else {
     try {

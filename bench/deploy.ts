@@ -21,11 +21,13 @@ function instanceAddress(instanceId: string): string {
   return address;
 }
 
-async function scenario(network: 'shared' | 'namespaces') {
+type Network = 'shared' | 'namespaces';
+
+/** A Slipway on `network` with the fixture app live on it. */
+async function setUp(network: Network) {
   log(`== network: ${network}`);
   const routerPort = await freePort();
   const slipway = await startSlipway({ SLIPWAY_ROUTER_PORT: String(routerPort), SLIPWAY_NETWORK: network });
-  const host = (slug: string) => `${slug}.localhost:${routerPort}`;
   try {
     const { call } = await signUp(slipway.url);
     const waitLive = async (serviceId: string, deployId: string) => {
@@ -49,23 +51,44 @@ async function scenario(network: 'shared' | 'namespaces') {
       await fixtureArchive('node-web'),
     );
     await waitLive(service.id, first.deployId);
+    return { network, slipway, routerPort, call, waitLive, service, deployIds: [first.deployId as string] };
+  } catch (err) {
+    await slipway.stop();
+    throw err;
+  }
+}
+type Setup = Awaited<ReturnType<typeof setUp>>;
 
-    const timed = async (work: () => Promise<void>) => {
-      const start = performance.now();
-      await work();
-      return performance.now() - start;
-    };
-    const deployTimes: number[] = [];
-    const deployIds: string[] = [first.deployId];
-    for (let i = 0; i < DEPLOYS; i++) {
-      deployTimes.push(
+const timed = async (work: () => Promise<void>) => {
+  const start = performance.now();
+  await work();
+  return performance.now() - start;
+};
+
+/**
+ * Trigger->live on each network, one deploy on each in turn: the machine's other load (a CI run, say) then weighs on
+ * both alike, and their ratio is the namespaces' own cost.
+ */
+async function timeDeploys(setups: Setup[]): Promise<number[][]> {
+  const times = setups.map(() => [] as number[]);
+  for (let i = 0; i < DEPLOYS; i++)
+    for (const [n, { call, waitLive, service, deployIds }] of setups.entries())
+      times[n]!.push(
         await timed(async () => {
           const d = await call('POST', `/v1/services/${service.id}/deploys`, {});
           deployIds.push(d.id);
           await waitLive(service.id, d.id);
         }),
       );
-    }
+  return times;
+}
+
+async function scenario(
+  { network, slipway, routerPort, call, waitLive, service, deployIds }: Setup,
+  deployTimes: number[],
+) {
+  const host = (slug: string) => `${slug}.localhost:${routerPort}`;
+  try {
     // Back and forth between the two newest builds: each rollback starts a kept artifact, no build.
     const rollbackTimes: number[] = [];
     for (let i = 0; i < Math.min(5, DEPLOYS); i++) {
@@ -150,8 +173,14 @@ async function scenario(network: 'shared' | 'namespaces') {
 }
 
 async function main() {
-  const shared = await scenario('shared');
-  const namespaced = process.getuid?.() === 0 ? await scenario('namespaces') : undefined;
+  const setups = [await setUp('shared')];
+  if (process.getuid?.() === 0) setups.push(await setUp('namespaces'));
+  const times = await timeDeploys(setups).catch(async (err) => {
+    await Promise.all(setups.map((s) => s.slipway.stop()));
+    throw err;
+  });
+  const shared = await scenario(setups[0]!, times[0]!);
+  const namespaced = setups[1] && (await scenario(setups[1], times[1]!));
   const results = namespaced ?? shared;
   const runs = namespaced ? [shared, namespaced] : [shared];
   const ratio = (a: number, b: number) => Number((a / b).toFixed(3));

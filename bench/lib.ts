@@ -1,11 +1,12 @@
 /** Shared helpers for the benchmarks: a Slipway child process, a signed-in caller, fixture archives, percentiles, a table printer. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import * as tar from 'tar';
 import { DEFAULT_NETWORK_CIDR } from '../src/config.js';
 import { findProgram } from '../src/runtime/local/capabilities.js';
@@ -25,10 +26,11 @@ export const percentile = (values: number[], p: number) =>
   ]!;
 export const median = (values: number[]) => percentile(values, 50);
 
-/** A fixture app of test/fixtures/apps as the .tgz a user would upload. */
-export async function fixtureArchive(name: string): Promise<Buffer> {
+/** A fixture app of test/fixtures/apps as the .tgz a user would upload, with `extra` files added or replaced. */
+export async function fixtureArchive(name: string, extra: Record<string, string> = {}): Promise<Buffer> {
   const dir = mkdtempSync(path.join(tmpdir(), `slipway-bench-${name}-`));
   cpSync(path.join(repoRoot, 'test/fixtures/apps', name), dir, { recursive: true });
+  for (const [file, content] of Object.entries(extra)) writeFileSync(path.join(dir, file), content);
   await tar.c({ gzip: true, cwd: dir, file: `${dir}.tgz`, portable: true }, ['.']);
   const data = readFileSync(`${dir}.tgz`);
   rmSync(dir, { recursive: true, force: true });
@@ -121,6 +123,7 @@ export async function startSlipway(
     SLIPWAY_DATA_DIR: dataDir,
     SLIPWAY_HOST: '127.0.0.1',
     SLIPWAY_PORT: String(port),
+    SLIPWAY_ROUTER_HTTPS_PORT: '0',
     SLIPWAY_LOG_LEVEL: 'warn',
     SLIPWAY_RATE_LIMIT_PER_MINUTE: '100000000',
     SLIPWAY_AUTH_RATE_LIMIT_PER_MINUTE: '100000',
@@ -216,4 +219,28 @@ export function table(headers: string[], rows: Array<Array<string | number>>): s
     widths.map((w) => '-'.repeat(w)).join('  '),
     ...cells.slice(1).map((r) => line(r, false)),
   ].join('\n');
+}
+
+/** A throwaway database on the local Postgres; undefined when none answers. */
+export async function createDatabase(
+  adminUrl = process.env.BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test',
+): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
+  try {
+    await admin.connect();
+  } catch (err) {
+    log(`postgres at ${adminUrl} unreachable: ${(err as Error).message}`);
+    return undefined;
+  }
+  const name = `slipway_bench_${randomBytes(6).toString('hex')}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      // FORCE: a pool the child left open must not keep the database alive.
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => admin.end());
+    },
+  };
 }

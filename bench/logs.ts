@@ -126,6 +126,7 @@ async function querying() {
       SLIPWAY_DATA_DIR: dataDir,
       SLIPWAY_PORT: '0',
       SLIPWAY_ROUTER_PORT: '0',
+      SLIPWAY_ROUTER_HTTPS_PORT: '0',
       DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '',
       SLIPWAY_RATE_LIMIT_PER_MINUTE: '100000000',
     }),

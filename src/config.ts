@@ -1,5 +1,14 @@
 import path from 'node:path';
 import { DEFAULT_TIMEOUT_SECONDS as TIMEOUTS } from './lib/http-timeouts.js';
+import {
+  githubApp,
+  httpsSettings,
+  oauthSettings,
+  type GitHubAppConfig,
+  type HttpsSettings,
+  type OAuthSettings,
+} from './config-integrations.js';
+import type { BuildPlan } from './store/enums.js';
 
 /** Every setting Slipway reads, typed, with its embedded default (docs/architecture.md, "Configuration"; README lists them). */
 export interface Config {
@@ -34,7 +43,8 @@ export interface Config {
   principalCacheMs: number;
   /** How stale an API key's lastUsedAt may get: it is written at most once per this interval. */
   apiKeyTouchMs: number;
-  oauth: Record<OAuthProvider, { clientId: string; clientSecret: string } | undefined>;
+  /** Sign-in providers (README, "Sign in with GitHub, Google or Apple"): only fully configured ones. */
+  oauth: OAuthSettings;
   /** Interface the app router listens on. */
   routerHost: string;
   /** Largest source archive accepted by POST …/source/upload. */
@@ -43,6 +53,14 @@ export interface Config {
   archiveMaxFiles: number;
   archiveMaxBytes: number;
   buildTimeoutSeconds: number;
+  /** What a build gets by Render's buildPlan (SLIPWAY_BUILD_STARTER_MEMORY_MB, …_CPUS, and PERFORMANCE's), whatever the service's plan. */
+  buildPlans: Record<BuildPlan, { memoryMb: number; cpuMillicores: number }>;
+  /** Per service, the dependency cache's largest size in MiB (SLIPWAY_BUILD_CACHE_MB); 0 turns the cache off. */
+  buildCacheMb: number;
+  /** The registry Corepack fetches yarn and pnpm from (SLIPWAY_NPM_REGISTRY); the projects' own installs follow their config. */
+  npmRegistry: string;
+  /** Given to builds as COREPACK_INTEGRITY_KEYS (SLIPWAY_COREPACK_INTEGRITY_KEYS): `0` where a registry mirror drops npm's signatures. */
+  corepackIntegrityKeys: string | undefined;
   /** Processes+threads per instance and build, for every plan (SLIPWAY_PIDS_LIMIT); undefined: the plan's (starter 1,024). */
   pidsLimit: number | undefined;
   /** Size in MiB of each writable scratch filesystem ($HOME, /tmp) per instance, for every plan (SLIPWAY_DISK_LIMIT_MB); undefined: the plan's (starter 1,024). */
@@ -54,6 +72,10 @@ export interface Config {
   crashCheckMs: number;
   /** First restart delay after a crash; it doubles per crash in the window (max 60 s). */
   crashBackoffMs: number;
+  /** Webhook delivery (README "Webhooks"). */
+  webhooks: WebhookSettings;
+  /** A running blueprint sync whose process stopped beating this long is failed by the next sync or start. */
+  blueprintSyncStaleMs: number;
   /** auto: a network namespace per instance, build and datastore where this machine can make them; namespaces: required; shared: the host's network (one team only). */
   network: 'auto' | 'namespaces' | 'shared';
   /** The /16 the workspaces' private networks are cut from (a /24 each). */
@@ -68,6 +90,18 @@ export interface Config {
   localDatastores: boolean;
   /** Services may deploy from local paths and file:// repos (SLIPWAY_GIT_ALLOW_LOCAL): only where every workspace may read this machine's repositories. */
   gitAllowLocal: boolean;
+  /** Resolvers for custom domains' DNS checks (SLIPWAY_DNS_SERVERS, `host:port` list; empty: the system's). */
+  dnsServers: string[];
+  /** The router's public addresses: an apex custom domain's A/AAAA records must all be among them. */
+  routerPublicIps: string[];
+  /** How often due custom-domain checks run (SLIPWAY_DOMAIN_CHECK_MS). */
+  domainCheckMs: number;
+  /** Custom domains one service may hold, twins included (SLIPWAY_DOMAINS_PER_SERVICE). */
+  domainsPerService: number;
+  /** An unverified domain's first wait before its next check, doubling to an hour (SLIPWAY_DOMAIN_RETRY_MS). */
+  domainRetryMs: number;
+  /** How often git services' branches are checked for new commits to deploy (SLIPWAY_GIT_POLL_INTERVAL_MS; 0: never). */
+  gitPollIntervalMs: number;
   /** How often datastores are checked (and restarted when down). */
   datastoreCheckMs: number;
   /** Log entries older than this are deleted (SLIPWAY_LOG_RETENTION_DAYS). */
@@ -86,14 +120,52 @@ export interface Config {
   metricsIntervalMs: number;
   /** How often the usage meter appends to the ledger (SLIPWAY_USAGE_INTERVAL_SECONDS, fractions allowed). */
   usageIntervalMs: number;
+  /** SLIPWAY_PRICE_CATALOG: a YAML or JSON price catalog replacing the built-in one (core/billing/catalog.ts). */
+  priceCatalogPath?: string;
+  /** Billing through Stripe (README, "Billing"): on when `secretKey` is set. Keys are never logged. */
+  stripe: {
+    /** SLIPWAY_STRIPE_SECRET_KEY. */
+    secretKey?: string;
+    /** SLIPWAY_STRIPE_API_URL: another endpoint for Stripe's API (tests, proxies); default Stripe's own. */
+    apiUrl?: string;
+    /** SLIPWAY_STRIPE_WEBHOOK_SECRET: verifies POST /v1/billing/webhook (`whsec_…`); without it the route answers 501. */
+    webhookSecret?: string;
+    /** SLIPWAY_STRIPE_METER_EVENT: the meter's event name usage is reported under, in minor units. */
+    meterEvent: string;
+    /** SLIPWAY_STRIPE_METERED_PRICE: a metered price added to every checkout, so reported usage is invoiced. */
+    meteredPrice?: string;
+    /** SLIPWAY_BILLING_BLOCK_LAPSED: new paid resources answer 402 while the workspace has no active subscription. */
+    blockLapsed: boolean;
+    /** How often closed periods are looked for and their usage reported (SLIPWAY_BILLING_METER_INTERVAL_SECONDS). */
+    meterIntervalMs: number;
+  };
+  /** The GitHub App (README, "GitHub"): on when every SLIPWAY_GITHUB_* setting it needs is set. */
+  github?: GitHubAppConfig;
+  /** The router's HTTPS listener and ACME certificates (config-integrations.ts). */
+  https: HttpsSettings;
 }
 
 export const DEFAULT_NETWORK_CIDR = '10.213.0.0/16';
 
-export const OAUTH_PROVIDERS = ['github', 'google', 'apple'] as const;
-export type OAuthProvider = (typeof OAUTH_PROVIDERS)[number];
-
 type Env = Record<string, string | undefined>;
+
+export interface WebhookSettings {
+  /** SLIPWAY_WEBHOOK_ALLOW_PRIVATE=1: deliver to loopback and private addresses too. */
+  allowPrivate: boolean;
+  timeoutMs: number;
+  /** First retry delay; it doubles per attempt, up to 240 times this (2 h by default), with ±20 % jitter. */
+  retryBaseMs: number;
+  /** How long a delivery is retried before it is given up. */
+  retryWindowMs: number;
+  /** A webhook failing (no 2xx) this long is disabled. */
+  disableAfterMs: number;
+  concurrency: number;
+  concurrencyPerWebhook: number;
+  /** Webhooks one workspace may have: each event is queued once per matching webhook. */
+  perWorkspace: number;
+  /** How often the outbox is polled for due deliveries (an event recorded here wakes it at once). */
+  pollMs: number;
+}
 
 function int(env: Env, name: string, fallback: number): number {
   const raw = env[name];
@@ -109,6 +181,15 @@ function secondsAsMs(env: Env, name: string, fallback: number): number {
   const value = raw === undefined || raw === '' ? fallback : Number(raw);
   if (!Number.isFinite(value) || value < 0.1)
     throw new Error(`${name} must be a number of seconds (at least 0.1), got "${raw}"`);
+  return Math.round(value * 1000);
+}
+
+/** A number of CPUs (fractions allowed), as millicores. */
+function cpus(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isFinite(value) || value < 0.01)
+    throw new Error(`${name} must be a number of CPUs (e.g. 2 or 0.5), got "${raw}"`);
   return Math.round(value * 1000);
 }
 
@@ -129,12 +210,11 @@ function optionalPositive(env: Env, name: string, max: number): number | undefin
   return value;
 }
 
-function oauthProvider(env: Env, provider: OAuthProvider) {
-  const prefix = `SLIPWAY_OAUTH_${provider.toUpperCase()}`;
-  const clientId = env[`${prefix}_CLIENT_ID`];
-  const clientSecret = env[`${prefix}_CLIENT_SECRET`];
-  return clientId && clientSecret ? { clientId, clientSecret } : undefined;
-}
+const list = (value: string | undefined) =>
+  (value ?? '')
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
 
 export function loadConfig(env: Env = process.env): Config {
   const host = env.SLIPWAY_HOST || '127.0.0.1';
@@ -171,12 +251,37 @@ export function loadConfig(env: Env = process.env): Config {
     archiveMaxFiles: int(env, 'SLIPWAY_ARCHIVE_MAX_FILES', 50_000),
     archiveMaxBytes: int(env, 'SLIPWAY_ARCHIVE_MAX_BYTES', 1024 * 1024 * 1024),
     buildTimeoutSeconds: int(env, 'SLIPWAY_BUILD_TIMEOUT_SECONDS', 900),
+    buildPlans: {
+      starter: {
+        memoryMb: Math.max(64, int(env, 'SLIPWAY_BUILD_STARTER_MEMORY_MB', 2048)),
+        cpuMillicores: cpus(env, 'SLIPWAY_BUILD_STARTER_CPUS', 2),
+      },
+      performance: {
+        memoryMb: Math.max(64, int(env, 'SLIPWAY_BUILD_PERFORMANCE_MEMORY_MB', 8192)),
+        cpuMillicores: cpus(env, 'SLIPWAY_BUILD_PERFORMANCE_CPUS', 4),
+      },
+    },
+    buildCacheMb: int(env, 'SLIPWAY_BUILD_CACHE_MB', 4096),
+    npmRegistry: env.SLIPWAY_NPM_REGISTRY || 'https://registry.npmjs.org',
+    corepackIntegrityKeys: env.SLIPWAY_COREPACK_INTEGRITY_KEYS,
     pidsLimit: optionalPositive(env, 'SLIPWAY_PIDS_LIMIT', 4_194_304), // the kernel's PID_MAX_LIMIT: pids.max refuses more
     diskLimitMb: optionalPositive(env, 'SLIPWAY_DISK_LIMIT_MB', 1_048_576), // 1 TiB: bwrap's --size takes no exponent notation
     healthCheckTimeoutSeconds: int(env, 'SLIPWAY_HEALTH_CHECK_TIMEOUT_SECONDS', 300),
     keepArtifacts: Math.max(1, int(env, 'SLIPWAY_KEEP_ARTIFACTS', 5)),
     crashCheckMs: Math.max(100, int(env, 'SLIPWAY_CRASH_CHECK_MS', 1000)),
     crashBackoffMs: int(env, 'SLIPWAY_CRASH_BACKOFF_MS', 1000),
+    blueprintSyncStaleMs: Math.max(300, int(env, 'SLIPWAY_BLUEPRINT_SYNC_STALE_MS', 30_000)),
+    webhooks: {
+      allowPrivate: env.SLIPWAY_WEBHOOK_ALLOW_PRIVATE === '1' || env.SLIPWAY_WEBHOOK_ALLOW_PRIVATE === 'true',
+      timeoutMs: Math.max(100, int(env, 'SLIPWAY_WEBHOOK_TIMEOUT_MS', 15_000)),
+      retryBaseMs: Math.max(10, int(env, 'SLIPWAY_WEBHOOK_RETRY_BASE_MS', 30_000)),
+      retryWindowMs: Math.max(1000, int(env, 'SLIPWAY_WEBHOOK_RETRY_WINDOW_MS', 24 * 3600_000)),
+      disableAfterMs: Math.max(1000, int(env, 'SLIPWAY_WEBHOOK_DISABLE_AFTER_MS', 3 * 24 * 3600_000)),
+      concurrency: Math.max(1, int(env, 'SLIPWAY_WEBHOOK_CONCURRENCY', 32)),
+      concurrencyPerWebhook: Math.max(1, int(env, 'SLIPWAY_WEBHOOK_CONCURRENCY_PER_WEBHOOK', 4)),
+      pollMs: Math.max(10, int(env, 'SLIPWAY_WEBHOOK_POLL_MS', 250)),
+      perWorkspace: Math.max(1, int(env, 'SLIPWAY_WEBHOOKS_PER_WORKSPACE', 25)),
+    },
     network: oneOf(env, 'SLIPWAY_NETWORK', ['auto', 'namespaces', 'shared'] as const, 'auto'),
     networkCidr: env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR,
     sandbox: oneOf(env, 'SLIPWAY_SANDBOX', ['auto', 'bwrap', 'off'] as const, 'auto'),
@@ -184,6 +289,12 @@ export function loadConfig(env: Env = process.env): Config {
     redisAdminUrl: env.SLIPWAY_REDIS_ADMIN_URL || undefined,
     localDatastores: env.SLIPWAY_LOCAL_DATASTORES !== '0' && env.SLIPWAY_LOCAL_DATASTORES !== 'false',
     gitAllowLocal: env.SLIPWAY_GIT_ALLOW_LOCAL === '1' || env.SLIPWAY_GIT_ALLOW_LOCAL === 'true',
+    dnsServers: list(env.SLIPWAY_DNS_SERVERS),
+    routerPublicIps: list(env.SLIPWAY_ROUTER_PUBLIC_IPS),
+    domainCheckMs: Math.max(100, int(env, 'SLIPWAY_DOMAIN_CHECK_MS', 10_000)),
+    domainRetryMs: Math.max(100, int(env, 'SLIPWAY_DOMAIN_RETRY_MS', 30_000)),
+    domainsPerService: Math.max(2, int(env, 'SLIPWAY_DOMAINS_PER_SERVICE', 50)),
+    gitPollIntervalMs: Math.max(0, int(env, 'SLIPWAY_GIT_POLL_INTERVAL_MS', 60_000)),
     datastoreCheckMs: Math.max(100, int(env, 'SLIPWAY_DATASTORE_CHECK_MS', 5000)),
     logRetentionDays: Math.max(1, int(env, 'SLIPWAY_LOG_RETENTION_DAYS', 7)),
     logMaxBytesPerService: int(env, 'SLIPWAY_LOG_MAX_BYTES_PER_SERVICE', 100 * 1024 * 1024),
@@ -193,10 +304,18 @@ export function loadConfig(env: Env = process.env): Config {
     logBurstLines: Math.max(1, int(env, 'SLIPWAY_LOG_BURST_LINES', 10_000)),
     metricsIntervalMs: secondsAsMs(env, 'SLIPWAY_METRICS_INTERVAL', 10),
     usageIntervalMs: secondsAsMs(env, 'SLIPWAY_USAGE_INTERVAL_SECONDS', 60),
-    oauth: {
-      github: oauthProvider(env, 'github'),
-      google: oauthProvider(env, 'google'),
-      apple: oauthProvider(env, 'apple'),
+    priceCatalogPath: env.SLIPWAY_PRICE_CATALOG || undefined,
+    stripe: {
+      secretKey: env.SLIPWAY_STRIPE_SECRET_KEY || undefined,
+      apiUrl: env.SLIPWAY_STRIPE_API_URL || undefined,
+      webhookSecret: env.SLIPWAY_STRIPE_WEBHOOK_SECRET || undefined,
+      meterEvent: env.SLIPWAY_STRIPE_METER_EVENT || 'slipway_usage',
+      meteredPrice: env.SLIPWAY_STRIPE_METERED_PRICE || undefined,
+      blockLapsed: env.SLIPWAY_BILLING_BLOCK_LAPSED === '1' || env.SLIPWAY_BILLING_BLOCK_LAPSED === 'true',
+      meterIntervalMs: secondsAsMs(env, 'SLIPWAY_BILLING_METER_INTERVAL_SECONDS', 3600),
     },
+    github: githubApp(env),
+    https: httpsSettings(env),
+    oauth: oauthSettings(env),
   };
 }

@@ -2,14 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Config } from './config.js';
 import { createAccess } from './core/access.js';
-import { createApiKeys } from './core/api-keys.js';
 import { createAuditLog } from './core/audit.js';
-import { createAuth } from './core/auth.js';
+import { loadCatalog } from './core/billing/catalog.js';
 import { createPrincipalCache, PRINCIPAL_CHANNEL } from './core/principal-cache.js';
 import { createIdempotencyStore } from './core/idempotency.js';
-import { createTeam } from './core/team.js';
 import { createWorkspaces } from './core/workspaces.js';
-import { buildApp, type LogOptions } from './http/app.js';
+import { buildApp, listen, type LogOptions } from './http/app.js';
+import { DOCS_PATH } from './http/plugins/openapi.js';
+import { machineStatus } from './http/routes/health.js';
 import { createGuard } from './http/guard.js';
 import { scheduleMaintenance } from './jobs/maintenance.js';
 import { scheduleMetricsRollup } from './jobs/metrics-rollup.js';
@@ -17,6 +17,7 @@ import { startQueue, type Queue } from './jobs/queue.js';
 import { lockDataDir } from './lib/data-dir-lock.js';
 import { createSecretBox, loadSecretKey } from './lib/secret-box.js';
 import { openStore, type Store } from './store/db.js';
+import { createBuildCache } from './core/deploys/build-cache.js';
 import { allowedGitProtocols } from './core/deploys/commands.js';
 import { createDeploys } from './core/deploys/deploys.js';
 import { createDeployEngine } from './core/deploys/engine.js';
@@ -24,14 +25,21 @@ import { createLifecycle } from './core/deploys/lifecycle.js';
 import type { AppUrls } from './core/deploys/env.js';
 import { createLayout } from './core/deploys/layout.js';
 import { createRouteTable } from './core/deploys/route-table.js';
-import { createSourceStore, removePartialUploads } from './core/deploys/sources.js';
+import { createSourceLinker, createSourceStore, removePartialUploads } from './core/deploys/sources.js';
+import { buildLimits } from './core/services/details.js';
 import { createDatastores } from './core/datastores/datastores.js';
 import { createEnvGroups } from './core/env-groups.js';
 import { createEvents } from './core/events.js';
+import { wireBilling } from './wire-billing.js';
+import { wireBlueprints } from './wire-blueprints.js';
+import { wireAuth } from './wire-auth.js';
+import { routerTls, wireDomains } from './wire-domains.js';
+import { wireDeployTriggers, wireGitHub } from './wire-github.js';
+import { wireWebhooks } from './wire-webhooks.js';
 import { createProjects } from './core/projects.js';
 import { createEnvVars } from './core/services/env-vars.js';
 import { createEnvView } from './core/services/env-view.js';
-import { createServices } from './core/services/services.js';
+import { checkRepo, createServices } from './core/services/services.js';
 import { chooseProvisioners } from './provisioners/choose.js';
 import { startRouter } from './router/router.js';
 import { scheduleLogRetention } from './jobs/log-retention.js';
@@ -44,20 +52,35 @@ import { observeDeploy } from './observability/prometheus.js';
 import { createLocalRuntime } from './runtime/local/index.js';
 import { createRepos, inTransaction } from './store/repos/index.js';
 import { LOG_QUERY_TIMEOUT_MS } from './store/repos/logs.js';
+import { logMachineReport, type StartupFacts } from './startup-summary.js';
 
 export interface Slipway {
   app: FastifyInstance;
   url: string;
   /** Where apps answer: `http://<slug>.<apps domain>:<port>`. */
   routerPort: number;
+  /** The router's HTTPS listener (undefined: SLIPWAY_ROUTER_HTTPS_PORT=off). */
+  routerHttpsPort: number | undefined;
+  routerUrl: string;
   store: Store;
   queue: Queue;
   /** Stops taking requests, lets in-flight ones finish, then closes the queue and the store. */
   close(): Promise<void>;
+  /** What the start-up summary or the `slipway is up` line says (main.ts). */
+  startupFacts(): StartupFacts;
 }
 
+/**
+ * `startupSummary`: the caller prints a summary of the start (main.ts, in a terminal), so the capability report and
+ * Fastify's "Server listening" line are not logged.
+ */
+export type StartOptions = LogOptions & { startupSummary?: boolean };
+
+const httpUrl = (host: string, port: number, scheme = 'http') =>
+  `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
 /** The composition root: config -> store -> queue -> core -> http (docs/architecture.md, "Layers"). */
-export async function startSlipway(config: Config, options: LogOptions = {}): Promise<Slipway> {
+export async function startSlipway(config: Config, options: StartOptions = {}): Promise<Slipway> {
   const unlock = lockDataDir(config.dataDir);
   const cleanup: Array<() => Promise<void> | void> = [unlock];
   const closeAll = async () => {
@@ -65,6 +88,32 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
   };
   try {
     const secretBox = createSecretBox(loadSecretKey(config.secretKey, config.dataDir));
+    // A bad price catalog stops the start with what is wrong in it, before anything else is opened.
+    const catalog = loadCatalog(config.priceCatalogPath);
+    // The runtime and the deploy engine log as the system, outside any request.
+    const systemLog =
+      options.log === false
+        ? pino({ enabled: false })
+        : pino(
+            { level: options.log?.level ?? config.logLevel, base: { component: 'system' } },
+            options.log?.stream ?? process.stdout,
+          );
+    // The runtime's probes (bwrap, cgroups, a network namespace) mostly wait on child processes: they run while
+    // the store opens. A failed start still waits for them, so none is left half-done.
+    const runtimeReady = createLocalRuntime({
+      dataDir: config.dataDir,
+      network: config.network,
+      networkCidr: config.networkCidr,
+      limits: { pids: config.pidsLimit, diskMb: config.diskLimitMb },
+      sandbox: config.sandbox,
+      corepack: { registry: config.npmRegistry, integrityKeys: config.corepackIntegrityKeys },
+      log: systemLog,
+    });
+    const probed = runtimeReady.then(
+      () => undefined,
+      () => undefined,
+    );
+    cleanup.push(() => probed);
     const store = await openStore(config);
     cleanup.push(() => store.close());
     const repos = createRepos(store.db, {
@@ -75,23 +124,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     let app: FastifyInstance | undefined;
     const queue = await startQueue(store.executeSql, (err) => app?.log.error({ err }, 'job queue error'));
     cleanup.push(() => queue.stop());
-
-    // The runtime and the deploy engine log as the system, outside any request.
-    const systemLog =
-      options.log === false
-        ? pino({ enabled: false })
-        : pino(
-            { level: options.log?.level ?? config.logLevel, base: { component: 'system' } },
-            options.log?.stream ?? process.stdout,
-          );
-    const runtime = await createLocalRuntime({
-      dataDir: config.dataDir,
-      network: config.network,
-      networkCidr: config.networkCidr,
-      limits: { pids: config.pidsLimit, diskMb: config.diskLimitMb },
-      sandbox: config.sandbox,
-      log: systemLog,
-    });
+    const runtime = await runtimeReady;
+    cleanup.push(() => runtime.close?.());
     const routeTable = createRouteTable(config.appsDomain);
     const lifecycle = createLifecycle();
     let routerPort = config.routerPort;
@@ -100,7 +134,9 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       externalUrl: (slug) => `http://${slug}.${config.appsDomain}:${routerPort}`,
       dashboardUrl: (id) => `${config.publicUrl}/services/${id}`,
     };
-    const events = createEvents(repos.events);
+    // Recording an event queues its webhook deliveries (the outbox) and wakes the dispatcher, started below.
+    const hooks = wireWebhooks({ config, repos, box: secretBox });
+    const events = createEvents(repos.events, hooks.poke);
     const layout = createLayout(config.dataDir);
     const logs = createLogs({
       repo: repos.logs,
@@ -138,8 +174,10 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         ? { attach: runtime.attachServer.bind(runtime), release: runtime.release.bind(runtime) }
         : undefined;
     const datastores = createDatastores({
+      assertMayAddPaid: (workspaceId, kind, plan) => billing.assertMayAddPaid(workspaceId, kind, plan),
       repo: repos.datastores,
       box: secretBox,
+      transact,
       events,
       checkMs: config.datastoreCheckMs,
       log: systemLog,
@@ -154,8 +192,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       provisioners: chooseProvisioners(config, { runAs, network }),
     });
     cleanup.push(() => datastores.close());
-    for (const [kind, { note }] of Object.entries(datastores.availability()))
-      if (note) systemLog.warn({ kind }, `${kind} datastores are off: ${note}`);
+    const machine = () => machineStatus(runtime.capabilities, datastores);
+    if (!options.startupSummary) logMachineReport(systemLog, runtime.capabilities, machine());
     const refs = datastores.refs;
     const envVars = createEnvVars({ repo: repos.envVars, box: secretBox, refs });
     const envGroups = createEnvGroups({ repos, transact, box: secretBox, assertEnvironment, refs });
@@ -166,6 +204,16 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       isAlive: (p) => runtime.isAlive(p),
     });
     cleanup.push(() => usage.meter.stop());
+    const { billing, meter: billingMeter } = wireBilling({
+      config,
+      catalog,
+      usage: usage.reports,
+      repos,
+      transact,
+      log: systemLog,
+    });
+    cleanup.push(async () => billingMeter?.stop());
+    const code = wireGitHub({ config, repos, box: secretBox, log: systemLog });
     const engine = createDeployEngine({
       repos,
       transact,
@@ -184,10 +232,19 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         crashBackoffMs: config.crashBackoffMs,
         archive,
         gitProtocols,
+        buildPlans: {
+          starter: buildLimits(config.buildPlans.starter),
+          performance: buildLimits(config.buildPlans.performance),
+        },
       },
+      buildCache: createBuildCache({ layout, maxBytes: config.buildCacheMb * 1024 * 1024, log: systemLog }),
       log: systemLog,
       buildLog: logs.buildLog,
-      onDeployEnded: (status, deploy) => observeDeploy(status, deploy.startedAt ?? deploy.createdAt),
+      onDeployEnded: (status, deploy) => {
+        observeDeploy(status, deploy.startedAt ?? deploy.createdAt);
+        code.statuses.ended(status, deploy);
+      },
+      gitToken: (service) => code.github.tokenFor(service),
       onBuildEnded: (service, deployId, startedAt, endedAt) =>
         usage.meter.recordBuild(service, deployId, startedAt, endedAt),
       // A deleted service's instance rows go with it: meter their last stretch first.
@@ -198,9 +255,11 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     cleanup.push(() => engine.close());
     const metrics = createMetrics({ repos, boss: queue.boss, intervalMs: config.metricsIntervalMs, log: systemLog });
     cleanup.push(() => metrics.stop());
+    const tls = await routerTls(config, repos);
     const router = await startRouter({
       host: config.routerHost,
       port: config.routerPort,
+      ...tls,
       resolve: routeTable.resolve,
       timeouts: config,
       onRequest: (record) => {
@@ -210,6 +269,7 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
       },
     });
     routerPort = router.port;
+    const routerHttpsUrl = router.httpsPort ? httpUrl(config.routerHost, router.httpsPort, 'https') : undefined;
     cleanup.push(() => router.close());
 
     const principals = createPrincipalCache({ ttlMs: config.principalCacheMs, transact });
@@ -218,52 +278,105 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     if (config.databaseUrl && config.principalCacheMs > 0)
       cleanup.push(await listenChannel(config.databaseUrl, PRINCIPAL_CHANNEL, principals.onNotify, systemLog));
     const access = createAccess(repos.workspaces, principals);
+    const audit = createAuditLog(repos.audit);
+    const services = createServices({
+      repos,
+      transact,
+      envVars,
+      events,
+      engine,
+      lifecycle,
+      assertEnvironment,
+      gitProtocols,
+      assertMayAddPaid: billing.assertMayAddPaid,
+    });
+    const deploys = createDeploys({
+      repo: repos.deploys,
+      engine,
+      saveUpload: createSourceStore({
+        repo: repos.deploys,
+        layout,
+        maxUploadBytes: config.maxUploadBytes,
+        archive,
+      }),
+      linkSource: createSourceLinker({ repo: repos.deploys, layout }),
+    });
+    const { deployHooks, gitPoller } = wireDeployTriggers({
+      config,
+      repos,
+      engine,
+      gitProtocols,
+      pushed: (service) => code.github.pushes(service),
+      log: systemLog,
+    });
+    gitPoller.start(config.gitPollIntervalMs);
+    cleanup.push(() => gitPoller.stop());
+    const certificates = tls.https?.certificates;
+    const custom = await wireDomains({
+      config,
+      repos,
+      routeTable,
+      events,
+      box: secretBox,
+      tls: certificates,
+      log: systemLog,
+    });
+    cleanup.push(() => custom.stop());
+    const blueprints = wireBlueprints({
+      config,
+      repos,
+      services,
+      envVars,
+      envGroups,
+      datastores,
+      projects,
+      deploys,
+      engine,
+      events,
+      audit,
+      log: systemLog,
+      archive,
+      gitProtocols,
+      checkRepo: (repo) => checkRepo(repo, gitProtocols),
+      gitToken: (owner) => code.github.tokenFor(owner),
+      domains: custom.domains,
+    });
+    await blueprints.recover(store.kind === 'pglite');
+    cleanup.push(() => blueprints.close());
+    const { auth, team, oauth, apiKeys } = wireAuth({
+      config,
+      repos,
+      transact,
+      principals,
+      box: secretBox,
+      log: systemLog,
+    });
     app = await buildApp(
       {
         config,
         access,
         guard: createGuard(access),
-        auth: createAuth({
-          ...repos,
-          transact,
-          principals,
-          sessionTtlDays: config.sessionTtlDays,
-          operatorToken: config.operatorToken,
-          touchIntervalMs: config.apiKeyTouchMs,
-          log: systemLog,
-        }),
-        apiKeys: createApiKeys(repos.apiKeys, principals),
-        team: createTeam({ ...repos, principals, inviteTtlDays: config.inviteTtlDays }),
-        audit: createAuditLog(repos.audit),
+        auth,
+        oauth,
+        apiKeys,
+        team,
+        audit,
         workspaces: createWorkspaces(repos),
         idempotency: createIdempotencyStore({ repo: repos.idempotency, box: secretBox }),
         events,
-        services: createServices({
-          repos,
-          transact,
-          envVars,
-          events,
-          engine,
-          lifecycle,
-          assertEnvironment,
-          gitProtocols,
-        }),
+        services,
         envVars,
         envView: createEnvView({ deploys: repos.deploys, urls, layersOf: envGroups.layersOf }),
         envGroups,
+        webhooks: hooks.webhooks,
         projects,
         datastores,
         engine,
-        deploys: createDeploys({
-          repo: repos.deploys,
-          engine,
-          saveUpload: createSourceStore({
-            repo: repos.deploys,
-            layout,
-            maxUploadBytes: config.maxUploadBytes,
-            archive,
-          }),
-        }),
+        deploys,
+        deployHooks,
+        github: code.github,
+        githubWebhook: code.webhook({ engine, events, blueprints, services, envVars }),
+        domains: custom.domains,
         urls,
         health: {
           store: () => store.ping(),
@@ -275,6 +388,8 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
         metrics: metrics.queries,
         prometheus: metrics.prometheus,
         usage: usage.reports,
+        billing,
+        blueprints,
       },
       options,
     );
@@ -316,16 +431,34 @@ export async function startSlipway(config: Config, options: LogOptions = {}): Pr
     await engine.recover();
     await datastores.start();
     await usage.meter.start();
-    await app.listen({ host: config.host, port: config.port });
+    billingMeter?.start();
+    cleanup.push(await hooks.start({ events, audit, log: systemLog, soleProcess: store.kind === 'pglite' }));
+    await listen(app, { host: config.host, port: config.port }, !!options.startupSummary);
     const address = app.server.address();
-    const port = typeof address === 'object' && address ? address.port : config.port;
+    const url = httpUrl(config.host, typeof address === 'object' && address ? address.port : config.port);
+    const routerUrl = httpUrl(config.routerHost, routerPort);
     return {
       app,
       routerPort,
-      url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
+      routerHttpsPort: router.httpsPort,
+      routerUrl,
+      url,
       store,
       queue,
       close: closeAll,
+      startupFacts: () => ({
+        apiUrl: url,
+        publicUrl: config.publicUrl,
+        docsUrl: `${url}${DOCS_PATH}`,
+        routerUrl,
+        routerHttpsUrl,
+        appsDomain: config.appsDomain,
+        routerPort,
+        dataDir: config.dataDir,
+        storeKind: store.kind,
+        runAs: runtime.capabilities.runAsUser?.name,
+        machine: machine(),
+      }),
     };
   } catch (err) {
     await closeAll().catch(() => undefined);

@@ -69,10 +69,18 @@ describe('register, login, logout', () => {
     expect((await t.api.get('/v1/users', { cookie: 'forged-value' })).status).toBe(401);
   });
 
-  it('lists no OAuth providers when none is configured', async () => {
+  it('lists no OAuth providers when none is configured, and their routes answer 501 naming the settings', async () => {
     const res = await t.api.get('/v1/auth/providers');
     expect(res.status).toBe(200);
     expect(res.body).toEqual([]);
+    for (const provider of ['github', 'google', 'apple']) {
+      const start = await t.api.get(`/v1/auth/oauth/${provider}/start`);
+      expect(start.status).toBe(501);
+      expect(start.body).toMatchObject({ code: 'not_configured' });
+      expect(start.body.message).toContain(`SLIPWAY_OAUTH_${provider.toUpperCase()}_CLIENT_ID`);
+      expect((await t.api.get(`/v1/auth/oauth/${provider}/callback?code=x&state=y`)).status).toBe(501);
+    }
+    expect((await t.api.get('/v1/auth/oauth/myspace/start')).status).toBe(400);
   });
 
   it('validates register input: bad email, short password, missing name', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, statSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -52,6 +52,7 @@ describe('secret box', () => {
     const hex = 'ab'.repeat(32);
     expect(loadSecretKey(hex, dir).toString('hex')).toBe(hex);
     expect(() => loadSecretKey('too-short', dir)).toThrow(/32 bytes/);
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 
@@ -70,6 +71,9 @@ describe('passwords', () => {
 describe('redaction', () => {
   it('removes invite tokens and secrets from logged URLs', () => {
     expect(redactUrl('/v1/team-invites/inv_SECRET/accept?x=1')).toBe('/v1/team-invites/[redacted]/accept?x=1');
-    expect(redactUrl('/cb?code=1&token=abc&password=p')).toBe('/cb?code=1&token=[redacted]&password=[redacted]');
+    expect(redactUrl('/cb?code=1&token=abc&password=p')).toBe(
+      '/cb?code=[redacted]&token=[redacted]&password=[redacted]',
+    );
+    expect(redactUrl('/deploy/srv-1?key=dhk_x&ref=abc')).toBe('/deploy/srv-1?key=[redacted]&ref=abc');
   });
 });

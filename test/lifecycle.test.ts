@@ -2,16 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { client, signUp, uniqueEmail } from './helpers/client.js';
-import {
-  deadPid,
-  freePort,
-  freshStore,
-  postJsonOnce,
-  spawnSlipway,
-  waitForHealthy,
-  within,
-  type SlipwayProcess,
-} from './helpers/process.js';
+import { deadPid, freshStore, postJsonHeld, spawnSlipway, within, type SlipwayProcess } from './helpers/process.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 
 const lockFile = (dataDir: string) => path.join(dataDir, 'slipway.lock');
@@ -140,12 +131,13 @@ describe('Slipway as a process', () => {
   let store: Awaited<ReturnType<typeof freshStore>>;
   let running: SlipwayProcess[] = [];
   const start = async () => {
-    const port = await freePort();
-    const proc = spawnSlipway({ ...store.env, SLIPWAY_PORT: String(port) });
+    // Both ports 0, the URL read from the process's own "up" line: a port picked beforehand (or the router's
+    // default, 8080) may be taken by the time the process binds it, and it would exit while the test polled a port
+    // it does not serve. Waiting on its output also fails at once, with its stderr, if it exits.
+    const proc = spawnSlipway({ ...store.env, SLIPWAY_PORT: '0', SLIPWAY_ROUTER_PORT: '0' });
     running.push(proc);
-    const url = `http://127.0.0.1:${port}`;
-    await waitForHealthy(url, 30_000);
-    return { proc, url };
+    const up = await proc.waitForOutput(/"msg":"slipway is up"/, 30_000);
+    return { proc, url: /"url":"([^"]+)"/.exec(up)![1]! };
   };
   const stopGracefully = async (proc: SlipwayProcess) => {
     proc.child.kill('SIGTERM');
@@ -153,6 +145,8 @@ describe('Slipway as a process', () => {
   };
   beforeAll(async () => {
     store = await freshStore();
+    // Created (initdb, migrations) before the tests, which are about what a process does on an existing store.
+    await (await bootServer({}, { dataDir: store.dataDir, databaseUrl: store.databaseUrl })).stop();
   });
   afterEach(async () => {
     for (const proc of running) await proc.kill();
@@ -160,34 +154,37 @@ describe('Slipway as a process', () => {
   });
   afterAll(() => store?.remove());
 
-  it('SIGTERM finishes the in-flight request, exits 0 and releases the lock; the next process has the data', async () => {
+  it('SIGTERM finishes the in-flight request, exits 0 and releases the lock; the next Slipway has the data', async () => {
     const { proc, url } = await start();
     expect(readFileSync(lockFile(store.dataDir), 'utf8')).toBe(String(proc.child.pid));
 
     const email = uniqueEmail('sigterm');
-    let answered = false;
-    const register = postJsonOnce(`${url}/v1/auth/register`, { email, password, name: 'In Flight' }).finally(
-      () => (answered = true),
-    );
+    // In flight for as long as the test holds back the body's last byte.
+    const register = postJsonHeld(`${url}/v1/auth/register`, { email, password, name: 'In Flight' });
     await proc.waitForOutput(registerPattern);
-    expect(answered).toBe(false); // still in flight: the server is hashing the password
     proc.child.kill('SIGTERM');
+    await proc.waitForOutput(/"msg":"shutting down/);
+    register.finish();
 
-    const reply = await register;
+    const reply = await register.reply;
     expect(reply.status).toBe(201);
     expect(await within(proc.exited, 15_000, 'exit after SIGTERM')).toEqual({ code: 0, signal: null });
-    // The signal really arrived while the request was in flight.
+    // The signal arrived while the request was in flight, and it was answered after the shutdown began.
     const out = proc.stdout();
     const shutdownAt = out.indexOf('shutting down');
     expect(shutdownAt).toBeGreaterThan(out.search(registerPattern));
     expect(shutdownAt).toBeLessThan(out.search(/"statusCode":201.*"msg":"request completed"/));
     expect(existsSync(lockFile(store.dataDir))).toBe(false);
 
-    const next = await start();
-    const login = await client(next.url).post('/v1/auth/login', { email, password });
-    expect(login.status).toBe(200);
-    expect(login.body.user.id).toBe(reply.body.user.id);
-    await stopGracefully(next.proc);
+    // The next Slipway on the data dir (in this process: the spawned one's exit is what is under test) has the user.
+    const next = await bootServer({}, { dataDir: store.dataDir, databaseUrl: store.databaseUrl });
+    try {
+      const login = await client(next.url).post('/v1/auth/login', { email, password });
+      expect(login.status).toBe(200);
+      expect(login.body.user.id).toBe(reply.body.user.id);
+    } finally {
+      await next.stop();
+    }
   });
 
   it('SIGTERM does not wait for a keep-alive client to hang up after its in-flight request', async () => {

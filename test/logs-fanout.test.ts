@@ -2,14 +2,14 @@
  * Two Slipway processes on one Postgres: a subscriber of one receives the lines the other
  * collects (LISTEN/NOTIFY). Postgres only (TEST_DATABASE_URL); PGlite is one process.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { deployFixture } from './helpers/apps.js';
 import { client, signUp } from './helpers/client.js';
-import { freePort, spawnSlipway, waitFor, waitForHealthy } from './helpers/process.js';
+import { freePort, removeDataDir, spawnSlipway, waitFor, waitForHealthy } from './helpers/process.js';
 import { bootServer, TEST_DATABASE_URL } from './helpers/server.js';
 
 describe.skipIf(!TEST_DATABASE_URL)('log fan-out across processes', () => {
@@ -47,7 +47,7 @@ describe.skipIf(!TEST_DATABASE_URL)('log fan-out across processes', () => {
     } finally {
       await other.kill();
       await collector.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      await removeDataDir(dataDir);
     }
   }, 90_000);
 });

@@ -256,9 +256,14 @@ describe('history (GET /v1/services/:serviceId/metrics/history)', () => {
     const start = new Date(Date.now() - 60_000).toISOString();
     const body = await seriesWhen(
       `/v1/services/${burner.id}/metrics/history?metric=cpu&startTime=${start}&resolutionSeconds=2`,
-      (b) => (instanceSeries(b)[0]?.values.length ?? 0) >= 2,
+      // On a busy machine the burner may get less than half a core for a while: wait for a bucket where it had more.
+      (b) => {
+        const values = instanceSeries(b)[0]?.values ?? [];
+        return values.length >= 2 && values.some((v) => v.value > 50);
+      },
     );
     const values = instanceSeries(body)[0]!.values;
+    expect(values.length).toBeGreaterThanOrEqual(2);
     expect(values.some((v) => v.value > 50)).toBe(true);
     for (const v of values) expect(new Date(v.timestamp).getTime() % 2000).toBe(0);
   });

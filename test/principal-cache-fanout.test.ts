@@ -3,13 +3,20 @@
  * a revocation, sign-out or membership change made through one process is refused by the other
  * within a second, although the other had the principal cached. Postgres only (TEST_DATABASE_URL).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, client, createApiKey, signUp, uniqueEmail, type Client } from './helpers/client.js';
-import { freePort, spawnSlipway, waitFor, waitForHealthy, type SlipwayProcess } from './helpers/process.js';
+import {
+  freePort,
+  removeDataDir,
+  spawnSlipway,
+  waitFor,
+  waitForHealthy,
+  type SlipwayProcess,
+} from './helpers/process.js';
 import { bootServer, TEST_DATABASE_URL, type TestServer } from './helpers/server.js';
 
 /** Polls `check` on process B until it holds; fails when that takes more than a second. */
@@ -41,7 +48,7 @@ describe.skipIf(!TEST_DATABASE_URL)('principal cache across processes', () => {
   afterAll(async () => {
     await other?.kill();
     await a?.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    if (dataDir) await removeDataDir(dataDir);
   });
 
   it('an API key revoked through A is refused by B within a second', async () => {

@@ -17,19 +17,33 @@ import {
   type TestUser,
 } from './helpers/client.js';
 import { loadRenderReference } from './helpers/render-reference.js';
+import { RENDER_WEBHOOK_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from '../src/store/enums.js';
 import { deployFixture } from './helpers/apps.js';
 
 const renderDoc = loadRenderReference();
 
 // Render's auditLog `event` enum has no names for creating or deleting an API key or for
-// revoking a team invite, so Slipway emits its own names for those three actions. Only
-// those names are added, and only for the audit-log check; everything else is Render's.
-const SLIPWAY_EVENTS = ['CreateApiKeyEvent', 'DeleteApiKeyEvent', 'RevokeTeamInviteEvent'];
+// revoking a team invite, nor for Slipway's own webhook routes (test ping, secret rotation), so Slipway emits its own
+// names for those actions. Only those names are added, and only for the audit-log check; everything else is Render's.
+const SLIPWAY_EVENTS = [
+  'CreateApiKeyEvent',
+  'DeleteApiKeyEvent',
+  'RevokeTeamInviteEvent',
+  'TestWebhookEvent',
+  'RotateWebhookSecretEvent',
+];
+const SLIPWAY_WEBHOOK_EVENT_TYPES = WEBHOOK_EVENT_TYPES.filter(
+  (t) => !(RENDER_WEBHOOK_EVENT_TYPES as readonly string[]).includes(t),
+);
 const ajv = new Ajv({ strict: false, allErrors: true });
 (ajvFormats as unknown as typeof ajvFormats.default)(ajv);
 if (renderDoc) {
   const withSlipwayEvents = structuredClone(renderDoc);
   withSlipwayEvents.components.schemas.auditLog.properties.event.enum.push(...SLIPWAY_EVENTS);
+  // Webhook event types Render has no name for (Slipway's, in the same style), for the delivery log's check.
+  withSlipwayEvents.components.schemas.webhookEventWithCursor.properties.webhookEvent.properties.eventType.enum.push(
+    ...SLIPWAY_WEBHOOK_EVENT_TYPES,
+  );
   ajv.addSchema(renderDoc, 'render');
   ajv.addSchema(withSlipwayEvents, 'render-with-slipway-events');
   // Render's serviceDetails is a oneOf that a web service's details match twice (web and
@@ -268,6 +282,31 @@ describe.skipIf(!renderDoc)("conformance with Render's public API schemas", () =
       for (const item of list.body) expect(serviceViolations(item.service), item.service.type).toEqual([]);
     });
 
+    it("a static site's header and route rules are Render's", async () => {
+      const site = await api.post(
+        '/v1/services',
+        { type: 'static_site', name: 'conf-rules', autoDeploy: 'no', serviceDetails: {} },
+        owner,
+      );
+      const base = `/v1/services/${site.body.service.id}`;
+      const header = await api.post(`${base}/headers`, { path: '/*', name: 'X-A', value: '1' }, owner);
+      expect(violations(renderBody('post', '/services/{serviceId}/headers', '201'), header.body)).toEqual([]);
+      const headers = await api.get(`${base}/headers`, owner);
+      expect(headers.body).toHaveLength(1);
+      expect(violations(renderBody('get', '/services/{serviceId}/headers'), headers.body)).toEqual([]);
+      const put = await api.put(`${base}/headers`, [{ path: '/a', name: 'X-B', value: '2' }], owner);
+      expect(violations(renderBody('put', '/services/{serviceId}/headers'), put.body)).toEqual([]);
+      const route = await api.post(`${base}/routes`, { type: 'rewrite', source: '/*', destination: '/i.html' }, owner);
+      expect(violations(renderBody('post', '/services/{serviceId}/routes', '201'), route.body)).toEqual([]);
+      const routes = await api.get(`${base}/routes`, owner);
+      expect(routes.body).toHaveLength(1);
+      expect(violations(renderBody('get', '/services/{serviceId}/routes'), routes.body)).toEqual([]);
+      const moved = await api.patch(`${base}/routes`, { id: route.body.id, priority: 0 }, owner);
+      expect(violations(renderBody('patch', '/services/{serviceId}/routes'), moved.body)).toEqual([]);
+      const replaced = await api.put(`${base}/routes`, [{ type: 'redirect', source: '/a', destination: '/b' }], owner);
+      expect(violations(renderBody('put', '/services/{serviceId}/routes'), replaced.body)).toEqual([]);
+    });
+
     it("deploys, env vars and events are Render's", async () => {
       const { service, deploy } = deployed;
       expect(
@@ -316,6 +355,43 @@ describe.skipIf(!renderDoc)("conformance with Render's public API schemas", () =
         owner,
       );
       expect(violations(renderBody('post', '/env-groups/{envGroupId}/services/{serviceId}'), linked.body)).toEqual([]);
+    });
+
+    it("webhooks are Render's webhook, webhookWithCursor and webhookEventWithCursor", async () => {
+      // Disabled: nothing is sent to the example address.
+      const body = { ownerId: owner.workspaceId, name: 'conformance', url: 'https://example.com/hook', enabled: false };
+      const created = await api.post(
+        '/v1/webhooks',
+        { ...body, eventFilter: ['deploy_ended', 'server_failed'] },
+        owner,
+      );
+      expect(violations(renderBody('post', '/webhooks', '201'), created.body)).toEqual([]);
+      const id = created.body.id;
+      expect(created.body.id).toMatch(/^whk-[0-9a-z]{20}$/);
+      expect(
+        violations(renderBody('get', '/webhooks/{webhookId}'), (await api.get(`/v1/webhooks/${id}`, owner)).body),
+      ).toEqual([]);
+      const patched = await api.patch(`/v1/webhooks/${id}`, { name: 'renamed', eventFilter: [] }, owner);
+      expect(violations(renderBody('patch', '/webhooks/{webhookId}'), patched.body)).toEqual([]);
+      const list = await api.get('/v1/webhooks', owner);
+      expect(list.body.length).toBeGreaterThan(0);
+      expect(violations(renderBody('get', '/webhooks'), list.body)).toEqual([]);
+      // The delivery log of an enabled webhook whose one attempt fails at once (nothing listens on port 9 here).
+      await api.patch(`/v1/webhooks/${id}`, { url: 'http://localhost:9/', enabled: true }, owner);
+      await api.post(`/v1/webhooks/${id}/test`, undefined, owner);
+      let log: any[] = [];
+      for (let i = 0; i < 100 && !log.length; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        log = (await api.get(`/v1/webhooks/${id}/events`, owner)).body;
+      }
+      expect(log.length).toBeGreaterThan(0);
+      expect(
+        violations(renderBody('get', '/webhooks/{webhookId}/events', '200', 'render-with-slipway-events'), log),
+      ).toEqual([]);
+      const renderTypes = renderDoc!.components.schemas.webhookEventWithCursor.properties.webhookEvent.properties
+        .eventType.enum as string[];
+      expect([...RENDER_WEBHOOK_EVENT_TYPES]).toEqual(renderTypes);
+      expect((await api.delete(`/v1/webhooks/${id}`, owner)).status).toBe(204);
     });
 
     it("projects and environments are Render's project, environment and their envelopes", async () => {

@@ -389,7 +389,9 @@ describe('static sites', () => {
     expect(home.headers['content-length']).toBe('13');
     expect(home.headers['last-modified']).toMatch(/GMT$/);
     expect((await get('/docs/')).body).toBe('<h1>docs</h1>');
-    expect((await get('/docs')).body).toBe('<h1>docs</h1>');
+    // A directory without its slash redirects, so the page's relative links resolve inside it (issue 13).
+    const bare = await get('/docs');
+    expect([bare.status, bare.headers.location]).toEqual([301, '/docs/']);
     expect((await get('/alias.html')).body).toBe('<h1>home</h1>');
     const css = await get('/css/site.css?v=2');
     expect([css.status, css.headers['content-type'], css.body]).toEqual([

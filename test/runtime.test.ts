@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { machineStatus } from '../src/http/routes/health.js';
 import { run } from '../src/lib/exec.js';
 import { detectCgroups, limitFiles } from '../src/runtime/local/cgroups.js';
 import { createLocalRuntime } from '../src/runtime/local/index.js';
@@ -26,6 +27,7 @@ import {
   type SandboxPolicy,
 } from '../src/runtime/local/sandbox.js';
 import type { InstanceHandle, InstanceSpec, Limits } from '../src/runtime/types.js';
+import { logMachineReport } from '../src/startup-summary.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/runtime');
@@ -274,13 +276,25 @@ describe('sandboxedCommand (pure)', () => {
 });
 
 describe('local runtime', () => {
-  it('detects what this machine allows and logs it once', () => {
+  it('detects what this machine allows; the start-up report logs it once (JSON logs)', () => {
     if (existsSync('/usr/bin/bwrap')) expect(runtime.capabilities.sandbox).toBe('bwrap');
     if (IS_ROOT) expect(runtime.capabilities.runAsUser).toEqual({ uid: 65534, gid: 65534, name: 'nobody' });
-    expect(logged.filter((l) => l.level === 'info')).toHaveLength(1);
-    expect(logged.filter((l) => l.level === 'warn').map((l) => l.m)).toEqual(
-      runtime.capabilities.notes.map((n) => `runtime: ${n}`),
+    // The caller reports (src/startup-summary.ts): as JSON lines, or in a terminal as the summary.
+    expect(logged).toEqual([]);
+    const availability = () => ({
+      postgres: { mode: 'off' as const, note: 'no Postgres' },
+      keyValue: { mode: 'local' as const, versions: ['7.2'] },
+    });
+    logMachineReport(
+      { info: (_o, m) => logged.push({ level: 'info', m }), warn: (_o, m) => logged.push({ level: 'warn', m }) },
+      runtime.capabilities,
+      machineStatus(runtime.capabilities, { availability }),
     );
+    expect(logged.filter((l) => l.level === 'info')).toHaveLength(1);
+    expect(logged.filter((l) => l.level === 'warn').map((l) => l.m)).toEqual([
+      ...runtime.capabilities.notes.map((n) => `runtime: ${n}`),
+      'postgres datastores are off: no Postgres',
+    ]);
   });
 
   it('runs a node app that answers health checks, with exactly the given env, logging to files', async () => {

@@ -53,34 +53,56 @@ export function createAuth(deps: AuthDeps) {
     return { token, expiresAt };
   }
 
-  return {
-    async register(input: { email: string; name: string; password: string; invite?: ValidInvite }) {
-      const email = normalizeEmail(input.email);
-      if (await deps.users.findByEmail(email)) throw conflict('an account with this email already exists');
-      const passwordHash = await hashPassword(input.password);
-      const { user, workspaceId } = await deps
-        .transact(async (repos) => {
-          const userId = newId('user');
-          const workspaceId = newId('workspace');
-          const user = await repos.users.insert({
-            id: userId,
-            email,
-            name: input.name.trim(),
-            passwordHash,
-            defaultWorkspaceId: workspaceId,
-          });
-          await repos.workspaces.insert({ id: workspaceId, name: `${user.name}'s workspace`, ownerUserId: userId });
-          await repos.workspaces.putMember(workspaceId, userId, 'owner');
-          // No process can have cached anything of a user made just now: nothing to drop.
-          if (input.invite) await joinWithInvite(repos, input.invite, user, now());
-          return { user, workspaceId };
-        })
-        .catch((err: unknown) => {
-          // Two registrations racing for one email: the unique index decides.
-          throw isUniqueViolation(err) ? conflict('an account with this email already exists') : err;
+  async function createAccount(input: {
+    email: string;
+    name: string;
+    passwordHash: string | null;
+    invite?: ValidInvite;
+    identity?: { provider: string; subject: string; emailVerified: boolean };
+  }) {
+    const email = normalizeEmail(input.email);
+    if (await deps.users.findByEmail(email)) throw conflict('an account with this email already exists');
+    const { user, workspaceId } = await deps
+      .transact(async (repos) => {
+        const userId = newId('user');
+        const workspaceId = newId('workspace');
+        const user = await repos.users.insert({
+          id: userId,
+          email,
+          name: input.name.trim(),
+          passwordHash: input.passwordHash,
+          defaultWorkspaceId: workspaceId,
         });
-      return { user, workspaceId, session: await startSession(user) };
-    },
+        await repos.workspaces.insert({ id: workspaceId, name: `${user.name}'s workspace`, ownerUserId: userId });
+        await repos.workspaces.putMember(workspaceId, userId, 'owner');
+        if (input.identity) await repos.identities.insert({ id: newId('identity'), userId, email, ...input.identity });
+        // No process can have cached anything of a user made just now: nothing to drop.
+        if (input.invite) await joinWithInvite(repos, input.invite, user, now());
+        return { user, workspaceId };
+      })
+      .catch((err: unknown) => {
+        // Two registrations racing for one email: the unique index decides.
+        throw isUniqueViolation(err) ? conflict('an account with this email already exists') : err;
+      });
+    return { user, workspaceId, session: await startSession(user) };
+  }
+
+  return {
+    /** A new account and its workspace (joining the invite's too), signed in. */
+    register: async (input: { email: string; name: string; password: string; invite?: ValidInvite }) =>
+      createAccount({ ...input, passwordHash: await hashPassword(input.password) }),
+    /**
+     * An account made by an OAuth sign-in: no password, its provider identity linked in the same transaction (so a
+     * second callback racing it finds the identity, or fails on its unique index).
+     */
+    registerWithIdentity: (input: {
+      email: string;
+      name: string;
+      invite?: ValidInvite;
+      identity: { provider: string; subject: string; emailVerified: boolean };
+    }) => createAccount({ ...input, passwordHash: null }),
+    /** A session for a user who proved who they are some other way (an OAuth sign-in). */
+    signIn: startSession,
 
     async login(input: { email: string; password: string }) {
       const user = await deps.users.findByEmail(normalizeEmail(input.email));

@@ -3,10 +3,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import ajvFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { levels } from 'pino';
 import type { HttpDeps } from './deps.js';
 import { registerAudit } from './plugins/audit.js';
 import { registerAuthentication } from './plugins/authenticate.js';
 import { newRequestId, registerErrorHandling, sendClientError, sendFrameworkError } from './plugins/errors.js';
+import { lazySchemas } from './lazy-schemas.js';
 import { registerIdempotency } from './plugins/idempotency.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { registerRateLimit } from './plugins/rate-limit.js';
@@ -19,6 +21,14 @@ import { auditLogRoutes } from './routes/audit-logs.js';
 import { datastoreRoutes } from './routes/datastores.js';
 import { deployRoutes } from './routes/deploys.js';
 import { envGroupRoutes } from './routes/env-groups.js';
+import { webhookRoutes } from './routes/webhooks.js';
+import { blueprintRoutes } from './routes/blueprints.js';
+import { deployHookRoutes } from './routes/deploy-hooks.js';
+import { githubRoutes } from './routes/github.js';
+import { customDomainRoutes } from './routes/custom-domains.js';
+import { siteRuleRoutes } from './routes/site-rules.js';
+import { oauthRoutes } from './routes/oauth.js';
+import { billingRoutes } from './routes/billing.js';
 import { envVarRoutes } from './routes/env-vars.js';
 import { eventRoutes } from './routes/events.js';
 import { authRoutes } from './routes/auth.js';
@@ -52,7 +62,9 @@ export interface LogOptions {
 
 export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promise<FastifyInstance> {
   const timeouts = serverTimeouts(deps.config);
+  const schemas = lazySchemas();
   const app = Fastify({
+    schemaController: { compilersFactory: { buildSerializer: schemas.serializers } },
     logger:
       options.log === false
         ? false
@@ -82,7 +94,8 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
 
   const bodyAjv = createAjv(false);
   const paramAjv = createAjv('array');
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema));
+  app.setValidatorCompiler(schemas.validators((httpPart) => (httpPart === 'body' ? bodyAjv : paramAjv)));
+  schemas.attach(app);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('Request-Id', request.id);
@@ -130,6 +143,14 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...envVarRoutes(deps),
     ...eventRoutes(deps),
     ...envGroupRoutes(deps),
+    ...webhookRoutes(deps),
+    ...blueprintRoutes(deps),
+    ...deployHookRoutes(deps),
+    ...githubRoutes(deps),
+    ...customDomainRoutes(deps),
+    ...siteRuleRoutes(deps),
+    ...oauthRoutes(deps),
+    ...billingRoutes(deps),
     ...projectRoutes(deps),
     ...datastoreRoutes(deps),
     ...sourceUploadRoutes(deps),
@@ -138,4 +159,16 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...usageRoutes(deps),
   ]);
   return app;
+}
+
+/** Fastify logs "Server listening at …" at info; `quiet` (a start-up summary says it instead) lets only warnings through meanwhile. */
+export async function listen(app: FastifyInstance, address: { host: string; port: number }, quiet: boolean) {
+  const level = app.log.level;
+  const { values } = levels;
+  if (quiet && (values[level] ?? Infinity) < values.warn!) app.log.level = 'warn';
+  try {
+    await app.listen(address);
+  } finally {
+    app.log.level = level;
+  }
 }

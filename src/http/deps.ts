@@ -2,10 +2,12 @@ import type { Access } from '../core/access.js';
 import type { ApiKeys } from '../core/api-keys.js';
 import type { AuditLog } from '../core/audit.js';
 import type { Auth } from '../core/auth.js';
+import type { OAuth } from '../core/oauth.js';
 import type { Team } from '../core/team.js';
 import type { DeployEngine } from '../core/deploys/engine.js';
 import type { AppUrls } from '../core/deploys/env.js';
 import type { Deploys } from '../core/deploys/deploys.js';
+import type { DeployHooks } from '../core/deploys/deploy-hooks.js';
 import type { EnvVars } from '../core/services/env-vars.js';
 import type { EnvView } from '../core/services/env-view.js';
 import type { Datastores } from '../core/datastores/datastores.js';
@@ -13,6 +15,7 @@ import type { EnvGroups } from '../core/env-groups.js';
 import type { Events } from '../core/events.js';
 import type { IdempotencyStore } from '../core/idempotency.js';
 import type { Projects } from '../core/projects.js';
+import type { Webhooks } from '../core/webhooks/webhooks.js';
 import type { Workspaces } from '../core/workspaces.js';
 import type { Services } from '../core/services/services.js';
 import type { Config } from '../config.js';
@@ -21,6 +24,11 @@ import type { Guard } from './guard.js';
 import type { Logs } from '../observability/logs/index.js';
 import type { MetricQueries } from '../observability/metrics/series.js';
 import type { UsageReports } from '../observability/usage/report.js';
+import type { Billing } from '../core/billing/billing.js';
+import type { Blueprints } from '../core/blueprints/blueprints.js';
+import type { Domains } from '../core/domains/domains.js';
+import type { GitHub } from '../core/github/github.js';
+import type { GitHubWebhook } from '../core/github/webhook.js';
 
 /** What the HTTP layer is given by the composition root (src/server.ts): core modules, never repositories. */
 export interface HttpDeps {
@@ -28,6 +36,8 @@ export interface HttpDeps {
   access: Access;
   guard: Guard;
   auth: Auth;
+  /** Sign-in with GitHub, Google and Apple. */
+  oauth: OAuth;
   apiKeys: ApiKeys;
   team: Team;
   audit: AuditLog;
@@ -38,10 +48,13 @@ export interface HttpDeps {
   envVars: EnvVars;
   envView: EnvView;
   envGroups: EnvGroups;
+  webhooks: Webhooks;
   projects: Projects;
   datastores: Datastores;
   engine: DeployEngine;
   deploys: Deploys;
+  /** Render's deploy hooks (POST /deploy/:serviceId?key=…). */
+  deployHooks: DeployHooks;
   urls: AppUrls;
   health: { store(): Promise<void>; queue(): Promise<void>; storeKind: string; runtime: RuntimeCapabilities };
   logs: Logs;
@@ -50,4 +63,13 @@ export interface HttpDeps {
   prometheus: { contentType: string; metrics(): Promise<string> };
   /** GET /v1/usage. */
   usage: UsageReports;
+  /** The cost estimate and Stripe billing. */
+  billing: Billing;
+  /** render.yaml blueprints and their syncs. */
+  blueprints: Blueprints;
+  /** The GitHub App: install, status, repositories (501 unconfigured). */
+  github: GitHub;
+  githubWebhook: GitHubWebhook;
+  /** Services' custom domains. */
+  domains: Domains;
 }

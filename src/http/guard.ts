@@ -12,11 +12,13 @@ export function createGuard(access: Access) {
     request: FastifyRequest,
     workspaceId: string,
     what = 'resource',
+    atLeast?: Role,
   ): Promise<{ workspaceId: string; role: Role }> {
     const principal = principalOf(request);
     const declared = request.routeOptions.config.access;
     const minRole: Role =
-      declared === 'public' || declared === 'signed-in' || declared === 'operator' || !declared ? 'viewer' : declared;
+      atLeast ??
+      (declared === 'public' || declared === 'signed-in' || declared === 'operator' || !declared ? 'viewer' : declared);
     const role = await access.roleIn(principal, workspaceId);
     if (role) request.auditInfo.workspaceId = workspaceId; // members' denied attempts show in their workspace's log
     return { workspaceId, role: access.check(role, minRole, what) };
@@ -39,8 +41,12 @@ export function createGuard(access: Access) {
         ? undefined
         : [(await this.context(request, undefined)).workspaceId];
     },
-    /** The workspace that owns an existing resource: 404 when the caller cannot see it. */
-    resource: (request: FastifyRequest, workspaceId: string, what: string) => workspace(request, workspaceId, what),
+    /**
+     * The workspace that owns an existing resource: 404 when the caller cannot see it. `atLeast`: the role needed
+     * there, for a `signed-in` route whose workspace comes from its input (GitHub's callback state), not `ownerId`.
+     */
+    resource: (request: FastifyRequest, workspaceId: string, what: string, atLeast?: Role) =>
+      workspace(request, workspaceId, what, atLeast),
   };
 }
 export type Guard = ReturnType<typeof createGuard>;

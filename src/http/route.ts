@@ -1,4 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { OptionalKind } from '@sinclair/typebox';
 import type {
   ContextConfigDefault,
   FastifyInstance,
@@ -26,6 +27,15 @@ declare module 'fastify' {
     access?: RouteAccess;
     /** Audit event name written for this mutating route (Render's names where they exist). */
     audit?: string;
+    /** Keep the JSON body's exact text as `request.rawBody` (a signature is computed over it). */
+    rawBody?: boolean;
+    /** The body may come as an HTML form (application/x-www-form-urlencoded). */
+    formBody?: boolean;
+  }
+  interface FastifyRequest {
+    rawBody?: string;
+    /** A `formFile` route's uploaded file, when the body came as multipart/form-data (read it, or resume it). */
+    formFile?: import('node:stream').Readable;
   }
 }
 
@@ -57,6 +67,15 @@ export interface RouteSpec<S extends FastifySchema = FastifySchema> {
   /** Overrides the global per-credential rate limit. */
   rateLimit?: { max: number; timeWindow: number | string; keyGenerator?: (req: FastifyRequest) => string };
   bodyLimit?: number;
+  /** Keep the JSON body's exact text as `req.rawBody` (signed webhooks). */
+  rawBody?: boolean;
+  /** The body may come as an HTML form (application/x-www-form-urlencoded): an OAuth provider's form_post. */
+  formBody?: boolean;
+  /**
+   * The body may also come as multipart/form-data: its fields are validated by the body schema as a JSON body would be
+   * (form values are strings, coerced as the schema says), and its one file, sent after them, is `req.formFile`.
+   */
+  formFile?: boolean;
   schema: S;
   handler: (req: Request<S>, reply: Reply<S>) => Promise<unknown>;
   /**
@@ -73,7 +92,7 @@ const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const errorResponses = (spec: RouteSpec) => {
   const codes = [400, 429, 500, 503];
   if (spec.access !== 'public') codes.push(401, 403, 404);
-  if (UNSAFE.has(spec.method)) codes.push(409, 413, 415);
+  if (UNSAFE.has(spec.method)) codes.push(402, 409, 413, 415);
   return Object.fromEntries(codes.map((c) => [c, ErrorBody]));
 };
 
@@ -90,7 +109,13 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
       method: spec.method,
       url: spec.url,
       bodyLimit: spec.bodyLimit,
-      config: { access: spec.access, audit: spec.audit, ...(spec.rateLimit ? { rateLimit: spec.rateLimit } : {}) },
+      config: {
+        access: spec.access,
+        audit: spec.audit,
+        ...(spec.rawBody ? { rawBody: true } : {}),
+        ...(spec.formBody ? { formBody: true } : {}),
+        ...(spec.rateLimit ? { rateLimit: spec.rateLimit } : {}),
+      },
       schema: {
         ...schema,
         summary: spec.summary,
@@ -100,6 +125,11 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
         ...(spec.access === 'public' ? { security: [] } : {}),
         'x-slipway-access': spec.access,
       },
+      preValidation: [
+        ...(spec.formFile ? [readFormFields] : []),
+        // An optional body (Type.Optional): a POST without one is an empty object, as Render takes it.
+        ...(schema.body && OptionalKind in (schema.body as object) ? [noBodyAsEmpty] : []),
+      ],
       handler: (ws
         ? async (req: FastifyRequest, reply: FastifyReply) => {
             await spec.handler(req as never, reply as never);
@@ -116,4 +146,23 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
         : {}),
     });
   }
+}
+
+/** A `formFile` route's multipart body: its fields become `req.body`, its file stream `req.formFile` (unread). */
+async function readFormFields(req: FastifyRequest) {
+  if (!req.isMultipart()) return;
+  const fields: Record<string, unknown> = {};
+  for await (const part of req.parts()) {
+    if (part.type === 'field') {
+      fields[part.fieldname] = part.value;
+      continue;
+    }
+    req.formFile = part.file;
+    break; // the handler streams the file; fields after it are not read
+  }
+  req.body = fields;
+}
+
+async function noBodyAsEmpty(req: FastifyRequest) {
+  req.body ??= {};
 }

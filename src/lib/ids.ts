@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuv'; // base32hex, as in Render's ids
 
@@ -17,11 +17,15 @@ export const ID_PREFIXES = {
   blueprint: 'exs',
   blueprintSync: 'exe',
   webhook: 'whk',
+  webhookEvent: 'whe',
   event: 'evt',
   audit: 'aud',
   apiKey: 'key',
   invite: 'inv',
   session: 'ses',
+  identity: 'idn',
+  headerRule: 'hdr',
+  routeRule: 'rdr',
 } as const;
 export type IdKind = keyof typeof ID_PREFIXES;
 
@@ -45,4 +49,15 @@ export function newId(kind: IdKind, now = Date.now()): string {
 const ID_PATTERN = /^[a-z]{3}-[0-9a-v]{20}$/;
 export function isId(kind: IdKind, value: string): boolean {
   return ID_PATTERN.test(value) && value.startsWith(`${ID_PREFIXES[kind]}-`);
+}
+
+/**
+ * An id derived from what a thing is (a static site's header or route rule, stored without ids): the same rule always
+ * has the same id, whoever wrote it (the API or a blueprint sync). Same shape as `newId`, so cursors take it.
+ */
+export function contentId(kind: IdKind, parts: string[]): string {
+  const digest = createHash('sha256').update(JSON.stringify(parts)).digest();
+  let chars = '';
+  for (let i = 0; i < 20; i++) chars += ALPHABET[digest[i]! % 32];
+  return `${ID_PREFIXES[kind]}-${chars}`;
 }

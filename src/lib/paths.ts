@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -17,3 +17,21 @@ export const PACKAGE_ROOT = findPackageRoot();
 
 /** Others may pass through by name, not list: the data dir, and every dir between it and an app's own dirs. */
 export const TRAVERSE_ONLY = 0o711;
+
+/** A path written relative to a source (rootDir, publishPath, a blueprint's file): never absolute, never up and out. */
+export const isRelativeInside = (p: string) => !p.startsWith('/') && !p.split('/').includes('..') && !p.includes('\0');
+
+/**
+ * `dir`'s real path (symlinks resolved) when it exists and lies inside `root`; else why not. Paths an app controls
+ * (rootDir, publishPath, a build's files) are read only through this: a link could lead to the data dir or `/`.
+ */
+export function realPathInside(root: string, dir: string): string | 'missing' | 'outside' {
+  let real: string;
+  try {
+    real = realpathSync(dir);
+  } catch {
+    return 'missing';
+  }
+  const realRoot = realpathSync(root);
+  return real === realRoot || real.startsWith(realRoot + path.sep) ? real : 'outside';
+}

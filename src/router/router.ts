@@ -1,9 +1,14 @@
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import httpProxy from 'http-proxy';
+import http2 from 'node:http2';
+import type { AddressInfo, Server, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { DEFAULT_TIMEOUT_SECONDS, serverTimeouts, type ConnectionTimeouts } from '../lib/http-timeouts.js';
 import { rawPageResponse, sendPage, type PageKind } from './pages.js';
+import { forward, UPSTREAM_TIMEOUT } from './forward.js';
+import { createWebSocketProxy } from './proxy.js';
 import { serveStatic } from './static.js';
+import type { CompiledRules } from './static-rules.js';
+import type { CertificateStore } from './tls.js';
 import type { Logger } from '../lib/logger.js';
 
 export interface Upstream {
@@ -14,8 +19,9 @@ export interface Upstream {
 }
 export type RouteTarget =
   | { kind: 'instances'; serviceId: string; upstreams: Upstream[] } // web service; [] = nothing live
-  | { kind: 'static'; serviceId: string; root: string } // static site: serve files from root
-  | { kind: 'suspended'; serviceId: string };
+  | { kind: 'static'; serviceId: string; root: string; rules?: CompiledRules } // static site: files from root
+  | { kind: 'suspended'; serviceId: string }
+  | { kind: 'redirect'; to: string }; // a custom domain's www./apex twin: 301 to this host, same path
 export interface RequestRecord {
   serviceId: string;
   method: string;
@@ -35,6 +41,15 @@ export interface RouterOptions {
   /** Slipway's defaults when omitted. */
   timeouts?: RouterTimeouts;
   log?: Logger;
+  /** An HTTPS listener beside the HTTP one; a name with a certificate there gets 301s from HTTP to HTTPS. */
+  https?: {
+    port: number; // 0 = pick a free one
+    certificates: CertificateStore;
+    /** The port HTTPS redirects name (a port forwarded from 443): the listener's by default. */
+    redirectPort?: number;
+  };
+  /** ACME http-01: the key authorization for a token, served at /.well-known/acme-challenge/<token>. */
+  acmeAnswer?(token: string): Promise<string | undefined>;
 }
 export interface RouterTimeouts extends ConnectionTimeouts {
   /** An app that sends nothing for this long: 504 (or, mid-response, the response is cut off). */
@@ -42,6 +57,8 @@ export interface RouterTimeouts extends ConnectionTimeouts {
 }
 export interface Router {
   port: number;
+  /** The HTTPS listener's port, when there is one. */
+  httpsPort?: number;
   close(): Promise<void>;
 }
 
@@ -51,13 +68,33 @@ type InstancesTarget = Extract<RouteTarget, { kind: 'instances' }>;
 const CLIENT_CLOSED_REQUEST = 499;
 /** Errors that mean the upstream never got to answer, typically an instance that just stopped. */
 const RETRYABLE_CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET']);
-/** The code of our own upstream-timeout error: answered 504 and never retried (the app got the request). */
-const UPSTREAM_TIMEOUT = 'ETIMEDOUT';
 const BODYLESS_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
-/** http-proxy appends to these on every attempt; a retry restores them first so values are not doubled. */
-const FORWARDED_HEADERS = ['x-forwarded-for', 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host'] as const;
 
 const silentLog = { warn() {}, error() {} };
+const ACME_CHALLENGE = '/.well-known/acme-challenge/';
+const ACME_TOKEN = /^[A-Za-z0-9_-]{1,256}$/;
+const isEncrypted = (socket: Socket) => (socket as TLSSocket).encrypted === true;
+
+/** The host a request names: `Host`, or HTTP/2's `:authority`. */
+const authorityOf = (req: http.IncomingMessage) => req.headers.host ?? String(req.headers[':authority'] ?? '');
+
+/** Counts the body bytes written to a response (HTTP/2: its headers are compressed and shared, so not counted). */
+function countBody(res: http.ServerResponse): () => number {
+  let bytes = 0;
+  const count = (chunk: unknown, encoding?: unknown) => {
+    if (typeof chunk === 'string')
+      bytes += Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+    else if (chunk instanceof Uint8Array) bytes += chunk.byteLength;
+  };
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => http.ServerResponse;
+  res.write = ((...args: unknown[]) => (count(args[0], args[1]), write(...args))) as typeof res.write;
+  res.end = ((...args: unknown[]) => (
+    typeof args[0] !== 'function' && count(args[0], args[1]),
+    end(...args)
+  )) as typeof res.end;
+  return () => bytes;
+}
 
 /** Host header → the name resolve() knows: lowercased, without port or trailing dot; IPv6 literals keep their brackets. */
 function hostnameOf(hostHeader: string | undefined): string {
@@ -98,11 +135,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     upstreamTimeoutMs: DEFAULT_TIMEOUT_SECONDS.upstream * 1000,
   };
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  const proxy = httpProxy.createProxyServer({ agent, xfwd: true, ws: true, changeOrigin: false });
+  const proxy = createWebSocketProxy(agent, timeouts.upstreamTimeoutMs, log);
   const roundRobinTurns = new Map<string, number>();
   const openSockets = new Set<Socket>();
-  /** Status of each proxied WebSocket connection, for its record: 101 until the upstream answers otherwise. */
-  const upgradeStatuses = new WeakMap<Socket, number>();
+  const upgradeStatuses = proxy.upgradeStatuses;
 
   function pickUpstream(serviceId: string, upstreams: Upstream[]): Upstream | undefined {
     if (upstreams.length === 0) return undefined;
@@ -116,7 +152,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     method: string | undefined,
     url: string | undefined,
     statusCode: number,
-    bytesWritten: number,
+    bytesOut: number,
   ): void {
     if (!options.onRequest || exchange.serviceId === undefined) return; // unknown hosts belong to no service
     try {
@@ -127,7 +163,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         host: exchange.hostname,
         statusCode,
         durationMs: performance.now() - exchange.startedAt,
-        bytesOut: bytesWritten - exchange.bytesAtStart,
+        bytesOut,
         ...(exchange.upstream ? { upstream: exchange.upstream } : {}),
         ...(exchange.instanceId ? { instanceId: exchange.instanceId } : {}),
       });
@@ -137,24 +173,18 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   }
 
   function startExchange(req: http.IncomingMessage, socket: Socket): Exchange {
-    return { hostname: hostnameOf(req.headers.host), startedAt: performance.now(), bytesAtStart: socket.bytesWritten };
+    return { hostname: hostnameOf(authorityOf(req)), startedAt: performance.now(), bytesAtStart: socket.bytesWritten };
   }
 
   function handleRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
     const socket = req.socket;
     const exchange = startExchange(req, socket);
-    const forwardedHeaders = FORWARDED_HEADERS.map((name) => [name, req.headers[name]] as const);
-    // Decided before http-proxy rewrites a DELETE/OPTIONS to content-length: 0 (dropping transfer-encoding).
     const replayable = isReplayable(req);
+    // An HTTP/2 connection carries many requests at once: its socket's byte count is not this response's.
+    const sent = req.httpVersionMajor === 2 ? countBody(res) : () => socket.bytesWritten - exchange.bytesAtStart;
     res.once('close', () => {
       // The socket's byte count includes the status line and headers: what the client was actually sent.
-      report(
-        exchange,
-        req.method,
-        req.url,
-        res.headersSent ? res.statusCode : CLIENT_CLOSED_REQUEST,
-        socket.bytesWritten,
-      );
+      report(exchange, req.method, req.url, res.headersSent ? res.statusCode : CLIENT_CLOSED_REQUEST, sent());
     });
 
     /** Resolves the host and sends the request there; `failed` is the upstream a first attempt could not reach, which makes this the last try. */
@@ -168,10 +198,16 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
 
     function dispatch(target: RouteTarget | undefined, failed?: Upstream): void {
       if (!target) return sendPage(res, 'noService', exchange.hostname);
+      if (target.kind === 'redirect') {
+        // Same scheme and port as the request came in on, the primary name, the same path.
+        const port = /:(\d+)$/.exec(authorityOf(req))?.[1];
+        const scheme = isEncrypted(socket) ? 'https' : 'http';
+        return redirect(res, `${scheme}://${target.to}${port ? `:${port}` : ''}${req.url ?? '/'}`);
+      }
       exchange.serviceId = target.serviceId;
       if (target.kind === 'suspended') return sendPage(res, 'suspended', exchange.hostname);
       if (target.kind === 'static') {
-        serveStatic(req, res, target.root, exchange.hostname).catch((err: unknown) => fail(err));
+        serveStatic(req, res, target.root, exchange.hostname, target.rules).catch((err: unknown) => fail(err));
         return;
       }
       proxyToInstance(target, failed);
@@ -187,17 +223,14 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       exchange.upstream = upstreamName(upstream);
       exchange.instanceId = upstream.instanceId;
 
-      proxy.web(req, res, { target: { host: upstream.host, port: upstream.port } }, (err: NodeJS.ErrnoException) => {
+      const forwarding = { agent, upstreamTimeoutMs: timeouts.upstreamTimeoutMs, encrypted: isEncrypted(socket) };
+      forward(req, res, upstream, forwarding, (err) => {
         if (res.destroyed || res.writableEnded) return; // the client left, or this was already answered
         if (!failed && !res.headersSent && RETRYABLE_CONNECT_ERRORS.has(err.code ?? '') && replayable) {
           log.warn(
             { err, serviceId: target.serviceId, upstream: exchange.upstream },
             'router: upstream unreachable, retrying once',
           );
-          for (const [name, value] of forwardedHeaders) {
-            if (value === undefined) delete req.headers[name];
-            else req.headers[name] = value;
-          }
           // A fresh resolve: the instance that refused may have just been replaced by a new deploy.
           return route(upstream);
         }
@@ -211,7 +244,28 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       sendPage(res, 'internalError', exchange.hostname);
     }
 
+    const token = req.url?.startsWith(ACME_CHALLENGE) ? req.url.slice(ACME_CHALLENGE.length) : '';
+    // An ACME token is base64url (RFC 8555 §8.3): anything else is not looked up, so it costs the store nothing.
+    if (options.acmeAnswer && ACME_TOKEN.test(token)) {
+      options.acmeAnswer(token).then((answer) => {
+        if (answer === undefined) return route(); // not Slipway's: perhaps the app runs its own ACME client
+        res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(answer) });
+        res.end(answer);
+      }, fail);
+      return;
+    }
+    const secure = options.https;
+    const challenge = req.url?.startsWith(ACME_CHALLENGE) === true; // answered over HTTP, whoever's it is
+    if (secure && !challenge && !isEncrypted(socket) && secure.certificates.has(exchange.hostname)) {
+      const port = secure.redirectPort ?? httpsPort;
+      return redirect(res, `https://${exchange.hostname}${port === 443 ? '' : `:${port}`}${req.url ?? '/'}`);
+    }
     route();
+  }
+
+  function redirect(res: http.ServerResponse, location: string): void {
+    res.writeHead(301, { location, 'content-length': '0' });
+    res.end();
   }
 
   function handleUpgrade(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
@@ -219,7 +273,13 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     socket.on('error', () => socket.destroy());
     const exchange = startExchange(req, socket);
     socket.once('close', () =>
-      report(exchange, req.method, req.url, upgradeStatuses.get(socket) ?? 101, socket.bytesWritten),
+      report(
+        exchange,
+        req.method,
+        req.url,
+        upgradeStatuses.get(socket) ?? 101,
+        socket.bytesWritten - exchange.bytesAtStart,
+      ),
     );
 
     const reject = (kind: PageKind) => {
@@ -235,7 +295,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       log.error({ err, host: exchange.hostname }, 'router: resolve failed');
       return reject('internalError');
     }
-    if (!target) return reject('noService');
+    if (!target || target.kind === 'redirect') return reject('noService');
     exchange.serviceId = target.serviceId;
     if (target.kind === 'suspended') return reject('suspended');
     if (target.kind === 'static') return reject('notFound'); // a static site has no WebSocket endpoint
@@ -261,72 +321,53 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     );
   }
 
-  /**
-   * A hung app must not hold the client (and a socket) forever: the upstream request fails once
-   * its socket has been silent for upstreamTimeoutMs, waiting for the answer or in the middle of it.
-   */
-  function limitSilence(proxyReq: http.ClientRequest): void {
-    proxyReq.setTimeout(timeouts.upstreamTimeoutMs, () => {
-      proxyReq.destroy(
-        Object.assign(new Error(`the app sent nothing for ${timeouts.upstreamTimeoutMs} ms`), {
-          code: UPSTREAM_TIMEOUT,
-        }),
-      );
+  function serve(server: http.Server, port: number): Promise<number> {
+    // Node types the socket as a Duplex; for a TCP server it is always a net.Socket.
+    server.on('upgrade', (req, socket, head) => handleUpgrade(req, socket as Socket, head));
+    server.on('connection', (socket: Socket) => {
+      openSockets.add(socket);
+      socket.once('close', () => openSockets.delete(socket));
     });
+    return listen(server, port, options.host);
   }
-
-  // http-proxy only cancels the upstream request on 'aborted', which Node does not emit once a
-  // body-less request was fully read: cancel it whenever the client goes away before the end.
-  proxy.on('proxyReq', (proxyReq, _req, res) => {
-    limitSilence(proxyReq);
-    const cancel = () => {
-      if (!res.writableFinished) proxyReq.destroy();
-    };
-    if (res.destroyed) cancel();
-    else res.once('close', cancel);
-  });
-  // An upstream dying mid-body would otherwise leave the client waiting forever on a response that never ends.
-  proxy.on('proxyRes', (proxyRes, _req, res) => {
-    proxyRes.once('close', () => {
-      if (!proxyRes.complete) res.destroy();
+  const servers: Server[] = [http.createServer(serverTimeouts(timeouts), handleRequest)];
+  if (options.https) {
+    const { certificates } = options.https;
+    // HTTP/2 by ALPN, HTTP/1.1 for the rest (WebSockets included); both reach the same handler.
+    const secure = http2.createSecureServer({
+      allowHTTP1: true,
+      ...certificates.fallback,
+      SNICallback: (name, done) => certificates.sniCallback(name, done),
     });
-  });
-  // http-proxy ends the upstream socket only when the client socket errors; tie both lifetimes so neither lingers.
-  proxy.on('proxyReqWs', (proxyReq, _req, socket) => {
-    limitSilence(proxyReq);
-    proxyReq.once('response', (upstreamRes) => upgradeStatuses.set(socket, upstreamRes.statusCode ?? 502));
-    proxyReq.once('upgrade', (_res, upstreamSocket: Socket) => {
-      upstreamSocket.setTimeout(0); // an open WebSocket may be quiet for as long as its ends like
-      socket.once('close', () => upstreamSocket.destroy());
-      upstreamSocket.once('close', () => socket.destroy());
-    });
-  });
-  // Every proxy call passes its own error callback; this only guards against an 'error' event crashing the process.
-  proxy.on('error', (err) => log.error({ err }, 'router: proxy error'));
-
-  const server = http.createServer(serverTimeouts(timeouts), handleRequest);
-  // Node types the socket as a Duplex; for a TCP server it is always a net.Socket.
-  server.on('upgrade', (req, socket, head) => handleUpgrade(req, socket as Socket, head));
-  server.on('connection', (socket: Socket) => {
-    openSockets.add(socket);
-    socket.once('close', () => openSockets.delete(socket));
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+    secure.on('request', (req, res) =>
+      handleRequest(req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse),
+    );
+    Object.assign(secure, serverTimeouts(timeouts)); // what http.Server takes as options, for HTTP/1.1 over TLS
+    secure.setTimeout(timeouts.keepAliveTimeoutMs * 4); // an HTTP/2 session idle that long is closed
+    servers.push(secure as unknown as Server);
+  }
+  // HTTPS first: the HTTP listener's redirects name its port.
+  const httpsPort = options.https ? await serve(servers[1] as http.Server, options.https.port) : 0;
+  const port = await serve(servers[0] as http.Server, options.port);
 
   return {
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const socket of openSockets) socket.destroy();
-        agent.destroy();
-      }),
+    port,
+    ...(options.https ? { httpsPort } : {}),
+    close: async () => {
+      const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
+      for (const socket of openSockets) socket.destroy();
+      agent.destroy();
+      await Promise.all(closed);
+    },
   };
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
 }

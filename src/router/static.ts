@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { pipeline } from 'node:stream';
 import { sendPage } from './pages.js';
+import type { CompiledRules } from './static-rules.js';
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -28,14 +29,21 @@ interface OpenFile {
   handle: FileHandle;
   stats: Stats;
   path: string;
+  /** The index.html of the directory the path named. */
+  isIndex: boolean;
 }
 
-/** Serves the file a GET or HEAD asks for from `root`, never anything outside it. */
+/**
+ * Serves the file a GET or HEAD asks for from `root`, never anything outside it. With a site's rules: a path no file
+ * has goes through the first matching redirect (301) or rewrite (another file of the site), and header rules add their
+ * headers to the answer.
+ */
 export async function serveStatic(
   req: IncomingMessage,
   res: ServerResponse,
   root: string,
   host: string,
+  rules?: CompiledRules,
 ): Promise<void> {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('allow', 'GET, HEAD');
@@ -43,12 +51,34 @@ export async function serveStatic(
   }
   const urlPath = decodeUrlPath(req.url ?? '/');
   if (urlPath === undefined) return sendPage(res, 'badRequest', host);
+  const extra = rules?.headersFor(urlPath) ?? [];
 
   const realRoot = await realpath(root).catch(() => undefined);
-  const file = realRoot && (await openInside(realRoot, urlPath));
-  if (file) return sendFile(req, res, file, 200);
+  let file = realRoot && (await openInside(realRoot, urlPath));
+  if (file && file.isIndex && !urlPath.endsWith('/')) {
+    // `/docs` → `/docs/`, as nginx and Render answer: the page's relative links then resolve inside the directory.
+    closeQuietly(file.handle);
+    const [rawPath, query] = (req.url ?? '/').split(/\?(.*)/s, 2);
+    res.statusCode = 301;
+    // One leading slash: `//host/dir` must not become a redirect to another site.
+    const local = `/${rawPath!.replace(/^[/\\]+/, '')}`;
+    res.setHeader('location', `${local}/${query !== undefined ? `?${query}` : ''}`);
+    return void res.end();
+  }
+  const route = file ? undefined : rules?.route(urlPath);
+  if (route?.type === 'redirect') {
+    for (const [name, value] of extra) res.setHeader(name, value);
+    res.statusCode = 301;
+    res.setHeader('location', route.destination);
+    return void res.end();
+  }
+  if (route && realRoot) {
+    const target = decodeUrlPath(route.destination);
+    if (target !== undefined) file = await openInside(realRoot, target);
+  }
+  if (file) return sendFile(req, res, file, 200, extra);
   const notFoundPage = realRoot && (await openInside(realRoot, '/404.html'));
-  if (notFoundPage) return sendFile(req, res, notFoundPage, 404);
+  if (notFoundPage) return sendFile(req, res, notFoundPage, 404, extra);
   sendPage(res, 'notFound', host);
 }
 
@@ -81,7 +111,7 @@ async function openInside(realRoot: string, urlPath: string, isIndex = false): P
   const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined);
   if (!handle) return undefined;
   const stats = await handle.stat().catch(() => undefined);
-  if (stats?.isFile()) return { handle, stats, path: real };
+  if (stats?.isFile()) return { handle, stats, path: real, isIndex };
   closeQuietly(handle);
   if (stats?.isDirectory() && !isIndex) return openInside(realRoot, path.posix.join(urlPath, 'index.html'), true);
   return undefined;
@@ -102,12 +132,19 @@ function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
   return header.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
 }
 
-function sendFile(req: IncomingMessage, res: ServerResponse, file: OpenFile, status: number): void {
+function sendFile(
+  req: IncomingMessage,
+  res: ServerResponse,
+  file: OpenFile,
+  status: number,
+  extra: Array<[string, string]>,
+): void {
   const etag = etagOf(file.stats);
   res.setHeader('content-type', CONTENT_TYPES[path.extname(file.path).toLowerCase()] ?? 'application/octet-stream');
   res.setHeader('x-content-type-options', 'nosniff');
   res.setHeader('etag', etag);
   res.setHeader('last-modified', file.stats.mtime.toUTCString());
+  for (const [name, value] of extra) res.setHeader(name, value); // the site's own rules win
 
   if (status === 200 && matchesIfNoneMatch(req.headers['if-none-match'], etag)) {
     closeQuietly(file.handle);

@@ -64,6 +64,8 @@ export interface BuildSpec {
   signal?: AbortSignal;
   onOutput?(chunk: string): void;
   limits: Limits;
+  /** A host dir kept between the service's builds (its package managers' caches), bound read-write. */
+  cacheDir?: string;
   /** On this workspace's private network (a pre-deploy command reaching its datastores); else a namespace with only a way out. */
   network?: { workspaceId: string };
 }
@@ -124,4 +126,6 @@ export interface Runtime {
   sweepServers(keep: (id: string) => boolean): Promise<void>;
   /** Whether the instance's process, found exited, was killed for going over its memory limit; told once. Optional: runtimes without limits never say so. */
   oomKilled?(instanceId: string): boolean;
+  /** Removes what the runtime made ahead of need (spare namespaces); running instances and their namespaces stay. */
+  close?(): Promise<void>;
 }

@@ -19,6 +19,10 @@ export type ServiceType = (typeof SERVICE_TYPES)[number];
 
 export const AUTO_DEPLOY = ['yes', 'no'] as const;
 
+/** Render's `buildPlan`: the resources of a service's builds, apart from its instances' plan. */
+export const BUILD_PLANS = ['starter', 'performance'] as const;
+export type BuildPlan = (typeof BUILD_PLANS)[number];
+
 /** Render's `suspenders`: why a service is suspended (empty when it runs). */
 export const SUSPENDERS = ['user', 'stuck_crashlooping'] as const;
 export type Suspender = (typeof SUSPENDERS)[number];
@@ -40,7 +44,7 @@ export const DEPLOY_STATUSES = [
   'canceled',
 ] as const;
 /** The Render triggers Slipway starts deploys with. */
-export const DEPLOY_TRIGGERS = ['api', 'new_commit', 'rollback'] as const;
+export const DEPLOY_TRIGGERS = ['api', 'new_commit', 'rollback', 'deploy_hook'] as const;
 export type DeployTrigger = (typeof DEPLOY_TRIGGERS)[number];
 
 export const INSTANCE_STATUSES = ['starting', 'running', 'stopped', 'failed'] as const;
@@ -58,7 +62,15 @@ export const DATASTORE_STATUSES = [
   'unknown',
 ] as const;
 /** What an env var may take from a datastore (`fromDatabase` / `fromKeyValue`). */
-export const ENV_VAR_REF_PROPERTIES = ['connectionString', 'host', 'port', 'user', 'password', 'database'] as const;
+export const ENV_VAR_REF_PROPERTIES = [
+  'connectionString',
+  'host',
+  'port',
+  'hostport',
+  'user',
+  'password',
+  'database',
+] as const;
 
 export const PROTECTED_STATUSES = ['unprotected', 'protected'] as const;
 
@@ -72,3 +84,106 @@ export const USAGE_KINDS = ['instance_seconds', 'build_seconds', 'bandwidth_byte
 /** How metric history buckets are aggregated (Render's `aggregationMethod`). */
 export const AGGREGATIONS = ['AVG', 'MAX', 'MIN'] as const;
 export type Aggregation = (typeof AGGREGATIONS)[number];
+
+export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+/** Render's webhook event types (its `eventType` enum, in its order). */
+export const RENDER_WEBHOOK_EVENT_TYPES = [
+  'autoscaling_config_changed',
+  'autoscaling_ended',
+  'autoscaling_started',
+  'branch_deleted',
+  'build_ended',
+  'build_started',
+  'commit_ignored',
+  'cron_job_run_ended',
+  'cron_job_run_started',
+  'deploy_ended',
+  'deploy_started',
+  'disk_created',
+  'disk_updated',
+  'disk_deleted',
+  'image_pull_failed',
+  'instance_count_changed',
+  'job_run_ended',
+  'maintenance_mode_enabled',
+  'maintenance_mode_uri_updated',
+  'maintenance_ended',
+  'maintenance_started',
+  'pipeline_minutes_exhausted',
+  'plan_changed',
+  'pre_deploy_ended',
+  'pre_deploy_started',
+  'server_available',
+  'server_failed',
+  'server_hardware_failure',
+  'server_restarted',
+  'service_resumed',
+  'service_suspended',
+  'zero_downtime_redeploy_ended',
+  'zero_downtime_redeploy_started',
+  'edge_cache_enabled',
+  'edge_cache_disabled',
+  'edge_cache_purged',
+  'postgres_available',
+  'postgres_backup_completed',
+  'postgres_backup_failed',
+  'postgres_backup_started',
+  'postgres_cluster_leader_changed',
+  'postgres_created',
+  'postgres_disk_size_changed',
+  'postgres_disk_autoscaling_enabled_changed',
+  'postgres_ha_status_changed',
+  'postgres_restarted',
+  'postgres_unavailable',
+  'postgres_upgrade_failed',
+  'postgres_upgrade_started',
+  'postgres_upgrade_succeeded',
+  'postgres_restore_failed',
+  'postgres_restore_succeeded',
+  'postgres_read_replicas_changed',
+  'postgres_pitr_checkpoint_started',
+  'postgres_pitr_checkpoint_failed',
+  'postgres_pitr_checkpoint_completed',
+  'postgres_read_replica_stale',
+  'postgres_wal_archive_failed',
+  'key_value_available',
+  'key_value_config_restart',
+  'key_value_unhealthy',
+] as const;
+/** What webhooks may carry: Render's types, then Slipway's own in the same style (events Render has no name for). */
+export const WEBHOOK_EVENT_TYPES = [
+  ...RENDER_WEBHOOK_EVENT_TYPES,
+  'service_created',
+  'service_updated',
+  'service_deleted',
+  'service_crashlooping',
+  'log_lines_dropped',
+  'postgres_deleted',
+  'postgres_suspended',
+  'postgres_resumed',
+  'postgres_updated',
+  'postgres_port_taken',
+  'key_value_created',
+  'key_value_deleted',
+  'key_value_restarted',
+  'key_value_suspended',
+  'key_value_resumed',
+  'key_value_updated',
+  'key_value_port_taken',
+  'webhook_disabled',
+  'webhook_test',
+  'blueprint_sync_started',
+  'blueprint_sync_ended',
+  'custom_domain_verified',
+  'custom_domain_unverified',
+  'certificate_issued',
+  'certificate_renewed',
+  'certificate_failed',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** Render's blueprint status. */
+export const BLUEPRINT_STATUSES = ['created', 'paused', 'in_sync', 'syncing', 'error'] as const;
+export type BlueprintStatus = (typeof BLUEPRINT_STATUSES)[number];
+export const BLUEPRINT_SYNC_STATES = ['running', 'succeeded', 'failed'] as const;
+export type BlueprintSyncState = (typeof BLUEPRINT_SYNC_STATES)[number];

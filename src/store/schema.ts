@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import {
   bigint,
   bigserial,
@@ -18,6 +19,8 @@ import {
   AUDIT_ACTOR_TYPES,
   AUDIT_STATUSES,
   AUTO_DEPLOY,
+  BLUEPRINT_STATUSES,
+  BLUEPRINT_SYNC_STATES,
   DATASTORE_KINDS,
   DATASTORE_STATUSES,
   DEPLOY_STATUSES,
@@ -29,6 +32,7 @@ import {
   ROLES,
   SERVICE_TYPES,
   USAGE_KINDS,
+  WEBHOOK_DELIVERY_STATUSES,
   type Suspender,
 } from './enums.js';
 
@@ -42,7 +46,8 @@ export const users = pgTable(
     id: text('id').primaryKey(),
     email: text('email').notNull(),
     name: text('name').notNull(),
-    passwordHash: text('password_hash').notNull(),
+    /** Null for an account made by an OAuth sign-in, until a password is set. */
+    passwordHash: text('password_hash'),
     defaultWorkspaceId: text('default_workspace_id').notNull(),
     createdAt: createdAt(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
@@ -535,3 +540,372 @@ export const usageEntries = pgTable(
     index('usage_entries_workspace_idx').on(t.workspaceId, t.endedAt),
   ],
 );
+
+/** Render's webhooks: where a workspace's events are POSTed, signed with a secret sealed at rest. */
+export const webhooks = pgTable(
+  'webhooks',
+  {
+    id: text('id').primaryKey(),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    url: text('url').notNull(),
+    enabled: boolean('enabled').notNull().default(true),
+    /** Webhook event types (store/enums.ts WEBHOOK_EVENT_TYPES); empty = all. */
+    eventFilter: text('event_filter').array().notNull().default([]),
+    sealedSecret: text('sealed_secret').notNull(),
+    /** The secret before the last rotation: it still signs until `previousSecretExpiresAt`. */
+    sealedPreviousSecret: text('sealed_previous_secret'),
+    previousSecretExpiresAt: ts('previous_secret_expires_at'),
+    /** The first failed attempt since the last success: sustained failure disables the webhook. */
+    failingSince: ts('failing_since'),
+    createdAt: createdAt(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('webhooks_workspace_idx').on(t.workspaceId, t.id)],
+);
+
+/**
+ * The outbox: one row per (event, webhook), written by the same statement as the event, with the body to send.
+ * Dispatchers claim due rows (`claimed_until`, a lease) and retry them until they succeed or give up.
+ */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    webhookId: text('webhook_id')
+      .notNull()
+      .references(() => webhooks.id, { onDelete: 'cascade' }),
+    /** The event's id, also the `webhook-id` header: the same on every attempt. */
+    eventId: text('event_id').notNull(),
+    eventType: text('event_type').notNull(),
+    payload: text('payload').notNull(),
+    status: text('status', { enum: WEBHOOK_DELIVERY_STATUSES }).notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: ts('next_attempt_at').notNull().defaultNow(),
+    claimedUntil: ts('claimed_until'),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('webhook_deliveries_event_key').on(t.webhookId, t.eventId),
+    index('webhook_deliveries_due_idx').on(t.status, t.nextAttemptAt),
+  ],
+);
+
+/** Every attempt of a delivery: Render's webhook events, the delivery log. */
+export const webhookAttempts = pgTable(
+  'webhook_attempts',
+  {
+    id: text('id').primaryKey(),
+    webhookId: text('webhook_id')
+      .notNull()
+      .references(() => webhooks.id, { onDelete: 'cascade' }),
+    eventId: text('event_id').notNull(),
+    eventType: text('event_type').notNull(),
+    sentAt: ts('sent_at').notNull(),
+    statusCode: integer('status_code'),
+    durationMs: integer('duration_ms').notNull(),
+    error: text('error'),
+    /** The first 4 KiB of the response body. */
+    responseBody: text('response_body'),
+  },
+  (t) => [index('webhook_attempts_webhook_idx').on(t.webhookId, t.id)],
+);
+
+/** A workspace's Stripe customer and its subscription as Stripe's webhooks last told it (core/billing/stripe-billing.ts). */
+export const billingAccounts = pgTable('billing_accounts', {
+  workspaceId: text('workspace_id')
+    .primaryKey()
+    .references(() => workspaces.id, { onDelete: 'cascade' }),
+  customerId: text('customer_id').notNull().unique(),
+  subscriptionId: text('subscription_id'),
+  /** Stripe's subscription status (active, trialing, past_due, canceled, …); null before any subscription. */
+  subscriptionStatus: text('subscription_status'),
+  priceId: text('price_id'),
+  currentPeriodEnd: ts('current_period_end'),
+  /** The `created` time of the Stripe event that set the subscription fields: an older event arriving late is ignored. */
+  stateAt: ts('state_at'),
+  createdAt: createdAt(),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+});
+
+/** Stripe events already handled, by id: a replayed or redelivered event changes nothing. */
+export const billingStripeEvents = pgTable('billing_stripe_events', {
+  id: text('id').primaryKey(),
+  type: text('type').notNull(),
+  receivedAt: ts('received_at').notNull().defaultNow(),
+});
+
+/**
+ * Usage reported to Stripe's meter: one row per workspace, closed period and resource, written before it is sent.
+ * The row's identifier goes with the meter event, so a resend after a crash is the same event to Stripe.
+ */
+export const billingMeterReports = pgTable(
+  'billing_meter_reports',
+  {
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    periodStart: ts('period_start').notNull(),
+    /** A resource id, or a workspace-wide item (build_minutes, bandwidth). */
+    resourceKey: text('resource_key').notNull(),
+    identifier: text('identifier').notNull().unique(),
+    /** Minor units of the catalog's currency. */
+    value: integer('value').notNull(),
+    /** pending until Stripe accepted it; zero amounts are never sent. */
+    status: text('status', { enum: ['pending', 'sent', 'zero'] }).notNull(),
+    reportedAt: ts('reported_at'),
+  },
+  (t) => [
+    primaryKey({ columns: [t.workspaceId, t.periodStart, t.resourceKey] }),
+    index('billing_meter_reports_pending_idx').on(t.status),
+  ],
+);
+
+/**
+ * The usage ledger summed per UTC hour (store/repos/usage-rollups.ts): reports read whole hours here. Rolled up by the
+ * usage meter from the entries after `usage_rollups.last_id`.
+ */
+export const usageHourly = pgTable(
+  'usage_hourly',
+  {
+    workspaceId: text('workspace_id').notNull(),
+    hour: ts('hour').notNull(),
+    resourceId: text('resource_id').notNull(),
+    kind: text('kind', { enum: USAGE_KINDS }).notNull(),
+    plan: text('plan').notNull(),
+    quantity: doublePrecision('quantity').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.hour, t.resourceId, t.kind, t.plan] })],
+);
+
+/** The same sums per UTC day: a month's report reads its whole days here, and hours only for its first and last day. */
+export const usageDaily = pgTable(
+  'usage_daily',
+  {
+    workspaceId: text('workspace_id').notNull(),
+    day: ts('day').notNull(),
+    resourceId: text('resource_id').notNull(),
+    kind: text('kind', { enum: USAGE_KINDS }).notNull(),
+    plan: text('plan').notNull(),
+    quantity: doublePrecision('quantity').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.day, t.resourceId, t.kind, t.plan] })],
+);
+
+/** How far the roll-up has read the usage ledger: the last entry id it added (to the hours and days together). */
+export const usageRollups = pgTable('usage_rollups', {
+  name: text('name').primaryKey(),
+  lastId: bigint('last_id', { mode: 'number' }).notNull(),
+});
+
+/** Blueprints: a render.yaml in a repo or an uploaded archive, synced into the workspace's resources. */
+export const blueprints = pgTable(
+  'blueprints',
+  {
+    id: text('id').primaryKey(),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    /** Render's status: created | paused | in_sync | syncing | error (BLUEPRINT_STATUSES). */
+    status: text('status', { enum: BLUEPRINT_STATUSES }).notNull().default('created'),
+    autoSync: boolean('auto_sync').notNull().default(true),
+    repo: text('repo'),
+    branch: text('branch'),
+    path: text('path').notNull().default('render.yaml'),
+    /** The latest uploaded archive (an upload blueprint), its SHA-256 beside it. */
+    archiveId: text('archive_id'),
+    archiveSha256: text('archive_sha256'),
+    lastSyncId: text('last_sync_id'),
+    createdAt: createdAt(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('blueprints_workspace_name_key').on(t.workspaceId, t.name),
+    index('blueprints_workspace_idx').on(t.workspaceId, t.id),
+  ],
+);
+
+/** One sync of a blueprint; at most one running per blueprint (the partial unique index). */
+export const blueprintSyncs = pgTable(
+  'blueprint_syncs',
+  {
+    id: text('id').primaryKey(),
+    blueprintId: text('blueprint_id')
+      .notNull()
+      .references(() => blueprints.id, { onDelete: 'cascade' }),
+    /** running | succeeded | failed (BLUEPRINT_SYNC_STATES). */
+    state: text('state', { enum: BLUEPRINT_SYNC_STATES }).notNull().default('running'),
+    /** The commit or the archive's SHA-256 the file was read from. */
+    commitId: text('commit_id'),
+    error: text('error'),
+    /** Per resource: what the sync did (core/blueprints/sync.ts SyncResult). */
+    results: jsonb('results').$type<unknown[]>().notNull().default([]),
+    /** A running sync's pulse: one whose pulse stopped (its process died) is failed by the next (core/blueprints). */
+    heartbeatAt: ts('heartbeat_at').notNull().defaultNow(),
+    startedAt: ts('started_at').notNull().defaultNow(),
+    finishedAt: ts('finished_at'),
+  },
+  (t) => [
+    index('blueprint_syncs_blueprint_idx').on(t.blueprintId, t.id),
+    uniqueIndex('blueprint_syncs_running_key')
+      .on(t.blueprintId)
+      .where(sql`state = 'running'`),
+  ],
+);
+
+/** The resources a blueprint manages: kind (service | postgres | keyValue | envGroup | project) and id. */
+export const blueprintResources = pgTable(
+  'blueprint_resources',
+  {
+    resourceId: text('resource_id').primaryKey(),
+    blueprintId: text('blueprint_id')
+      .notNull()
+      .references(() => blueprints.id, { onDelete: 'cascade' }),
+    kind: text('kind').notNull(),
+    name: text('name').notNull(),
+  },
+  (t) => [index('blueprint_resources_blueprint_idx').on(t.blueprintId)],
+);
+
+/** A service's deploy hook (Render's secret deploy URL): its key is kept as a SHA-256 digest, shown once. */
+export const deployHooks = pgTable('deploy_hooks', {
+  serviceId: text('service_id')
+    .primaryKey()
+    .references(() => services.id, { onDelete: 'cascade' }),
+  keyHash: text('key_hash').notNull(),
+  /** The key's last characters, so a user can tell which key is current. */
+  keyHint: text('key_hint').notNull(),
+  createdAt: createdAt(),
+});
+
+/** The newest commit the git poller saw on a service's repo and branch (core/deploys/git-poller.ts). */
+export const gitHeads = pgTable('git_heads', {
+  serviceId: text('service_id')
+    .primaryKey()
+    .references(() => services.id, { onDelete: 'cascade' }),
+  /** `<repo>#<branch>` the commit was read from: a changed repo or branch starts over. */
+  source: text('source').notNull(),
+  commitId: text('commit_id').notNull(),
+  checkedAt: ts('checked_at').notNull().defaultNow(),
+});
+
+/** A GitHub App installation, linked to the one workspace whose admin installed it (core/github). */
+export const githubInstallations = pgTable(
+  'github_installations',
+  {
+    /** GitHub's installation id. */
+    installationId: text('installation_id').primaryKey(),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    /** The account the App is installed on: its login and type (User | Organization). */
+    account: text('account').notNull(),
+    accountType: text('account_type').notNull(),
+    /** GitHub's `repository_selection`: all | selected. */
+    repositorySelection: text('repository_selection').notNull(),
+    suspended: boolean('suspended').notNull().default(false),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex('github_installations_workspace_key').on(t.workspaceId)],
+);
+
+/** GitHub webhook deliveries seen (X-GitHub-Delivery): a redelivery is recognised and ignored. */
+export const githubDeliveries = pgTable('github_deliveries', {
+  id: text('id').primaryKey(),
+  receivedAt: createdAt(),
+});
+
+/** A sign-in identity at an OAuth provider (github | google | apple), linked to one user (core/oauth). */
+export const identities = pgTable(
+  'identities',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    provider: text('provider').notNull(),
+    /** The provider's stable id of the account (`sub`, or GitHub's numeric user id). */
+    subject: text('subject').notNull(),
+    email: text('email'),
+    /** Whether the provider said `email` is verified when the identity was linked. */
+    emailVerified: boolean('email_verified').notNull().default(false),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('identities_provider_subject_key').on(t.provider, t.subject),
+    index('identities_user_idx').on(t.userId),
+  ],
+);
+
+/** A custom domain of a service (Render's customDomain); routable once its DNS points at Slipway (core/domains). */
+export const customDomains = pgTable(
+  'custom_domains',
+  {
+    id: text('id').primaryKey(),
+    serviceId: text('service_id')
+      .notNull()
+      .references(() => services.id, { onDelete: 'cascade' }),
+    /** Lowercase, punycode: unique across the whole instance, so no workspace can claim another's domain. */
+    name: text('name').notNull(),
+    /** apex | subdomain. */
+    domainType: text('domain_type').notNull(),
+    publicSuffix: text('public_suffix').notNull(),
+    /** Set on the twin Slipway adds (www. or apex): it redirects (301) to this name. */
+    redirectForName: text('redirect_for_name'),
+    /** verified | unverified. */
+    verificationStatus: text('verification_status').notNull().default('unverified'),
+    verifiedAt: ts('verified_at'),
+    /** When the background check next looks (unverified: with backoff; verified: daily). */
+    nextCheckAt: ts('next_check_at').notNull().defaultNow(),
+    /** Failed checks in a row (the backoff's exponent). */
+    failedChecks: integer('failed_checks').notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('custom_domains_name_key').on(t.name),
+    index('custom_domains_service_idx').on(t.serviceId, t.id),
+    index('custom_domains_next_check_idx').on(t.nextCheckAt),
+  ],
+);
+
+/** A custom domain's TLS certificate from ACME (core/domains/certificates.ts); the private key sealed by the secret box. */
+export const certificates = pgTable(
+  'certificates',
+  {
+    domainId: text('domain_id')
+      .primaryKey()
+      .references(() => customDomains.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    /** none (not issued yet) | issued; a failed renewal keeps serving the issued one. */
+    status: text('status').notNull().default('none'),
+    certPem: text('cert_pem'),
+    keySealed: text('key_sealed'),
+    notBefore: ts('not_before'),
+    notAfter: ts('not_after'),
+    /** When to order next: the first order, a renewal, or a retry after a failure. */
+    dueAt: ts('due_at').notNull().defaultNow(),
+    failures: integer('failures').notNull().default(0),
+    lastError: text('last_error'),
+    /** One process orders at a time: the claim ends here (a crashed orderer's claim lapses). */
+    claimedUntil: ts('claimed_until'),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('certificates_due_idx').on(t.dueAt)],
+);
+
+/** http-01 answers in flight, so whichever router process the ACME server reaches can give them. */
+export const acmeChallenges = pgTable('acme_challenges', {
+  token: text('token').primaryKey(),
+  keyAuthorization: text('key_authorization').notNull(),
+  createdAt: createdAt(),
+});
+
+/** The ACME account key per directory, sealed by the secret box. */
+export const acmeAccounts = pgTable('acme_accounts', {
+  directoryUrl: text('directory_url').primaryKey(),
+  keySealed: text('key_sealed').notNull(),
+  createdAt: createdAt(),
+});

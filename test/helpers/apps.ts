@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,7 +13,10 @@ export async function packFixture(name: string, extra: Record<string, string> = 
   const dir = mkdtempSync(path.join(tmpdir(), 'slipway-fixture-'));
   try {
     cpSync(path.join(FIXTURES, name), dir, { recursive: true });
-    for (const [file, content] of Object.entries(extra)) writeFileSync(path.join(dir, file), content);
+    for (const [file, content] of Object.entries(extra)) {
+      mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      writeFileSync(path.join(dir, file), content);
+    }
     const out = `${dir}.tgz`;
     await tar.c({ gzip: true, cwd: dir, file: out, portable: true }, ['.']);
     const data = readFileSync(out);

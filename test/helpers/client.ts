@@ -33,7 +33,13 @@ export function client(baseUrl: string) {
       body = JSON.stringify(opts.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(baseUrl + path, { method, headers, body: body as BodyInit | undefined });
+    // Redirects are answers to check (GitHub's install link), not to follow.
+    const res = await fetch(baseUrl + path, {
+      method,
+      headers,
+      body: body as BodyInit | undefined,
+      redirect: 'manual',
+    });
     const text = await res.text();
     let parsed: unknown = undefined;
     try {

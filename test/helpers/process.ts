@@ -14,31 +14,9 @@ import { createTestDatabase, TEST_DATABASE_URL } from './server.js';
 /** The repository root, where `src/main.ts` lives. */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` until it returns a truthy value; throws with `what` after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined | null | false>,
-  timeoutMs = 10_000,
-  everyMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value) return value;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${(lastError as Error).message})` : ''}`,
-      );
-    await sleep(everyMs);
-  }
-}
+// Waiting and ports, without vitest: benches use them too.
+import { waitFor } from './wait.js';
+export { freePort, sleep, waitFor } from './wait.js';
 
 /** Rejects when `promise` has not settled within `ms`. */
 export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -64,21 +42,19 @@ export async function freshStore(): Promise<{
     env: { SLIPWAY_DATA_DIR: dataDir, ...(database ? { DATABASE_URL: database.url } : {}) },
     async remove() {
       await database?.drop();
-      // Apps outlive Slipway, and the namespaces of its apps and builds are machine-wide: they go with the data dir.
-      killProcessesUnder(dataDir);
-      await removeNetworksOf(dataDir, DEFAULT_NETWORK_CIDR, findProgram);
-      rmSync(dataDir, { recursive: true, force: true });
+      await removeDataDir(dataDir);
     },
   };
 }
 
-/** A TCP port nobody listens on right now. */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+/**
+ * Removes a killed Slipway's data dir with what lives outside it: apps outlive Slipway, and the namespaces of its
+ * apps and builds (a ready build namespace from its first minute on) are machine-wide.
+ */
+export async function removeDataDir(dataDir: string): Promise<void> {
+  killProcessesUnder(dataDir);
+  await removeNetworksOf(dataDir, DEFAULT_NETWORK_CIDR, findProgram);
+  rmSync(dataDir, { recursive: true, force: true });
 }
 
 /** The pid of a process that has exited (so a lock file holding it is stale). */
@@ -122,7 +98,7 @@ export function spawnSlipway(env: Record<string, string>): SlipwayProcess {
   );
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: REPO_ROOT,
-    env: { ...base, SLIPWAY_HOST: '127.0.0.1', SLIPWAY_LOG_LEVEL: 'info', ...env },
+    env: { ...base, SLIPWAY_HOST: '127.0.0.1', SLIPWAY_LOG_LEVEL: 'info', SLIPWAY_ROUTER_HTTPS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -187,16 +163,24 @@ export function waitForHealthy(url: string, timeoutMs = 20_000): Promise<Respons
   );
 }
 
-/** POSTs JSON on a connection of its own that closes after the reply (`Connection: close`, no keep-alive). */
-export function postJsonOnce(url: string, body: unknown, timeoutMs = 15_000): Promise<{ status: number; body: any }> {
-  return new Promise((resolve, reject) => {
-    const payload = JSON.stringify(body);
-    const req = http.request(
+/**
+ * POSTs JSON on a connection of its own (`Connection: close`) and sends all of it but the body's last byte: the
+ * request stays in flight, however fast the server is, until `finish()` sends that byte.
+ */
+export function postJsonHeld(
+  url: string,
+  body: unknown,
+  timeoutMs = 15_000,
+): { reply: Promise<{ status: number; body: any }>; finish(): void } {
+  const payload = Buffer.from(JSON.stringify(body));
+  let req!: http.ClientRequest;
+  const reply = new Promise<{ status: number; body: any }>((resolve, reject) => {
+    req = http.request(
       url,
       {
         method: 'POST',
         agent: false,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+        headers: { 'content-type': 'application/json', 'content-length': payload.length },
         timeout: timeoutMs,
       },
       (res) => {
@@ -208,8 +192,9 @@ export function postJsonOnce(url: string, body: unknown, timeoutMs = 15_000): Pr
     );
     req.on('timeout', () => req.destroy(new Error(`POST ${url}: no reply within ${timeoutMs} ms`)));
     req.on('error', reject);
-    req.end(payload);
   });
+  req.write(payload.subarray(0, -1));
+  return { reply, finish: () => void req.end(payload.subarray(-1)) };
 }
 
 export interface TcpProxy {

@@ -104,13 +104,19 @@ export async function bootServer(
     SLIPWAY_AUTH_RATE_LIMIT_PER_MINUTE: '1000',
     SLIPWAY_AUTH_ACCOUNT_ATTEMPTS_PER_10_MINUTES: '1000',
     SLIPWAY_ROUTER_PORT: '0',
+    SLIPWAY_ROUTER_HTTPS_PORT: '0',
     SLIPWAY_HEALTH_CHECK_TIMEOUT_SECONDS: '10',
     SLIPWAY_CRASH_CHECK_MS: '200',
     SLIPWAY_CRASH_BACKOFF_MS: '100',
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...env,
   });
-  const slipway = await startSlipway(config, { log });
+  const slipway = await startSlipway(config, { log }).catch(async (err: unknown) => {
+    // A start that is meant to fail (a bad setting) leaves nothing behind either.
+    await database?.drop();
+    if (!reuse) rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;

@@ -11,7 +11,8 @@ import {
 } from '../../provisioners/types.js';
 import type { DatastoreKind, DatastoreQuery, DatastoreRepo, DatastoreRow } from '../../store/repos/datastores.js';
 import type { EnvVarRef } from '../../store/schema.js';
-import type { Events } from '../events.js';
+import type { Transact } from '../../store/repos/index.js';
+import type { Events, ServiceEvent } from '../events.js';
 import { checkIdentifier, defaultIdentifier, keyValueSize, postgresSize, redisPolicy } from './plans.js';
 import { createDatastoreReconciler, placementOf, type DatastoreDriver } from './reconciler.js';
 import type { Logger } from '../../lib/logger.js';
@@ -50,9 +51,13 @@ export interface DatastoreDeps {
   provisioners: Provisioners;
   box: SecretBox;
   events: Events;
+  /** A row change and its event commit together (the outbox). */
+  transact: Transact;
   checkMs: number;
   /** At boot: removes the network namespaces of local servers whose datastore is gone (the runtime's sweepServers). */
   sweepServers?(keep: (id: string) => boolean): Promise<void>;
+  /** 402 when the workspace may not add a paid plan now (core/billing/billing.ts). */
+  assertMayAddPaid?: (workspaceId: string, kind: 'postgres' | 'key_value', plan: string) => Promise<void>;
   /** Runs before a datastore is deleted (the usage meter's last pass over it). */
   beforeRemove?(): Promise<void>;
   log: Logger;
@@ -94,10 +99,20 @@ export function createDatastores(deps: DatastoreDeps) {
     },
     spec: specOf,
   };
+  /** A change of the row and the event that records it, in one transaction; the dispatcher wakes after the commit. */
+  async function withEvent<T>(change: (tx: Parameters<Parameters<Transact>[0]>[0]) => Promise<T>, event: ServiceEvent) {
+    const result = await deps.transact(async (tx) => {
+      const changed = await change(tx);
+      await events.record(event, tx.events);
+      return changed;
+    });
+    events.poke();
+    return result;
+  }
   const reconciler = createDatastoreReconciler({
     repo,
+    updateWithEvent: (id, patch, event) => withEvent((tx) => tx.datastores.update(id, patch), event),
     driver,
-    events,
     checkMs: deps.checkMs,
     log: deps.log,
     sweepServers: deps.sweepServers,
@@ -118,18 +133,16 @@ export function createDatastores(deps: DatastoreDeps) {
     row: Omit<Parameters<DatastoreRepo['insert']>[0], 'workspaceId' | 'status' | 'sealedPassword'>,
   ) {
     if (row.environmentId) await deps.assertEnvironment(workspaceId, row.environmentId);
-    const created = await repo.insert({
-      ...row,
-      workspaceId,
-      status: 'creating',
-      sealedPassword: box.seal(randomBytes(24).toString('base64url')),
-    });
-    await events.record({
-      workspaceId,
-      datastoreId: created.id,
-      type: 'datastore_created',
-      details: { kind: created.kind },
-    });
+    const created = await withEvent(
+      (tx) =>
+        tx.datastores.insert({
+          ...row,
+          workspaceId,
+          status: 'creating',
+          sealedPassword: box.seal(randomBytes(24).toString('base64url')),
+        }),
+      { workspaceId, datastoreId: row.id, type: 'datastore_created', details: { kind: row.kind } },
+    );
     reconciler.kick(created.id);
     return created;
   }
@@ -155,9 +168,10 @@ export function createDatastores(deps: DatastoreDeps) {
     password,
     start: () => reconciler.start(),
     close: () => reconciler.close(),
-    createPostgres(workspaceId: string, input: PostgresInput) {
+    async createPostgres(workspaceId: string, input: PostgresInput) {
       const provisioner = provisionerFor('postgres');
       postgresSize(input.plan);
+      await deps.assertMayAddPaid?.(workspaceId, 'postgres', input.plan);
       const versions = provisioner.versions();
       // A cluster provisioner learns its server's version just after boot.
       if (!versions.length)
@@ -181,9 +195,10 @@ export function createDatastores(deps: DatastoreDeps) {
         ipAllowList: input.ipAllowList ?? [],
       });
     },
-    createKeyValue(workspaceId: string, input: KeyValueInput) {
+    async createKeyValue(workspaceId: string, input: KeyValueInput) {
       const provisioner = provisionerFor('keyValue');
       keyValueSize(input.plan);
+      await deps.assertMayAddPaid?.(workspaceId, 'key_value', input.plan);
       return insert(workspaceId, {
         id: newId('keyValue'),
         kind: 'keyValue',
@@ -197,8 +212,10 @@ export function createDatastores(deps: DatastoreDeps) {
       });
     },
     /** Name and allow list change the row; plan and eviction policy are applied to the running server. */
-    update(row: DatastoreRow, patch: DatastorePatch) {
+    async update(row: DatastoreRow, patch: DatastorePatch) {
       if (patch.plan !== undefined) (row.kind === 'postgres' ? postgresSize : keyValueSize)(patch.plan);
+      if (patch.plan !== undefined && patch.plan !== row.plan)
+        await deps.assertMayAddPaid?.(row.workspaceId, row.kind === 'postgres' ? 'postgres' : 'key_value', patch.plan);
       const applies =
         (patch.plan !== undefined && patch.plan !== row.plan) ||
         (patch.maxmemoryPolicy !== undefined && patch.maxmemoryPolicy !== row.maxmemoryPolicy);
@@ -222,13 +239,12 @@ export function createDatastores(deps: DatastoreDeps) {
         const placement = placementOf(row);
         const provisioner = driver.provisioner(row);
         if (placement && provisioner) await provisioner.destroy(specOf(row), placement);
-        if (!(await repo.delete(row.id))) throw notFound(WHAT[row.kind]);
-      });
-      await events.record({
-        workspaceId: row.workspaceId,
-        datastoreId: row.id,
-        type: 'datastore_deleted',
-        details: { kind: row.kind },
+        await withEvent(
+          async (tx) => {
+            if (!(await tx.datastores.delete(row.id))) throw notFound(WHAT[row.kind]);
+          },
+          { workspaceId: row.workspaceId, datastoreId: row.id, type: 'datastore_deleted', details: { kind: row.kind } },
+        );
       });
     },
     connection,
@@ -294,6 +310,8 @@ export function refValue(
       return c.host;
     case 'port':
       return String(c.port);
+    case 'hostport':
+      return `${c.host}:${c.port}`;
     case 'user':
       return c.user;
     case 'password':

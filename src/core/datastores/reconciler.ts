@@ -1,6 +1,6 @@
 import { PortTakenError, type Placement, type Provisioner } from '../../provisioners/types.js';
 import type { DatastoreRepo, DatastoreRow, DatastoreStatus } from '../../store/repos/datastores.js';
-import type { Events } from '../events.js';
+import type { ServiceEvent } from '../events.js';
 import { createKeyedLocks } from '../../lib/keyed-locks.js';
 import type { Logger } from '../../lib/logger.js';
 
@@ -12,8 +12,9 @@ export interface DatastoreDriver {
 
 export interface ReconcilerDeps {
   repo: Pick<DatastoreRepo, 'get' | 'all' | 'update'>;
+  /** Updates the row and records `event` with it, in one transaction (the outbox). */
+  updateWithEvent(id: string, patch: Partial<DatastoreRow>, event: ServiceEvent): Promise<DatastoreRow | undefined>;
   driver: DatastoreDriver;
-  events: Events;
   checkMs: number;
   /** Removes the network namespaces of local servers whose datastore `keep` refuses (deleted while Slipway was down). */
   sweepServers?(keep: (id: string) => boolean): Promise<void>;
@@ -31,7 +32,7 @@ export const placementOf = (row: DatastoreRow): Placement | undefined =>
  * Work on one datastore is serialised; a failing one is retried with backoff.
  */
 export function createDatastoreReconciler(deps: ReconcilerDeps) {
-  const { repo, driver, events, log } = deps;
+  const { repo, driver, log } = deps;
   const withLock = createKeyedLocks();
   const failures = new Map<string, { count: number; retryAt: number }>();
   const restarts = new Set<string>();
@@ -44,17 +45,16 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
     type?: string,
     patch: Partial<DatastoreRow> = {},
   ) {
-    const updated = (await repo.update(row.id, { ...patch, status })) ?? row;
-    if (type && (status !== row.status || type === 'datastore_restarted')) {
-      const moved = patch.port !== undefined && patch.port !== row.port ? { port: patch.port } : {};
-      await events.record({
-        workspaceId: row.workspaceId,
-        datastoreId: row.id,
-        type,
-        details: { kind: row.kind, status, ...moved },
-      });
-    }
-    return updated;
+    if (!type || (status === row.status && type !== 'datastore_restarted'))
+      return (await repo.update(row.id, { ...patch, status })) ?? row;
+    const moved = patch.port !== undefined && patch.port !== row.port ? { port: patch.port } : {};
+    const event = {
+      workspaceId: row.workspaceId,
+      datastoreId: row.id,
+      type,
+      details: { kind: row.kind, status, ...moved },
+    };
+    return (await deps.updateWithEvent(row.id, { ...patch, status }, event)) ?? row;
   }
   const placed = (p: Placement) => ({ host: p.host, port: p.port, provisionerState: p.state });
 
@@ -78,13 +78,16 @@ export function createDatastoreReconciler(deps: ReconcilerDeps) {
         { datastoreId: row.id, port: err.port },
         'datastore port is taken by another process; moving it to a new port',
       );
-      await repo.update(row.id, { status: 'unavailable' });
-      await events.record({
-        workspaceId: row.workspaceId,
-        datastoreId: row.id,
-        type: 'datastore_port_taken',
-        details: { kind: row.kind, status: 'unavailable', port: err.port },
-      });
+      await deps.updateWithEvent(
+        row.id,
+        { status: 'unavailable' },
+        {
+          workspaceId: row.workspaceId,
+          datastoreId: row.id,
+          type: 'datastore_port_taken',
+          details: { kind: row.kind, status: 'unavailable', port: err.port },
+        },
+      );
       const moved = await provisioner.relocate(spec, placement);
       await repo.update(row.id, placed(moved));
       return moved;

@@ -1,53 +1,41 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
 import type { ServiceDetails } from '../services/details.js';
+import { readPackageJson, readProjectFile } from './package-managers.js';
 
-interface PackageJson {
-  scripts?: Record<string, string>;
-  dependencies?: Record<string, string>;
-  devDependencies?: Record<string, string>;
-}
+const packageJson = (dir: string) => readPackageJson(dir)?.pkg;
 
-function packageJson(dir: string): PackageJson | undefined {
-  try {
-    return JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
-  } catch {
-    return undefined;
-  }
-}
+/** Runs a package.json script itself, with the project's binaries first on the PATH. */
+const scriptCommand = (script: string) => `PATH="$PWD/node_modules/.bin:$PATH" exec ${script}`;
 
-/** The build command: the configured one, else what a Node project asks for (npm ci/install + build). */
-export function buildCommandFor(dir: string, details: ServiceDetails): string {
-  if (details.buildCommand) return details.buildCommand;
-  const pkg = packageJson(dir);
-  if (!pkg) return '';
-  const hasDeps = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).length > 0;
-  // Nothing to install (no dependencies, or a vendored node_modules): skip npm entirely.
-  const install =
-    !hasDeps || existsSync(path.join(dir, 'node_modules'))
-      ? ''
-      : existsSync(path.join(dir, 'package-lock.json'))
-        ? 'npm ci'
-        : 'npm install';
-  return [install, pkg.scripts?.build ? 'npm run build' : ''].filter(Boolean).join(' && ');
+/** Package manager commands that are not scripts. */
+const BUILTINS = new Set(['install', 'i', 'add', 'remove', 'up', 'upgrade', 'dlx', 'exec', 'ci', 'link']);
+
+/**
+ * `npm start`, `yarn start`, `pnpm run web` and the like, when package.json has that script: the script itself.
+ * Instances have no yarn or pnpm (Corepack would download them at every start), and npm would add its start-up.
+ */
+function packageScriptOf(dir: string, command: string): string | undefined {
+  const match = /^(?:npm|yarn|pnpm)\s+(?:run(?:-script)?\s+)?([\w:.-]+)$/.exec(command.trim());
+  const name = match?.[1];
+  if (!name || BUILTINS.has(name)) return undefined;
+  if (command.trim().startsWith('npm') && name !== 'start' && !/\srun/.test(command)) return undefined;
+  const script = packageJson(dir)?.scripts?.[name];
+  return typeof script === 'string' && script.trim() ? scriptCommand(script) : undefined;
 }
 
 /** The start command: configured, else a Procfile `web:` line, else package.json's start script, else `node index.js`. */
 export function startCommandFor(dir: string, details: ServiceDetails): string | undefined {
-  if (details.startCommand) return details.startCommand;
-  try {
-    const web = readFileSync(path.join(dir, 'Procfile'), 'utf8')
-      .split('\n')
-      .find((l) => /^web:/.test(l.trim()));
-    if (web) return web.trim().slice(4).trim();
-  } catch {
-    // no Procfile
-  }
+  if (details.startCommand) return packageScriptOf(dir, details.startCommand) ?? details.startCommand;
+  const web = readProjectFile(path.join(dir, 'Procfile'))
+    ?.split('\n')
+    .find((l) => /^web:/.test(l.trim()));
+  if (web) return web.trim().slice(4).trim();
   const pkg = packageJson(dir);
   // `npm start` would run this script under an npm process: ~1.5 s of npm start-up per
   // instance, and one more process between the app and its SIGTERM. Run the script itself.
-  if (pkg?.scripts?.start) return `PATH="$PWD/node_modules/.bin:$PATH" exec ${pkg.scripts.start}`;
+  if (typeof pkg?.scripts?.start === 'string' && pkg.scripts.start) return scriptCommand(pkg.scripts.start);
   if (existsSync(path.join(dir, 'index.js'))) return 'node index.js';
   return undefined;
 }
@@ -81,17 +69,31 @@ export function gitTransport(repo: string): string {
   return colon > 0 && !repo.slice(0, colon).includes('/') ? 'ssh' : 'file';
 }
 
+/**
+ * With a token (a GitHub App installation's), git asks this credential helper, which reads the token from its
+ * environment: the token is never in a URL, an argument, a file or git's output.
+ */
+const TOKEN_HELPER =
+  '!f() { test "$1" = get && echo username=x-access-token && echo "password=$SLIPWAY_GIT_TOKEN"; }; f';
+const withToken = (args: string[], token: string | undefined) =>
+  token ? ['-c', 'credential.helper=', '-c', `credential.helper=${TOKEN_HELPER}`, ...args] : args;
+const tokenEnv = (token: string | undefined): Record<string, string> => (token ? { SLIPWAY_GIT_TOKEN: token } : {});
+
 /** `git clone` of a branch (shallow) or of the history needed to check out a commit, over `protocols` only. */
 export function gitCloneCommand(
   repo: string,
   dir: string,
-  opts: { branch?: string; commitId?: string; protocols: string[] },
+  opts: { branch?: string; commitId?: string; protocols: string[]; token?: string },
 ): Command {
   const args = ['clone', '--no-tags', '--quiet'];
   if (!opts.commitId) args.push('--depth', '1');
   if (opts.branch) args.push('--single-branch', '--branch', opts.branch);
   args.push('--', repo, dir);
-  return { file: 'git', args, env: { ...GIT_ENV, GIT_ALLOW_PROTOCOL: opts.protocols.join(':') } };
+  return {
+    file: 'git',
+    args: withToken(args, opts.token),
+    env: { ...GIT_ENV, GIT_ALLOW_PROTOCOL: opts.protocols.join(':'), ...tokenEnv(opts.token) },
+  };
 }
 
 export const gitCheckoutCommand = (dir: string, commitId: string): Command => ({
@@ -106,3 +108,13 @@ export const gitHeadCommand = (dir: string): Command => ({
   args: ['-C', dir, 'log', '-1', '--format=%H%n%s'],
   env: GIT_ENV,
 });
+
+/** `git ls-remote` of one branch (or of HEAD without one): prints `<commit>\t<ref>`, without cloning anything. */
+export function gitLsRemoteCommand(repo: string, opts: { branch?: string; protocols: string[] }): Command {
+  const ref = opts.branch ? `refs/heads/${opts.branch}` : 'HEAD';
+  return {
+    file: 'git',
+    args: ['ls-remote', '--', repo, ref],
+    env: { ...GIT_ENV, GIT_ALLOW_PROTOCOL: opts.protocols.join(':') },
+  };
+}

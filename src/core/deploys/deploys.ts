@@ -4,9 +4,12 @@ import type { DeployQuery, DeployRepo, DeployRow, SourceRow } from '../../store/
 import type { ServiceRow } from '../../store/repos/services.js';
 import { deploysNewSource } from '../services/services.js';
 import type { DeployEngine } from './engine.js';
-import type { SaveUpload } from './sources.js';
+import type { LinkSource, SaveUpload } from './sources.js';
 
-/** Render's deployMode: `deploy_only` reuses the live deploy's artifact ("deploy without building"). */
+/**
+ * Render's deployMode: `deploy_only` ("deploy without building") runs the live deploy's artifact with the service's
+ * settings as they are now, its start command included (redeploy.ts).
+ */
 export type DeployMode = 'deploy_only' | 'build_and_deploy';
 
 /** The deploys of one service as the API acts on them: read, trigger, and upload a source (docs/architecture.md, "Deploys"). */
@@ -14,6 +17,7 @@ export function createDeploys(deps: {
   repo: Pick<DeployRepo, 'get' | 'list' | 'liveOf'>;
   engine: Pick<DeployEngine, 'trigger' | 'writingTo'>;
   saveUpload: SaveUpload;
+  linkSource: LinkSource;
 }) {
   const { repo, engine } = deps;
   return {
@@ -44,6 +48,11 @@ export function createDeploys(deps: {
       const source = await engine.writingTo(service.id, async () => deps.saveUpload(service.id, await archive()));
       if (!deploysNewSource(service)) return { source };
       return { source, deploy: await engine.trigger(service, { trigger: 'new_commit', sourceId: source.id }) };
+    },
+    /** Deploys an archive already checked (a blueprint's) as the service's new source, whatever its autoDeploy. */
+    async deployArchive(service: ServiceRow, archive: { file: string; sha256: string }): Promise<DeployRow> {
+      const source = await engine.writingTo(service.id, () => deps.linkSource(service.id, archive));
+      return engine.trigger(service, { trigger: 'new_commit', sourceId: source.id });
     },
   };
 }

@@ -16,7 +16,10 @@ import { createInstances, type Release } from './instances.js';
 import { artifactOwner, type Layout } from './layout.js';
 import type { Lifecycle } from './lifecycle.js';
 import { createRouteRefresher } from './live-route.js';
-import { createBuilder, type BuildLog, type PipelineLimits } from './pipeline.js';
+import type { BuildCache } from './build-cache.js';
+import type { BuildLog } from './build-step.js';
+import { createBuilder, type PipelineLimits } from './pipeline.js';
+import { currentStartCommand } from './redeploy.js';
 import { recoverInstances } from './recovery.js';
 import { createDeployRunner } from './run-deploy.js';
 import { createRollover } from './rollover.js';
@@ -46,8 +49,12 @@ export interface EngineDeps {
   log: Logger;
   /** Build and pre-deploy output lines (the log store). */
   buildLog?: BuildLog;
+  /** The services' dependency caches; none: every build installs from nothing. */
+  buildCache?: BuildCache;
   /** Told of every deploy that reaches a final status (Prometheus counters). */
   onDeployEnded?(status: DeployStatus, deploy: DeployRow): void;
+  /** A token to clone the service's repo with (core/github), when one applies. */
+  gitToken?: (service: ServiceRow) => Promise<string | undefined>;
   /** Told of every build that ran, succeeded or not (the usage meter's build-seconds). */
   onBuildEnded?(service: ServiceRow, deployId: string, startedAt: Date, endedAt: Date): Promise<void> | void;
   /** Runs when a removed service's processes have stopped, before its rows go (the usage meter's last pass). */
@@ -80,6 +87,9 @@ export function createDeployEngine(deps: EngineDeps) {
     limits: deps.limits,
     buildEnv: (s, d) => envFor(s, d),
     buildLog: deps.buildLog,
+    cache: deps.buildCache,
+    trackWrite: lifecycle.trackWrite,
+    gitToken: deps.gitToken,
   });
   const withServiceLock = createKeyedLocks();
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -165,6 +175,7 @@ export function createDeployEngine(deps: EngineDeps) {
     withServiceLock,
     intervalMs: deps.limits.crashCheckMs,
     backoffMs: deps.limits.crashBackoffMs,
+    transact: deps.transact,
   });
 
   const engine = {
@@ -188,25 +199,40 @@ export function createDeployEngine(deps: EngineDeps) {
       if (!opts.artifactOf && !source && !service.repo)
         throw conflict('nothing to deploy: upload a source archive (POST …/source/upload) or set a repo');
       const from = opts.artifactOf;
-      const deploy = await repos.deploys.insert({
-        id: newId('deploy'),
-        serviceId: service.id,
-        status: 'created',
-        trigger: opts.trigger,
-        sourceId: from ? from.sourceId : (source?.id ?? null),
-        commitId: from ? from.commitId : (opts.commitId ?? null),
-        commitMessage: from?.commitMessage ?? null,
-        clearCache: opts.clearCache ?? false,
-        artifactOf: from ? artifactOwner(from) : null,
-        startCommand: from?.startCommand ?? null,
+      // A rollback restores what was live, its command included; a deploy without building runs the build with the
+      // service's start command as it is now.
+      const startCommand = !from
+        ? null
+        : opts.trigger === 'rollback'
+          ? from.startCommand
+          : currentStartCommand(layout, service, from);
+      // The deploy and its deploy_started event commit together (the outbox).
+      const deploy = await deps.transact(async (tx) => {
+        const row = await tx.deploys.insert({
+          id: newId('deploy'),
+          serviceId: service.id,
+          status: 'created',
+          trigger: opts.trigger,
+          sourceId: from ? from.sourceId : (source?.id ?? null),
+          commitId: from ? from.commitId : (opts.commitId ?? null),
+          commitMessage: from?.commitMessage ?? null,
+          clearCache: opts.clearCache ?? false,
+          artifactOf: from ? artifactOwner(from) : null,
+          startCommand,
+        });
+        await events.record(
+          {
+            workspaceId: service.workspaceId,
+            serviceId: service.id,
+            deployId: row.id,
+            type: 'deploy_started',
+            details: { trigger: opts.trigger },
+          },
+          tx.events,
+        );
+        return row;
       });
-      await events.record({
-        workspaceId: service.workspaceId,
-        serviceId: service.id,
-        deployId: deploy.id,
-        type: 'deploy_started',
-        details: { trigger: opts.trigger },
-      });
+      events.poke();
       kick(service.id);
       return deploy;
     },

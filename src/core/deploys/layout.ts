@@ -35,6 +35,8 @@ export function createLayout(dataDir: string) {
       path.join(serviceDir(serviceId), 'sources', `${sourceId}.archive`),
     /** A deploy's build output, kept read-only for rollback. */
     artifactDir: (serviceId: string, deployId: string) => path.join(serviceDir(serviceId), 'artifacts', deployId),
+    /** The dependency cache kept between its builds (build-cache.ts). */
+    cacheDir: (serviceId: string) => path.join(serviceDir(serviceId), 'cache'),
     instanceDir: (serviceId: string, instanceId: string) => path.join(serviceDir(serviceId), 'instances', instanceId),
     /** Uploads being received and checked; whatever is here when Slipway starts is a crash's leftover. */
     uploadTmp: (serviceId: string) => path.join(serviceDir(serviceId), 'sources', '.incoming'),

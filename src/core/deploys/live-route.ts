@@ -30,6 +30,7 @@ export function createRouteRefresher(deps: {
           service.slug,
           service.id,
           path.join(layout.artifactDir(service.id, artifactOwner(live)), service.rootDir, details.publishPath),
+          { headers: details.headers ?? [], routes: details.routes ?? [] },
         );
       return routeTable.setInstances(service.slug, service.id, []);
     }

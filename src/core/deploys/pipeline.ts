@@ -1,13 +1,15 @@
-import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { extractArchive } from '../../lib/archive.js';
-import { run, type RunResult } from '../../lib/exec.js';
-import { toStorableText } from '../../lib/text.js';
-import type { Runtime } from '../../runtime/types.js';
-import type { DeployRepo, DeployRow, DeployStatus } from '../../store/repos/deploys.js';
+import { run } from '../../lib/exec.js';
+import { realPathInside } from '../../lib/paths.js';
+import type { Limits } from '../../runtime/types.js';
+import type { BuildPlan } from '../../store/enums.js';
+import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { PLAN_LIMITS } from '../services/details.js';
-import { buildCommandFor, gitCheckoutCommand, gitCloneCommand, gitHeadCommand, startCommandFor } from './commands.js';
+import { runBuildStep, type BuildStepDeps } from './build-step.js';
+import { gitCheckoutCommand, gitCloneCommand, gitHeadCommand, startCommandFor } from './commands.js';
+import { DeployFailure } from './failures.js';
 import type { Layout } from './layout.js';
 
 export interface PipelineLimits {
@@ -15,70 +17,9 @@ export interface PipelineLimits {
   archive: { maxFiles: number; maxBytes: number };
   /** The git transports a clone may use (commands.ts allowedGitProtocols). */
   gitProtocols: string[];
+  /** What a build gets, by the service's buildPlan. */
+  buildPlans: Record<BuildPlan, Limits>;
 }
-
-/** Why a process failed, in the shape of Render's failure reason (events' `failure`), when known. */
-export type FailureReason =
-  | { oomKilled: { memoryLimit: string } }
-  | { timedOutSeconds: number }
-  | { nonZeroExit: number }
-  | { interrupted: true };
-
-/** Render's oomKilled reason for a process limited to `memoryMb`. */
-export const oomKilledReason = (memoryMb: number) => ({ oomKilled: { memoryLimit: `${memoryMb}Mi` } });
-
-/** A step failed: the deploy ends in `status` with `reason` (and the build output so far). */
-export class DeployFailure extends Error {
-  constructor(
-    readonly status: DeployStatus,
-    reason: string,
-    readonly failure?: FailureReason,
-  ) {
-    super(toStorableText(reason)); // it may quote a command's output, NUL bytes included
-  }
-}
-
-/** What a deploy_ended event says of a failure: the status, the reason in words, and Render's structured `failure` when known. */
-export const deployEndedDetails = (failure: DeployFailure) => ({
-  status: failure.status,
-  reason: failure.message,
-  ...(failure.failure ? { failure: failure.failure } : {}),
-});
-/** The same for the build_ended event of a build that failed (Render's buildStatus words). */
-export const buildEndedDetails = (failure: DeployFailure) => ({
-  ...deployEndedDetails(failure),
-  status: failure.status === 'canceled' ? 'canceled' : 'failed',
-});
-
-/** Why a build or pre-deploy command that did not succeed failed; undefined when it succeeded. */
-/** How a build or pre-deploy command failed, if it did; `output` (its tail) is added to a non-zero exit's reason. */
-export function commandFailure(
-  status: DeployStatus,
-  what: string,
-  result: RunResult,
-  limits: { memoryMb: number; timeoutMs: number },
-  output?: string,
-): DeployFailure | undefined {
-  if (result.canceled) return new DeployFailure('canceled', `canceled during ${what}`);
-  if (result.oomKilled) {
-    return new DeployFailure(
-      status,
-      `${what} ran out of memory: the kernel killed it at its ${limits.memoryMb} MB limit`,
-      oomKilledReason(limits.memoryMb),
-    );
-  }
-  const seconds = Math.round(limits.timeoutMs / 1000);
-  if (result.timedOut)
-    return new DeployFailure(status, `${what} did not finish within ${seconds} s`, { timedOutSeconds: seconds });
-  if (result.exitCode === 0) return undefined;
-  return new DeployFailure(
-    status,
-    `${what} exited with ${result.exitCode ?? result.signal}${output ? `: ${output}` : ''}`,
-    result.exitCode ? { nonZeroExit: result.exitCode } : undefined,
-  );
-}
-
-const OUTPUT_TAIL = 64 * 1024;
 
 /**
  * `dir` exists and really lies inside `root`, symlinks resolved: a repo or a build could
@@ -86,30 +27,22 @@ const OUTPUT_TAIL = 64 * 1024;
  * it, or the router would serve it).
  */
 function checkInside(root: string, dir: string, what: string) {
-  let real: string;
-  try {
-    real = realpathSync(dir);
-  } catch {
-    throw new DeployFailure('build_failed', `${what} is not in the source`);
-  }
-  const realRoot = realpathSync(root);
-  if (real !== realRoot && !real.startsWith(realRoot + path.sep))
-    throw new DeployFailure('build_failed', `${what} leads outside the source (a symlink?)`);
+  const real = realPathInside(root, dir);
+  if (real === 'missing') throw new DeployFailure('build_failed', `${what} is not in the source`);
+  if (real === 'outside') throw new DeployFailure('build_failed', `${what} leads outside the source (a symlink?)`);
 }
 
 /** Fetch and build (docs/architecture.md, "Deploys"): fills the deploy's artifact dir and picks its start command. */
-/** Where build and pre-deploy output lines go (the log store, type `build`). */
-export type BuildLog = (service: ServiceRow, deployId: string) => { write(chunk: string): void; end(): void };
-
-export function createBuilder(deps: {
-  repo: DeployRepo;
-  runtime: Runtime;
-  layout: Layout;
-  limits: PipelineLimits;
-  buildEnv(service: ServiceRow, deploy: DeployRow): Promise<Record<string, string>>;
-  buildLog?: BuildLog;
-}) {
-  const { repo, runtime, layout, limits } = deps;
+export function createBuilder(
+  deps: Omit<BuildStepDeps, 'buildPlans' | 'timeoutMs'> & {
+    layout: Layout;
+    limits: PipelineLimits;
+    /** A token for the service's repo (a GitHub App installation's), when it has one. */
+    gitToken?: (service: ServiceRow) => Promise<string | undefined>;
+  },
+) {
+  const { layout, limits } = deps;
+  const stepDeps: BuildStepDeps = { ...deps, buildPlans: limits.buildPlans, timeoutMs: limits.buildTimeoutMs };
 
   async function fetchSource(
     service: ServiceRow,
@@ -136,6 +69,7 @@ export function createBuilder(deps: {
         branch: service.branch ?? undefined,
         commitId: deploy.commitId ?? undefined,
         protocols: limits.gitProtocols,
+        token: await deps.gitToken?.(service),
       }),
       'git clone',
     );
@@ -160,30 +94,7 @@ export function createBuilder(deps: {
     const workDir = path.join(dir, service.rootDir);
     checkInside(dir, workDir, `rootDir "${service.rootDir}"`);
 
-    const command = buildCommandFor(workDir, details);
-    let output = '';
-    if (command) {
-      const toLog = deps.buildLog?.(service, deploy.id);
-      const result = await runtime.build({
-        dir: workDir,
-        command,
-        env: await deps.buildEnv(service, deploy),
-        timeoutMs: limits.buildTimeoutMs,
-        signal,
-        limits: PLAN_LIMITS[details.plan],
-        onOutput: (chunk) => {
-          output = (output + chunk).slice(-OUTPUT_TAIL);
-          toLog?.write(chunk);
-        },
-      });
-      toLog?.end();
-      await repo.update(deploy.id, { buildOutput: toStorableText(output || result.output.slice(-OUTPUT_TAIL)) });
-      const failure = commandFailure('build_failed', 'the build', result, {
-        memoryMb: PLAN_LIMITS[details.plan].memoryMb,
-        timeoutMs: limits.buildTimeoutMs,
-      });
-      if (failure) throw failure;
-    }
+    await runBuildStep(stepDeps, service, deploy, workDir, signal);
     checkInside(dir, workDir, `rootDir "${service.rootDir}"`); // the build may have replaced it
     if (service.type === 'static_site') {
       checkInside(dir, path.join(workDir, details.publishPath), `publishPath "${details.publishPath}"`);

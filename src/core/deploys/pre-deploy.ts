@@ -1,7 +1,8 @@
 import path from 'node:path';
 import type { Runtime } from '../../runtime/types.js';
 import type { Release } from './instances.js';
-import { commandFailure, type BuildLog } from './pipeline.js';
+import type { BuildLog } from './build-step.js';
+import { commandFailure } from './failures.js';
 
 /** A pre-deploy command's resources, whatever the service's plan (a migration, not the app). */
 const PRE_DEPLOY_LIMITS = { memoryMb: 1024, cpuMillicores: 1000, pids: 2048, diskMb: 2048 };

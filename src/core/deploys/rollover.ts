@@ -7,7 +7,7 @@ import type { ServiceRow } from '../../store/repos/services.js';
 import type { Instances, Release } from './instances.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { RefreshRoute } from './live-route.js';
-import { DeployFailure } from './pipeline.js';
+import { DeployFailure } from './failures.js';
 import type { Logger } from '../../lib/logger.js';
 
 /** How long a service's instances get to shut down (SIGTERM to SIGKILL). */

@@ -1,4 +1,5 @@
 import type { RouteTarget, Upstream } from '../../router/router.js';
+import { compileRules, type StaticRules } from '../../router/static-rules.js';
 
 /**
  * The router's view of the world, kept in memory and replaced atomically per service when
@@ -6,16 +7,33 @@ import type { RouteTarget, Upstream } from '../../router/router.js';
  */
 export function createRouteTable(appsDomain: string) {
   const bySlug = new Map<string, RouteTarget>();
+  /** Verified custom domains: the service's slug, or (a www./apex twin) the name it redirects to. */
+  let domains = new Map<string, { slug: string; redirectTo?: string }>();
   const suffix = `.${appsDomain.toLowerCase()}`;
   return {
     resolve(hostname: string): RouteTarget | undefined {
-      if (!hostname.endsWith(suffix)) return undefined;
-      return bySlug.get(hostname.slice(0, -suffix.length));
+      if (hostname.endsWith(suffix)) return bySlug.get(hostname.slice(0, -suffix.length));
+      const domain = domains.get(hostname);
+      if (!domain) return undefined;
+      if (domain.redirectTo) return { kind: 'redirect', to: domain.redirectTo };
+      return bySlug.get(domain.slug);
+    },
+    /** Replaces the custom domains at once (core/domains: after a check changed one, or a deletion). */
+    setDomains(rows: Array<{ name: string; slug: string; redirectForName: string | null }>) {
+      domains = new Map(
+        rows.map((r) => [r.name, { slug: r.slug, ...(r.redirectForName ? { redirectTo: r.redirectForName } : {}) }]),
+      );
     },
     setInstances: (slug: string, serviceId: string, upstreams: Upstream[]) =>
       void bySlug.set(slug, { kind: 'instances', serviceId, upstreams }),
-    setStatic: (slug: string, serviceId: string, root: string) =>
-      void bySlug.set(slug, { kind: 'static', serviceId, root }),
+    /** A static site's files, with its header and route rules compiled once here, not per request. */
+    setStatic: (slug: string, serviceId: string, root: string, rules?: StaticRules) =>
+      void bySlug.set(slug, {
+        kind: 'static',
+        serviceId,
+        root,
+        ...(rules && (rules.headers.length || rules.routes.length) ? { rules: compileRules(rules) } : {}),
+      }),
     setSuspended: (slug: string, serviceId: string) => void bySlug.set(slug, { kind: 'suspended', serviceId }),
     remove: (slug: string) => bySlug.delete(slug),
     /** Takes an instance out of whatever routes to it, at once (its process just exited). */

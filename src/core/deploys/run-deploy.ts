@@ -6,7 +6,9 @@ import type { ServiceRow } from '../../store/repos/services.js';
 import type { Events } from '../events.js';
 import type { Release } from './instances.js';
 import type { Lifecycle } from './lifecycle.js';
-import { buildEndedDetails, DeployFailure, deployEndedDetails, type BuildLog, type createBuilder } from './pipeline.js';
+import { buildEndedDetails, DeployFailure, deployEndedDetails } from './failures.js';
+import type { BuildLog } from './build-step.js';
+import type { createBuilder } from './pipeline.js';
 import { runPreDeploy } from './pre-deploy.js';
 import type { RollOver } from './rollover.js';
 
@@ -33,6 +35,26 @@ export function createDeployRunner(deps: {
   onDeployEnded?(status: DeployStatus, deploy: DeployRow): void;
 }) {
   const { repos, runtime, events, lifecycle, log } = deps;
+  const about = (service: ServiceRow, deploy: DeployRow) => ({
+    workspaceId: service.workspaceId,
+    serviceId: service.id,
+    deployId: deploy.id,
+  });
+  /** A status change and its events in one transaction (the outbox): a crash keeps both or neither. */
+  async function transitionWith(
+    service: ServiceRow,
+    deploy: DeployRow,
+    change: (tx: Parameters<Parameters<Transact>[0]>[0]) => Promise<boolean>,
+    recorded: Array<{ type: string; details?: Record<string, unknown> }>,
+  ): Promise<boolean> {
+    const done = await deps.transact(async (tx) => {
+      if (!(await change(tx))) return false;
+      for (const e of recorded) await events.record({ ...about(service, deploy), ...e }, tx.events);
+      return true;
+    });
+    if (done) events.poke();
+    return done;
+  }
 
   async function goLive(serviceId: string, deploy: DeployRow, signal: AbortSignal) {
     await deps.rollOver(serviceId, deploy, signal, (service) =>
@@ -43,15 +65,19 @@ export function createDeployRunner(deps: {
           await tx.deploys.transition(service.liveDeployId, ['live'], 'deactivated');
         // A healthy new deploy ends a crash loop.
         const suspenders = service.suspenders.filter((s) => s !== 'stuck_crashlooping');
-        return (await tx.services.update(service.id, { liveDeployId: deploy.id, suspenders }))!;
+        const updated = (await tx.services.update(service.id, { liveDeployId: deploy.id, suspenders }))!;
+        await events.record(
+          { ...about(service, deploy), type: 'deploy_ended', details: { status: 'live' } },
+          tx.events,
+        );
+        return updated;
       }),
     );
+    events.poke();
   }
 
   return async function runDeploy(serviceId: string, deploy: DeployRow) {
     const signal = lifecycle.deployStarted(serviceId, deploy.id);
-    const emit = (type: string, details?: Record<string, unknown>) =>
-      events.record({ workspaceId: service.workspaceId, serviceId, deployId: deploy.id, type, details });
     let service!: ServiceRow;
     let phase: DeployStatus = 'build_failed';
     let building = false; // between build_started and build_ended: a failure owes the build its end
@@ -60,18 +86,30 @@ export function createDeployRunner(deps: {
       if (!found) return;
       service = found;
       if (!deploy.artifactOf) {
-        if (!(await repos.deploys.transition(deploy.id, PENDING, 'build_in_progress', { startedAt: new Date() })))
-          return;
-        await emit('build_started');
+        const started = await transitionWith(
+          service,
+          deploy,
+          async (tx) =>
+            !!(await tx.deploys.transition(deploy.id, PENDING, 'build_in_progress', { startedAt: new Date() })),
+          [{ type: 'build_started' }],
+        );
+        if (!started) return;
         building = true;
         const buildStart = new Date();
         const { startCommand, commit } = await deps
           .build(service, deploy, signal)
           .finally(() => deps.onBuildEnded?.(service, deploy.id, buildStart, new Date()));
-        await repos.deploys.update(deploy.id, { startCommand: startCommand ?? null, ...commit });
+        await transitionWith(
+          service,
+          deploy,
+          async (tx) => {
+            await tx.deploys.update(deploy.id, { startCommand: startCommand ?? null, ...commit });
+            return true;
+          },
+          [{ type: 'build_ended', details: { status: 'succeeded' } }],
+        );
         deploy = (await repos.deploys.get(deploy.id))!;
         building = false;
-        await emit('build_ended', { status: 'succeeded' });
       }
       const details = service.details;
       if (details.preDeployCommand && !deploy.artifactOf) {
@@ -97,7 +135,6 @@ export function createDeployRunner(deps: {
       )
         return;
       await goLive(serviceId, deploy, signal);
-      await emit('deploy_ended', { status: 'live' });
       deps.onDeployEnded?.('live', deploy);
       await deps.collectGarbage(serviceId);
     } catch (err) {
@@ -107,11 +144,16 @@ export function createDeployRunner(deps: {
           ? err
           : new DeployFailure(phase, (err as Error).message);
       log.warn({ serviceId, deployId: deploy.id, status: failure.status, reason: failure.message }, 'deploy failed');
-      await repos.deploys.transition(deploy.id, [...PENDING, ...IN_PROGRESS], failure.status, {
-        failureReason: failure.message,
-      });
-      if (service && building) await emit('build_ended', buildEndedDetails(failure));
-      if (service) await emit('deploy_ended', deployEndedDetails(failure));
+      const fail = async (tx: Pick<Repos, 'deploys'>) =>
+        !!(await tx.deploys.transition(deploy.id, [...PENDING, ...IN_PROGRESS], failure.status, {
+          failureReason: failure.message,
+        }));
+      if (!service) await fail(repos);
+      else
+        await transitionWith(service, deploy, fail, [
+          ...(building ? [{ type: 'build_ended', details: buildEndedDetails(failure) }] : []),
+          { type: 'deploy_ended', details: deployEndedDetails(failure) },
+        ]);
       deps.onDeployEnded?.(failure.status, deploy);
     } finally {
       lifecycle.deployEnded(serviceId);

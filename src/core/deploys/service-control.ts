@@ -10,7 +10,7 @@ import type { Instances } from './instances.js';
 import type { Layout } from './layout.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { RefreshRoute } from './live-route.js';
-import { DeployFailure } from './pipeline.js';
+import { DeployFailure } from './failures.js';
 import { graceOf, type RollOver } from './rollover.js';
 import type { RouteTable } from './route-table.js';
 

@@ -1,8 +1,9 @@
+import type { Transact } from '../../store/repos/index.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { PLAN_LIMITS } from '../services/details.js';
 import { graceOf } from './rollover.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
-import { oomKilledReason } from './pipeline.js';
+import { oomKilledReason } from './failures.js';
 import type { LoopDeps } from './instances.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { WithKeyedLock } from '../../lib/keyed-locks.js';
@@ -24,6 +25,7 @@ export function createSupervisor(
     lifecycle: Pick<Lifecycle, 'isRemoving' | 'isStopping' | 'beginStopping' | 'endStopping'>;
     withServiceLock: WithKeyedLock;
     backoffMs: number;
+    transact: Transact;
   },
 ) {
   const { repos, instances, events, log } = deps;
@@ -50,13 +52,20 @@ export function createSupervisor(
       details,
     });
     if (recent.length >= CRASHLOOP_THRESHOLD && !service.suspenders.includes('stuck_crashlooping')) {
-      await repos.services.update(service.id, { suspenders: [...service.suspenders, 'stuck_crashlooping'] });
-      await events.record({
-        workspaceId: service.workspaceId,
-        serviceId: service.id,
-        type: 'service_crashlooping',
-        details: { crashes: recent.length },
+      // The suspension and its event commit together (the outbox).
+      await deps.transact(async (tx) => {
+        await tx.services.update(service.id, { suspenders: [...service.suspenders, 'stuck_crashlooping'] });
+        await events.record(
+          {
+            workspaceId: service.workspaceId,
+            serviceId: service.id,
+            type: 'service_crashlooping',
+            details: { crashes: recent.length },
+          },
+          tx.events,
+        );
       });
+      events.poke();
     }
     return now + Math.min(MAX_BACKOFF_MS, deps.backoffMs * 2 ** (recent.length - 1));
   }

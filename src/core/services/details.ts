@@ -1,9 +1,11 @@
 import { CronExpressionParser } from 'cron-parser';
 import { badRequest } from '../../lib/errors.js';
+import { isRelativeInside } from '../../lib/paths.js';
+import { isHeaderName, isHeaderValue, type HeaderRule, type RouteRule } from '../../router/static-rules.js';
 import type { Limits } from '../../runtime/types.js';
-import { SERVICE_TYPES, type ServiceType } from '../../store/enums.js';
+import { BUILD_PLANS, SERVICE_TYPES, type BuildPlan, type ServiceType } from '../../store/enums.js';
 
-export { SERVICE_TYPES, type ServiceType };
+export { BUILD_PLANS, SERVICE_TYPES, type BuildPlan, type ServiceType };
 export const RUNTIMES = ['node', 'python', 'ruby', 'go', 'rust', 'elixir', 'docker', 'image'] as const;
 /** Runtimes the local runtime can run natively; docker/image need a container engine. */
 const NATIVE_RUNTIMES = new Set(['node', 'python', 'ruby', 'go', 'rust', 'elixir']);
@@ -37,10 +39,19 @@ export const PLAN_LIMITS: Record<Plan, Limits> = {
   pro_ultra: { memoryMb: 32768, cpuMillicores: 8000, pids: 16384, diskMb: 65536 },
 };
 
+/** A build's limits from its buildPlan's memory and CPU: processes as a standard instance, /tmp as large as its memory. */
+export const buildLimits = (plan: { memoryMb: number; cpuMillicores: number }): Limits => ({
+  ...plan,
+  pids: 4096,
+  diskMb: plan.memoryMb,
+});
+
 /** A service's settings as stored (services.details); '' means "detect" for commands. */
 export interface ServiceDetails {
   runtime: string;
   plan: Plan;
+  /** What its builds get (server.ts buildPlanLimits); services stored before it existed read as starter. */
+  buildPlan?: BuildPlan;
   region: string;
   numInstances: number;
   healthCheckPath: string;
@@ -50,6 +61,20 @@ export interface ServiceDetails {
   maxShutdownDelaySeconds: number;
   schedule: string;
   publishPath: string;
+  /** A static site's header and redirect/rewrite rules (Render's `headers` and `routes`; set by blueprint syncs). */
+  headers?: HeaderRule[];
+  routes?: RouteRule[];
+  /** Render's buildFilter (a top-level service field in its API), replaced whole when set. */
+  buildFilter?: BuildFilter;
+  /** Render's pull-request previews: `automatic` makes a preview service per pull request (core/github/previews.ts). */
+  previews?: { generation: PreviewGeneration };
+  /** A preview's parent (Render's `parentServer`); set by Slipway only. */
+  parentServer?: { id: string; name: string };
+}
+export type PreviewGeneration = 'off' | 'manual' | 'automatic';
+export interface BuildFilter {
+  paths: string[];
+  ignoredPaths: string[];
 }
 
 /** Render's `serviceDetails` input (POST and PATCH), flattened by `mergeDetails`. */
@@ -57,6 +82,7 @@ export interface ServiceDetailsInput {
   runtime?: string;
   env?: string;
   plan?: string;
+  buildPlan?: string;
   region?: string;
   numInstances?: number;
   healthCheckPath?: string;
@@ -65,12 +91,18 @@ export interface ServiceDetailsInput {
   preDeployCommand?: string;
   maxShutdownDelaySeconds?: number;
   schedule?: string;
+  headers?: HeaderRule[];
+  routes?: RouteRule[];
+  previews?: { generation: PreviewGeneration };
+  /** Deprecated by Render for `previews.generation`: `yes` is `automatic`. */
+  pullRequestPreviewsEnabled?: 'yes' | 'no';
   envSpecificDetails?: { buildCommand?: string; startCommand?: string; preDeployCommand?: string };
 }
 
 const DEFAULTS: ServiceDetails = {
   runtime: 'node',
   plan: 'starter',
+  buildPlan: 'starter',
   region: 'oregon',
   numInstances: 1,
   healthCheckPath: '',
@@ -94,6 +126,7 @@ export function mergeDetails(
     ...base,
     ...pick(i, [
       'plan',
+      'buildPlan',
       'region',
       'numInstances',
       'healthCheckPath',
@@ -101,12 +134,20 @@ export function mergeDetails(
       'schedule',
       'publishPath',
       'preDeployCommand',
+      'headers',
+      'routes',
     ]),
     runtime: i.runtime ?? i.env ?? base.runtime,
     buildCommand: env.buildCommand ?? i.buildCommand ?? base.buildCommand,
     startCommand: env.startCommand ?? base.startCommand,
     preDeployCommand: env.preDeployCommand ?? i.preDeployCommand ?? base.preDeployCommand,
   } as ServiceDetails;
+  const previews =
+    i.previews ??
+    (i.pullRequestPreviewsEnabled
+      ? { generation: i.pullRequestPreviewsEnabled === 'yes' ? 'automatic' : 'off' }
+      : undefined);
+  if (previews) next.previews = previews as ServiceDetails['previews'];
   if (type === 'static_site') next.publishPath ||= 'public';
   if (type !== 'static_site' && !NATIVE_RUNTIMES.has(next.runtime)) {
     throw badRequest(
@@ -114,6 +155,9 @@ export function mergeDetails(
     );
   }
   if (!(PLANS as readonly string[]).includes(next.plan)) throw badRequest(`plan must be one of ${PLANS.join(', ')}`);
+  next.buildPlan ??= 'starter';
+  if (!(BUILD_PLANS as readonly string[]).includes(next.buildPlan))
+    throw badRequest(`buildPlan must be one of ${BUILD_PLANS.join(', ')}`);
   if (type === 'cron_job') {
     if (!isCronSchedule(next.schedule))
       throw badRequest(
@@ -122,10 +166,36 @@ export function mergeDetails(
   }
   if (next.healthCheckPath && !next.healthCheckPath.startsWith('/'))
     throw badRequest('serviceDetails.healthCheckPath must start with "/"');
-  if (next.publishPath && (next.publishPath.startsWith('/') || next.publishPath.split('/').includes('..'))) {
+  checkRules(next);
+  if (next.publishPath && !isRelativeInside(next.publishPath)) {
     throw badRequest('serviceDetails.publishPath must be a relative path inside the repository');
   }
   return next;
+}
+
+const MAX_RULES = 100;
+const checkPath = (p: string, field: string) => {
+  if (!p.startsWith('/') || p.length > 1024) throw badRequest(`${field} must be a path starting with "/" (max 1024)`);
+};
+/** Static sites' rules: bounded in number and size, names and values a response can carry. */
+function checkRules(d: ServiceDetails) {
+  const headers = d.headers ?? [];
+  const routes = d.routes ?? [];
+  if (headers.length > MAX_RULES || routes.length > MAX_RULES)
+    throw badRequest(`a static site takes at most ${MAX_RULES} header rules and ${MAX_RULES} route rules`);
+  headers.forEach((h, i) => {
+    checkPath(h.path, `headers[${i}].path`);
+    if (!isHeaderName(h.name))
+      throw badRequest(`headers[${i}].name must be an HTTP header name, not one that frames the response`);
+    if (!isHeaderValue(h.value)) throw badRequest(`headers[${i}].value must be text without control characters`);
+  });
+  routes.forEach((r, i) => {
+    if (r.type !== 'redirect' && r.type !== 'rewrite')
+      throw badRequest(`routes[${i}].type must be redirect or rewrite`);
+    checkPath(r.source, `routes[${i}].source`);
+    if (!r.destination || r.destination.length > 2048 || /[\u0000-\u001f]/.test(r.destination))
+      throw badRequest(`routes[${i}].destination must be a path or URL (max 2048)`);
+  });
 }
 
 function pick<T extends object, K extends keyof T>(obj: T, keys: K[]): Partial<T> {

@@ -3,13 +3,21 @@ import { badRequest, conflict, notFound } from '../../lib/errors.js';
 import { isUniqueViolation } from '../../store/db.js';
 import type { DeployTrigger, Suspender } from '../../store/enums.js';
 import { newId } from '../../lib/ids.js';
+import { isRelativeInside } from '../../lib/paths.js';
 import type { Repos, Transact } from '../../store/repos/index.js';
 import type { ServiceQuery, ServiceRow } from '../../store/repos/services.js';
 import { gitTransport } from '../deploys/commands.js';
 import type { Lifecycle } from '../deploys/lifecycle.js';
 import type { Events } from '../events.js';
-import { mergeDetails, type ServiceDetails, type ServiceDetailsInput, type ServiceType } from './details.js';
+import {
+  mergeDetails,
+  type BuildFilter,
+  type ServiceDetails,
+  type ServiceDetailsInput,
+  type ServiceType,
+} from './details.js';
 import type { EnvVarInput, EnvVars } from './env-vars.js';
+import { createSiteRules } from './site-rules.js';
 
 /** What service management needs from the deploy engine. */
 export interface DeployPort {
@@ -19,6 +27,8 @@ export interface DeployPort {
   resume(service: ServiceRow): Promise<void>;
   /** Stops everything and removes the service's files. */
   remove(service: ServiceRow): Promise<void>;
+  /** Points the router at the service as it is now (its static site's rules changed). */
+  refreshRoute(service: ServiceRow): Promise<void>;
 }
 
 export interface ServiceInput {
@@ -28,6 +38,7 @@ export interface ServiceInput {
   branch?: string;
   rootDir?: string;
   autoDeploy?: ServiceRow['autoDeploy'];
+  buildFilter?: Partial<BuildFilter>;
   environmentId?: string;
   envVars?: EnvVarInput[];
   serviceDetails?: ServiceDetailsInput;
@@ -35,12 +46,11 @@ export interface ServiceInput {
 export type ServicePatch = Partial<Omit<ServiceInput, 'type' | 'envVars' | 'environmentId'>>;
 
 function checkRootDir(rootDir: string) {
-  if (rootDir.startsWith('/') || rootDir.split('/').includes('..'))
-    throw badRequest('rootDir must be a relative path inside the source');
+  if (!isRelativeInside(rootDir)) throw badRequest('rootDir must be a relative path inside the source');
   return rootDir.replace(/\/+$/, '');
 }
 
-function checkRepo(repo: string, protocols: string[]) {
+export function checkRepo(repo: string, protocols: string[]) {
   // Never an option (a leading "-" would be read as one).
   if (repo.startsWith('-') || /\s/.test(repo)) throw badRequest('repo must be a git URL');
   const transport = gitTransport(repo);
@@ -59,6 +69,12 @@ function checkRepo(repo: string, protocols: string[]) {
  */
 export const deploysNewSource = (service: Pick<ServiceRow, 'autoDeploy' | 'suspenders'>) =>
   service.autoDeploy === 'yes' && !service.suspenders.includes('user');
+
+/** Render's rule: a buildFilter given replaces the one there whole (a missing list is empty). */
+const withFilter = (details: ServiceDetails, filter: Partial<BuildFilter> | undefined): ServiceDetails =>
+  filter
+    ? { ...details, buildFilter: { paths: filter.paths ?? [], ignoredPaths: filter.ignoredPaths ?? [] } }
+    : details;
 
 /** `my-app` -> `my-app`, or `my-app-x7k2` when taken: the host name label under the apps domain. */
 async function uniqueSlug(name: string, taken: (slug: string) => Promise<boolean>) {
@@ -87,6 +103,8 @@ export function createServices(deps: {
   assertEnvironment: (workspaceId: string, environmentId: string) => Promise<void>;
   /** The git transports a repo may use (deploys/commands.ts allowedGitProtocols). */
   gitProtocols: string[];
+  /** 402 when the workspace may not add a paid plan now (core/billing/billing.ts). */
+  assertMayAddPaid?: (workspaceId: string, kind: 'service', plan: string) => Promise<void>;
 }) {
   const { repos, transact, envVars, events, engine } = deps;
 
@@ -99,13 +117,24 @@ export function createServices(deps: {
   return {
     get,
     list: (q: ServiceQuery) => repos.services.list(q),
+    /** A static site's header and redirect/rewrite rules. */
+    rules: createSiteRules({ transact, events, refreshRoute: (service) => engine.refreshRoute(service) }),
     /** The instances running now (their ids label the logs and metrics). */
     instancesOf: (service: ServiceRow) => repos.instances.active({ serviceId: service.id }),
 
-    /** Creates the service; with a repo and autoDeploy it starts the first deploy (Render's serviceAndDeploy). */
-    async create(workspaceId: string, input: ServiceInput): Promise<{ service: ServiceRow; deployId?: string }> {
-      const details = mergeDetails(input.type, input.serviceDetails);
+    /**
+     * Creates the service; with a repo and autoDeploy it starts the first deploy (Render's serviceAndDeploy), unless
+     * `deploy: false` (a blueprint sync deploys once its variables are set).
+     */
+    async create(
+      workspaceId: string,
+      input: ServiceInput,
+      opts: { deploy?: boolean; details?: ServiceDetails } = {},
+    ): Promise<{ service: ServiceRow; deployId?: string }> {
+      // `details`: settings copied whole from another service (a pull-request preview's, from its parent).
+      const details = opts.details ?? withFilter(mergeDetails(input.type, input.serviceDetails), input.buildFilter);
       if (input.environmentId) await deps.assertEnvironment(workspaceId, input.environmentId);
+      await deps.assertMayAddPaid?.(workspaceId, 'service', details.plan);
       const slug = await uniqueSlug(input.name, repos.services.slugTaken);
       const vars = await envVars.prepare(workspaceId, input.envVars ?? []);
       const service = await transact(async (tx) => {
@@ -129,26 +158,29 @@ export function createServices(deps: {
               : err;
           });
         await envVars.write(row.id, vars, tx.envVars);
+        const created = { name: row.name, type: row.type };
+        await events.record({ workspaceId, serviceId: row.id, type: 'service_created', details: created }, tx.events);
         return row;
       });
-      await events.record({
-        workspaceId,
-        serviceId: service.id,
-        type: 'service_created',
-        details: { name: service.name, type: service.type },
-      });
-      if (service.repo && deploysNewSource(service))
+      events.poke();
+      if (opts.deploy !== false && service.repo && deploysNewSource(service))
         return { service, deployId: (await engine.trigger(service, { trigger: 'api' })).id };
       return { service };
     },
 
     async update(service: ServiceRow, patch: ServicePatch): Promise<ServiceRow> {
+      const plan = patch.serviceDetails?.plan;
+      if (plan !== undefined && plan !== service.details.plan)
+        await deps.assertMayAddPaid?.(service.workspaceId, 'service', plan);
       const updated = await transact(async (tx) => {
         // Merged into the details as they are now, under the row's lock: a concurrent PATCH of another field is kept.
         const current = await tx.services.lock(service.id);
         if (!current) throw notFound('service');
-        const details: ServiceDetails = mergeDetails(service.type, patch.serviceDetails, current.details);
-        return tx.services.update(service.id, {
+        const details = withFilter(
+          mergeDetails(service.type, patch.serviceDetails, current.details),
+          patch.buildFilter,
+        );
+        const row = await tx.services.update(service.id, {
           ...(patch.name !== undefined ? { name: patch.name } : {}),
           ...(patch.repo !== undefined ? { repo: patch.repo ? checkRepo(patch.repo, deps.gitProtocols) : null } : {}),
           ...(patch.branch !== undefined ? { branch: patch.branch || null } : {}),
@@ -156,42 +188,68 @@ export function createServices(deps: {
           ...(patch.autoDeploy !== undefined ? { autoDeploy: patch.autoDeploy } : {}),
           details,
         });
+        if (row) {
+          const fields = Object.keys(patch);
+          await events.record(
+            { workspaceId: row.workspaceId, serviceId: row.id, type: 'service_updated', details: { fields } },
+            tx.events,
+          );
+        }
+        return row;
       }).catch((err: unknown) => {
         throw isUniqueViolation(err)
           ? conflict(`a service named "${patch.name}" already exists in this workspace`)
           : err;
       });
       if (!updated) throw notFound('service');
-      await events.record({
-        workspaceId: service.workspaceId,
-        serviceId: service.id,
-        type: 'service_updated',
-        details: { fields: Object.keys(patch) },
-      });
+      events.poke();
+      const rules = patch.serviceDetails;
+      if (rules?.headers !== undefined || rules?.routes !== undefined) await engine.refreshRoute(updated);
       return updated;
     },
 
+    // Each event below commits with the change it records (the outbox), and wakes the dispatcher after the commit.
     async remove(service: ServiceRow): Promise<void> {
       await engine.remove(service);
-      await repos.services.delete(service.id);
-      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_deleted' });
+      await transact(async (tx) => {
+        await tx.services.delete(service.id);
+        await events.record(
+          { workspaceId: service.workspaceId, serviceId: service.id, type: 'service_deleted' },
+          tx.events,
+        );
+      });
+      events.poke();
     },
 
     async suspend(service: ServiceRow): Promise<ServiceRow> {
       const suspenders = [...new Set<Suspender>([...service.suspenders, 'user'])];
-      const updated = await repos.services.update(service.id, { suspenders });
-      if (!updated) throw notFound('service');
+      const updated = await transact(async (tx) => {
+        const row = await tx.services.update(service.id, { suspenders });
+        if (!row) throw notFound('service');
+        await events.record(
+          { workspaceId: service.workspaceId, serviceId: service.id, type: 'service_suspended' },
+          tx.events,
+        );
+        return row;
+      });
+      events.poke();
       await engine.stopAll(updated);
-      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_suspended' });
       return updated;
     },
 
     async resume(service: ServiceRow): Promise<ServiceRow> {
       if (!service.suspenders.length) return service;
-      const updated = await repos.services.update(service.id, { suspenders: [] });
-      if (!updated) throw notFound('service');
+      const updated = await transact(async (tx) => {
+        const row = await tx.services.update(service.id, { suspenders: [] });
+        if (!row) throw notFound('service');
+        await events.record(
+          { workspaceId: service.workspaceId, serviceId: service.id, type: 'service_resumed' },
+          tx.events,
+        );
+        return row;
+      });
+      events.poke();
       await engine.resume(updated);
-      await events.record({ workspaceId: service.workspaceId, serviceId: service.id, type: 'service_resumed' });
       return updated;
     },
   };

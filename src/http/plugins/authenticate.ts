@@ -10,7 +10,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
     /** What the audit entry of this request says beyond the principal (set by guards and handlers). */
-    auditInfo: { workspaceId?: string | null; target?: string; actorEmail?: string };
+    auditInfo: { workspaceId?: string | null; target?: string; actorEmail?: string; system?: string };
   }
 }
 

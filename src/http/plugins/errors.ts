@@ -19,10 +19,11 @@ const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
 
 function validationDetails(err: FastifyError): ErrorDetail[] {
   return (err.validation ?? []).map((v) => {
-    const missing = (v.params as { missingProperty?: string }).missingProperty;
+    const params = v.params as { missingProperty?: string; additionalProperty?: string };
     const path = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
-    const field = [path, missing].filter(Boolean).join('.') || err.validationContext || 'body';
-    return { field, message: v.message ?? 'is invalid' };
+    const named = params.missingProperty ?? params.additionalProperty;
+    const field = [path, named].filter(Boolean).join('.') || err.validationContext || 'body';
+    return { field, message: params.additionalProperty ? 'is not a field of this body' : (v.message ?? 'is invalid') };
   });
 }
 

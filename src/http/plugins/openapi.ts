@@ -2,6 +2,9 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 
+/** Where Swagger UI serves the API's documentation (the start-up summary links it). */
+export const DOCS_PATH = '/docs';
+
 /**
  * The OpenAPI 3.1 document is generated from the route schemas at /v1/openapi.json,
  * so every route any issue adds is in it automatically; /docs renders it.
@@ -26,6 +29,6 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl: string) {
       security: [{ BearerAuth: [] }, { SessionCookie: [] }],
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  await app.register(swaggerUi, { routePrefix: DOCS_PATH, staticCSP: true });
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger());
 }

@@ -50,11 +50,20 @@ export function registerTextInputCheck(app: FastifyInstance) {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
+    if (request.routeOptions.config?.rawBody) request.rawBody = text as string;
     void parseJson(request, text as string, (err, body) => {
       if (err || !ESCAPED_UNSTORABLE.test(text as string)) return done(err, body);
       const refused = refusal('body', body);
       return refused ? done(refused) : done(null, body);
     });
+  });
+  // An HTML form's body, only where a route takes one (an OAuth provider's form_post callback): elsewhere a form
+  // is a 415, as it was before, so no cross-site form reaches a JSON route.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, text, done) => {
+    if (!request.routeOptions.config?.formBody)
+      return done(new AppError('unsupported_media_type', 'send the body as application/json'), undefined);
+    const body = Object.fromEntries(new URLSearchParams(text as string));
+    return done(refusal('body', body) ?? null, body);
   });
   app.addHook('preValidation', async (request) => {
     const refused = refusal('params', request.params) ?? refusal('querystring', request.query);

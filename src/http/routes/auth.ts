@@ -1,12 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { requireUser } from '../../core/auth.js';
-import { OAUTH_PROVIDERS } from '../../config.js';
+import { OAUTH_PROVIDERS } from '../../config-integrations.js';
 import type { HttpDeps } from '../deps.js';
 import { principalOf } from '../guard.js';
 import { SESSION_COOKIE } from '../plugins/authenticate.js';
 import { accountLimiter } from '../plugins/rate-limit.js';
 import { defineRoute } from '../route.js';
+import { setSessionCookie } from '../session-cookie.js';
 import { Email, Name, NoContent } from '../schemas/common.js';
 import { OwnerBody, UserBody, ownerBody, userBody } from '../schemas/bodies.js';
 
@@ -25,15 +26,8 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
   };
   const perAccount = accountLimiter(app, config.authAccountAttemptsPer10Minutes, '10 minutes');
 
-  function setSessionCookie(reply: FastifyReply, session: { token: string; expiresAt: Date }) {
-    reply.setCookie(SESSION_COOKIE, session.token, {
-      httpOnly: true,
-      sameSite: 'lax',
-      secure: config.publicUrl.startsWith('https:'),
-      path: '/',
-      expires: session.expiresAt,
-    });
-  }
+  const setSession = (reply: FastifyReply, session: { token: string; expiresAt: Date }) =>
+    setSessionCookie(reply, session, config.publicUrl);
 
   return [
     defineRoute({
@@ -56,7 +50,7 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
         req.principal = { kind: 'user', user, sessionId: '' };
         req.auditInfo.workspaceId = workspaceId;
         req.auditInfo.target = workspaceId;
-        setSessionCookie(reply, session);
+        setSession(reply, session);
         return reply.code(201).send({ user: userBody(user), workspace: ownerBody(await workspaces.get(workspaceId)) });
       },
     }),
@@ -89,7 +83,7 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
         req.principal = { kind: 'user', user, sessionId: '' };
         req.auditInfo.workspaceId = user.defaultWorkspaceId;
         if (invite) await team.accept(invite, user);
-        setSessionCookie(reply, session);
+        setSession(reply, session);
         return { user: userBody(user) };
       },
     }),

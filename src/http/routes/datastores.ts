@@ -6,7 +6,16 @@ import type { DatastoreKind, DatastoreRow } from '../../store/repos/datastores.j
 import type { HttpDeps } from '../deps.js';
 import { defineRoute, type RouteSpec } from '../route.js';
 import { eventListRoute } from './events.js';
-import { Envelope, IdParam, ListQuery, literalUnion, NoContent, Timestamp, listWindow } from '../schemas/common.js';
+import {
+  Envelope,
+  IdParam,
+  ListQuery,
+  literalUnion,
+  NoContent,
+  StringList,
+  Timestamp,
+  listWindow,
+} from '../schemas/common.js';
 import {
   connectionInfoBody,
   datastoreBody,
@@ -19,8 +28,6 @@ import {
   PostgresPATCH,
   PostgresPOST,
 } from '../schemas/datastores.js';
-
-const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
 
 interface Family {
   kind: DatastoreKind;
@@ -131,7 +138,11 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
           ...listWindow(q),
         });
         const owners = new Map();
-        return envelope(f.item, await Promise.all(rows.map((row) => renderDatastore(deps, row, owners))));
+        const bodies = rows.map(async (row) => ({
+          ...(await renderDatastore(deps, row, owners)),
+          blueprint: row.manager ?? undefined,
+        }));
+        return envelope(f.item, await Promise.all(bodies));
       },
     }),
     defineRoute({
@@ -141,7 +152,10 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
       tags: [f.tag],
       access: 'viewer',
       schema: { params: Params, response: { 200: f.body } },
-      handler: async (req) => body(await load(req)),
+      handler: async (req) => {
+        const row = await load(req);
+        return { ...(await body(row)), blueprint: await deps.blueprints.managerOf(row.id) };
+      },
     }),
     defineRoute({
       method: 'PATCH',

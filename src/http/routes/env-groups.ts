@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { IdParam, ListQuery, NoContent, Timestamp, listWindow } from '../schemas/common.js';
+import { IdParam, ListQuery, NoContent, StringList, Timestamp, listWindow } from '../schemas/common.js';
 import { EnvGroupBody, envGroupBody, EnvGroupMeta, envGroupMetaBody } from '../schemas/env-groups.js';
 import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/services.js';
 
@@ -10,7 +10,6 @@ const GroupParams = Type.Object({ envGroupId: IdParam });
 const KeyParams = Type.Object({ envGroupId: IdParam, envVarKey: Type.String({ minLength: 1, maxLength: 256 }) });
 const LinkParams = Type.Object({ envGroupId: IdParam, serviceId: IdParam });
 const GroupName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
-const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
 const EnvVar = EnvVarBody;
 
 /** Env groups (Render's routes, plus PUT …/env-vars to replace the set). */
@@ -77,7 +76,12 @@ export function envGroupRoutes(deps: HttpDeps) {
           environmentId: q.environmentId,
           ...listWindow(q),
         });
-        return Promise.all(rows.map(async (g) => envGroupMetaBody(await envGroups.metaView(g))));
+        return Promise.all(
+          rows.map(async (g) => ({
+            ...envGroupMetaBody(await envGroups.metaView(g)),
+            blueprint: g.manager ?? undefined,
+          })),
+        );
       },
     }),
     defineRoute({
@@ -87,7 +91,10 @@ export function envGroupRoutes(deps: HttpDeps) {
       tags: ['Env groups'],
       access: 'developer',
       schema: { params: GroupParams, response: { 200: EnvGroupBody } },
-      handler: async (req) => body(await load(req, req.params.envGroupId)),
+      handler: async (req) => {
+        const group = await load(req, req.params.envGroupId);
+        return { ...(await body(group)), blueprint: await deps.blueprints.managerOf(group.id) };
+      },
     }),
     defineRoute({
       method: 'PATCH',

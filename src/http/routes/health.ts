@@ -1,4 +1,6 @@
 import { Type } from '@sinclair/typebox';
+import type { Datastores } from '../../core/datastores/datastores.js';
+import type { RuntimeCapabilities } from '../../runtime/types.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { Timestamp } from '../schemas/common.js';
@@ -34,6 +36,13 @@ const DatastoreMode = Type.Object({
   versions: Type.Optional(Type.Array(Type.String())),
   note: Type.Optional(Type.String()),
 });
+
+/** What GET /status says about this machine: how apps are isolated and how datastores are provisioned (main.ts's start-up summary says the same). */
+export function machineStatus(runtime: RuntimeCapabilities, datastores: Pick<Datastores, 'availability'>) {
+  const { network, sandbox, cgroups, limits, notes } = runtime;
+  return { isolation: { network, sandbox, cgroups, limits, notes }, datastores: datastores.availability() };
+}
+export type MachineStatus = ReturnType<typeof machineStatus>;
 
 async function probe(check: () => Promise<void>) {
   const started = performance.now();
@@ -107,12 +116,10 @@ export function healthRoutes({ health, datastores }: HttpDeps) {
           { name: 'store', status: store.status === 'ok' ? ('operational' as const) : ('down' as const) },
           { name: 'queue', status: queue.status === 'ok' ? ('operational' as const) : ('down' as const) },
         ];
-        const { network, sandbox, cgroups, limits, notes } = health.runtime;
         return {
           status: list.every((c) => c.status === 'operational') ? 'operational' : 'degraded',
           components: list,
-          isolation: { network, sandbox, cgroups, limits, notes },
-          datastores: datastores.availability(),
+          ...machineStatus(health.runtime, datastores),
           updatedAt: new Date().toISOString(),
         };
       },

@@ -4,7 +4,7 @@ import { envelope } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import type { EnvironmentRow, ProjectRow } from '../../store/repos/projects.js';
-import { Envelope, IdParam, ListQuery, Name, NoContent, Timestamp, listWindow } from '../schemas/common.js';
+import { Envelope, IdParam, ListQuery, Name, NoContent, splitList, Timestamp, listWindow } from '../schemas/common.js';
 import {
   EnvironmentBody,
   environmentBody,
@@ -34,9 +34,6 @@ const EnvironmentFields = {
 const ProjectParams = Type.Object({ projectId: IdParam });
 const EnvironmentParams = Type.Object({ environmentId: IdParam });
 const TAGS = ['Projects & environments'];
-
-/** Render sends id lists comma-separated (`?projectId=a,b`); repeated keys work too. Ids never hold commas. */
-const splitIds = (values: string[] | undefined) => values?.flatMap((v) => v.split(',')).filter(Boolean);
 
 /** Projects and environments (Render's routes): an environment groups services, env groups and datastores. */
 export function projectRoutes(deps: HttpDeps) {
@@ -94,7 +91,7 @@ export function projectRoutes(deps: HttpDeps) {
       handler: async (req) => {
         const q = req.query;
         const rows = await projects.listProjects({
-          workspaceIds: await guard.listScope(req, splitIds(q.ownerId)),
+          workspaceIds: await guard.listScope(req, splitList(q.ownerId)),
           name: q.name,
           ...listWindow(q),
         });
@@ -175,15 +172,15 @@ export function projectRoutes(deps: HttpDeps) {
       },
       handler: async (req) => {
         const q = req.query;
-        const workspaceIds = q.ownerId?.length ? await guard.listScope(req, splitIds(q.ownerId)) : undefined;
+        const workspaceIds = q.ownerId?.length ? await guard.listScope(req, splitList(q.ownerId)) : undefined;
         // Each project is authorized like a path parameter: another workspace's answers 404.
-        const projectIds = splitIds(q.projectId)!;
+        const projectIds = splitList(q.projectId)!;
         for (const id of projectIds) await loadProject(req, id);
         const rows = await projects.listEnvironments({
           projectIds,
           workspaceIds,
           name: q.name,
-          environmentIds: splitIds(q.environmentId),
+          environmentIds: splitList(q.environmentId),
           ...listWindow(q),
         });
         return envelope('environment', (await projects.environmentViews(rows)).map(environmentBody));
@@ -262,7 +259,7 @@ export function projectRoutes(deps: HttpDeps) {
       },
       handler: async (req, reply) => {
         const { env, role } = await loadEnvironment(req, req.params.environmentId);
-        await projects.removeResources(env, splitIds(req.query.resourceIds)!, role);
+        await projects.removeResources(env, splitList(req.query.resourceIds)!, role);
         return reply.code(204).send(null);
       },
     }),

@@ -89,7 +89,10 @@ export function serviceRoutes(deps: HttpDeps) {
           suspended: q.suspended,
           ...listWindow(q),
         });
-        return envelope('service', rows.map(body));
+        return envelope(
+          'service',
+          rows.map((r) => ({ ...body(r), blueprint: r.manager ?? undefined })),
+        );
       },
     }),
     defineRoute({
@@ -99,7 +102,10 @@ export function serviceRoutes(deps: HttpDeps) {
       tags: ['Services'],
       access: 'viewer',
       schema: { params: ServiceParams, response: { 200: ServiceBody } },
-      handler: async (req) => body(await load(req, req.params.serviceId)),
+      handler: async (req) => {
+        const service = await load(req, req.params.serviceId);
+        return { ...body(service), blueprint: await deps.blueprints.managerOf(service.id) };
+      },
     }),
     defineRoute({
       method: 'GET',

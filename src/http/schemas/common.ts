@@ -66,10 +66,20 @@ export const ListQuery = {
   cursor: Type.Optional(Type.String({ maxLength: 200 })),
 };
 
+/** A list query parameter (`?name=a&name=b`), at most 50 values. */
+export const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
+/** Render sends lists comma-separated (`?projectId=a,b`); repeated keys work too. */
+export const splitList = (values: string[] | undefined) => values?.flatMap((v) => v.split(',')).filter(Boolean);
+
 /** Render's list envelope item: `{cursor, <name>: item}`. */
 export const Envelope = <K extends string, T extends TSchema>(name: K, item: T) =>
   Type.Array(
     Type.Object({ cursor: Type.String(), [name]: item } as { cursor: ReturnType<typeof Type.String> } & Record<K, T>),
   );
+
+/** Slipway's: the blueprint that manages a resource. */
+export const ManagedBy = Type.Optional(
+  Type.Object({ id: Type.String(), name: Type.String() }, { description: 'The blueprint that manages it' }),
+);
 
 export const NoContent = Type.Null({ description: 'No content' });

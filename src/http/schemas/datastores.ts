@@ -4,7 +4,7 @@ import { KEY_VALUE_PLANS, MAXMEMORY_POLICIES, POSTGRES_PLANS } from '../../core/
 import type { DatastoreRow } from '../../store/repos/datastores.js';
 import type { WorkspaceRow } from '../../store/repos/workspaces.js';
 import { OwnerBody, ownerBody } from './bodies.js';
-import { literalUnion, Timestamp } from './common.js';
+import { literalUnion, ManagedBy, Timestamp } from './common.js';
 
 const DatastoreName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 const IpAllowList = Type.Array(
@@ -79,6 +79,7 @@ const common = {
   environmentId: Type.Optional(Type.String()),
   dashboardUrl: Type.String(),
   ipAllowList: IpAllowList,
+  blueprint: ManagedBy,
 };
 export const PostgresBody = Type.Object(
   {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { EnvGroupMetaView, EnvGroupView } from '../../core/env-groups.js';
-import { Timestamp } from './common.js';
+import { ManagedBy, Timestamp } from './common.js';
 import { EnvVarBody } from './services.js';
 
 /** Render's serviceTypeShort, used in an env group's serviceLinks. */
@@ -20,6 +20,7 @@ const Meta = {
   createdAt: Timestamp,
   updatedAt: Timestamp,
   serviceLinks: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), type: Type.String() })),
+  blueprint: ManagedBy,
 };
 export const EnvGroupMeta = Type.Object(Meta, { title: 'envGroupMeta' });
 export const EnvGroupBody = Type.Object(

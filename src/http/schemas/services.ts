@@ -1,10 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PLANS, RUNTIMES, SERVICE_TYPES } from '../../core/services/details.js';
+import { BUILD_PLANS, PLANS, RUNTIMES, SERVICE_TYPES } from '../../core/services/details.js';
 import type { AppUrls } from '../../core/deploys/env.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { AUTO_DEPLOY, ENV_VAR_REF_PROPERTIES, SUSPENDED } from '../../store/enums.js';
-import { literalUnion, Timestamp } from './common.js';
+import { literalUnion, ManagedBy, Timestamp } from './common.js';
 
 const Enum = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 const Command = Type.String({ maxLength: 4096 });
@@ -19,6 +19,7 @@ export const ServiceDetailsInput = Type.Object({
   runtime: Type.Optional(Enum(RUNTIMES)),
   env: Type.Optional(Enum(RUNTIMES)),
   plan: Type.Optional(Enum(PLANS)),
+  buildPlan: Type.Optional(Enum(BUILD_PLANS)),
   region: Type.Optional(Type.String({ maxLength: 50 })),
   numInstances: Type.Optional(Type.Integer({ minimum: 1, maximum: 20 })),
   healthCheckPath: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -27,6 +28,10 @@ export const ServiceDetailsInput = Type.Object({
   preDeployCommand: Type.Optional(Command),
   maxShutdownDelaySeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 300 })),
   schedule: Type.Optional(Type.String({ maxLength: 200 })),
+  previews: Type.Optional(
+    Type.Object({ generation: Type.Union([Type.Literal('off'), Type.Literal('manual'), Type.Literal('automatic')]) }),
+  ),
+  pullRequestPreviewsEnabled: Type.Optional(Type.Union([Type.Literal('yes'), Type.Literal('no')])),
   envSpecificDetails: Type.Optional(
     Type.Object({
       buildCommand: Type.Optional(Command),
@@ -70,6 +75,13 @@ export const EnvVarBody = Type.Object(
 );
 export const EnvVarInputArray = Type.Array(EnvVarInput, { maxItems: 500 });
 
+const FilterPaths = Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { maxItems: 100 });
+/** Render's buildFilter: which changed paths a push must touch to deploy (and which never count). */
+export const BuildFilter = Type.Object(
+  { paths: Type.Optional(FilterPaths), ignoredPaths: Type.Optional(FilterPaths) },
+  { additionalProperties: false },
+);
+
 export const ServicePOST = Type.Object({
   type: Enum(SERVICE_TYPES),
   name: ServiceName,
@@ -78,20 +90,26 @@ export const ServicePOST = Type.Object({
   branch: Type.Optional(Type.String({ maxLength: 255 })),
   rootDir: Type.Optional(RootDir),
   autoDeploy: Type.Optional(AutoDeploy),
+  buildFilter: Type.Optional(BuildFilter),
   environmentId: Type.Optional(Type.String({ maxLength: 64 })),
   envVars: Type.Optional(EnvVarInputArray),
   serviceDetails: Type.Optional(ServiceDetailsInput),
 });
 export type ServicePOST = Static<typeof ServicePOST>;
 
-export const ServicePATCH = Type.Object({
-  name: Type.Optional(ServiceName),
-  repo: Type.Optional(Type.String({ maxLength: 2048 })),
-  branch: Type.Optional(Type.String({ maxLength: 255 })),
-  rootDir: Type.Optional(RootDir),
-  autoDeploy: Type.Optional(AutoDeploy),
-  serviceDetails: Type.Optional(ServiceDetailsInput),
-});
+/** Closed: a field in the wrong place (a top-level `plan`) is a 400, not a 200 that changed nothing. */
+export const ServicePATCH = Type.Object(
+  {
+    name: Type.Optional(ServiceName),
+    repo: Type.Optional(Type.String({ maxLength: 2048 })),
+    branch: Type.Optional(Type.String({ maxLength: 255 })),
+    rootDir: Type.Optional(RootDir),
+    autoDeploy: Type.Optional(AutoDeploy),
+    buildFilter: Type.Optional(BuildFilter),
+    serviceDetails: Type.Optional(ServiceDetailsInput),
+  },
+  { additionalProperties: false },
+);
 
 /** Render's `service`; serviceDetails carries the fields of the service's type. */
 export const ServiceBody = Type.Object(
@@ -105,6 +123,9 @@ export const ServiceBody = Type.Object(
     branch: Type.Optional(Type.String()),
     rootDir: Type.String(),
     autoDeploy: AutoDeploy,
+    buildFilter: Type.Optional(
+      Type.Object({ paths: Type.Array(Type.String()), ignoredPaths: Type.Array(Type.String()) }),
+    ),
     notifyOnFail: Type.String(),
     environmentId: Type.Optional(Type.String()),
     suspended: literalUnion(SUSPENDED),
@@ -113,9 +134,20 @@ export const ServiceBody = Type.Object(
     createdAt: Timestamp,
     updatedAt: Timestamp,
     serviceDetails: Type.Record(Type.String(), Type.Unknown()),
+    blueprint: ManagedBy,
   },
   { title: 'service' },
 );
+
+/** Render's previews (with its deprecated twin) and, on a preview, `parentServer`. */
+const previewFields = (d: ServiceRow['details']) => {
+  const generation = d.previews?.generation ?? 'off';
+  return {
+    previews: { generation },
+    pullRequestPreviewsEnabled: generation === 'off' ? 'no' : 'yes',
+    ...(d.parentServer ? { parentServer: d.parentServer } : {}),
+  };
+};
 
 export function serviceBody(row: ServiceRow, urls: Pick<AppUrls, 'externalUrl' | 'dashboardUrl'>) {
   const d = row.details;
@@ -130,12 +162,19 @@ export function serviceBody(row: ServiceRow, urls: Pick<AppUrls, 'externalUrl' |
     envSpecificDetails: native,
     plan: d.plan,
     region: d.region,
-    buildPlan: 'starter',
+    buildPlan: d.buildPlan ?? 'starter',
+    ...previewFields(d),
   };
   const url = urls.externalUrl(row.slug);
   const details: Record<string, unknown> =
     row.type === 'static_site'
-      ? { buildCommand: d.buildCommand, publishPath: d.publishPath, url, buildPlan: 'starter' }
+      ? {
+          buildCommand: d.buildCommand,
+          publishPath: d.publishPath,
+          url,
+          buildPlan: d.buildPlan ?? 'starter',
+          ...previewFields(d),
+        }
       : row.type === 'cron_job'
         ? { ...common, schedule: d.schedule }
         : row.type === 'background_worker'
@@ -158,6 +197,7 @@ export function serviceBody(row: ServiceRow, urls: Pick<AppUrls, 'externalUrl' |
     ...(row.branch ? { branch: row.branch } : {}),
     rootDir: row.rootDir,
     autoDeploy: row.autoDeploy,
+    ...(d.buildFilter ? { buildFilter: d.buildFilter } : {}),
     notifyOnFail: 'default',
     ...(row.environmentId ? { environmentId: row.environmentId } : {}),
     suspended: row.suspenders.length ? ('suspended' as const) : ('not_suspended' as const),

@@ -7,7 +7,13 @@ import type { Logger } from '../../lib/logger.js';
 export interface MeterDeps {
   repo: Pick<
     UsageRepo,
-    'append' | 'lastStretches' | 'meterableInstances' | 'meterableDatastores' | 'meterableBuilds' | 'serviceWorkspaces'
+    | 'append'
+    | 'lastStretches'
+    | 'meterableInstances'
+    | 'meterableDatastores'
+    | 'meterableBuilds'
+    | 'serviceWorkspaces'
+    | 'rollUp'
   >;
   /** Whether an instance's process is alive (the runtime's check, guarded against pid reuse). */
   isAlive(process: { pid: number; startTime: string }): boolean;
@@ -17,6 +23,11 @@ export interface MeterDeps {
 }
 
 const ACTIVE = new Set(['starting', 'running']);
+/**
+ * Each pass rolls the ledger's new entries into hours, 20,000 at a time (store/repos/usage-rollups.ts), those at least a minute old:
+ * a meter pass's transaction lasts well under that, so no entry commits behind the roll-up's mark.
+ */
+const ROLLUP = { maxRows: 20_000, lagSeconds: 60 };
 const seconds = (from: Date, to: Date) => (to.getTime() - from.getTime()) / 1000;
 const later = (a: Date, b: Date) => (a > b ? a : b);
 const earlier = (a: Date, b: Date) => (a < b ? a : b);
@@ -167,8 +178,24 @@ export function createUsageMeter(deps: MeterDeps) {
     return out;
   }
 
+  /** Rolls the ledger up into hours, in batches until it has caught up; one run at a time, beside the metering. */
+  let rolling: Promise<void> | undefined;
+  function rollUp(): Promise<void> {
+    rolling ??= (async () => {
+      try {
+        while ((await repo.rollUp(ROLLUP)) >= ROLLUP.maxRows);
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'usage meter: roll-up failed; retrying next tick');
+      } finally {
+        rolling = undefined;
+      }
+    })();
+    return rolling;
+  }
+
   /** One metering pass at `at` (default now); returns how many entries were new. */
   function tick(at: Date = now()): Promise<number> {
+    void rollUp();
     return serial(async () => {
       const counts = traffic.drain();
       try {
@@ -257,6 +284,7 @@ export function createUsageMeter(deps: MeterDeps) {
       clearTimeout(timer);
       timer = undefined;
       await safeTick();
+      await rolling;
     },
   };
 }

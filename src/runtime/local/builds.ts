@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -6,7 +6,7 @@ import { run, type RunResult } from '../../lib/exec.js';
 import type { BuildSpec } from '../types.js';
 import { oomKilled } from './cgroups.js';
 import { openWayTo } from './host-paths.js';
-import { giveTo, type LocalDeps } from './instances.js';
+import { giveTo, giveTreeCommand, type LocalDeps } from './instances.js';
 import { sandboxedCommand } from './sandbox.js';
 
 /** A build's namespace: on its workspace's network when asked (with its hosts file), else with only a way out. */
@@ -19,8 +19,9 @@ async function attachNetwork(deps: LocalDeps, name: string, spec: BuildSpec) {
 }
 
 /**
- * Runs a build command sandboxed like an instance, with the build dir writable (and handed to the app user) and a
- * throwaway HOME (npm's cache) unless env sets one. The sandbox dies with Slipway, and with the build on timeout.
+ * Runs a build command sandboxed like an instance, with the build dir and the cache dir writable (and handed to the
+ * app user) and a throwaway HOME unless env sets one; yarn and pnpm come first on its PATH (toolchain.ts). The sandbox
+ * dies with Slipway, and with the build on timeout.
  */
 export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunResult> {
   const { policy, cgroups, log } = deps;
@@ -31,16 +32,32 @@ export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunRes
   let network: { netnsPath: string; hostsFile?: string; resolvConf: string; release(): Promise<void> } | undefined;
   try {
     network = await attachNetwork(deps, name, spec);
-    giveTo(spec.dir, policy.runAs, true);
+    if (policy.runAs) {
+      const given = await run(giveTreeCommand(spec.dir, policy.runAs), {
+        timeoutMs: spec.timeoutMs,
+        signal: spec.signal,
+      });
+      if (given.exitCode !== 0) throw new Error(`could not hand the build dir to the app user: ${given.output.trim()}`);
+    }
     giveTo(home, policy.runAs);
-    if (deps.hostFiles) openWayTo(deps.hostFiles.dataDir, [spec.dir, home], deps.hostFiles.user);
+    const writableDirs = [spec.dir, home];
+    if (spec.cacheDir) {
+      mkdirSync(spec.cacheDir, { recursive: true });
+      giveTo(spec.cacheDir, policy.runAs); // what is in it, its builds wrote as the app user
+      writableDirs.push(spec.cacheDir);
+    }
+    const tools = deps.toolchain;
+    const readOnlyDirs = tools ? [tools.binDir] : [];
+    if (deps.hostFiles) openWayTo(deps.hostFiles.dataDir, [...writableDirs, ...readOnlyDirs], deps.hostFiles.user);
+    const env: Record<string, string> = { ...tools?.env, HOME: home, ...spec.env };
+    if (tools) env.PATH = [tools.binDir, env.PATH].filter(Boolean).join(':');
     const command = sandboxedCommand(policy, {
       kind: 'build',
       command: spec.command,
-      env: { HOME: home, ...spec.env },
+      env,
       cwd: spec.dir,
-      readOnlyDirs: [],
-      writableDirs: [spec.dir, home],
+      readOnlyDirs,
+      writableDirs,
       diskBytes: spec.limits.diskMb * 1024 * 1024, // /tmp only: the source dir and HOME are on the host's disk
       cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
       network: network && {

@@ -12,6 +12,7 @@ import { freePort } from './ports.js';
 import { createOomRecord } from './oom-record.js';
 import { isRunning } from './proc.js';
 import { stopInstance } from './processes.js';
+import { installCorepackShims, type CorepackSettings } from './toolchain.js';
 import { withOverrides, type LimitOverrides } from './sandbox-limits.js';
 import type { Logger } from '../../lib/logger.js';
 
@@ -42,10 +43,18 @@ async function chooseNetwork(
   }
   const networks = createNetworks({ owner: path.resolve(options.dataDir), cidr: options.cidr, tools });
   // The whole way once (netns, slirp4netns's tap device, routes): `ip netns add` alone passes where /dev/net/tun is missing.
-  const failure = await networks.attachBuild().then(
-    (probe) => probe.release(),
-    (err: Error) => err.message,
-  );
+  // Twice at most: on a loaded machine slirp4netns can miss its readiness deadline once, and falling back to the shared
+  // network for the whole life of this process would be the wrong answer to that.
+  const probe = () =>
+    networks.attachBuild().then(
+      (ns) => ns.release(),
+      (err: Error) => err.message,
+    );
+  let failure = await probe();
+  if (failure) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    failure = await probe();
+  }
   if (failure) {
     if (options.mode === 'namespaces')
       throw new Error(`SLIPWAY_NETWORK=namespaces, but a namespace could not be set up here: ${failure}`);
@@ -65,7 +74,7 @@ async function chooseNetwork(
 
 /**
  * The runtime that runs builds and instances as local processes, sandboxed as far as this machine allows.
- * Capabilities are detected once here and logged once: info for what is applied, a warning per note.
+ * Capabilities are detected once here; the caller reports them (src/startup-summary.ts).
  */
 export async function createLocalRuntime(options: {
   dataDir: string;
@@ -73,6 +82,8 @@ export async function createLocalRuntime(options: {
   networkCidr?: string;
   limits?: LimitOverrides;
   sandbox?: SandboxMode;
+  /** Where Corepack fetches yarn and pnpm for builds, and the keys it checks them with (toolchain.ts). */
+  corepack?: CorepackSettings;
   log?: Pick<Logger, 'info' | 'warn'>;
 }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir, options.sandbox);
@@ -81,23 +92,18 @@ export async function createLocalRuntime(options: {
     capabilities,
   );
   const { log } = options;
-  log?.info(
-    {
-      sandbox: capabilities.sandbox,
-      runAsUser: capabilities.runAsUser?.name ?? null,
-      cgroups: capabilities.cgroups,
-      network: capabilities.network,
-    },
-    `runtime: sandbox ${capabilities.sandbox}, apps run as ${capabilities.runAsUser?.name ?? "Slipway's user"}, limits via cgroups ${capabilities.cgroups}, network ${capabilities.network}`,
-  );
-  for (const note of capabilities.notes) log?.warn({ note }, `runtime: ${note}`);
   cgroups?.sweepEmpty();
   const oom = createOomRecord(cgroups);
 
   const user = capabilities.runAsUser;
   // Without bwrap, the app user opens its files on the host by path (host-paths.ts).
   const hostFiles = !policy.bwrap && user ? { dataDir: options.dataDir, user } : undefined;
-  const deps: LocalDeps = { policy, cgroups, log, networks, hostFiles };
+  const toolchain = installCorepackShims(path.join(options.dataDir, 'toolchain', 'bin'), options.corepack);
+  if (!toolchain) {
+    const note = 'this Node has no Corepack: builds cannot run yarn or pnpm (install a Node that bundles it, 14.19+)';
+    capabilities.notes.push(note); // reported with the others (logMachineReport, /status)
+  }
+  const deps: LocalDeps = { policy, cgroups, log, networks, hostFiles, toolchain };
   return {
     capabilities,
     build: (spec) => runBuild(deps, { ...spec, limits: withOverrides(spec.limits, options.limits) }),
@@ -150,5 +156,6 @@ export async function createLocalRuntime(options: {
       return { address, wrap };
     },
     sweepServers: async (keep) => networks?.networks.sweep(keep, 'server'),
+    close: async () => networks?.networks.close(),
   };
 }

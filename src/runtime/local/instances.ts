@@ -1,12 +1,13 @@
-import { chownSync, lchownSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { spawnDetached } from '../../lib/exec.js';
+import { spawnDetached, type Command } from '../../lib/exec.js';
 import type { InstanceHandle, InstanceSpec } from '../types.js';
 import type { Cgroups } from './cgroups.js';
 import { openWayTo, type AppUser } from './host-paths.js';
 import { readStat } from './proc.js';
 import type { Attachment, Networks } from './network/index.js';
 import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
+import type { Toolchain } from './toolchain.js';
 import type { Logger } from '../../lib/logger.js';
 
 export interface LocalDeps {
@@ -17,19 +18,25 @@ export interface LocalDeps {
   networks: { networks: Networks; nsenterPath: string } | undefined;
   /** Set when apps run as another user without bwrap, so open their files on the host by path (host-paths.ts). */
   hostFiles?: { dataDir: string; user: AppUser };
+  /** yarn and pnpm for builds (toolchain.ts); undefined: this Node has no Corepack. */
+  toolchain?: Toolchain;
 }
 
-/** Hands a dir the app must write to the user it runs as (recursively: a build's source was unpacked by root). Never follows symlinks. */
-export function giveTo(dir: string, runAs: SandboxPolicy['runAs'], recursive = false): void {
-  if (!runAs) return;
-  chownSync(dir, runAs.uid, runAs.gid);
-  if (!recursive) return;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const file = path.join(dir, entry.name);
-    if (entry.isDirectory()) giveTo(file, runAs, true);
-    else lchownSync(file, runAs.uid, runAs.gid);
-  }
+/** Hands a dir the app must write to the user it runs as. Never follows symlinks. */
+export function giveTo(dir: string, runAs: SandboxPolicy['runAs']): void {
+  if (runAs) chownSync(dir, runAs.uid, runAs.gid);
 }
+
+/**
+ * Hands a whole tree to the app user (a build's source, unpacked by root; node_modules moved in from the cache), in a
+ * child process: walking tens of thousands of files here would hold the event loop. `chown -R` follows no link
+ * (its default -P) and `-h` changes links themselves, never what they point to.
+ */
+export const giveTreeCommand = (dir: string, runAs: NonNullable<SandboxPolicy['runAs']>): Command => ({
+  file: 'chown',
+  args: ['-R', '-h', `${runAs.uid}:${runAs.gid}`, '--', dir],
+  env: { PATH: '/usr/bin:/bin' },
+});
 
 /** cwd inside the app dir; a workDir escaping it (../) is refused. */
 function appCwd(appDir: string, workDir: string): string {

@@ -46,12 +46,21 @@ export const shellQuote = (word: string): string => `'${word.replaceAll("'", `'\
  * main process, like a container. During a stop (SIGTERM) it instead waits for the rest of the sandbox to exit,
  * keeping bwrap, and so the instance's pid, alive until the app is really gone. Its trap has a handler rather
  * than '' so that the command does not inherit an ignored SIGTERM.
+ *
+ * This shell's own stderr is /dev/null: it reports a foreground command ended by a signal, and when Slipway stops
+ * the app that report ("Terminated") landed in the app's log as an error. dash writes it to the stderr it has while
+ * it waits, which for a command with a redirection of its own (`cmd 2>&3`) is the command's, so the command gets the
+ * sandbox's stderr (fd 3 here) from inside its child (`exec 2>&3`). A command killed by a signal that Slipway did not
+ * send (the OOM killer's SIGKILL, a segfault) is reported in a line of our own, `slipway: killed by SIGKILL` (after
+ * the `Killed` of a shell the command itself runs in, if it does not exec its app).
  */
 export const REAPER_SCRIPT = [
+  'exec 3>&2 2>/dev/null',
   'trap stopping=1 TERM INT HUP',
-  '/bin/sh -c "$1"',
+  `/bin/sh -c 'exec 2>&3 3>&-; exec /bin/sh -c "$1"' slipway-app "$1"`,
   'code=$?',
-  'if [ -n "$stopping" ]; then while kill -0 -1 2>/dev/null; do sleep 0.1; done; else kill -KILL -1 2>/dev/null; fi',
+  'if [ -n "$stopping" ]; then while kill -0 -1; do sleep 0.1; done; else kill -KILL -1; ' +
+    'if [ $code -gt 128 ] && sig=$(kill -l $code); then echo "slipway: killed by SIG$sig" >&3; fi; fi',
   'exit $code',
 ].join('; ');
 

@@ -1,4 +1,5 @@
-import { and, desc, eq, inArray, lt } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, getTableColumns } from 'drizzle-orm';
+import { managerOf, type Manager } from './blueprints.js';
 import type { Db } from '../db.js';
 import type { Suspended } from '../enums.js';
 import { datastores } from '../schema.js';
@@ -28,10 +29,10 @@ export function createDatastoreRepo(db: Db) {
       return row;
     },
     /** Newest first, with Render's filters. */
-    list(q: DatastoreQuery): Promise<DatastoreRow[]> {
+    list(q: DatastoreQuery): Promise<Array<DatastoreRow & { manager: Manager }>> {
       const suspended = q.suspended?.length === 1 ? q.suspended[0] : undefined;
       return db
-        .select()
+        .select({ ...getTableColumns(datastores), manager: managerOf('datastores') })
         .from(datastores)
         .where(
           and(

@@ -1,4 +1,5 @@
-import { and, asc, desc, eq, inArray, lt } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, lt, getTableColumns } from 'drizzle-orm';
+import { managerOf, type Manager } from './blueprints.js';
 import type { Db } from '../db.js';
 import { envGroupLinks, envGroups, services } from '../schema.js';
 import { within, type ListWindow } from './filters.js';
@@ -21,9 +22,9 @@ export function createEnvGroupRepo(db: Db) {
       const [row] = await db.select().from(envGroups).where(eq(envGroups.id, id)).limit(1);
       return row;
     },
-    list(q: EnvGroupQuery): Promise<EnvGroupRow[]> {
+    list(q: EnvGroupQuery): Promise<Array<EnvGroupRow & { manager: Manager }>> {
       return db
-        .select()
+        .select({ ...getTableColumns(envGroups), manager: managerOf('env_groups') })
         .from(envGroups)
         .where(
           and(

@@ -1,4 +1,5 @@
-import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, sql, getTableColumns } from 'drizzle-orm';
+import { managerOf, type Manager } from './blueprints.js';
 import type { Db } from '../db.js';
 import type { Suspended } from '../enums.js';
 import { services } from '../schema.js';
@@ -34,10 +35,10 @@ export function createServiceRepo(db: Db) {
       return (await db.select({ id: services.id }).from(services).where(eq(services.slug, slug)).limit(1)).length > 0;
     },
     /** Newest first, with Render's filters. */
-    list(q: ServiceQuery): Promise<ServiceRow[]> {
+    list(q: ServiceQuery): Promise<Array<ServiceRow & { manager: Manager }>> {
       const suspended = q.suspended?.length === 1 ? q.suspended[0] : undefined;
       return db
-        .select()
+        .select({ ...getTableColumns(services), manager: managerOf('services') })
         .from(services)
         .where(
           and(

@@ -1,6 +1,7 @@
 import { inArray, sql } from 'drizzle-orm';
 import { rowsOf, type Db } from '../db.js';
 import { datastores, services, usageEntries } from '../schema.js';
+import { rollUpUsage, usageTotals } from './usage-rollups.js';
 
 export type UsageInsert = typeof usageEntries.$inferInsert;
 export type UsageKind = UsageInsert['kind'];
@@ -171,9 +172,10 @@ export function createUsageRepo(db: Db) {
      * a bound counts pro rata of its time inside (bytes are assumed spread evenly over their stretch).
      * `workspaceIds` undefined: every workspace.
      */
+    /** Adds new entries to the daily and hourly roll-ups that reports read (usage-rollups.ts). */
+    rollUp: (opts: { maxRows: number; lagSeconds: number }) => rollUpUsage(db, opts),
+
     async totals(q: { workspaceIds: string[] | undefined; start: Date; end: Date }): Promise<UsageTotalRow[]> {
-      const start = q.start.toISOString();
-      const end = q.end.toISOString();
       const scope = q.workspaceIds
         ? q.workspaceIds.length
           ? sql`workspace_id in (${sql.join(
@@ -182,17 +184,8 @@ export function createUsageRepo(db: Db) {
             )}) and`
           : sql`false and`
         : sql``;
-      const result = await db.execute(sql`
-        select workspace_id, resource_id, kind, plan, sum(
-          case when ended_at > started_at
-            then quantity * extract(epoch from (least(ended_at, ${end}::timestamptz) - greatest(started_at, ${start}::timestamptz)))
-                          / extract(epoch from (ended_at - started_at))
-            else quantity end)::float8 as quantity
-        from usage_entries
-        where ${scope} ended_at > ${start}::timestamptz and started_at < ${end}::timestamptz
-        group by workspace_id, resource_id, kind, plan
-        order by workspace_id, resource_id, kind, plan`);
-      return rowsOf(result).map((r) => ({
+      const rows = await usageTotals(db, { scope, start: q.start, end: q.end });
+      return rows.map((r) => ({
         workspaceId: r.workspace_id as string,
         resourceId: r.resource_id as string,
         kind: r.kind as UsageKind,

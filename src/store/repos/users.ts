@@ -10,6 +10,10 @@ export function createUserRepo(db: Db) {
       const [user] = await db.insert(users).values(row).returning();
       return user!;
     },
+    async get(id: string): Promise<UserRow | undefined> {
+      const [user] = await db.select().from(users).where(eq(users.id, id)).limit(1);
+      return user;
+    },
     async findByEmail(email: string): Promise<UserRow | undefined> {
       const [user] = await db.select().from(users).where(eq(users.email, email)).limit(1);
       return user;

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { run, spawnDetached, type Command } from '../../../lib/exec.js';
+import { run } from '../../../lib/exec.js';
 import { createSerial } from '../../../lib/keyed-locks.js';
-import { isRunning, readStat } from '../proc.js';
-import { createLeaseFiles, nextHost, type Lease, type LeaseKind, type ProcessRef } from './leases.js';
+import { createBuildNamespaces } from './build-namespaces.js';
+import * as commands from './commands.js';
+import { killSlirp, runAll, runQuietly } from './commands.js';
+import { createLeaseFiles, nextHost, type Lease, type LeaseKind } from './leases.js';
 import * as plan from './plan.js';
 
 /** Where an instance's namespace is and how Slipway reaches it. */
@@ -34,6 +36,8 @@ export interface Networks {
    * when sweeping servers: that runs once deploys have resumed, and their builds' namespaces are in use.
    */
   sweep(keep: (id: string) => boolean, kind?: LeaseKind): Promise<void>;
+  /** Removes the spare namespaces made ahead of need (on a graceful stop; instances keep theirs). */
+  close(): Promise<void>;
 }
 
 export interface NetworkTools {
@@ -43,28 +47,7 @@ export interface NetworkTools {
 }
 
 export const DEFAULT_STATE_DIR = '/run/slipway/net';
-const SLIRP_READY_MS = 5000;
-
-async function runAll(commands: Command[]): Promise<void> {
-  for (const cmd of commands) {
-    const result = await run(cmd, { timeoutMs: 10_000 });
-    if (result.exitCode !== 0)
-      throw new Error(
-        `${[path.basename(cmd.file), ...cmd.args].join(' ')} failed: ${result.output.trim() || `exit ${result.exitCode}`}`,
-      );
-  }
-}
-const runQuietly = (commands: Command[]) =>
-  Promise.all(commands.map((cmd) => run(cmd, { timeoutMs: 10_000 }).catch(() => undefined)));
-
-function killSlirp(ref: ProcessRef | undefined): void {
-  if (!ref || !isRunning(ref)) return;
-  try {
-    process.kill(ref.pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
+const REFILL_DELAY_MS = 1000;
 
 /**
  * Namespaces per instance and build, a bridge per workspace, slirp4netns per namespace for the way out. Slipway owns
@@ -91,20 +74,15 @@ export function createNetworks(opts: {
     for (const [host, lease] of leases) byId.set(lease.id, { subnet, host });
   }
 
-  async function startSlirp(ns: string, logPath: string): Promise<ProcessRef> {
-    let pid: number;
-    try {
-      pid = await spawnDetached(
-        plan.slirpCommand(tools.slirp4netns, ns),
-        { stdoutPath: logPath, stderrPath: logPath },
-        () => undefined,
-        SLIRP_READY_MS,
-      );
-    } catch (err) {
-      throw new Error(`slirp4netns gave namespace ${ns} no way out: ${(err as Error).message}`);
-    }
-    return { pid, startTime: readStat(pid)?.startTime ?? '' };
-  }
+  const startSlirp = (ns: string, logPath: string) => commands.startSlirp(tools.slirp4netns, ns, logPath);
+  const builds = createBuildNamespaces({
+    owner,
+    ipPath: tools.ip,
+    slirpPath: tools.slirp4netns,
+    net,
+    files,
+    resolvConf,
+  });
 
   function rewriteHosts(subnet: number, leases: Map<number, Lease>) {
     files.writeHosts(
@@ -145,65 +123,95 @@ export function createNetworks(opts: {
     await runQuietly([plan.netnsDel(tools.ip, plan.instanceNetns(at.subnet, at.host))]);
     entry.leases.delete(at.host);
     files.removeLease(at.subnet, at.host);
+    for (const [ws, spareId] of spares) if (spareId === id) spares.delete(ws);
+    const spare = spares.get(workspaceId);
+    if (spare && !hasInstances(workspaceId, spare)) return releaseLocked(spare);
+    if (hasInstances(workspaceId)) refill(workspaceId);
     if (entry.leases.size > 0) return rewriteHosts(at.subnet, entry.leases);
     await runQuietly([plan.bridgeDown(tools.ip, at.subnet)]);
     files.unclaim(at.subnet);
     subnets.delete(workspaceId);
   }
 
+  /** Makes `id`'s namespace on its workspace's bridge (its lease written first, so a failure is swept). */
+  async function makeLocked(id: string, workspaceId: string, hostnames: string[], kind: LeaseKind) {
+    const entry = await subnetFor(workspaceId);
+    const host = nextHost(new Set(entry.leases.keys()), entry.last);
+    if (host === undefined) throw new Error(`workspace ${workspaceId} has no free address left on this machine`);
+    const ns = plan.instanceNetns(entry.subnet, host);
+    const lease: Lease = { id, kind, hostnames };
+    entry.last = host;
+    entry.leases.set(host, lease);
+    byId.set(id, { subnet: entry.subnet, host });
+    files.writeLease(entry.subnet, host, lease);
+    try {
+      // Stale ones of the same names, left by a killed Slipway (a veth outlives its netns's name while a process holds it).
+      await runQuietly([plan.netnsDel(tools.ip, ns), plan.linkDel(tools.ip, plan.vethName(entry.subnet, host))]);
+      await runAll(plan.instanceUp(tools.ip, net, entry.subnet, host));
+      if (kind === 'instance') {
+        lease.slirp = await startSlirp(ns, files.slirpLog(entry.subnet, host));
+        files.writeLease(entry.subnet, host, lease);
+      }
+    } catch (err) {
+      await releaseLocked(id);
+      throw err;
+    }
+  }
+
+  /**
+   * A workspace that runs instances keeps one ready namespace (with its slirp4netns) for its next one: a deploy's
+   * roll-over then takes it instead of waiting ~30-80 ms for `ip` and slirp4netns. Made off the deploy's path (after a
+   * release, or a while after an attach); dropped with the workspace's last instance and on close. Never shared: each
+   * is taken once, by the workspace it was made on.
+   */
+  const spares = new Map<string, string>(); // workspaceId -> the spare's lease id
+  let closed = false;
+  const hasInstances = (workspaceId: string, except?: string) =>
+    [...(subnets.get(workspaceId)?.leases.values() ?? [])].some((l) => l.kind === 'instance' && l.id !== except);
+
+  function refill(workspaceId: string) {
+    void serial(async () => {
+      if (closed || spares.has(workspaceId) || !hasInstances(workspaceId)) return;
+      const id = `spare-${randomBytes(5).toString('hex')}`;
+      await makeLocked(id, workspaceId, [], 'instance');
+      spares.set(workspaceId, id);
+    }).catch(() => undefined); // the next attach makes its own, and reports why if that fails too
+  }
+
+  /** Hands the workspace's spare to `id`: the same namespace and address, relabelled. */
+  function takeSpareLocked(workspaceId: string, id: string, hostnames: string[]): boolean {
+    const spareId = spares.get(workspaceId);
+    const at = spareId === undefined ? undefined : byId.get(spareId);
+    spares.delete(workspaceId);
+    const lease = at && subnets.get(workspaceId)?.leases.get(at.host);
+    if (!spareId || !at || !lease) return false;
+    byId.delete(spareId);
+    byId.set(id, at);
+    Object.assign(lease, { id, hostnames });
+    files.writeLease(at.subnet, at.host, lease);
+    return true;
+  }
+
   return {
     attach: (id, workspaceId, hostnames, kind = 'instance') =>
       serial(async () => {
         await releaseLocked(id);
-        const entry = await subnetFor(workspaceId);
-        const host = nextHost(new Set(entry.leases.keys()), entry.last);
-        if (host === undefined) throw new Error(`workspace ${workspaceId} has no free address left on this machine`);
-        const ns = plan.instanceNetns(entry.subnet, host);
-        const lease: Lease = { id, kind, hostnames };
-        entry.last = host;
-        entry.leases.set(host, lease);
-        byId.set(id, { subnet: entry.subnet, host });
-        files.writeLease(entry.subnet, host, lease);
-        try {
-          // Stale ones of the same names, left by a killed Slipway (a veth outlives its netns's name while a process holds it).
-          await runQuietly([plan.netnsDel(tools.ip, ns), plan.linkDel(tools.ip, plan.vethName(entry.subnet, host))]);
-          await runAll(plan.instanceUp(tools.ip, net, entry.subnet, host));
-          if (kind === 'instance') {
-            lease.slirp = await startSlirp(ns, files.slirpLog(entry.subnet, host));
-            files.writeLease(entry.subnet, host, lease);
-          }
-        } catch (err) {
-          await releaseLocked(id);
-          throw err;
-        }
-        rewriteHosts(entry.subnet, entry.leases);
+        if (kind !== 'instance' || !takeSpareLocked(workspaceId, id, hostnames))
+          await makeLocked(id, workspaceId, hostnames, kind);
+        const { subnet, host } = byId.get(id)!;
+        rewriteHosts(subnet, subnets.get(workspaceId)!.leases);
+        // Later, not now: making it would compete for the CPU with the instance starting in this namespace. A roll-over's
+        // old instances, released once the new ones are live, make it sooner (releaseLocked).
+        if (kind === 'instance') setTimeout(() => refill(workspaceId), REFILL_DELAY_MS).unref();
         return {
-          address: plan.hostAddress(net, entry.subnet, host),
-          netnsPath: plan.netnsPath(ns),
-          hostsFile: files.hostsPath(entry.subnet),
+          address: plan.hostAddress(net, subnet, host),
+          netnsPath: plan.netnsPath(plan.instanceNetns(subnet, host)),
+          hostsFile: files.hostsPath(subnet),
           resolvConf,
         };
       }),
 
-    async attachBuild() {
-      const ns = `slwb-${randomBytes(5).toString('hex')}`;
-      files.writeBuild(ns, owner);
-      const remove = async (slirp?: ProcessRef) => {
-        killSlirp(slirp);
-        await runQuietly([plan.netnsDel(tools.ip, ns)]);
-        files.removeBuild(ns);
-      };
-      try {
-        await runAll(plan.isolatedNetns(tools.ip, ns, net));
-        mkdirSync(files.buildsDir, { recursive: true });
-        const slirp = await startSlirp(ns, path.join(files.buildsDir, `${ns}.slirp.log`));
-        files.writeBuild(ns, owner, slirp);
-        return { netnsPath: plan.netnsPath(ns), resolvConf, release: () => remove(slirp) };
-      } catch (err) {
-        await remove();
-        throw err;
-      }
-    },
+    attachBuild: () => builds.attach(),
 
     release: (id) => serial(() => releaseLocked(id)),
 
@@ -224,12 +232,20 @@ export function createNetworks(opts: {
           files.unclaim(entry.subnet);
           subnets.delete(workspaceId);
         }
-        for (const build of kind === 'server' ? [] : files.ownedBuilds(owner)) {
+        for (const build of kind === 'server' ? [] : files.ownedBuilds(owner).filter((b) => !builds.isHeld(b.name))) {
           killSlirp(build.slirp);
           await runQuietly([plan.netnsDel(tools.ip, build.name)]);
           files.removeBuild(build.name);
         }
       }),
+
+    async close() {
+      closed = true;
+      await builds.close();
+      await serial(async () => {
+        for (const spareId of [...spares.values()]) await releaseLocked(spareId);
+      });
+    },
   };
 }
 

@@ -1,0 +1,69 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { extractArchive, type ArchiveLimits } from '../../lib/archive.js';
+import { badRequest } from '../../lib/errors.js';
+import { run } from '../../lib/exec.js';
+import { isRelativeInside, realPathInside } from '../../lib/paths.js';
+import { gitCloneCommand, gitHeadCommand } from '../deploys/commands.js';
+
+/** Render's limit for a Blueprint file. */
+export const MAX_BLUEPRINT_BYTES = 10 * 1024 * 1024;
+
+/** Where a blueprint's file comes from: a branch of a repo, or the latest uploaded archive. */
+export type BlueprintSource =
+  | { kind: 'repo'; repo: string; branch?: string; path: string }
+  | { kind: 'archive'; file: string; sha256: string; path: string };
+
+/** A failure to read the file: the sync fails with this message (never a 5xx). */
+export class SourceError extends Error {}
+
+/** `render.yaml`, `deploy/render.yaml`: a relative path inside the source, never out of it. */
+export function checkBlueprintPath(p: string): string {
+  const clean = p.replace(/^\.\/+/, '');
+  if (!clean || !isRelativeInside(clean))
+    throw badRequest('path must be a relative path inside the source, like render.yaml');
+  return clean;
+}
+
+/** Reads `rel` under `dir`, refusing a file that resolves (through symlinks) out of it, a dir, or one over the limit. */
+function readInside(dir: string, rel: string): string {
+  const real = realPathInside(dir, path.join(dir, rel));
+  if (real === 'missing') throw new SourceError(`${rel} was not found in the source`);
+  if (real === 'outside') throw new SourceError(`${rel} points outside the source`);
+  const stat = statSync(real);
+  if (!stat.isFile()) throw new SourceError(`${rel} is not a file`);
+  if (stat.size > MAX_BLUEPRINT_BYTES) throw new SourceError(`${rel} is over 10 MB`);
+  return readFileSync(real, 'utf8');
+}
+
+/** The file's text and what it was read from (the commit, or the archive's SHA-256). */
+export async function readBlueprintFile(
+  source: BlueprintSource,
+  opts: { gitProtocols: string[]; archive: ArchiveLimits; timeoutMs: number; token?: string },
+): Promise<{ text: string; commitId: string }> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'slipway-blueprint-'));
+  try {
+    if (source.kind === 'archive') {
+      await extractArchive(source.file, path.join(dir, 'src'), opts.archive).catch((err: Error) => {
+        throw new SourceError(`the uploaded archive could not be unpacked: ${err.message}`);
+      });
+      return { text: readInside(path.join(dir, 'src'), source.path), commitId: source.sha256 };
+    }
+    const checkout = path.join(dir, 'src');
+    const clone = await run(
+      gitCloneCommand(source.repo, checkout, {
+        branch: source.branch,
+        protocols: opts.gitProtocols,
+        token: opts.token,
+      }),
+      { timeoutMs: opts.timeoutMs },
+    );
+    if (clone.exitCode !== 0) throw new SourceError(`git clone failed: ${clone.output.trim().slice(-500)}`);
+    const head = await run(gitHeadCommand(checkout), { timeoutMs: opts.timeoutMs });
+    const commitId = head.output.trim().split('\n')[0] ?? '';
+    return { text: readInside(checkout, source.path), commitId };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

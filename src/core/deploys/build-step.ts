@@ -1,0 +1,110 @@
+import { toStorableText } from '../../lib/text.js';
+import type { Limits, Runtime } from '../../runtime/types.js';
+import type { BuildPlan } from '../../store/enums.js';
+import type { DeployRepo, DeployRow } from '../../store/repos/deploys.js';
+import type { ServiceRow } from '../../store/repos/services.js';
+import type { BuildCache } from './build-cache.js';
+import { defaultBuildCommand, dependencyKey, detectNodeProject, type NodeProject } from './package-managers.js';
+import { commandFailure } from './failures.js';
+
+const OUTPUT_TAIL = 64 * 1024;
+
+/** Where build and pre-deploy output lines go (the log store, type `build`). */
+export type BuildLog = (service: ServiceRow, deployId: string) => { write(chunk: string): void; end(): void };
+
+export interface BuildStepDeps {
+  repo: Pick<DeployRepo, 'update'>;
+  runtime: Runtime;
+  cache?: BuildCache;
+  /** What a build gets, by the service's buildPlan (config: SLIPWAY_BUILD_<PLAN>_MEMORY_MB, _CPUS). */
+  buildPlans: Record<BuildPlan, Limits>;
+  timeoutMs: number;
+  buildEnv(service: ServiceRow, deploy: DeployRow): Promise<Record<string, string>>;
+  buildLog?: BuildLog;
+  /** The lifecycle's trackWrite: a deletion waits for the cache's writes after a build. */
+  trackWrite: <T>(serviceId: string, work: () => Promise<T>) => Promise<T>;
+}
+
+/** How to get more memory than `plan` gives, for a build that ran out. */
+function memoryHint(plan: BuildPlan, plans: Record<BuildPlan, Limits>): string {
+  const setting = `SLIPWAY_BUILD_${plan.toUpperCase()}_MEMORY_MB`;
+  return plan === 'starter'
+    ? `Set serviceDetails.buildPlan to "performance" (${plans.performance.memoryMb} MiB), or the operator raises ${setting}`
+    : `The operator can raise ${setting}`;
+}
+
+/**
+ * The build command in `workDir` (README, "Builds"): the service's own, else install + build with the project's
+ * package manager; around it the dependency cache (restored before, saved after a successful build).
+ * Its output goes to the build log and the deploy's buildOutput, with `==>` lines saying what Slipway did.
+ * Throws the DeployFailure when the command fails.
+ */
+export async function runBuildStep(
+  deps: BuildStepDeps,
+  service: ServiceRow,
+  deploy: DeployRow,
+  workDir: string,
+  signal: AbortSignal,
+): Promise<void> {
+  const { cache } = deps;
+  const details = service.details;
+  const toLog = deps.buildLog?.(service, deploy.id);
+  let output = '';
+  const write = (chunk: string) => {
+    output = (output + chunk).slice(-OUTPUT_TAIL);
+    toLog?.write(chunk);
+  };
+  const say = (line: string) => write(`==> ${line}\n`);
+  try {
+    if (deploy.clearCache && cache) {
+      await cache.clear(service.id);
+      say('Cleared the build cache');
+    }
+    const project = detectNodeProject(workDir);
+    const cacheable = project?.hasDependencies && !project.vendored;
+    const key = cache?.enabled && cacheable ? await dependencyKey(workDir, project) : undefined;
+    const restored = key ? await cache!.restore(service.id, key, workDir) : false;
+    if (project) say(`Using ${project.manager}${project.berry ? ' (yarn 2+)' : ''}, ${dependencyWords(project)}`);
+    if (restored) say('Restored node_modules from the build cache (same lockfile and package.json)');
+    else if (key) say('No build cache for these dependencies');
+    const command = details.buildCommand || (project ? defaultBuildCommand(project, restored) : '');
+    if (!command) return;
+    const buildPlan = details.buildPlan ?? 'starter';
+    const limits = deps.buildPlans[buildPlan];
+    say(`Running build command '${command}' (buildPlan ${buildPlan}: ${limits.memoryMb} MiB)`);
+    const store = cache?.enabled ? cache.store(service.id) : undefined;
+    const result = await deps.runtime.build({
+      dir: workDir,
+      command,
+      env: { ...store?.env, ...(await deps.buildEnv(service, deploy)) },
+      cacheDir: store?.dir,
+      timeoutMs: deps.timeoutMs,
+      signal,
+      limits,
+      onOutput: write,
+    });
+    const failure = commandFailure('build_failed', 'the build command', result, {
+      memoryMb: limits.memoryMb,
+      timeoutMs: deps.timeoutMs,
+      memoryHint: memoryHint(buildPlan, deps.buildPlans),
+    });
+    if (failure) throw failure;
+    if (cache?.enabled) {
+      const save = key ? { key, workDir } : undefined;
+      if (save) say('Saving node_modules to the build cache, after the build');
+      cache.afterBuild(service.id, save, deps.trackWrite);
+    }
+  } finally {
+    toLog?.end();
+    await deps.repo.update(deploy.id, { buildOutput: toStorableText(output) });
+  }
+}
+
+const dependencyWords = (project: NodeProject) =>
+  project.vendored
+    ? 'node_modules comes with the source'
+    : !project.hasDependencies
+      ? 'no dependencies'
+      : project.lockfile
+        ? `following ${project.lockfile}`
+        : 'no lockfile: dependencies resolve afresh';

@@ -1,0 +1,159 @@
+import type { DnsLookup } from '../../integrations/dns.js';
+import { AppError, conflict, notFound } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import type { Logger } from '../../lib/logger.js';
+import { isUniqueViolation } from '../../store/db.js';
+import type { CustomDomainRepo, CustomDomainRow } from '../../store/repos/custom-domains.js';
+import type { ServiceRow } from '../../store/repos/services.js';
+import type { Events } from '../events.js';
+import { checkDomainName } from './names.js';
+
+const DAY_MS = 86_400_000;
+const MAX_RETRY_MS = 3_600_000;
+
+/** What a domain's DNS must say for Slipway to serve it: a CNAME to the service's own name, or the router's IPs. */
+export const dnsRecordsFor = (
+  domain: Pick<CustomDomainRow, 'name' | 'domainType'>,
+  target: string,
+  routerIps: string[],
+): Array<{ type: string; name: string; value: string }> => [
+  ...(domain.domainType === 'subdomain' ? [{ type: 'CNAME', name: domain.name, value: target }] : []),
+  ...routerIps.map((ip) => ({ type: ip.includes(':') ? 'AAAA' : 'A', name: domain.name, value: ip })),
+];
+
+/**
+ * Custom domains (README, "Custom domains"): names unique across the instance, routable only once their DNS points
+ * at Slipway. Checked on demand (`verify`) and in the background (`checkDue`): unverified ones with backoff, verified
+ * ones daily; a change is an event and re-routes at once (`onRoutesChanged`).
+ */
+export function createDomains(deps: {
+  repo: CustomDomainRepo;
+  lookup: DnsLookup;
+  appsDomain: string;
+  routerIps: string[];
+  /** Domains one service may hold (twins count): each costs DNS lookups in every background pass. */
+  perService: number;
+  /** The first wait before an unverified domain is checked again; it doubles up to an hour. */
+  retryBaseMs: number;
+  slugOf: (serviceId: string) => Promise<{ slug: string; workspaceId: string } | undefined>;
+  events: Pick<Events, 'record' | 'poke'>;
+  onRoutesChanged: () => Promise<void>;
+  log: Logger;
+  now?: () => Date;
+}) {
+  const now = deps.now ?? (() => new Date());
+  const targetOf = (slug: string) => `${slug}.${deps.appsDomain.toLowerCase()}`;
+
+  /** Looks the domain up and records what it found; true when its status changed. */
+  async function check(domain: CustomDomainRow): Promise<boolean> {
+    const owner = await deps.slugOf(domain.serviceId);
+    if (!owner) return false;
+    const at = now();
+    let points: boolean;
+    try {
+      const answer = await deps.lookup(domain.name);
+      points =
+        answer.cnames.includes(targetOf(owner.slug)) ||
+        (answer.addresses.length > 0 && answer.addresses.every((a) => deps.routerIps.includes(a)));
+    } catch (err) {
+      // The resolver failed: nothing is known, so nothing changes; ask again later.
+      deps.log.warn({ domain: domain.name, err: (err as Error).message }, 'custom domain lookup failed');
+      await deps.repo.update(domain.id, { nextCheckAt: new Date(at.getTime() + deps.retryBaseMs) });
+      return false;
+    }
+    const failed = points ? 0 : domain.failedChecks + 1;
+    const wait = points ? DAY_MS : Math.min(MAX_RETRY_MS, deps.retryBaseMs * 2 ** Math.min(domain.failedChecks, 10));
+    const status = points ? 'verified' : 'unverified';
+    await deps.repo.update(domain.id, {
+      verificationStatus: status,
+      failedChecks: failed,
+      nextCheckAt: new Date(at.getTime() + wait),
+      ...(points && domain.verificationStatus !== 'verified' ? { verifiedAt: at } : {}),
+    });
+    if (status === domain.verificationStatus) return false;
+    await deps.events.record({
+      workspaceId: owner.workspaceId,
+      serviceId: domain.serviceId,
+      type: points ? 'custom_domain_verified' : 'custom_domain_unverified',
+      details: { id: domain.id, name: domain.name },
+    });
+    deps.events.poke();
+    return true;
+  }
+
+  async function find(service: ServiceRow, idOrName: string) {
+    const domain = await deps.repo.find(service.id, idOrName);
+    if (!domain) throw notFound('custom domain');
+    return domain;
+  }
+
+  /** Adds the name (and its www./apex twin); both are checked at once by the background loop. */
+  async function add(service: ServiceRow, input: string): Promise<CustomDomainRow[]> {
+    const checked = checkDomainName(input, deps.appsDomain);
+    const names = [checked.name, ...(checked.twin ? [checked.twin.name] : [])];
+    if ((await deps.repo.countOf(service.id)) + names.length > deps.perService)
+      throw conflict(`a service holds at most ${deps.perService} custom domains (twins included): delete one first`);
+    const held = () => conflict(`${names.join(' or ')} is already a custom domain of a service on this Slipway`);
+    if (await deps.repo.taken(names)) throw held();
+    const base = { serviceId: service.id, publicSuffix: checked.publicSuffix, nextCheckAt: now() };
+    const rows = [
+      { ...base, id: newId('customDomain'), name: checked.name, domainType: checked.domainType },
+      ...(checked.twin ? [{ ...base, id: newId('customDomain'), ...checked.twin, redirectForName: checked.name }] : []),
+    ];
+    return deps.repo.insertAll(rows).catch((err: unknown) => {
+      throw isUniqueViolation(err) ? held() : err;
+    });
+  }
+
+  return {
+    add,
+    /** A blueprint's `domains`: adds each name the service lacks; what cannot be added is a warning, not an error. */
+    async ensure(service: ServiceRow, names: string[]): Promise<string[]> {
+      const warnings: string[] = [];
+      // A file may list any number of names; past the service's cap each would still cost lookups, to fail anyway.
+      const considered = [...new Set(names)].slice(0, deps.perService);
+      if (considered.length < new Set(names).size)
+        warnings.push(`domains: only the first ${deps.perService} are considered (the per-service cap)`);
+      for (const name of considered) {
+        try {
+          // Compared as stored (punycode, lowercase): a name the service holds is left alone.
+          if (await deps.repo.find(service.id, checkDomainName(name, deps.appsDomain).name)) continue;
+          await add(service, name);
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
+          warnings.push(`domains: ${name}: ${err.message}`);
+        }
+      }
+      return warnings;
+    },
+    list: (service: ServiceRow, q: { afterId?: string; limit: number }) => deps.repo.list(service.id, q),
+    get: find,
+    /** Checks the domain (and its twin) now; the result shows at once in GET. */
+    async verify(service: ServiceRow, idOrName: string): Promise<void> {
+      const domain = await find(service, idOrName);
+      const twin = domain.redirectForName
+        ? await deps.repo.find(service.id, domain.redirectForName)
+        : (await deps.repo.list(service.id, { limit: 100 })).find((d) => d.redirectForName === domain.name);
+      let changed = false;
+      for (const d of [domain, ...(twin ? [twin] : [])]) changed = (await check(d)) || changed;
+      if (changed) await deps.onRoutesChanged();
+    },
+    /** Deletes the domain (and its twin): it stops routing at once. */
+    async remove(service: ServiceRow, idOrName: string): Promise<void> {
+      await deps.repo.delete(await find(service, idOrName));
+      await deps.onRoutesChanged();
+    },
+    /** One background pass: the domains whose check is due. */
+    async checkDue(limit = 50): Promise<number> {
+      let changed = false;
+      const due = await deps.repo.due(now(), limit);
+      for (const d of due) changed = (await check(d)) || changed;
+      if (changed) await deps.onRoutesChanged();
+      return due.length;
+    },
+    /** What the user must create at their DNS host for `domain` of `service`. */
+    dnsRecords: (domain: CustomDomainRow, service: Pick<ServiceRow, 'slug'>) =>
+      dnsRecordsFor(domain, targetOf(service.slug), deps.routerIps),
+  };
+}
+export type Domains = ReturnType<typeof createDomains>;

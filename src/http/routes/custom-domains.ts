@@ -1,0 +1,127 @@
+import { Type } from '@sinclair/typebox';
+import { decodeCursor, envelope } from '../../lib/cursor.js';
+import type { CustomDomainRow } from '../../store/repos/custom-domains.js';
+import type { ServiceRow } from '../../store/repos/services.js';
+import type { HttpDeps } from '../deps.js';
+import { defineRoute } from '../route.js';
+import { DEFAULT_LIMIT, IdParam, ListQuery } from '../schemas/common.js';
+import { loadService, ServiceParams } from './services.js';
+
+const DomainParams = Type.Object({
+  serviceId: IdParam,
+  customDomainIdOrName: Type.String({ minLength: 1, maxLength: 253 }),
+});
+/** Render's customDomain, plus the DNS records the user must create (`dnsRecords`). */
+const CustomDomainBody = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    domainType: Type.Union([Type.Literal('apex'), Type.Literal('subdomain')]),
+    publicSuffix: Type.String(),
+    redirectForName: Type.String(),
+    verificationStatus: Type.Union([Type.Literal('verified'), Type.Literal('unverified')]),
+    createdAt: Type.String({ format: 'date-time' }),
+    server: Type.Object({ id: Type.String(), name: Type.String() }),
+    dnsRecords: Type.Array(Type.Object({ type: Type.String(), name: Type.String(), value: Type.String() })),
+  },
+  { title: 'customDomain' },
+);
+
+/** Custom domains of a service, in Render's routes and bodies (README, "Custom domains"). */
+export function customDomainRoutes(deps: HttpDeps) {
+  const { domains } = deps;
+  const body = (d: CustomDomainRow, service: ServiceRow) => ({
+    id: d.id,
+    name: d.name,
+    domainType: d.domainType as 'apex' | 'subdomain',
+    publicSuffix: d.publicSuffix,
+    redirectForName: d.redirectForName ?? '',
+    verificationStatus: d.verificationStatus as 'verified' | 'unverified',
+    createdAt: d.createdAt.toISOString(),
+    server: { id: service.id, name: service.name },
+    dnsRecords: domains.dnsRecords(d, service),
+  });
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/v1/services/:serviceId/custom-domains',
+      summary: 'Add a custom domain (and its www./apex twin, which redirects to it); routable once its DNS is verified',
+      tags: ['Custom domains'],
+      access: 'developer',
+      audit: 'CreateCustomDomainEvent',
+      schema: {
+        params: ServiceParams,
+        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 253 }) }),
+        response: { 201: Type.Array(CustomDomainBody) },
+      },
+      handler: async (req, reply) => {
+        const service = await loadService(deps, req, req.params.serviceId);
+        const rows = await domains.add(service, req.body.name);
+        return reply.code(201).send(rows.map((d) => body(d, service)));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/v1/services/:serviceId/custom-domains',
+      summary: "List a service's custom domains",
+      tags: ['Custom domains'],
+      access: 'viewer',
+      schema: {
+        params: ServiceParams,
+        querystring: Type.Object(ListQuery),
+        response: { 200: Type.Array(Type.Object({ cursor: Type.String(), customDomain: CustomDomainBody })) },
+      },
+      handler: async (req) => {
+        const service = await loadService(deps, req, req.params.serviceId);
+        const rows = await domains.list(service, {
+          afterId: decodeCursor(req.query.cursor),
+          limit: req.query.limit ?? DEFAULT_LIMIT,
+        });
+        return envelope(
+          'customDomain',
+          rows.map((d) => body(d, service)),
+        );
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/v1/services/:serviceId/custom-domains/:customDomainIdOrName',
+      summary: 'Retrieve a custom domain by id or name',
+      tags: ['Custom domains'],
+      access: 'viewer',
+      schema: { params: DomainParams, response: { 200: CustomDomainBody } },
+      handler: async (req) => {
+        const service = await loadService(deps, req, req.params.serviceId);
+        return body(await domains.get(service, req.params.customDomainIdOrName), service);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/v1/services/:serviceId/custom-domains/:customDomainIdOrName/verify',
+      summary: "Check the domain's DNS now (202, as Render answers); GET shows the result at once",
+      tags: ['Custom domains'],
+      access: 'developer',
+      audit: 'VerifyCustomDomainEvent',
+      schema: { params: DomainParams, response: { 202: Type.Null() } },
+      handler: async (req, reply) => {
+        const service = await loadService(deps, req, req.params.serviceId);
+        await domains.verify(service, req.params.customDomainIdOrName);
+        return reply.code(202).send(null);
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/v1/services/:serviceId/custom-domains/:customDomainIdOrName',
+      summary: 'Delete a custom domain (and its twin); it stops routing at once',
+      tags: ['Custom domains'],
+      access: 'developer',
+      audit: 'DeleteCustomDomainEvent',
+      schema: { params: DomainParams, response: { 204: Type.Null() } },
+      handler: async (req, reply) => {
+        const service = await loadService(deps, req, req.params.serviceId);
+        await domains.remove(service, req.params.customDomainIdOrName);
+        return reply.code(204).send(null);
+      },
+    }),
+  ];
+}

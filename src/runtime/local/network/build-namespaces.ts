@@ -1,0 +1,81 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { killSlirp, runAll, runQuietly, startSlirp } from './commands.js';
+import type { LeaseFiles, ProcessRef } from './leases.js';
+import * as plan from './plan.js';
+
+export interface BuildNamespace {
+  netnsPath: string;
+  resolvConf: string;
+  release(): Promise<void>;
+}
+
+/**
+ * Builds' namespaces: loopback and a way out (slirp4netns), no bridge. One is kept ready, so a deploy's build does
+ * not wait for `ip` and slirp4netns; each is used by one build and removed after it.
+ */
+export function createBuildNamespaces(opts: {
+  owner: string;
+  ipPath: string;
+  slirpPath: string;
+  net: plan.Supernet;
+  files: LeaseFiles;
+  resolvConf: string;
+}) {
+  const { owner, files } = opts;
+  /** Made by this process and not removed yet (the spare and those in use): a sweep leaves them alone. */
+  const held = new Set<string>();
+  let spare: Promise<BuildNamespace | undefined> | undefined;
+  let closed = false;
+
+  async function make(): Promise<BuildNamespace> {
+    const ns = `slwb-${randomBytes(5).toString('hex')}`;
+    held.add(ns);
+    files.writeBuild(ns, owner);
+    const remove = async (slirp?: ProcessRef) => {
+      killSlirp(slirp);
+      await runQuietly([plan.netnsDel(opts.ipPath, ns)]);
+      files.removeBuild(ns);
+      held.delete(ns);
+    };
+    try {
+      await runAll(plan.isolatedNetns(opts.ipPath, ns, opts.net));
+      mkdirSync(files.buildsDir, { recursive: true });
+      const slirp = await startSlirp(opts.slirpPath, ns, path.join(files.buildsDir, `${ns}.slirp.log`));
+      files.writeBuild(ns, owner, slirp);
+      return { netnsPath: plan.netnsPath(ns), resolvConf: opts.resolvConf, release: () => remove(slirp) };
+    } catch (err) {
+      await remove();
+      throw err;
+    }
+  }
+
+  return {
+    isHeld: (name: string) => held.has(name),
+
+    /**
+     * The ready one if there is one (taken at once, so two builds never share it). The next is made when this one is
+     * released: never beside a build starting, and never for a probe that failed (nothing would remove it).
+     */
+    async attach(): Promise<BuildNamespace> {
+      const ready = spare;
+      spare = undefined;
+      const ns = (await ready) ?? (await make());
+      return {
+        ...ns,
+        release: async () => {
+          await ns.release();
+          if (!closed && !spare) spare = make().catch(() => undefined); // a failure shows on the next build's make()
+        },
+      };
+    },
+
+    async close(): Promise<void> {
+      closed = true;
+      const ready = spare;
+      spare = undefined;
+      await (await ready)?.release();
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { findProgram } from '../src/runtime/local/capabilities.js';
+import {
+  createNetworks,
+  DEFAULT_STATE_DIR,
+  detectNetworkTools,
+  type NetworkTools,
+} from '../src/runtime/local/network/index.js';
+import { createLeaseFiles } from '../src/runtime/local/network/leases.js';
+
+// Namespaces need root; CI runs as root and requires them (SLIPWAY_REQUIRE_SERVICES=1).
+const IS_ROOT = process.getuid?.() === 0;
+if (!IS_ROOT && process.env.SLIPWAY_REQUIRE_SERVICES === '1') throw new Error('namespace tests need root');
+
+const CIDR = '10.231.0.0/16';
+const namespaces = () => (existsSync('/run/netns') ? readdirSync('/run/netns') : []);
+const owner = `/tmp/spares-owner-${process.pid}`;
+/**
+ * The machine-wide state dir, as every Slipway here uses it: subnets are claimed there, so this test's bridge and
+ * namespaces never take the names of another test server's running meanwhile (a private dir would hand out the same
+ * subnet numbers, and each would remove the other's as leftovers).
+ */
+const files = createLeaseFiles(DEFAULT_STATE_DIR);
+/** This test's build namespaces (others run builds on this machine meanwhile): the ones recorded under its owner. */
+const ourBuilds = () =>
+  files
+    .ownedBuilds(owner)
+    .map((b) => b.name)
+    .filter((name) => namespaces().includes(name));
+const links = () => execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' });
+
+describe.runIf(IS_ROOT)('namespaces made ahead of need', () => {
+  let tools: NetworkTools;
+  const make = async () => {
+    tools ??= (await detectNetworkTools(findProgram)) as NetworkTools;
+    return createNetworks({ owner, cidr: CIDR, tools });
+  };
+  afterAll(async () => {
+    await (await make()).sweep(() => false);
+  });
+
+  it("gives a workspace's next instance the namespace made after its last one, and drops it with the last instance", async () => {
+    const nets = await make();
+    const first = await nets.attach('ins-a', 'tea-spares', ['web-a']);
+    // The spare comes up in the background: its namespace is the next address on the bridge.
+    const spareNs = first.netnsPath.replace(/-(\d+)$/, (_, host) => `-${Number(host) + 1}`);
+    await expect.poll(() => namespaces().includes(path.basename(spareNs)), { timeout: 10_000 }).toBe(true);
+    const second = await nets.attach('ins-b', 'tea-spares', ['web-b']);
+    expect(second.netnsPath).toBe(spareNs); // taken, not made anew
+    expect(nets.addressOf('ins-b')).toBe(second.address);
+    // Its instance is reachable by its own hostname on the workspace's network.
+    expect(execFileSync('cat', [second.hostsFile], { encoding: 'utf8' })).toMatch(`${second.address} web-b`);
+    const subnet = first.address.split('.')[2];
+    const ours = () => namespaces().filter((n) => n.startsWith(`slw-${subnet}-`));
+    await expect.poll(() => ours().length, { timeout: 10_000 }).toBe(3); // a, b and b's spare
+
+    await nets.release('ins-a');
+    await nets.release('ins-b');
+    // The spare went with the last instance, and with it the bridge.
+    expect(ours()).toEqual([]);
+    expect(links()).not.toMatch(new RegExp(`slwbr${subnet}:`));
+  });
+
+  it('keeps one build namespace ready, never hands it to two builds, and removes it on close', async () => {
+    const nets = await make();
+    const [a, b] = await Promise.all([nets.attachBuild(), nets.attachBuild()]);
+    expect(a.netnsPath).not.toBe(b.netnsPath);
+    await a.release();
+    await b.release();
+    await expect.poll(() => ourBuilds().length, { timeout: 10_000 }).toBe(1);
+    const [spare] = ourBuilds();
+    // A sweep (a start after a crash) removes other processes' builds, not the spare this one holds.
+    await nets.sweep(() => true);
+    expect(namespaces()).toContain(spare);
+    const next = await nets.attachBuild();
+    expect(next.netnsPath).toBe(`/run/netns/${spare}`);
+    await next.release();
+    await nets.close();
+    expect(ourBuilds()).toEqual([]);
+  });
+});
