@@ -1,4 +1,5 @@
 /** Shared helpers for the benchmarks: a Slipway child process, a signed-in caller, fixture archives, percentiles, a table printer. */
+import { stopNginx } from '../src/router/nginx/index.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -158,7 +159,9 @@ export async function startSlipway(
       await exited;
       clearTimeout(timer);
     }
-    // Apps outlive Slipway, and their namespaces are machine-wide: a bench that failed mid-way did not delete its services.
+    // Apps (and SLIPWAY_ROUTER=nginx's nginx) outlive Slipway, and their namespaces are machine-wide: a bench that
+    // failed mid-way did not delete its services.
+    await stopNginx(dataDir);
     killProcessesUnder(dataDir);
     await removeNetworksOf(dataDir, DEFAULT_NETWORK_CIDR, findProgram);
     if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });

@@ -119,12 +119,17 @@ async function startNodeProxy(upstreamPort: number) {
   return { port, stop: () => server.close() };
 }
 
-async function throughput() {
+/**
+ * Both of Slipway's data planes in one Slipway each, with the baselines measured again beside each (a ratio is taken
+ * within one run): the Node router alone, and nginx fed from the route table (SLIPWAY_ROUTER=nginx).
+ */
+async function throughput(router: 'node' | 'nginx') {
   const [routerPort, httpsPort] = [await freePort(), await freePort()];
   const slipway = await startSlipway({
     SLIPWAY_ROUTER_PORT: String(routerPort),
     SLIPWAY_ROUTER_HTTPS_PORT: String(httpsPort),
     SLIPWAY_NETWORK: 'shared', // the instance at 127.0.0.1:<port>, for the direct path
+    SLIPWAY_ROUTER: router,
   });
   const stops: Array<() => void> = [];
   try {
@@ -252,9 +257,15 @@ async function domainToHttps(): Promise<number | undefined> {
   }
 }
 
-const results = await throughput();
+const nodeRun = await throughput('node');
+const nginxRun = findProgram('nginx') ? await throughput('nginx') : undefined;
 const httpsMs = await domainToHttps();
+// The Node router's run, its rows named as before, and the nginx plane's router rows beside them.
+const results = new Map(nodeRun);
+for (const [name, s] of nginxRun ?? [])
+  if (name.startsWith('router')) results.set(name.replace('router', 'slipway nginx'), s);
 const get = (name: string) => results.get(name);
+const inNginxRun = (name: string) => nginxRun?.get(name);
 const ratio = (a?: Sample, b?: Sample) => (a && b ? +(a.reqPerSec / b.reqPerSec).toFixed(2) : undefined);
 const p99Ratio = (a?: Sample, b?: Sample) => (a && b ? +(a.p99Ms / Math.max(b.p99Ms, 1)).toFixed(2) : undefined);
 log(
@@ -272,10 +283,18 @@ const summary = {
   routerVsNginxHttps: ratio(get('router https'), get('nginx https')),
   routerP99VsNginxHttp: p99Ratio(get('router http'), get('nginx http')),
   routerVsNodeProxy: ratio(get('router http'), get('node:http proxy')),
+  // SLIPWAY_ROUTER=nginx against the bare nginx of its own run.
+  nginxPlaneVsNginxHttp: ratio(inNginxRun('router http'), inNginxRun('nginx http')),
+  nginxPlaneVsNginxHttps: ratio(inNginxRun('router https'), inNginxRun('nginx https')),
+  nginxPlaneP99VsNginxHttp: p99Ratio(inNginxRun('router http'), inNginxRun('nginx http')),
   domainToHttpsMs: httpsMs === undefined ? undefined : Math.round(httpsMs),
 };
 log(
-  `router/nginx req/s: HTTP ${summary.routerVsNginxHttp}, HTTPS ${summary.routerVsNginxHttps} (target ≥ 0.8); ` +
+  `SLIPWAY_ROUTER=nginx / bare nginx req/s: HTTP ${summary.nginxPlaneVsNginxHttp}, HTTPS ${summary.nginxPlaneVsNginxHttps} ` +
+    `(target ≥ 0.8); p99 ${summary.nginxPlaneP99VsNginxHttp}× nginx's (target ≤ 1.5)`,
+);
+log(
+  `Node router/nginx req/s: HTTP ${summary.routerVsNginxHttp}, HTTPS ${summary.routerVsNginxHttps} (target ≥ 0.8); ` +
     `p99 ${summary.routerP99VsNginxHttp}× nginx's (target ≤ 1.5); router/node:http proxy ${summary.routerVsNodeProxy}; ` +
     `domain → first HTTPS 200: ${summary.domainToHttpsMs} ms (target ≤ 5000)`,
 );

@@ -143,6 +143,8 @@ export interface Config {
   github?: GitHubAppConfig;
   /** The router's HTTPS listener and ACME certificates (config-integrations.ts). */
   https: HttpsSettings;
+  /** The data plane: the Node router alone, or nginx in front of it (src/router/nginx/); auto = nginx when installed. */
+  router: { kind: 'auto' | 'node' | 'nginx'; nginxWorkers: number };
 }
 
 export const DEFAULT_NETWORK_CIDR = '10.213.0.0/16';
@@ -283,6 +285,10 @@ export function loadConfig(env: Env = process.env): Config {
       perWorkspace: Math.max(1, int(env, 'SLIPWAY_WEBHOOKS_PER_WORKSPACE', 25)),
     },
     network: oneOf(env, 'SLIPWAY_NETWORK', ['auto', 'namespaces', 'shared'] as const, 'auto'),
+    router: {
+      kind: oneOf(env, 'SLIPWAY_ROUTER', ['auto', 'node', 'nginx'] as const, 'node'),
+      nginxWorkers: int(env, 'SLIPWAY_ROUTER_NGINX_WORKERS', 1),
+    },
     networkCidr: env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR,
     sandbox: oneOf(env, 'SLIPWAY_SANDBOX', ['auto', 'bwrap', 'off'] as const, 'auto'),
     postgresAdminUrl: env.SLIPWAY_POSTGRES_ADMIN_URL || undefined,

@@ -33,7 +33,8 @@ import { createEvents } from './core/events.js';
 import { wireBilling } from './wire-billing.js';
 import { wireBlueprints } from './wire-blueprints.js';
 import { wireAuth } from './wire-auth.js';
-import { routerTls, wireDomains } from './wire-domains.js';
+import { wireDomains } from './wire-domains.js';
+import { wireRouter } from './wire-router.js';
 import { wireDeployTriggers, wireGitHub } from './wire-github.js';
 import { wireWebhooks } from './wire-webhooks.js';
 import { createProjects } from './core/projects.js';
@@ -41,7 +42,6 @@ import { createEnvVars } from './core/services/env-vars.js';
 import { createEnvView } from './core/services/env-view.js';
 import { checkRepo, createServices } from './core/services/services.js';
 import { chooseProvisioners } from './provisioners/choose.js';
-import { startRouter } from './router/router.js';
 import { scheduleLogRetention } from './jobs/log-retention.js';
 import { createLogs } from './observability/logs/index.js';
 import { listenChannel } from './store/notify.js';
@@ -255,18 +255,16 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
     cleanup.push(() => engine.close());
     const metrics = createMetrics({ repos, boss: queue.boss, intervalMs: config.metricsIntervalMs, log: systemLog });
     cleanup.push(() => metrics.stop());
-    const tls = await routerTls(config, repos);
-    const router = await startRouter({
-      host: config.routerHost,
-      port: config.routerPort,
-      ...tls,
-      resolve: routeTable.resolve,
-      timeouts: config,
+    const router = await wireRouter({
+      config,
+      repos,
+      routeTable,
       onRequest: (record) => {
         metrics.traffic.record(record.serviceId, record.bytesOut);
         usage.meter.traffic.record(record.serviceId, record.bytesOut);
         logs.onRequest(record);
       },
+      log: systemLog,
     });
     routerPort = router.port;
     const routerHttpsUrl = router.httpsPort ? httpUrl(config.routerHost, router.httpsPort, 'https') : undefined;
@@ -311,7 +309,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
     });
     gitPoller.start(config.gitPollIntervalMs);
     cleanup.push(() => gitPoller.stop());
-    const certificates = tls.https?.certificates;
+    const certificates = router.certificates;
     const custom = await wireDomains({
       config,
       repos,
@@ -383,6 +381,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
           queue: () => queue.ping(),
           storeKind: store.kind,
           runtime: runtime.capabilities,
+          router: router.status,
         },
         logs,
         metrics: metrics.queries,
@@ -429,6 +428,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
     const partialUploads = removePartialUploads(layout);
     if (partialUploads > 0) systemLog.info({ removed: partialUploads }, 'removed partial uploads a crash left behind');
     await engine.recover();
+    await router.start(); // nginx: the re-adopted instances are in the table now
     await datastores.start();
     await usage.meter.start();
     billingMeter?.start();
@@ -454,6 +454,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
         routerHttpsUrl,
         appsDomain: config.appsDomain,
         routerPort,
+        routerKind: router.status().kind,
         dataDir: config.dataDir,
         storeKind: store.kind,
         runAs: runtime.capabilities.runAsUser?.name,

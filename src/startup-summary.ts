@@ -13,6 +13,8 @@ export interface StartupFacts {
   /** Apps answer at `http://<slug>.<appsDomain>:<routerPort>`. */
   appsDomain: string;
   routerPort: number;
+  /** The data plane: the Node router, or nginx in front of it (SLIPWAY_ROUTER). */
+  routerKind: 'node' | 'nginx';
   dataDir: string;
   storeKind: 'pglite' | 'postgres';
   /** The user apps run as (undefined: Slipway's own). */
@@ -30,6 +32,7 @@ export const upFields = (facts: StartupFacts) => ({
   routerUrl: facts.routerUrl,
   ...(facts.routerHttpsUrl ? { routerHttpsUrl: facts.routerHttpsUrl } : {}),
   appsUrl: appsUrl(facts),
+  router: facts.routerKind,
   store: facts.storeKind,
   dataDir: facts.dataDir,
 });
@@ -83,7 +86,7 @@ export function formatStartupSummary(facts: StartupFacts, width = 100): string {
     'Slipway is up',
     ...row('API', api),
     ...row('API docs', facts.docsUrl),
-    ...row('Router', `${facts.routerUrl}, apps at ${appsUrl(facts)}`),
+    ...row('Router', `${facts.routerUrl} (${facts.routerKind}), apps at ${appsUrl(facts)}`),
     ...(facts.routerHttpsUrl ? row('HTTPS', `${facts.routerHttpsUrl} (custom domains' certificates by SNI)`) : []),
     ...row('Data dir', facts.dataDir),
     ...row('Store', facts.storeKind === 'pglite' ? 'PGlite (embedded, in the data dir)' : 'Postgres (DATABASE_URL)'),

@@ -42,7 +42,7 @@ export async function routerTls(
 export async function wireDomains(deps: {
   config: Config;
   repos: Pick<Repos, 'customDomains' | 'services' | 'certificates'>;
-  routeTable: Pick<RouteTable, 'setDomains'>;
+  routeTable: Pick<RouteTable, 'setDomains' | 'applied'>;
   events: Pick<Events, 'record' | 'poke'>;
   box: SecretBox;
   /** The HTTPS listener's certificates (none: no HTTPS listener). */
@@ -91,6 +91,7 @@ export async function wireDomains(deps: {
   const loadRoutes = async () => {
     deps.routeTable.setDomains(await repos.customDomains.verified());
     await loadCertificates(); // a deleted or unverified domain's certificate stops serving with its route
+    await deps.routeTable.applied(); // nginx: a deletion has stopped serving when the request that made it returns
   };
 
   const domains = createDomains({
@@ -120,7 +121,10 @@ export async function wireDomains(deps: {
     await loadRoutes();
   }, log('custom domain checks failed'));
   const orders = serialized(async () => {
-    if (!stopped && certificates && (await certificates.orderDue())) await loadCertificates();
+    if (!stopped && certificates && (await certificates.orderDue())) {
+      await loadCertificates();
+      await deps.routeTable.applied();
+    }
   }, log('certificate orders failed'));
   function kick() {
     checks.kick();

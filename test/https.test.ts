@@ -18,6 +18,7 @@ import { client, signUp, type Client, type TestUser } from './helpers/client.js'
 import { startTestDns, type TestDns } from './helpers/dns.js';
 import { freePort, waitFor } from './helpers/process.js';
 import { useRestartableSlipway } from './helpers/restartable.js';
+import { nginxBinary } from '../src/router/nginx/process.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 
 interface Answer {
@@ -48,132 +49,141 @@ function request(scheme: 'http' | 'https', port: number, host: string, urlPath =
 
 const unique = () => `shop-${randomBytes(4).toString('hex')}.com`;
 const VALIDITY_SECONDS = 30; // renewed at two thirds: 20 s after issuance
-let dns: TestDns;
-let acme: TestAcme;
-let root: string;
-const ports = { http: 0, https: 0 };
-const env: Record<string, string> = {};
-const slipway = useRestartableSlipway(env);
-let current: Awaited<ReturnType<typeof slipway.start>> | undefined;
+// Both data planes: the Node router, and nginx in front of it (SLIPWAY_ROUTER=nginx) where nginx is installed.
+const ROUTERS = ['node', ...(nginxBinary() ? ['nginx'] : [])];
 
-describe.skipIf(!hasPebble())('automatic HTTPS for custom domains', () => {
-  beforeAll(async () => {
-    dns = await startTestDns();
-    [ports.http, ports.https] = [await freePort(), await freePort()];
-    acme = await startPebble({ dnsServer: dns.server, httpPort: ports.http, validitySeconds: VALIDITY_SECONDS });
-    root = await acme.issuingRoot();
-    Object.assign(env, {
-      SLIPWAY_ROUTER_PORT: String(ports.http),
-      SLIPWAY_ROUTER_HTTPS_PORT: String(ports.https),
-      SLIPWAY_DNS_SERVERS: dns.server,
-      SLIPWAY_ROUTER_PUBLIC_IPS: '127.0.0.1,127.0.0.2',
-      SLIPWAY_DOMAIN_CHECK_MS: '200',
-      SLIPWAY_DOMAIN_RETRY_MS: '300',
-      SLIPWAY_ACME_DIRECTORY_URL: acme.directoryUrl,
-      SLIPWAY_ACME_CA_BUNDLE: acme.caBundleFile,
-      SLIPWAY_ACME_EMAIL: 'ops@example.com',
+for (const router of ROUTERS)
+  describe.skipIf(!hasPebble())(`automatic HTTPS for custom domains (${router} router)`, () => {
+    let dns: TestDns;
+    let acme: TestAcme;
+    let root: string;
+    const ports = { http: 0, https: 0 };
+    const env: Record<string, string> = {};
+    const slipway = useRestartableSlipway(env);
+    let current: Awaited<ReturnType<typeof slipway.start>> | undefined;
+
+    beforeAll(async () => {
+      dns = await startTestDns();
+      [ports.http, ports.https] = [await freePort(), await freePort()];
+      acme = await startPebble({ dnsServer: dns.server, httpPort: ports.http, validitySeconds: VALIDITY_SECONDS });
+      root = await acme.issuingRoot();
+      Object.assign(env, {
+        SLIPWAY_ROUTER_PORT: String(ports.http),
+        SLIPWAY_ROUTER_HTTPS_PORT: String(ports.https),
+        SLIPWAY_DNS_SERVERS: dns.server,
+        SLIPWAY_ROUTER_PUBLIC_IPS: '127.0.0.1,127.0.0.2',
+        SLIPWAY_DOMAIN_CHECK_MS: '200',
+        SLIPWAY_DOMAIN_RETRY_MS: '300',
+        SLIPWAY_ACME_DIRECTORY_URL: acme.directoryUrl,
+        SLIPWAY_ACME_CA_BUNDLE: acme.caBundleFile,
+        SLIPWAY_ACME_EMAIL: 'ops@example.com',
+        SLIPWAY_ROUTER: router,
+      });
     });
-  });
-  afterAll(async () => {
-    await acme?.close();
-    await dns?.close();
-  });
+    afterAll(async () => {
+      await acme?.close();
+      await dns?.close();
+    });
 
-  const eventsOf = async (api: Client, owner: TestUser, serviceId: string) =>
-    (await api.get(`/v1/services/${serviceId}/events?limit=100`, owner)).body.map(
-      (e: { event: { type: string; details: Record<string, unknown> } }) => e.event,
-    );
-
-  it('issues, serves by SNI, redirects HTTP, renews, survives kill -9, and stops serving on delete', async () => {
-    let { proc, api } = (current = await slipway.start());
-    const owner = await signUp(api);
-    const { service } = await deployFixture(api, owner, 'node-web');
-    const name = unique();
-    await dns.addA(name, ['127.0.0.1']);
-
-    const added = Date.now();
-    expect((await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner)).status).toBe(201);
-    expect((await api.post(`/v1/services/${service.id}/custom-domains/${name}/verify`, {}, owner)).status).toBe(202);
-    let first: Answer | undefined;
-    await waitFor(
-      'an HTTPS 200 with a certificate from pebble',
-      async () => (first = await request('https', ports.https, name, '/', root).catch(() => undefined))?.status === 200,
-      20_000,
-    );
-    const firstMs = Date.now() - added;
-    console.log(`domain added → first HTTPS 200: ${firstMs} ms`);
-    expect(firstMs).toBeLessThan(10_000);
-    expect(JSON.parse(first!.text).headers['x-forwarded-proto']).toBe('https');
-
-    // Plain HTTP now redirects, except ACME's own path.
-    const plain = await request('http', ports.http, name, '/a?b=1');
-    expect([plain.status, plain.headers.location]).toEqual([301, `https://${name}:${ports.https}/a?b=1`]);
-    expect((await request('http', ports.http, name, '/.well-known/acme-challenge/unknown')).status).not.toBe(301);
-    // A name without a certificate of its own gets the apps domain's (self-signed): no valid chain for it.
-    await expect(request('https', ports.https, unique(), '/', root)).rejects.toThrow();
-    expect((await eventsOf(api, owner, service.id)).map((e: { type: string }) => e.type)).toContain(
-      'certificate_issued',
-    );
-
-    // The private key is sealed at rest: no PEM private key in the store's files (an embedded store is files here).
-    if (!process.env.TEST_DATABASE_URL) {
-      const dataDir = /"dataDir":"([^"]+)"/.exec(proc.stdout())![1]!;
-      const files = (dir: string): string[] =>
-        readdirSync(dir).flatMap((f) => {
-          const p = path.join(dir, f);
-          return statSync(p).isDirectory() ? files(p) : [p];
-        });
-      const pem = files(dataDir).filter(
-        (f) => !f.includes('router-tls') && /PRIVATE KEY-----/.test(readFileSync(f, 'latin1')),
+    const eventsOf = async (api: Client, owner: TestUser, serviceId: string) =>
+      (await api.get(`/v1/services/${serviceId}/events?limit=100`, owner)).body.map(
+        (e: { event: { type: string; details: Record<string, unknown> } }) => e.event,
       );
-      expect(pem).toEqual([]);
-    }
 
-    // kill -9, start again: the same certificate is served from the store, without a new order.
-    await proc.kill(); // SIGKILL
-    ({ proc, api } = current = await slipway.start());
-    const again = await request('https', ports.https, name, '/', root);
-    expect([again.status, again.serial]).toEqual([200, first!.serial]);
+    it('issues, serves by SNI, redirects HTTP, renews, survives kill -9, and stops serving on delete', async () => {
+      let { proc, api } = (current = await slipway.start());
+      const owner = await signUp(api);
+      const { service } = await deployFixture(api, owner, 'node-web');
+      const name = unique();
+      await dns.addA(name, ['127.0.0.1']);
 
-    // Renewed at two thirds of its lifetime; the new one is served without a restart.
-    await waitFor(
-      'the renewed certificate',
-      async () => (await request('https', ports.https, name, '/', root)).serial !== first!.serial,
-      VALIDITY_SECONDS * 1000,
-    );
-    const types = (await eventsOf(api, owner, service.id)).map((e: { type: string }) => e.type);
-    expect(types.filter((t: string) => t === 'certificate_issued')).toHaveLength(1);
-    expect(types).toContain('certificate_renewed');
+      const added = Date.now();
+      expect((await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner)).status).toBe(201);
+      expect((await api.post(`/v1/services/${service.id}/custom-domains/${name}/verify`, {}, owner)).status).toBe(202);
+      let first: Answer | undefined;
+      await waitFor(
+        'an HTTPS 200 with a certificate from pebble',
+        async () =>
+          (first = await request('https', ports.https, name, '/', root).catch(() => undefined))?.status === 200,
+        20_000,
+      );
+      const firstMs = Date.now() - added;
+      console.log(`domain added → first HTTPS 200: ${firstMs} ms`);
+      expect(firstMs).toBeLessThan(10_000);
+      expect(JSON.parse(first!.text).headers['x-forwarded-proto']).toBe('https');
 
-    // Deleted: no route and no certificate, at once.
-    expect((await api.delete(`/v1/services/${service.id}/custom-domains/${name}`, owner)).status).toBe(204);
-    await expect(request('https', ports.https, name, '/', root)).rejects.toThrow();
-    expect((await request('http', ports.http, name)).status).toBe(404);
-  }, 120_000);
+      // Plain HTTP now redirects, except ACME's own path.
+      const plain = await request('http', ports.http, name, '/a?b=1');
+      expect([plain.status, plain.headers.location]).toEqual([301, `https://${name}:${ports.https}/a?b=1`]);
+      expect((await request('http', ports.http, name, '/.well-known/acme-challenge/unknown')).status).not.toBe(301);
+      // A name without a certificate of its own gets the apps domain's (self-signed): no valid chain for it.
+      await expect(request('https', ports.https, unique(), '/', root)).rejects.toThrow();
+      expect((await eventsOf(api, owner, service.id)).map((e: { type: string }) => e.type)).toContain(
+        'certificate_issued',
+      );
 
-  it('records a failed order as an event and retries it, serving nothing meanwhile', async () => {
-    const { api } = current ?? (current = await slipway.start());
-    const owner = await signUp(api);
-    const { service } = await deployFixture(api, owner, 'node-web');
-    // Verified (a router address), but pebble's http-01 check reaches 127.0.0.2, where the router does not listen.
-    const name = unique();
-    await dns.addA(name, ['127.0.0.2']);
-    expect((await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner)).status).toBe(201);
-    await waitFor(
-      'two failed orders',
-      async () =>
-        (await eventsOf(api, owner, service.id)).filter((e: { type: string }) => e.type === 'certificate_failed')
-          .length >= 2,
-      30_000,
-    );
-    const failed = (await eventsOf(api, owner, service.id)).find(
-      (e: { type: string }) => e.type === 'certificate_failed',
-    );
-    expect(failed.details).toMatchObject({ name, error: expect.any(String) });
-    await expect(request('https', ports.https, name, '/', root)).rejects.toThrow();
-    expect((await request('http', ports.http, name)).status).toBe(200); // still served over HTTP
-  }, 60_000);
-});
+      // The private key is sealed at rest: no PEM private key in the store's files (an embedded store is files here).
+      if (!process.env.TEST_DATABASE_URL) {
+        const dataDir = /"dataDir":"([^"]+)"/.exec(proc.stdout())![1]!;
+        const files = (dir: string): string[] =>
+          readdirSync(dir).flatMap((f) => {
+            const p = path.join(dir, f);
+            return statSync(p).isDirectory() ? files(p) : [p];
+          });
+        const pem = files(dataDir).filter(
+          // The copies the proxy reads are files readable by Slipway's user only.
+          (f) =>
+            !(/\/router-tls\/|\/router-nginx\/certs\//.test(f) && (statSync(f).mode & 0o077) === 0) &&
+            /PRIVATE KEY-----/.test(readFileSync(f, 'latin1')),
+        );
+        expect(pem).toEqual([]);
+      }
+
+      // kill -9, start again: the same certificate is served from the store, without a new order.
+      await proc.kill(); // SIGKILL
+      ({ proc, api } = current = await slipway.start());
+      const again = await request('https', ports.https, name, '/', root);
+      expect([again.status, again.serial]).toEqual([200, first!.serial]);
+
+      // Renewed at two thirds of its lifetime; the new one is served without a restart.
+      await waitFor(
+        'the renewed certificate',
+        async () => (await request('https', ports.https, name, '/', root)).serial !== first!.serial,
+        VALIDITY_SECONDS * 1000,
+      );
+      const types = (await eventsOf(api, owner, service.id)).map((e: { type: string }) => e.type);
+      expect(types.filter((t: string) => t === 'certificate_issued')).toHaveLength(1);
+      expect(types).toContain('certificate_renewed');
+
+      // Deleted: no route and no certificate, at once.
+      expect((await api.delete(`/v1/services/${service.id}/custom-domains/${name}`, owner)).status).toBe(204);
+      await expect(request('https', ports.https, name, '/', root)).rejects.toThrow();
+      expect((await request('http', ports.http, name)).status).toBe(404);
+    }, 120_000);
+
+    it('records a failed order as an event and retries it, serving nothing meanwhile', async () => {
+      const { api } = current ?? (current = await slipway.start());
+      const owner = await signUp(api);
+      const { service } = await deployFixture(api, owner, 'node-web');
+      // Verified (a router address), but pebble's http-01 check reaches 127.0.0.2, where the router does not listen.
+      const name = unique();
+      await dns.addA(name, ['127.0.0.2']);
+      expect((await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner)).status).toBe(201);
+      await waitFor(
+        'two failed orders',
+        async () =>
+          (await eventsOf(api, owner, service.id)).filter((e: { type: string }) => e.type === 'certificate_failed')
+            .length >= 2,
+        30_000,
+      );
+      const failed = (await eventsOf(api, owner, service.id)).find(
+        (e: { type: string }) => e.type === 'certificate_failed',
+      );
+      expect(failed.details).toMatchObject({ name, error: expect.any(String) });
+      await expect(request('https', ports.https, name, '/', root)).rejects.toThrow();
+      expect((await request('http', ports.http, name)).status).toBe(200); // still served over HTTP
+    }, 60_000);
+  });
 
 describe.skipIf(!hasPebble())('an ACME server that never answers', () => {
   let black: net.Server;

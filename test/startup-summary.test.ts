@@ -11,6 +11,7 @@ const facts = (over: Partial<StartupFacts> = {}): StartupFacts => ({
   routerUrl: 'http://127.0.0.1:8080',
   appsDomain: 'localhost',
   routerPort: 8080,
+  routerKind: 'node',
   dataDir: '/var/lib/slipway',
   storeKind: 'pglite',
   runAs: 'nobody',
@@ -35,7 +36,7 @@ describe('the start-up summary (a terminal)', () => {
     const text = formatStartupSummary(facts(), 200);
     expect(text).toContain('API         http://127.0.0.1:8000\n');
     expect(text).toContain('API docs    http://127.0.0.1:8000/docs\n');
-    expect(text).toContain('Router      http://127.0.0.1:8080, apps at http://<service>.localhost:8080\n');
+    expect(text).toContain('Router      http://127.0.0.1:8080 (node), apps at http://<service>.localhost:8080\n');
     expect(text).toContain('Data dir    /var/lib/slipway\n');
     expect(text).toContain('Store       PGlite');
     expect(text).toMatch(
@@ -143,7 +144,9 @@ describe('Slipway started from a terminal and from a pipe', () => {
       expect(lines.indexOf('Slipway is up')).toBeGreaterThanOrEqual(0);
       expect(summary).toContain(`  API         ${api}`);
       expect(summary).toContain(`  API docs    ${api}/docs`);
-      expect(summary).toContain(`  Router      ${router}, apps at http://<service>.localhost:${new URL(router).port}`);
+      expect(summary).toContain(
+        `  Router      ${router} (node), apps at http://<service>.localhost:${new URL(router).port}`,
+      );
       expect(summary).toContain(`  Data dir    ${store.dataDir}`);
       const text = summary.join('\n');
       expect(text).toMatch(/- apps are not isolated from each other: no bubblewrap sandbox \(it is turned off/);

@@ -1,3 +1,4 @@
+import type { RouterStatus } from '../wire-router.js';
 import type { Access } from '../core/access.js';
 import type { ApiKeys } from '../core/api-keys.js';
 import type { AuditLog } from '../core/audit.js';
@@ -56,7 +57,14 @@ export interface HttpDeps {
   /** Render's deploy hooks (POST /deploy/:serviceId?key=…). */
   deployHooks: DeployHooks;
   urls: AppUrls;
-  health: { store(): Promise<void>; queue(): Promise<void>; storeKind: string; runtime: RuntimeCapabilities };
+  health: {
+    store(): Promise<void>;
+    queue(): Promise<void>;
+    storeKind: string;
+    runtime: RuntimeCapabilities;
+    /** Which data plane serves apps (wire-router.ts). */
+    router(): RouterStatus;
+  };
   logs: Logs;
   metrics: MetricQueries;
   /** GET /metrics (Prometheus text). */

@@ -50,6 +50,11 @@ export interface RouterOptions {
   };
   /** ACME http-01: the key authorization for a token, served at /.well-known/acme-challenge/<token>. */
   acmeAnswer?(token: string): Promise<string | undefined>;
+  /**
+   * Behind nginx (router/nginx/): nginx terminates TLS and says so in X-Forwarded-Proto, so this router opens no HTTPS
+   * listener of its own; `https` then only names the certificates and the port that redirects point at.
+   */
+  behindProxy?: boolean;
 }
 export interface RouterTimeouts extends ConnectionTimeouts {
   /** An app that sends nothing for this long: 504 (or, mid-response, the response is cut off). */
@@ -180,6 +185,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     const socket = req.socket;
     const exchange = startExchange(req, socket);
     const replayable = isReplayable(req);
+    const encrypted =
+      isEncrypted(socket) || (options.behindProxy === true && req.headers['x-forwarded-proto'] === 'https');
     // An HTTP/2 connection carries many requests at once: its socket's byte count is not this response's.
     const sent = req.httpVersionMajor === 2 ? countBody(res) : () => socket.bytesWritten - exchange.bytesAtStart;
     res.once('close', () => {
@@ -201,7 +208,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       if (target.kind === 'redirect') {
         // Same scheme and port as the request came in on, the primary name, the same path.
         const port = /:(\d+)$/.exec(authorityOf(req))?.[1];
-        const scheme = isEncrypted(socket) ? 'https' : 'http';
+        const scheme = encrypted ? 'https' : 'http';
         return redirect(res, `${scheme}://${target.to}${port ? `:${port}` : ''}${req.url ?? '/'}`);
       }
       exchange.serviceId = target.serviceId;
@@ -223,7 +230,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       exchange.upstream = upstreamName(upstream);
       exchange.instanceId = upstream.instanceId;
 
-      const forwarding = { agent, upstreamTimeoutMs: timeouts.upstreamTimeoutMs, encrypted: isEncrypted(socket) };
+      const forwarding = { agent, upstreamTimeoutMs: timeouts.upstreamTimeoutMs, encrypted };
       forward(req, res, upstream, forwarding, (err) => {
         if (res.destroyed || res.writableEnded) return; // the client left, or this was already answered
         if (!failed && !res.headersSent && RETRYABLE_CONNECT_ERRORS.has(err.code ?? '') && replayable) {
@@ -256,7 +263,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     }
     const secure = options.https;
     const challenge = req.url?.startsWith(ACME_CHALLENGE) === true; // answered over HTTP, whoever's it is
-    if (secure && !challenge && !isEncrypted(socket) && secure.certificates.has(exchange.hostname)) {
+    if (secure && !challenge && !encrypted && secure.certificates.has(exchange.hostname)) {
       const port = secure.redirectPort ?? httpsPort;
       return redirect(res, `https://${exchange.hostname}${port === 443 ? '' : `:${port}`}${req.url ?? '/'}`);
     }
@@ -331,7 +338,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     return listen(server, port, options.host);
   }
   const servers: Server[] = [http.createServer(serverTimeouts(timeouts), handleRequest)];
-  if (options.https) {
+  const ownTls = options.https && !options.behindProxy;
+  if (options.https && ownTls) {
     const { certificates } = options.https;
     // HTTP/2 by ALPN, HTTP/1.1 for the rest (WebSockets included); both reach the same handler.
     const secure = http2.createSecureServer({
@@ -347,12 +355,14 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     servers.push(secure as unknown as Server);
   }
   // HTTPS first: the HTTP listener's redirects name its port.
-  const httpsPort = options.https ? await serve(servers[1] as http.Server, options.https.port) : 0;
+  const httpsPort = ownTls
+    ? await serve(servers[1] as http.Server, options.https!.port)
+    : (options.https?.redirectPort ?? 0);
   const port = await serve(servers[0] as http.Server, options.port);
 
   return {
     port,
-    ...(options.https ? { httpsPort } : {}),
+    ...(ownTls ? { httpsPort } : {}),
     close: async () => {
       const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
       for (const socket of openSockets) socket.destroy();

@@ -14,20 +14,30 @@ export interface KeyPair {
  */
 export function createCertificateStore(fallback: KeyPair) {
   let byName = new Map<string, tls.SecureContext>();
+  let served: Array<{ name: string; certPem: string; keyPem: string }> = [];
+  const listeners = new Set<() => void>();
   return {
     fallback,
+    /** The pairs served now, for a data plane that reads certificates from files (nginx). */
+    pairs: () => served,
+    /** Called after every `set`. */
+    onChange: (listener: () => void) => void listeners.add(listener),
     /** Replaces the served set; a pair that does not load is skipped (and named), the others still serve. */
     set(pairs: Array<{ name: string; certPem: string; keyPem: string }>): string[] {
       const next = new Map<string, tls.SecureContext>();
       const broken: string[] = [];
+      const loaded = [];
       for (const p of pairs) {
         try {
           next.set(p.name.toLowerCase(), tls.createSecureContext({ cert: p.certPem, key: p.keyPem }));
+          loaded.push({ ...p, name: p.name.toLowerCase() });
         } catch {
           broken.push(p.name);
         }
       }
       byName = next;
+      served = loaded;
+      for (const listener of listeners) listener();
       return broken;
     },
     has: (name: string) => byName.has(name),

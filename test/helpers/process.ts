@@ -1,3 +1,4 @@
+import { stopNginx } from '../../src/router/nginx/index.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -52,6 +53,7 @@ export async function freshStore(): Promise<{
  * apps and builds (a ready build namespace from its first minute on) are machine-wide.
  */
 export async function removeDataDir(dataDir: string): Promise<void> {
+  await stopNginx(dataDir); // before the SIGKILLs below: a killed master would leave its workers serving
   killProcessesUnder(dataDir);
   await removeNetworksOf(dataDir, DEFAULT_NETWORK_CIDR, findProgram);
   rmSync(dataDir, { recursive: true, force: true });

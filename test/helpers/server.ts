@@ -1,3 +1,4 @@
+import { stopNginx } from '../../src/router/nginx/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -135,6 +136,7 @@ export async function bootServer(
       if (!stopped) await killApps(slipway).catch(() => undefined);
       if (!stopped) await killDatastores(slipway).catch(() => undefined);
       await stop();
+      await stopNginx(dataDir); // SLIPWAY_ROUTER=nginx: it outlives Slipway by design, not the test
       killProcessesUnder(dataDir);
       await removeNetworksOf(dataDir, config.networkCidr, findProgram);
       await database?.drop();

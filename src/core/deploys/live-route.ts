@@ -18,8 +18,16 @@ export function createRouteRefresher(deps: {
   lifecycle: Pick<Lifecycle, 'isRemoving' | 'isStopping'>;
 }) {
   const { repos, routeTable, runtime, layout, instances, lifecycle } = deps;
-  /** Points the router at the service's live deploy, or at `deploy` when it is about to become live. */
+  /**
+   * Points the router at the service's live deploy, or at `deploy` when it is about to become live. Resolves once the
+   * router serves it: a roll-over stops the old instances only then.
+   */
   return async function refreshRoute(service: ServiceRow, deploy?: DeployRow) {
+    await update(service, deploy);
+    await routeTable.applied();
+  };
+
+  async function update(service: ServiceRow, deploy?: DeployRow) {
     if (lifecycle.isRemoving(service.id)) return void routeTable.remove(service.slug);
     const details = service.details;
     if (service.suspenders.includes('user')) return routeTable.setSuspended(service.slug, service.id);
@@ -41,6 +49,6 @@ export function createRouteRefresher(deps: {
       .filter((r) => r.status === 'running' && r.port && !lifecycle.isStopping(r.id) && instances.isAlive(r))
       .map((r) => ({ host: runtime.addressOf(r.id), port: r.port!, instanceId: r.id }));
     routeTable.setInstances(service.slug, service.id, upstreams);
-  };
+  }
 }
 export type RefreshRoute = ReturnType<typeof createRouteRefresher>;

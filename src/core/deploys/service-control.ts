@@ -90,6 +90,7 @@ export function createServiceControl(deps: {
         while (lifecycle.hasLoop(service.id)) await sleep(50);
         await withServiceLock(service.id, async () => {
           routeTable.remove(service.slug);
+          await routeTable.applied();
           await deps.stopInstances(await instances.active({ serviceId: service.id }), Math.min(graceOf(service), 5000));
         });
         await lifecycle.drained();

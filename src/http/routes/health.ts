@@ -105,6 +105,10 @@ export function healthRoutes({ health, datastores }: HttpDeps) {
             ),
             isolation: Isolation,
             datastores: Type.Object({ postgres: DatastoreMode, keyValue: DatastoreMode }),
+            router: Type.Object({
+              kind: Type.Union([Type.Literal('node'), Type.Literal('nginx')]),
+              lastRejected: Type.Optional(Type.Object({ at: Timestamp, reason: Type.String() })),
+            }),
             updatedAt: Timestamp,
           }),
         },
@@ -120,6 +124,7 @@ export function healthRoutes({ health, datastores }: HttpDeps) {
           status: list.every((c) => c.status === 'operational') ? 'operational' : 'degraded',
           components: list,
           ...machineStatus(health.runtime, datastores),
+          router: health.router(),
           updatedAt: new Date().toISOString(),
         };
       },

@@ -1,0 +1,308 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { Logger } from '../../lib/logger.js';
+import { freePort } from '../../runtime/local/ports.js';
+import type { RequestRecord, RouteTarget } from '../router.js';
+import type { CertificateStore } from '../tls.js';
+import { tailAccessLog } from './access-log.js';
+import { renderNginxConfig, WORKER_SHUTDOWN_MS, type NginxSettings, type NginxSite } from './config.js';
+import {
+  installConfig,
+  nginxFiles,
+  prepareDirs,
+  readPorts,
+  runningMaster,
+  startMaster,
+  writePorts,
+  type NginxFiles,
+} from './process.js';
+
+export interface NginxPorts {
+  http: number;
+  https?: number;
+  status: number;
+}
+
+/**
+ * The ports nginx listens on: the configured ones, or (0) those of the master this data dir already runs, so an
+ * adopting Slipway keeps serving where it did, or free ones.
+ */
+export async function nginxPorts(dataDir: string, wanted: { http: number; https?: number }): Promise<NginxPorts> {
+  const files = nginxFiles(dataDir);
+  const before = runningMaster(files) ? readPorts(files) : undefined;
+  return {
+    http: wanted.http || before?.http || (await freePort()),
+    ...(wanted.https !== undefined ? { https: wanted.https || before?.https || (await freePort()) } : {}),
+    status: before?.status || (await freePort()),
+  };
+}
+
+export interface NginxPlaneOptions {
+  dataDir: string;
+  binary: string;
+  ports: NginxPorts;
+  settings: Omit<NginxSettings, 'httpPort' | 'httpsPort' | 'statusPort'>;
+  table: { snapshot(): Array<{ names: string[]; target: RouteTarget }> };
+  certificates?: CertificateStore;
+  onRequest(record: RequestRecord): void;
+  /** nginx -t refused a configuration: the old one keeps serving. */
+  onRejected(reason: string): void;
+  log: Pick<Logger, 'info' | 'warn' | 'error'>;
+}
+
+/**
+ * nginx as the data plane: a running master is adopted, otherwise one is started; every route table or certificate
+ * change is rendered, checked with `nginx -t`, and applied by a graceful reload (SIGHUP). Until `start()` (after the
+ * engine has re-adopted the live instances) an adopted nginx keeps its old configuration, so apps stay reachable
+ * through a Slipway restart.
+ */
+export async function createNginxPlane(opts: NginxPlaneOptions) {
+  const files = nginxFiles(opts.dataDir);
+  prepareDirs(files);
+  writeFileSync(path.join(files.certDir, 'apps.crt'), opts.certificates?.fallback.cert ?? '', { mode: 0o600 });
+  writeFileSync(path.join(files.certDir, 'apps.key'), opts.certificates?.fallback.key ?? '', { mode: 0o600 });
+  const stamp = randomBytes(4).toString('hex');
+  const settings: NginxSettings = {
+    ...opts.settings,
+    httpPort: opts.ports.http,
+    ...(opts.ports.https ? { httpsPort: opts.ports.https } : {}),
+    statusPort: opts.ports.status,
+  };
+  const written = new Map<string, string>(); // certificate file → its text, to rewrite only what changed
+  const instanceAt = new Map<string, string>(); // "address:port" → instance id, for the access log
+  let requested = 0;
+  let done = 0;
+  let running = false;
+  let started = false;
+  let lastApplied: string | undefined; // the configuration nginx serves, without its generation
+  const waiters: Array<{ generation: number; resolve(): void }> = [];
+
+  let pid = runningMaster(files);
+  const adopted = pid !== undefined;
+  if (!pid) {
+    const refused = await installConfig(opts.binary, files, render(`${stamp}-0`));
+    if (refused) throw new Error(`nginx refused Slipway's configuration: ${refused}`);
+    pid = await startMaster(opts.binary, files);
+  }
+  writePorts(files, opts.ports);
+  opts.log.info(
+    { pid, adopted, ...opts.ports },
+    adopted ? 'router: adopted the running nginx' : 'router: started nginx',
+  );
+
+  const tail = tailAccessLog({
+    file: files.accessLog,
+    onRecord: opts.onRequest,
+    instanceAt: (upstream) => instanceAt.get(upstream),
+    reopen: () => signal('SIGUSR1'),
+  });
+  opts.certificates?.onChange(() => changed());
+  // A master that died (killed, crashed) is started again with the current configuration.
+  const watchdog = setInterval(() => {
+    if (started && !runningMaster(files)) changed();
+  }, 2000);
+  watchdog.unref();
+
+  function render(generation: string): string {
+    const sites: NginxSite[] = [];
+    for (const { names, target } of opts.table.snapshot()) {
+      if (target.kind !== 'instances' || target.upstreams.length === 0) continue;
+      sites.push({ serviceId: target.serviceId, names, upstreams: target.upstreams });
+      for (const u of target.upstreams) if (u.instanceId) instanceAt.set(`${u.host}:${u.port}`, u.instanceId);
+    }
+    if (instanceAt.size > 10_000) instanceAt.clear();
+    const pairs = new Map((opts.certificates?.pairs() ?? []).map((p) => [p.name, p]));
+    return renderNginxConfig(generation, sites, settings, {
+      prefix: files.prefix,
+      pidFile: files.pidFile,
+      accessLog: files.accessLog,
+      errorLog: files.errorLog,
+      appsCertificate: { cert: path.join(files.certDir, 'apps.crt'), key: path.join(files.certDir, 'apps.key') },
+      certificateOf: (name) => (pairs.has(name) ? certificateFiles(files, name) : undefined),
+    });
+  }
+
+  /** Writes the served certificates' files; true when any changed (a renewal: same names, new files). */
+  function writeCertificates(): boolean {
+    let changed = false;
+    const keep = new Set<string>(['apps.crt', 'apps.key']);
+    for (const p of opts.certificates?.pairs() ?? []) {
+      const f = certificateFiles(files, p.name);
+      for (const [file, text] of [
+        [f.cert, p.certPem],
+        [f.key, p.keyPem],
+      ] as const) {
+        keep.add(path.basename(file));
+        if (written.get(file) !== text) {
+          writeFileSync(file, text, { mode: 0o600 });
+          changed = true;
+        }
+        written.set(file, text);
+      }
+    }
+    for (const name of readdirSync(files.certDir))
+      if (!keep.has(name)) {
+        rmSync(path.join(files.certDir, name), { force: true });
+        written.delete(path.join(files.certDir, name));
+      }
+    return changed;
+  }
+
+  async function applyOnce(n: number): Promise<void> {
+    const generation = `${stamp}-${n}`;
+    const renewed = writeCertificates();
+    const text = render(generation);
+    // A reload closes idle client connections: none when only the generation would change (a roll-over's second
+    // refresh, a crash of an instance already out of the route), unless the master has to be started again.
+    const same = text.replaceAll(generation, '') === lastApplied;
+    if (same && !renewed && runningMaster(files)) return;
+    const refused = await installConfig(opts.binary, files, text);
+    if (refused) {
+      opts.log.error({ refused }, 'router: nginx refused the new configuration; the old one keeps serving');
+      return opts.onRejected(refused);
+    }
+    pid = runningMaster(files);
+    const oldWorkers = pid ? workersOf(pid) : [];
+    if (!pid) {
+      opts.log.warn({}, 'router: nginx was not running; starting it');
+      pid = await startMaster(opts.binary, files);
+    } else signal('SIGHUP');
+    if (await serves(settings.statusPort, generation)) lastApplied = text.replaceAll(generation, '');
+    else opts.log.warn({ generation }, 'router: nginx did not take the new configuration within 10 s');
+    // The old workers finish the requests they had (to instances a roll-over is about to stop) before they exit.
+    await gone(oldWorkers, WORKER_SHUTDOWN_MS + 1000);
+  }
+
+  async function loop(): Promise<void> {
+    if (running) return;
+    running = true;
+    try {
+      while (started && done < requested) {
+        const n = requested;
+        await applyOnce(n).catch((err: Error) => opts.log.error({ err: err.message }, 'router: nginx update failed'));
+        done = n;
+        for (const w of waiters.splice(0))
+          if (w.generation <= done) w.resolve();
+          else waiters.push(w);
+      }
+    } finally {
+      running = false;
+    }
+  }
+
+  function changed(): void {
+    requested++;
+    if (started) void loop();
+  }
+
+  function signal(name: NodeJS.Signals): void {
+    try {
+      if (pid) process.kill(pid, name);
+    } catch {
+      // gone: the watchdog starts it again
+    }
+  }
+
+  return {
+    adopted,
+    ports: opts.ports,
+    get pid() {
+      return pid;
+    },
+    changed,
+    /** Resolves once nginx serves every change made before the call. */
+    applied(): Promise<void> {
+      if (!started || done >= requested) return Promise.resolve();
+      const generation = requested;
+      return new Promise<void>((resolve) => waiters.push({ generation, resolve }));
+    },
+    /** Begins applying the route table (call once the live instances are back in it). */
+    async start(): Promise<void> {
+      started = true;
+      requested++;
+      await loop();
+    },
+    flushLog: () => tail.flush(),
+    /** Stops following; nginx itself keeps serving (it outlives Slipway, like the apps). */
+    close(): void {
+      started = false;
+      clearInterval(watchdog);
+      tail.flush();
+      tail.stop();
+      for (const w of waiters.splice(0)) w.resolve();
+    },
+  };
+}
+export type NginxPlane = Awaited<ReturnType<typeof createNginxPlane>>;
+
+/** The master's children: its workers (and, for a moment after a reload, the old ones). */
+function workersOf(master: number): number[] {
+  try {
+    return readFileSync(`/proc/${master}/task/${master}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+const alive = (pid: number) => {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+};
+
+async function gone(pids: number[], withinMs: number): Promise<void> {
+  for (let waited = 0; waited < withinMs && pids.some(alive); waited += 20) await new Promise((r) => setTimeout(r, 20));
+}
+
+const certificateFiles = (files: NginxFiles, name: string) => ({
+  cert: path.join(files.certDir, `${name}.crt`),
+  key: path.join(files.certDir, `${name}.key`),
+});
+
+/** Polls nginx's status listener, a new connection each time (a kept-alive one may reach an old worker). */
+async function serves(port: number, generation: string): Promise<boolean> {
+  for (let waited = 0; waited < 10_000; waited += 25) {
+    const body = await new Promise<string>((resolve) => {
+      const req = http.get({ host: '127.0.0.1', port, path: '/generation', agent: false, timeout: 1000 }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve(text));
+      });
+      req.on('timeout', () => req.destroy());
+      req.on('error', () => resolve(''));
+    });
+    if (body === generation) return true;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return false;
+}
+
+/** Stops this data dir's nginx (tests; an operator uses the pid file): SIGTERM, then waits for the master to go. */
+export async function stopNginx(dataDir: string): Promise<void> {
+  const files = nginxFiles(dataDir);
+  const pid = runningMaster(files);
+  if (!pid) return;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  for (let waited = 0; waited < 10_000 && runningMaster(files); waited += 50)
+    await new Promise((r) => setTimeout(r, 50));
+}
+
+export const readNginxPid = (dataDir: string) => {
+  try {
+    return Number(readFileSync(nginxFiles(dataDir).pidFile, 'utf8').trim()) || undefined;
+  } catch {
+    return undefined;
+  }
+};

@@ -1,0 +1,99 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { run, spawnDetached, type Command } from '../../lib/exec.js';
+
+/**
+ * One nginx master per data dir, run from `<dataDir>/router-nginx`. It is started in a process group of its own and
+ * not tied to Slipway (spawnDetached, `daemon off`, so no fork races the executor), so it outlives Slipway: a restarted Slipway adopts it through its pid file instead of starting a second one, and apps
+ * stay reachable while the API restarts.
+ */
+export interface NginxFiles {
+  prefix: string;
+  conf: string;
+  pidFile: string;
+  errorLog: string;
+  accessLog: string;
+  /** The ports of the running master, kept so an adopting Slipway listens where it did. */
+  portsFile: string;
+  certDir: string;
+}
+
+export const nginxFiles = (dataDir: string): NginxFiles => {
+  const prefix = path.join(dataDir, 'router-nginx');
+  return {
+    prefix,
+    conf: path.join(prefix, 'nginx.conf'),
+    pidFile: path.join(prefix, 'nginx.pid'),
+    errorLog: path.join(prefix, 'error.log'),
+    accessLog: path.join(prefix, 'access.log'),
+    portsFile: path.join(prefix, 'ports.json'),
+    certDir: path.join(prefix, 'certs'),
+  };
+};
+
+/** nginx's command lines, as data. `-e` sends start-up errors to our log, not to /var/log/nginx. */
+export const nginxCommands = (binary: string, f: NginxFiles) => {
+  const base = ['-p', f.prefix, '-e', f.errorLog];
+  return {
+    test: (conf: string): Command => ({ file: binary, args: [...base, '-t', '-q', '-c', conf] }),
+    start: (): Command => ({ file: binary, args: [...base, '-c', f.conf, '-g', 'daemon off;'] }),
+  };
+};
+
+export function prepareDirs(f: NginxFiles) {
+  for (const dir of [f.prefix, f.certDir, path.join(f.prefix, 'tmp')]) mkdirSync(dir, { recursive: true, mode: 0o700 });
+}
+
+/** The running master of this data dir's nginx, if any: the pid file's process, still an nginx master on our config. */
+export function runningMaster(f: NginxFiles): number | undefined {
+  try {
+    const pid = Number(readFileSync(f.pidFile, 'utf8').trim());
+    if (!(pid > 0)) return undefined;
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return cmdline.includes('nginx: master process') && cmdline.includes(f.conf) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function readPorts(f: NginxFiles): { http?: number; https?: number; status?: number } | undefined {
+  try {
+    return JSON.parse(readFileSync(f.portsFile, 'utf8')) as { http?: number; https?: number; status?: number };
+  } catch {
+    return undefined;
+  }
+}
+export const writePorts = (f: NginxFiles, ports: object) =>
+  writeFileSync(f.portsFile, JSON.stringify(ports), { mode: 0o600 });
+
+/**
+ * Puts `text` in place as nginx's configuration only once `nginx -t` accepts it; returns nginx's complaint otherwise
+ * (the running configuration is left as it was).
+ */
+export async function installConfig(binary: string, f: NginxFiles, text: string): Promise<string | undefined> {
+  const next = `${f.conf}.next`;
+  writeFileSync(next, text, { mode: 0o600 });
+  const checked = await run(nginxCommands(binary, f).test(next), { timeoutMs: 30_000 });
+  if (checked.exitCode !== 0) return checked.output.trim() || `nginx -t exited with ${checked.exitCode}`;
+  renameSync(next, f.conf);
+  return undefined;
+}
+
+/** Starts the master; resolves once it has bound its ports and written its pid file. */
+export async function startMaster(binary: string, f: NginxFiles): Promise<number> {
+  let exited: string | undefined;
+  const output = path.join(f.prefix, 'master.out');
+  await spawnDetached(nginxCommands(binary, f).start(), { stdoutPath: output, stderrPath: output }, (code, signal) => {
+    exited = `nginx exited (${signal ?? code})`;
+  });
+  for (let waited = 0; waited < 10_000 && !exited; waited += 20) {
+    const pid = runningMaster(f);
+    if (pid) return pid;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const log = existsSync(f.errorLog) ? readFileSync(f.errorLog, 'utf8').trim().split('\n').slice(-3).join('; ') : '';
+  throw new Error(`nginx did not start: ${exited ?? 'no pid file within 10 s'}${log ? `: ${log}` : ''}`);
+}
+
+export const nginxBinary = (candidates = ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx']) =>
+  candidates.find((file) => existsSync(file));

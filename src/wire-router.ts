@@ -1,0 +1,99 @@
+import type { Config } from './config.js';
+import type { RouteTable } from './core/deploys/route-table.js';
+import type { Logger } from './lib/logger.js';
+import { createNginxPlane, nginxPorts } from './router/nginx/index.js';
+import { nginxBinary } from './router/nginx/process.js';
+import { startRouter, type RequestRecord } from './router/router.js';
+import type { Repos } from './store/repos/index.js';
+import { routerTls } from './wire-domains.js';
+
+export interface RouterStatus {
+  kind: 'node' | 'nginx';
+  /** nginx: the last configuration `nginx -t` refused (the one before it kept serving). */
+  lastRejected?: { at: string; reason: string };
+}
+
+/**
+ * The data plane (SLIPWAY_ROUTER): the Node router alone, or nginx in front of it. Both read the one route table; with
+ * nginx, the Node router listens on loopback only and answers what nginx hands it (static sites, pages, redirects,
+ * ACME challenges). `start()` runs once the engine has put the live instances back in the table.
+ */
+export async function wireRouter(deps: {
+  config: Config;
+  repos: Pick<Repos, 'certificates'>;
+  routeTable: RouteTable;
+  onRequest(record: RequestRecord): void;
+  log: Logger;
+}) {
+  const { config, routeTable, onRequest, log } = deps;
+  const tls = await routerTls(config, deps.repos);
+  const common = { resolve: routeTable.resolve, timeouts: config, onRequest, log };
+  const certificates = tls.https?.certificates;
+  const binary = config.router.kind === 'node' ? undefined : nginxBinary();
+  if (config.router.kind === 'nginx' && !binary)
+    throw new Error('SLIPWAY_ROUTER=nginx, but nginx is not installed (Debian: apt-get install nginx-light)');
+  if (!binary) {
+    if (config.router.kind === 'auto')
+      log.info({}, 'router: nginx is not installed, the Node router serves (apt-get install nginx-light for nginx)');
+    const router = await startRouter({ host: config.routerHost, port: config.routerPort, ...tls, ...common });
+    return {
+      port: router.port,
+      httpsPort: router.httpsPort,
+      certificates,
+      start: async () => undefined,
+      status: (): RouterStatus => ({ kind: 'node' }),
+      close: () => router.close(),
+    };
+  }
+
+  const ports = await nginxPorts(config.dataDir, {
+    http: config.routerPort,
+    ...(config.https.port !== undefined ? { https: config.https.port } : {}),
+  });
+  const fallback = await startRouter({
+    host: '127.0.0.1',
+    port: 0,
+    behindProxy: true,
+    ...(tls.https ? { https: { ...tls.https, redirectPort: tls.https.redirectPort ?? ports.https } } : {}),
+    ...(tls.acmeAnswer ? { acmeAnswer: tls.acmeAnswer } : {}),
+    ...common,
+  });
+  let lastRejected: RouterStatus['lastRejected'];
+  const plane = await createNginxPlane({
+    dataDir: config.dataDir,
+    binary,
+    ports,
+    settings: {
+      host: config.routerHost,
+      ...(config.https.redirectPort ? { redirectPort: config.https.redirectPort } : {}),
+      fallbackPort: fallback.port,
+      workers: config.router.nginxWorkers,
+      timeouts: {
+        headersMs: config.headersTimeoutMs,
+        requestMs: config.requestTimeoutMs,
+        keepAliveMs: config.keepAliveTimeoutMs,
+        upstreamMs: config.upstreamTimeoutMs,
+      },
+    },
+    table: routeTable,
+    ...(certificates ? { certificates } : {}),
+    onRequest,
+    onRejected: (reason) => (lastRejected = { at: new Date().toISOString(), reason }),
+    log,
+  }).catch(async (err: unknown) => {
+    await fallback.close();
+    throw err;
+  });
+  routeTable.attach(plane);
+  return {
+    port: ports.http,
+    httpsPort: ports.https,
+    certificates,
+    start: () => plane.start(),
+    status: (): RouterStatus => ({ kind: 'nginx', ...(lastRejected ? { lastRejected } : {}) }),
+    close: async () => {
+      plane.close();
+      await fallback.close();
+    },
+  };
+}

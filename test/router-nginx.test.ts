@@ -1,0 +1,152 @@
+/**
+ * SLIPWAY_ROUTER=nginx: nginx (Debian's nginx-light) serves the apps, fed from the route table, with the Node router
+ * behind it for everything else. Real nginx, real deploys, real requests through the router port.
+ */
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nginxFiles, installConfig, nginxBinary, runningMaster } from '../src/router/nginx/process.js';
+import { deployFixture, finished, packFixture, upload, viaRouter } from './helpers/apps.js';
+import { client, signUp, type TestUser } from './helpers/client.js';
+import { bootServer, type TestServer } from './helpers/server.js';
+import { waitFor } from './helpers/wait.js';
+
+const binary = nginxBinary();
+interface LogEntry {
+  message: string;
+  labels: Array<{ name: string; value: string }>;
+}
+
+describe.skipIf(!binary)('nginx as the data plane', () => {
+  let server: TestServer;
+  let api: ReturnType<typeof client>;
+  let user: TestUser;
+  let as: { cookie: string };
+  beforeAll(async () => {
+    server = await bootServer({ SLIPWAY_ROUTER: 'nginx', SLIPWAY_UPSTREAM_TIMEOUT_SECONDS: '2' });
+    api = client(server.url);
+    user = await signUp(api);
+    as = { cookie: user.cookie };
+  }, 60_000);
+  afterAll(() => server?.close());
+
+  it('serves a web service through nginx, says so in /status, and records each request', async () => {
+    const status = await api.get('/status');
+    expect(status.body.router).toEqual({ kind: 'nginx' });
+    const master = runningMaster(nginxFiles(server.dataDir));
+    expect(master).toBeGreaterThan(0);
+
+    const { service, deploy } = await deployFixture(api, as, 'node-web');
+    expect(deploy.status).toBe('live');
+    const reply = await viaRouter(server.slipway.routerPort, service.slug, '/hello?x=1');
+    expect(reply.status).toBe(200);
+    expect(reply.headers.server).toMatch(/^nginx/); // nginx answered, not the Node router
+    const body = reply.json();
+    expect(body.version).toBe('v0');
+    expect(body.headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(body.headers['x-forwarded-proto']).toBe('http');
+    expect(body.headers['x-forwarded-port']).toBe(String(server.slipway.routerPort));
+    expect(body.headers.host).toBe(`${service.slug}.localhost:${server.slipway.routerPort}`);
+
+    // The access log is tailed into the service's request log, with the instance that answered.
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const logged = await waitFor(
+      'the request in the request log',
+      async () => {
+        const res = await api.get(
+          `/v1/logs?ownerId=${user.workspaceId}&startTime=${since}&resource=${service.id}&type=request&path=/hello*`,
+          as,
+        );
+        return (res.body.logs as LogEntry[] | undefined)?.[0];
+      },
+      10_000,
+    );
+    expect(logged.message).toMatch(/^GET \/hello\?x=1 200 [\d.]+ms \d+B$/);
+    const instances = (await api.get(`/v1/services/${service.id}/instances`, as)).body as Array<{ id: string }>;
+    expect(instances.map((i) => i.id)).toContain(logged.labels.find((l) => l.name === 'instance')?.value);
+  });
+
+  it('hands what is not a live web service to the Node router: unknown hosts get its 404 page', async () => {
+    const reply = await viaRouter(server.slipway.routerPort, 'no-such-service');
+    expect(reply.status).toBe(404);
+    expect(reply.text).toContain('no-such-service.localhost');
+  });
+
+  it('answers 504 when the app sends nothing within the upstream timeout', async () => {
+    const { service } = await deployFixture(api, as, 'node-web');
+    const reply = await viaRouter(server.slipway.routerPort, service.slug, '/?delay=5000');
+    expect(reply.status).toBe(504);
+  });
+
+  it('rolls over to a new deploy through reloads with no failed request', async () => {
+    const { service } = await deployFixture(api, as, 'node-web');
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const results: Array<number | string> = [];
+    const versions = new Set<string>();
+    let retried = 0;
+    let stop = false;
+    const load = (async () => {
+      while (!stop) {
+        const r = await browserGet(server.slipway.routerPort, service.slug, agent, () => retried++).catch(
+          (err: NodeJS.ErrnoException) => err.code ?? err.message,
+        );
+        results.push(typeof r === 'string' ? r : r.status);
+        if (typeof r !== 'string' && r.status === 200)
+          versions.add((JSON.parse(r.text) as { version: string }).version);
+      }
+    })();
+    for (const version of ['v1', 'v2']) {
+      const up = await upload(api, as, service.id, await packFixture('node-web', { VERSION: version }));
+      expect((await finished(api, as, service.id, up.body.deployId)).status).toBe('live');
+    }
+    await waitFor('v2 to answer', async () => versions.has('v2') || undefined, 10_000);
+    stop = true;
+    await load;
+    agent.destroy();
+    expect(results.length).toBeGreaterThan(20);
+    expect(results.filter((s) => s !== 200)).toEqual([]);
+    expect(versions).toEqual(new Set(['v0', 'v1', 'v2']));
+    // A reload closes idle kept-alive connections; at most one per reload reaches a request in flight on it.
+    expect(retried).toBeLessThanOrEqual(4);
+  }, 120_000);
+
+  it('keeps the running configuration when nginx -t refuses a new one', async () => {
+    const files = nginxFiles(server.dataDir);
+    const before = readFileSync(files.conf, 'utf8');
+    const refused = await installConfig(binary!, files, 'events {}\nhttp { server { listen nowhere:port; } }\n');
+    expect(refused).toMatch(/invalid|host not found|nowhere/i);
+    expect(readFileSync(files.conf, 'utf8')).toBe(before);
+    expect(path.basename(files.conf)).toBe('nginx.conf');
+  });
+});
+
+/**
+ * A GET as browsers, curl and Go's client send it: a request that fails on a reused kept-alive connection before any
+ * answer (the server closed it while idle: RFC 9112 §9.3.1) is sent once more on a new one.
+ */
+function browserGet(
+  port: number,
+  slug: string,
+  agent: http.Agent,
+  onRetry: () => void,
+  retry = true,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: '/', agent, headers: { host: `${slug}.localhost:${port}` } });
+    req.setTimeout(10_000, () => req.destroy(new Error('timed out')));
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', reject);
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (retry && req.reusedSocket && (err.code === 'ECONNRESET' || err.message === 'socket hang up')) {
+        onRetry();
+        return resolve(browserGet(port, slug, agent, onRetry, false));
+      }
+      reject(err);
+    });
+  });
+}
