@@ -3,9 +3,12 @@ import type { RouteTable } from './core/deploys/route-table.js';
 import type { Logger } from './lib/logger.js';
 import { createNginxPlane, nginxPorts } from './router/nginx/index.js';
 import { nginxBinary } from './router/nginx/process.js';
+import { lookupUser } from './runtime/local/capabilities.js';
 import { startRouter, type RequestRecord } from './router/router.js';
 import type { Repos } from './store/repos/index.js';
 import { routerTls } from './wire-domains.js';
+
+const NGINX_USER = 'www-data';
 
 export interface RouterStatus {
   kind: 'node' | 'nginx';
@@ -68,6 +71,8 @@ export async function wireRouter(deps: {
       ...(config.https.redirectPort ? { redirectPort: config.https.redirectPort } : {}),
       fallbackPort: fallback.port,
       workers: config.router.nginxWorkers,
+      // nginx's default worker user is nobody, which the apps run as: they could signal its workers.
+      ...(process.getuid?.() === 0 && lookupUser(NGINX_USER) ? { user: NGINX_USER } : {}),
       timeouts: {
         headersMs: config.headersTimeoutMs,
         requestMs: config.requestTimeoutMs,

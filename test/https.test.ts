@@ -16,9 +16,9 @@ import { hasPebble, startPebble, type TestAcme } from './helpers/acme.js';
 import { deployFixture } from './helpers/apps.js';
 import { client, signUp, type Client, type TestUser } from './helpers/client.js';
 import { startTestDns, type TestDns } from './helpers/dns.js';
-import { freePort, waitFor } from './helpers/process.js';
+import { freePort, waitFor, type SlipwayProcess } from './helpers/process.js';
 import { useRestartableSlipway } from './helpers/restartable.js';
-import { nginxBinary } from '../src/router/nginx/process.js';
+import { nginxBinary, nginxFiles, runningMaster } from '../src/router/nginx/process.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 
 interface Answer {
@@ -45,6 +45,15 @@ function request(scheme: 'http' | 'https', port: number, host: string, urlPath =
     req.on('error', reject);
     req.end();
   });
+}
+
+/** nginx has finished its last reload: its master has one worker again, the new one (nothing for the Node router). */
+async function reloadOver(proc: SlipwayProcess): Promise<void> {
+  const dataDir = /"dataDir":"([^"]+)"/.exec(proc.stdout())?.[1];
+  const master = dataDir && runningMaster(nginxFiles(dataDir));
+  if (!master) return;
+  const workers = () => readFileSync(`/proc/${master}/task/${master}/children`, 'utf8').trim().split(/\s+/).length;
+  await waitFor('nginx to finish its reload', async () => workers() === 1, 10_000);
 }
 
 const unique = () => `shop-${randomBytes(4).toString('hex')}.com`;
@@ -112,7 +121,9 @@ for (const router of ROUTERS)
       expect(firstMs).toBeLessThan(10_000);
       expect(JSON.parse(first!.text).headers['x-forwarded-proto']).toBe('https');
 
-      // Plain HTTP now redirects, except ACME's own path.
+      // Plain HTTP now redirects, except ACME's own path. (nginx: once its reload is over. Until the old worker has
+      // its signal to quit, it may still take a new connection with the configuration from before the certificate.)
+      await reloadOver(proc);
       const plain = await request('http', ports.http, name, '/a?b=1');
       expect([plain.status, plain.headers.location]).toEqual([301, `https://${name}:${ports.https}/a?b=1`]);
       expect((await request('http', ports.http, name, '/.well-known/acme-challenge/unknown')).status).not.toBe(301);
@@ -160,6 +171,24 @@ for (const router of ROUTERS)
       await expect(request('https', ports.https, name, '/', root)).rejects.toThrow();
       expect((await request('http', ports.http, name)).status).toBe(404);
     }, 120_000);
+
+    it("serves a www twin's own certificate with its 301 to the primary name", async () => {
+      const { api } = current ?? (current = await slipway.start());
+      const owner = await signUp(api);
+      const { service } = await deployFixture(api, owner, 'node-web');
+      const name = unique();
+      await dns.addA(name, ['127.0.0.1']);
+      await dns.addA(`www.${name}`, ['127.0.0.1']);
+      expect((await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner)).status).toBe(201);
+      // The twin routes nowhere itself: over HTTPS it answers the redirect, with a chain valid for its own name.
+      let twin: Answer | undefined;
+      await waitFor(
+        'the twin over HTTPS with its own certificate',
+        async () => (twin = await request('https', ports.https, `www.${name}`, '/p?q=1', root).catch(() => undefined)),
+        20_000,
+      );
+      expect([twin!.status, twin!.headers.location]).toEqual([301, `https://${name}:${ports.https}/p?q=1`]);
+    }, 60_000);
 
     it('records a failed order as an event and retries it, serving nothing meanwhile', async () => {
       const { api } = current ?? (current = await slipway.start());

@@ -7,7 +7,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nginxFiles, installConfig, nginxBinary, runningMaster } from '../src/router/nginx/process.js';
-import { deployFixture, finished, packFixture, upload, viaRouter } from './helpers/apps.js';
+import { deployFixture, finished, packFixture, processesOf, upload, viaRouter } from './helpers/apps.js';
 import { client, signUp, type TestUser } from './helpers/client.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
@@ -48,6 +48,17 @@ describe.skipIf(!binary)('nginx as the data plane', () => {
     expect(body.headers['x-forwarded-proto']).toBe('http');
     expect(body.headers['x-forwarded-port']).toBe(String(server.slipway.routerPort));
     expect(body.headers.host).toBe(`${service.slug}.localhost:${server.slipway.routerPort}`);
+
+    // Its workers are not the apps' user: an app could otherwise signal them (nginx's default is nobody).
+    if (process.getuid?.() === 0) {
+      const uidOf = (pid: number) =>
+        Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? -1);
+      const workers = readFileSync(`/proc/${master}/task/${master}/children`, 'utf8').trim().split(/\s+/).map(Number);
+      const apps = processesOf(service.id).map(uidOf);
+      expect(workers.length).toBeGreaterThan(0);
+      expect(apps.length).toBeGreaterThan(0);
+      for (const worker of workers) expect(apps).not.toContain(uidOf(worker));
+    }
 
     // The access log is tailed into the service's request log, with the instance that answered.
     const since = new Date(Date.now() - 60_000).toISOString();

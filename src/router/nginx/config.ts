@@ -19,6 +19,8 @@ export interface NginxLayout {
   errorLog: string;
   /** Where a name's certificate files are (undefined: the name has none and is served with the apps-domain pair). */
   certificateOf(name: string): { cert: string; key: string } | undefined;
+  /** Every name with a certificate of its own, whatever it routes to. */
+  certificateNames: string[];
   appsCertificate: { cert: string; key: string };
 }
 export interface NginxSettings {
@@ -33,6 +35,8 @@ export interface NginxSettings {
   /** A loopback listener that answers the generation, so a reload is known to have taken effect. */
   statusPort: number;
   workers: number;
+  /** The workers' user when nginx runs as root: one of its own, never the apps' (an app could signal them). */
+  user?: string;
   timeouts: { headersMs: number; requestMs: number; keepAliveMs: number; upstreamMs: number };
 }
 
@@ -40,7 +44,7 @@ export interface NginxSettings {
 export const WORKER_SHUTDOWN_MS = 10_000;
 
 /** Names and addresses reach the file as they are: anything but these characters would be config syntax. */
-const SAFE_NAME = /^[a-z0-9-]+(\.[a-z0-9-]+)*$/;
+export const SAFE_NAME = /^[a-z0-9-]+(\.[a-z0-9-]+)*$/;
 const SAFE_ADDRESS = /^[0-9a-f.:]+$/i;
 const seconds = (ms: number) => `${Math.max(1, Math.ceil(ms / 1000))}s`;
 
@@ -59,10 +63,12 @@ export function renderNginxConfig(
 
   const upstreams: string[] = [];
   const servers: string[] = [];
+  const routed = new Set<string>();
   sites.forEach((site, i) => {
     const addresses = site.upstreams.filter((u) => SAFE_ADDRESS.test(u.host));
     const names = site.names.map((n) => n.toLowerCase()).filter((n) => SAFE_NAME.test(n));
     if (addresses.length === 0 || names.length === 0 || !/^[a-z0-9-]+$/.test(site.serviceId)) return;
+    names.forEach((n) => routed.add(n));
     const group = `service_${i}`;
     upstreams.push(
       `upstream ${group} {\n${addresses.map((u) => `    server ${bracket(u.host)}:${u.port} max_fails=0;`).join('\n')}\n    keepalive 64;\n  }`,
@@ -97,8 +103,20 @@ export function renderNginxConfig(
   }`);
   });
 
+  // Names with a certificate that nginx does not route itself (a static site's domain, a www. twin that redirects):
+  // nginx terminates TLS with their own certificate and hands them to the Node router, which redirects plain HTTP.
+  if (s.httpsPort)
+    for (const name of files.certificateNames.filter((n) => SAFE_NAME.test(n) && !routed.has(n)))
+      servers.push(`server {
+    ${httpsListen()}
+    server_name ${name};
+    ${certLines(files.certificateOf(name)!)}
+    location / { proxy_pass http://slipway_fallback; }
+  }`);
+
   return `# Written by Slipway (src/router/nginx/config.ts), generation ${generation}. Checked with nginx -t before each reload.
 worker_processes ${s.workers};
+${s.user ? `user ${s.user};` : ''}
 worker_shutdown_timeout ${WORKER_SHUTDOWN_MS / 1000}s;
 pid ${files.pidFile};
 error_log ${files.errorLog} warn;

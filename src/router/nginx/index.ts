@@ -7,7 +7,7 @@ import { freePort } from '../../runtime/local/ports.js';
 import type { RequestRecord, RouteTarget } from '../router.js';
 import type { CertificateStore } from '../tls.js';
 import { tailAccessLog } from './access-log.js';
-import { renderNginxConfig, WORKER_SHUTDOWN_MS, type NginxSettings, type NginxSite } from './config.js';
+import { renderNginxConfig, SAFE_NAME, WORKER_SHUTDOWN_MS, type NginxSettings, type NginxSite } from './config.js';
 import {
   installConfig,
   nginxFiles,
@@ -121,6 +121,7 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
       errorLog: files.errorLog,
       appsCertificate: { cert: path.join(files.certDir, 'apps.crt'), key: path.join(files.certDir, 'apps.key') },
       certificateOf: (name) => (pairs.has(name) ? certificateFiles(files, name) : undefined),
+      certificateNames: [...pairs.keys()],
     });
   }
 
@@ -129,6 +130,7 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
     let changed = false;
     const keep = new Set<string>(['apps.crt', 'apps.key']);
     for (const p of opts.certificates?.pairs() ?? []) {
+      if (!SAFE_NAME.test(p.name)) continue; // a file name and a config word: left out, as config.ts leaves it out
       const f = certificateFiles(files, p.name);
       for (const [file, text] of [
         [f.cert, p.certPem],
