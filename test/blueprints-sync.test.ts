@@ -187,6 +187,12 @@ describe('a blueprint from an uploaded archive', () => {
       .replace('      ignoredPaths:\n        - docs/**\n', '')
       .replace(/ {4}routes:\n(?: {6}.*\n| {8}.*\n)+/, '');
     expect(changed).not.toContain('routes:');
+    // Two rules added through the API that share a path and a name, which the file never names: both stay.
+    const staticId = (await servicesByName(t.api, owner)).get('bp-static').id;
+    for (const value of ['</a.css>; rel=preload', '</b.js>; rel=preload'])
+      expect(
+        (await t.api.post(`/v1/services/${staticId}/headers`, { path: '/*', name: 'Link', value }, owner)).status,
+      ).toBe(201);
     const up = await uploadTo(t.api, owner, bp.id, changed);
     expect(up.status).toBe(200);
     expect(up.body.sync).toMatchObject({ state: 'running' });
@@ -204,6 +210,10 @@ describe('a blueprint from an uploaded archive', () => {
     expect(services.get('bp-web').buildFilter).toEqual({ paths: ['src/**'], ignoredPaths: [] });
     const deep = await viaRouter(t.server.slipway.routerPort, services.get('bp-static').slug, '/any/where');
     expect([deep.status, deep.headers['x-frame-options']]).toEqual([200, 'SAMEORIGIN']);
+    const links = (await t.api.get(`/v1/services/${staticId}/headers?name=Link`, owner)).body.map(
+      (h: { header: { value: string } }) => h.header.value,
+    );
+    expect(links.sort()).toEqual(['</a.css>; rel=preload', '</b.js>; rel=preload']);
     // The worker is still there and still running, no longer managed.
     expect(services.get('bp-worker')).toBeDefined();
     const worker = await t.api.get(`/v1/services/${services.get('bp-worker').id}/instances`, owner);

@@ -69,9 +69,21 @@ function detailsOf(spec: ServiceSpec): ServiceDetailsInput & { startCommand?: st
  */
 function mergeRules<T>(current: T[] | undefined, wanted: T[] | undefined, key: (r: T) => string): T[] | undefined {
   if (!wanted) return undefined;
-  const out = new Map((current ?? []).map((r) => [key(r), r]));
-  for (const r of wanted) out.set(key(r), r);
-  return [...out.values()];
+  // Only the rules whose key the file names are replaced; every other one is kept, including several sharing a key
+  // (the API accepts two `Link` headers on one path), which a map by key folded into one. A named rule takes its place (a route's place is its priority); the others sharing its key go; new ones go last.
+  const named = new Map(wanted.map((r) => [key(r), r]));
+  const placed = new Set<string>();
+  const out: T[] = [];
+  for (const r of current ?? []) {
+    const k = key(r);
+    if (!named.has(k)) out.push(r);
+    else if (!placed.has(k)) {
+      out.push(named.get(k)!);
+      placed.add(k);
+    }
+  }
+  for (const [k, r] of named) if (!placed.has(k)) out.push(r);
+  return out;
 }
 const canonFilter = (f: { paths: string[]; ignoredPaths: string[] } | undefined) =>
   f && { paths: f.paths, ignoredPaths: f.ignoredPaths };
