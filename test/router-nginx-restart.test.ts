@@ -75,12 +75,27 @@ describe.skipIf(!nginxBinary())('nginx outlives the API process', () => {
     const servedBefore = served;
     await sleep(2000); // the API is down
     expect(served).toBeGreaterThan(servedBefore);
+    const whileDown = `/while-down-${Date.now()}`;
+    expect((await viaRouter(routerPort, service.slug, whileDown, { agent })).status).toBe(200);
     proc = spawnSlipway(env);
     await waitForHealthy(url, 60_000);
     await sleep(500);
     stop = true;
     await load;
     expect(failures).toEqual([]);
+
+    // What nginx served while the API was down reaches the request log (and the meters) after the restart.
+    await waitFor(
+      'the request served while the API was down, in the request log',
+      async () =>
+        (
+          await api.get(
+            `/v1/logs?ownerId=${owner.workspaceId}&resource=${service.id}&type=request&path=${whileDown}`,
+            owner,
+          )
+        ).body.logs?.length > 0 || undefined,
+      10_000,
+    );
 
     // Adopted, not started again; and it follows the new API's changes.
     expect(runningMaster(nginxFiles(store.dataDir))).toBe(master);

@@ -42,10 +42,17 @@ export function createRouteTable(appsDomain: string) {
     },
     /** Replaces the custom domains at once (core/domains: after a check changed one, or a deletion). */
     setDomains(rows: Array<{ name: string; slug: string; redirectForName: string | null }>) {
-      domains = new Map(
+      const next = new Map(
         rows.map((r) => [r.name, { slug: r.slug, ...(r.redirectForName ? { redirectTo: r.redirectForName } : {}) }]),
       );
-      changed();
+      // Every background pass sets them again: only a real change reaches the data plane (a render, perhaps a reload).
+      const same =
+        next.size === domains.size &&
+        [...next].every(
+          ([name, d]) => domains.get(name)?.slug === d.slug && domains.get(name)?.redirectTo === d.redirectTo,
+        );
+      domains = next;
+      if (!same) changed();
     },
     setInstances: (slug: string, serviceId: string, upstreams: Upstream[]) =>
       setSlug(slug, { kind: 'instances', serviceId, upstreams }),

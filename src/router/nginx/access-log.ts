@@ -1,4 +1,14 @@
-import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import type { RequestRecord } from '../router.js';
 
 /** One line of the `slipway` log_format (config.ts). */
@@ -30,14 +40,27 @@ const MAX_READ_BYTES = 4 * 1024 * 1024;
  */
 export function tailAccessLog(opts: {
   file: string;
+  /** Where the read position is kept, so a restarted Slipway reports what nginx logged while it was down. */
+  offsetFile: string;
   onRecord(record: RequestRecord): void;
   /** The instance behind an `address:port` nginx reports. */
   instanceAt(upstream: string): string | undefined;
   reopen(): void;
   intervalMs?: number;
 }) {
-  // Lines written before this Slipway started were reported by the one before.
-  let current: Cursor = { file: opts.file, offset: sizeOf(opts.file), partial: '' };
+  // nginx outlives Slipway: resume where the last Slipway stopped reading (the same file, not rotated since), so the
+  // requests served while the API was down are logged and metered too; a first start begins at the end.
+  let current: Cursor = { file: opts.file, offset: resumeAt(opts.file, opts.offsetFile), partial: '' };
+  let saved = '';
+  const save = () => {
+    const text = JSON.stringify({
+      ino: inodeOf(current.file),
+      offset: current.offset - Buffer.byteLength(current.partial),
+    });
+    if (text === saved) return;
+    writeFileSync(opts.offsetFile, text, { mode: 0o600 });
+    saved = text;
+  };
 
   function readFrom(at: Cursor): void {
     let fd: number;
@@ -89,6 +112,7 @@ export function tailAccessLog(opts: {
 
   function poll(): void {
     readFrom(current);
+    save();
     if (current.offset < ROTATE_AT_BYTES) return;
     const old: Cursor = { ...current, file: `${opts.file}.1` };
     try {
@@ -114,10 +138,28 @@ export function tailAccessLog(opts: {
   };
 }
 
-function sizeOf(file: string): number {
+function inodeOf(file: string): number | undefined {
   try {
-    return statSync(file).size;
+    return statSync(file).ino;
   } catch {
-    return 0;
+    return undefined;
+  }
+}
+
+function resumeAt(file: string, offsetFile: string): number {
+  let size = 0;
+  let ino: number | undefined;
+  try {
+    ({ size, ino } = statSync(file));
+  } catch {
+    return 0; // not written yet
+  }
+  try {
+    const kept = JSON.parse(readFileSync(offsetFile, 'utf8')) as { ino?: number; offset?: number };
+    if (kept.ino === ino && typeof kept.offset === 'number' && kept.offset >= 0 && kept.offset <= size)
+      return kept.offset;
+    return kept.ino === ino ? size : 0; // a file rotated while Slipway was down is read from its start
+  } catch {
+    return size;
   }
 }

@@ -94,6 +94,7 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
 
   const tail = tailAccessLog({
     file: files.accessLog,
+    offsetFile: path.join(files.prefix, 'access.offset'),
     onRecord: opts.onRequest,
     instanceAt: (upstream) => instanceAt.get(upstream),
     reopen: () => signal('SIGUSR1'),
@@ -226,7 +227,6 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
       requested++;
       await loop();
     },
-    flushLog: () => tail.flush(),
     /** Stops following; nginx itself keeps serving (it outlives Slipway, like the apps). */
     close(): void {
       started = false;
@@ -300,11 +300,3 @@ export async function stopNginx(dataDir: string): Promise<void> {
   for (let waited = 0; waited < 10_000 && runningMaster(files); waited += 50)
     await new Promise((r) => setTimeout(r, 50));
 }
-
-export const readNginxPid = (dataDir: string) => {
-  try {
-    return Number(readFileSync(nginxFiles(dataDir).pidFile, 'utf8').trim()) || undefined;
-  } catch {
-    return undefined;
-  }
-};
