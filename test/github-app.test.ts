@@ -182,6 +182,12 @@ describe('the GitHub App', () => {
     expect((await gh.deliver(server.url, 'push', pushPayload(v2, ['VERSION']), { secret: 'wrong' })).status).toBe(401);
     const unsigned = await api.post('/v1/github/webhook', pushPayload(v2, ['VERSION']));
     expect(unsigned.status).toBe(401);
+    // Nothing is parsed before the signature holds: an unsigned body that is not even JSON is refused as unsigned.
+    const junk = await api.call('POST', '/v1/github/webhook', {
+      raw: Buffer.from(`{"a":${'['.repeat(1000)}`),
+      headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': 'junk-1' },
+    });
+    expect(junk.status).toBe(401);
     // Another installation's push names no service of this workspace.
     expect((await gh.deliver(server.url, 'push', pushPayload(v2, ['VERSION'], 43))).body.deploys).toEqual([]);
 

@@ -8,6 +8,8 @@ const IN_GOOD_STANDING = new Set(['active', 'trialing']);
 const PLANS_TTL_MS = 60_000;
 
 export interface WebhookOutcome {
+  /** Stripe's id of the verified event. */
+  eventId: string;
   /** The event was seen before (a replay or a redelivery): nothing changed. */
   duplicate: boolean;
   /** The workspace whose subscription the event was about, when Slipway knows the customer. */
@@ -108,7 +110,7 @@ export function createSubscriptions(deps: {
       } catch (err) {
         throw badRequest(`the Stripe-Signature does not verify: ${(err as Error).message.split('\n')[0]}`);
       }
-      return deps.transact(async (tx) => {
+      const outcome = await deps.transact(async (tx): Promise<Omit<WebhookOutcome, 'eventId'>> => {
         if (!(await tx.billing.firstSighting(event.id, event.type))) return { duplicate: true };
         const o = event.object;
         const customerId = str(o.customer);
@@ -125,6 +127,7 @@ export function createSubscriptions(deps: {
         // checkout.session.completed and the rest: the customer.subscription.* events that follow carry the state.
         return { duplicate: false, workspaceId: account.workspaceId, subscriptionStatus: account.subscriptionStatus };
       });
+      return { eventId: event.id, ...outcome };
     },
   };
 }

@@ -118,10 +118,10 @@ export function createGitHubWebhook(deps: {
   }
 
   return {
-    /** `payload`: the body as the HTTP layer already parsed it; the signature is checked over `rawBody`. */
+    /** The signature is checked over `rawBody`; only then is the body parsed (`payload`). */
     async receive(input: {
       rawBody: string;
-      payload: unknown;
+      payload(rawBody: string): unknown;
       signature?: string;
       deliveryId?: string;
       event?: string;
@@ -130,8 +130,8 @@ export function createGitHubWebhook(deps: {
       if (!input.signature || !(await deps.verify(input.rawBody, input.signature)))
         throw unauthorized('the X-Hub-Signature-256 header does not match this App’s webhook secret');
       if (!input.deliveryId || !input.event) throw badRequest('X-GitHub-Delivery and X-GitHub-Event are required');
+      const payload = input.payload(input.rawBody); // a 400 before the delivery counts as seen
       if (!(await deps.repo.firstDelivery(input.deliveryId))) return { duplicate: true };
-      const payload = input.payload;
       try {
         if (input.event === 'push') return { duplicate: false, ...(await push(payload as PushPayload)) };
         if (input.event === 'pull_request')

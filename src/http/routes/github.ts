@@ -1,3 +1,4 @@
+import { signedBody } from '../plugins/text-input.js';
 import { Type } from '@sinclair/typebox';
 import { badRequest } from '../../lib/errors.js';
 import type { HttpDeps } from '../deps.js';
@@ -142,7 +143,7 @@ export function githubRoutes({ github, githubWebhook, guard }: HttpDeps) {
         req.auditInfo.target = header('x-github-delivery');
         return githubWebhook.receive({
           rawBody: req.rawBody ?? '',
-          payload: req.body,
+          payload: signedBody,
           signature: header('x-hub-signature-256'),
           deliveryId: header('x-github-delivery'),
           event: header('x-github-event'),
