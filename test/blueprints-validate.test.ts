@@ -131,6 +131,14 @@ describe('blueprints: validate', () => {
     expect(typed.body.errors).toEqual([expect.objectContaining({ path: 'services[0].numInstances', line: 5 })]);
     const dup = await validate(owner, 'databases:\n  - name: db\n  - name: db\n');
     expect(dup.body.errors).toEqual([expect.objectContaining({ path: 'databases[1].name', line: 3 })]);
+    // An error on every line of a big file: the first 100 are listed, then one entry saying the rest are not.
+    const many = await validate(
+      owner,
+      `services:\n${Array.from({ length: 5000 }, (_, i) => `  - name: s${i}\n    type: web\n    bogus: 1\n`).join('')}`,
+    );
+    expect(many.body.valid).toBe(false);
+    expect(many.body.errors).toHaveLength(101);
+    expect(many.body.errors[100].error).toMatch(/not listed/);
     const big = await validate(owner, `# ${'x'.repeat(10 * 1024 * 1024)}\nservices: []\n`);
     expect(big.status).toBe(413);
     expect(big.body.code).toBe('payload_too_large');

@@ -1,8 +1,7 @@
-import { parse } from 'yaml';
 import type { HeaderRule, RouteRule } from '../../router/static-rules.js';
 import type { ServiceType } from '../services/details.js';
 import { CONTAINER_RUNTIMES, normalizePlan } from './spec.js';
-import { validateBlueprint, type Validation } from './validate.js';
+import { validateDocument, type Validation } from './validate.js';
 
 /**
  * A validated render.yaml as the sync reads it: Render's deprecated spellings folded into one (`env` → runtime,
@@ -221,9 +220,10 @@ export function overLimits(model: BlueprintModel): string | undefined {
 
 /** Validates the file and, when it is valid, reads it into the model (the validation already checked every shape). */
 export function readBlueprint(text: string): { validation: Validation; model?: BlueprintModel } {
-  const validation = validateBlueprint(text);
+  const { validation, doc } = validateDocument(text);
   if (!validation.valid) return { validation };
-  const root = parse(text, { uniqueKeys: false }) as Obj;
+  // toJS resolves aliases with the same cap parse() has (an alias bomb is an error, not a hang).
+  const root = doc.toJS({ maxAliasCount: 100 }) as Obj;
   const model: BlueprintModel = { projects: [], services: [], databases: [], keyValue: [], envGroups: [] };
   addResources(model, root, undefined);
   addResources(model, root.ungrouped as Obj | undefined, undefined);

@@ -1,4 +1,4 @@
-import { isMap, isScalar, LineCounter, parseDocument, type Node } from 'yaml';
+import { isMap, isScalar, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import * as spec from './spec.js';
 import { createWalk, type BlueprintError, type BlueprintWarning, type Walk } from './yaml-walk.js';
 
@@ -20,10 +20,17 @@ type Entries = Map<string, Node | null>;
 const get = (m: Entries | undefined, key: string) => m?.get(key);
 
 /** Render's validation of a render.yaml (POST /v1/blueprints/validate): every error with its line, and the plan. */
-export function validateBlueprint(text: string): Validation {
+export const validateBlueprint = (text: string): Validation => validateDocument(text).validation;
+
+/** The validation and the parsed document (readBlueprint builds the model from it: the text is parsed once). */
+export function validateDocument(text: string): { validation: Validation; doc: Document.Parsed } {
   const lines = new LineCounter();
   // YAML 1.2 (the `yaml` package's default), as Render reads the files: an unquoted `off` is the string "off".
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: false });
+  return { validation: check(doc, lines), doc };
+}
+
+function check(doc: Document.Parsed, lines: LineCounter): Validation {
   const w = createWalk(lines);
   const plan: BlueprintPlan = { services: [], databases: [], keyValue: [], envGroups: [], warnings: w.warnings };
   if (doc.errors.length > 0) {

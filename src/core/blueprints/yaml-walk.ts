@@ -13,6 +13,10 @@ export type BlueprintWarning = Finding & { resource: string; warning: string };
  * A walk over the parsed YAML that records errors at the node they are about. Checks answer the plain value when the
  * node is right, undefined (with an error recorded) when it is not, so a walk goes on and reports everything at once.
  */
+/** How many errors (and warnings) a validation lists. */
+export const MAX_FINDINGS = 100;
+const MORE = `more than ${MAX_FINDINGS}: the rest are not listed`;
+
 export function createWalk(lines: LineCounter) {
   const errors: BlueprintError[] = [];
   const warnings: BlueprintWarning[] = [];
@@ -21,10 +25,15 @@ export function createWalk(lines: LineCounter) {
     const { line, col } = lines.linePos(node.range[0]);
     return { line, column: col };
   };
-  const error = (path: string, node: Node | null | undefined, message: string) =>
-    void errors.push({ path, error: message, ...at(node) });
-  const warn = (path: string, node: Node | null | undefined, resource: string, message: string) =>
-    void warnings.push({ path, resource, warning: message, ...at(node) });
+  // A hostile file can hold an error per line: past MAX_FINDINGS, one last entry says the rest are not listed.
+  const error = (path: string, node: Node | null | undefined, message: string) => {
+    if (errors.length < MAX_FINDINGS) errors.push({ path, error: message, ...at(node) });
+    else if (errors.length === MAX_FINDINGS) errors.push({ path: '', error: MORE });
+  };
+  const warn = (path: string, node: Node | null | undefined, resource: string, message: string) => {
+    if (warnings.length < MAX_FINDINGS) warnings.push({ path, resource, warning: message, ...at(node) });
+    else if (warnings.length === MAX_FINDINGS) warnings.push({ path: '', resource: '', warning: MORE });
+  };
 
   /** A mapping's entries by key; an unknown key, or a missing required one, is an error. */
   function map(
