@@ -123,13 +123,14 @@ async function startNodeProxy(upstreamPort: number) {
  * Both of Slipway's data planes in one Slipway each, with the baselines measured again beside each (a ratio is taken
  * within one run): the Node router alone, and nginx fed from the route table (SLIPWAY_ROUTER=nginx).
  */
-async function throughput(router: 'node' | 'nginx') {
+async function throughput(router: 'node' | 'nginx', nodeRouterProcess: 'own' | 'api' = 'own') {
   const [routerPort, httpsPort] = [await freePort(), await freePort()];
   const slipway = await startSlipway({
     SLIPWAY_ROUTER_PORT: String(routerPort),
     SLIPWAY_ROUTER_HTTPS_PORT: String(httpsPort),
     SLIPWAY_NETWORK: 'shared', // the instance at 127.0.0.1:<port>, for the direct path
     SLIPWAY_ROUTER: router,
+    SLIPWAY_ROUTER_PROCESS: nodeRouterProcess,
   });
   const stops: Array<() => void> = [];
   try {
@@ -258,12 +259,16 @@ async function domainToHttps(): Promise<number | undefined> {
 }
 
 const nodeRun = await throughput('node');
+// The Node router inside the API process (SLIPWAY_ROUTER_PROCESS=api, as before it had its own): smoke runs skip it.
+const inApiRun = SMOKE ? undefined : await throughput('node', 'api');
 const nginxRun = findProgram('nginx') ? await throughput('nginx') : undefined;
 const httpsMs = await domainToHttps();
-// The Node router's run, its rows named as before, and the nginx plane's router rows beside them.
+// The Node router's run, its rows named as before, and the other runs' router rows beside them.
 const results = new Map(nodeRun);
 for (const [name, s] of nginxRun ?? [])
   if (name.startsWith('router')) results.set(name.replace('router', 'slipway nginx'), s);
+for (const [name, s] of inApiRun ?? [])
+  if (name.startsWith('router')) results.set(name.replace('router', 'router in api'), s);
 const get = (name: string) => results.get(name);
 const inNginxRun = (name: string) => nginxRun?.get(name);
 const ratio = (a?: Sample, b?: Sample) => (a && b ? +(a.reqPerSec / b.reqPerSec).toFixed(2) : undefined);
@@ -283,6 +288,8 @@ const summary = {
   routerVsNginxHttps: ratio(get('router https'), get('nginx https')),
   routerP99VsNginxHttp: p99Ratio(get('router http'), get('nginx http')),
   routerVsNodeProxy: ratio(get('router http'), get('node:http proxy')),
+  routerInApiVsNginxHttp: ratio(inApiRun?.get('router http'), inApiRun?.get('nginx http')),
+  routerInApiVsNginxHttps: ratio(inApiRun?.get('router https'), inApiRun?.get('nginx https')),
   // SLIPWAY_ROUTER=nginx against the bare nginx of its own run.
   nginxPlaneVsNginxHttp: ratio(inNginxRun('router http'), inNginxRun('nginx http')),
   nginxPlaneVsNginxHttps: ratio(inNginxRun('router https'), inNginxRun('nginx https')),
@@ -296,6 +303,7 @@ log(
 log(
   `Node router/nginx req/s: HTTP ${summary.routerVsNginxHttp}, HTTPS ${summary.routerVsNginxHttps} (target ≥ 0.8); ` +
     `p99 ${summary.routerP99VsNginxHttp}× nginx's (target ≤ 1.5); router/node:http proxy ${summary.routerVsNodeProxy}; ` +
+    `inside the API process: HTTP ${summary.routerInApiVsNginxHttp}, HTTPS ${summary.routerInApiVsNginxHttps}; ` +
     `domain → first HTTPS 200: ${summary.domainToHttpsMs} ms (target ≤ 5000)`,
 );
 console.log(JSON.stringify(summary));

@@ -144,7 +144,7 @@ export interface Config {
   /** The router's HTTPS listener and ACME certificates (config-integrations.ts). */
   https: HttpsSettings;
   /** The data plane: the Node router alone, or nginx in front of it (src/router/nginx/); auto = nginx when installed. */
-  router: { kind: 'auto' | 'node' | 'nginx'; nginxWorkers: number };
+  router: { kind: 'auto' | 'node' | 'nginx'; nginxWorkers: number; process: 'own' | 'api' };
 }
 
 export const DEFAULT_NETWORK_CIDR = '10.213.0.0/16';
@@ -288,6 +288,8 @@ export function loadConfig(env: Env = process.env): Config {
     router: {
       kind: oneOf(env, 'SLIPWAY_ROUTER', ['auto', 'node', 'nginx'] as const, 'node'),
       nginxWorkers: int(env, 'SLIPWAY_ROUTER_NGINX_WORKERS', 1),
+      // own: the Node router runs as a process of its own that outlives the API (src/router/daemon/); api: inside it.
+      process: oneOf(env, 'SLIPWAY_ROUTER_PROCESS', ['own', 'api'] as const, 'own'),
     },
     networkCidr: env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR,
     sandbox: oneOf(env, 'SLIPWAY_SANDBOX', ['auto', 'bwrap', 'off'] as const, 'auto'),

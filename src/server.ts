@@ -24,7 +24,7 @@ import { createDeployEngine } from './core/deploys/engine.js';
 import { createLifecycle } from './core/deploys/lifecycle.js';
 import type { AppUrls } from './core/deploys/env.js';
 import { createLayout } from './core/deploys/layout.js';
-import { createRouteTable } from './core/deploys/route-table.js';
+import { createRouteTable } from './router/route-table.js';
 import { createSourceLinker, createSourceStore, removePartialUploads } from './core/deploys/sources.js';
 import { buildLimits } from './core/services/details.js';
 import { createDatastores } from './core/datastores/datastores.js';
@@ -455,6 +455,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
         appsDomain: config.appsDomain,
         routerPort,
         routerKind: router.status().kind,
+        ...(router.status().process ? { routerProcess: router.status().process } : {}),
         dataDir: config.dataDir,
         storeKind: store.kind,
         runAs: runtime.capabilities.runAsUser?.name,

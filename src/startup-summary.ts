@@ -15,6 +15,8 @@ export interface StartupFacts {
   routerPort: number;
   /** The data plane: the Node router, or nginx in front of it (SLIPWAY_ROUTER). */
   routerKind: 'node' | 'nginx';
+  /** The Node router's own process (SLIPWAY_ROUTER_PROCESS=own), which outlives the API's. */
+  routerProcess?: { pid: number; adopted: boolean };
   dataDir: string;
   storeKind: 'pglite' | 'postgres';
   /** The user apps run as (undefined: Slipway's own). */
@@ -23,6 +25,8 @@ export interface StartupFacts {
   machine: MachineStatus;
 }
 
+const routerLine = ({ routerKind, routerProcess: p }: StartupFacts) =>
+  p ? `${routerKind}, pid ${p.pid}${p.adopted ? ', adopted' : ''}` : routerKind;
 const appsUrl = (facts: StartupFacts) => `http://<service>.${facts.appsDomain}:${facts.routerPort}`;
 
 /** The `slipway is up` log line's fields (JSON logs). */
@@ -86,7 +90,7 @@ export function formatStartupSummary(facts: StartupFacts, width = 100): string {
     'Slipway is up',
     ...row('API', api),
     ...row('API docs', facts.docsUrl),
-    ...row('Router', `${facts.routerUrl} (${facts.routerKind}), apps at ${appsUrl(facts)}`),
+    ...row('Router', `${facts.routerUrl} (${routerLine(facts)}), apps at ${appsUrl(facts)}`),
     ...(facts.routerHttpsUrl ? row('HTTPS', `${facts.routerHttpsUrl} (custom domains' certificates by SNI)`) : []),
     ...row('Data dir', facts.dataDir),
     ...row('Store', facts.storeKind === 'pglite' ? 'PGlite (embedded, in the data dir)' : 'Postgres (DATABASE_URL)'),

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Config } from './config.js';
-import type { RouteTable } from './core/deploys/route-table.js';
+import type { RouteTable } from './router/route-table.js';
 import { createCertificates, type Certificates } from './core/domains/certificates.js';
 import { createDomains } from './core/domains/domains.js';
 import type { Events } from './core/events.js';

@@ -1,10 +1,11 @@
 import type { Config } from './config.js';
-import type { RouteTable } from './core/deploys/route-table.js';
+import type { RouteTable } from './router/route-table.js';
 import type { Logger } from './lib/logger.js';
+import { startRouterProcess } from './router/daemon/index.js';
 import { createNginxPlane, nginxPorts } from './router/nginx/index.js';
 import { nginxBinary } from './router/nginx/process.js';
 import { lookupUser } from './runtime/local/capabilities.js';
-import { startRouter, type RequestRecord } from './router/router.js';
+import { startRouter, type RequestRecord, type RouterOptions } from './router/router.js';
 import type { Repos } from './store/repos/index.js';
 import { routerTls } from './wire-domains.js';
 
@@ -12,6 +13,8 @@ const NGINX_USER = 'www-data';
 
 export interface RouterStatus {
   kind: 'node' | 'nginx';
+  /** The Node router's process (SLIPWAY_ROUTER_PROCESS=own): it outlives the API process. */
+  process?: { pid: number; adopted: boolean };
   /** nginx: the last configuration `nginx -t` refused (the one before it kept serving). */
   lastRejected?: { at: string; reason: string };
 }
@@ -30,21 +33,66 @@ export async function wireRouter(deps: {
 }) {
   const { config, routeTable, onRequest, log } = deps;
   const tls = await routerTls(config, deps.repos);
-  const common = { resolve: routeTable.resolve, timeouts: config, onRequest, log };
   const certificates = tls.https?.certificates;
+  const nodeRouter = (options: Pick<RouterOptions, 'host' | 'port' | 'https' | 'behindProxy' | 'acmeAnswer'>) =>
+    config.router.process === 'api' ? inApiProcess(options) : ownProcess(options);
+  const inApiProcess = async (options: Parameters<typeof nodeRouter>[0]) => {
+    const router = await startRouter({ ...options, resolve: routeTable.resolve, timeouts: config, onRequest, log });
+    return { ...router, start: async () => undefined, status: () => undefined };
+  };
+  const ownProcess = async ({ https, ...options }: Parameters<typeof nodeRouter>[0]) => {
+    const daemon = await startRouterProcess({
+      dataDir: config.dataDir,
+      settings: {
+        appsDomain: config.appsDomain,
+        host: options.host,
+        port: options.port,
+        timeouts: {
+          headersTimeoutMs: config.headersTimeoutMs,
+          requestTimeoutMs: config.requestTimeoutMs,
+          keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+          upstreamTimeoutMs: config.upstreamTimeoutMs,
+        },
+        behindProxy: options.behindProxy === true,
+        ...(https
+          ? {
+              https: {
+                port: https.port,
+                ...(https.redirectPort ? { redirectPort: https.redirectPort } : {}),
+                fallback: https.certificates.fallback,
+              },
+            }
+          : {}),
+        acme: options.acmeAnswer !== undefined,
+      },
+      table: routeTable,
+      ...(certificates ? { certificates } : {}),
+      ...(options.acmeAnswer ? { acmeAnswer: options.acmeAnswer } : {}),
+      onRequest,
+      log,
+    });
+    routeTable.attach(daemon);
+    return {
+      port: daemon.ports.http,
+      httpsPort: options.behindProxy ? undefined : daemon.ports.https,
+      start: () => daemon.start(),
+      status: () => ({ pid: daemon.pid, adopted: daemon.adopted }),
+      close: () => daemon.close(),
+    };
+  };
   const binary = config.router.kind === 'node' ? undefined : nginxBinary();
   if (config.router.kind === 'nginx' && !binary)
     throw new Error('SLIPWAY_ROUTER=nginx, but nginx is not installed (Debian: apt-get install nginx-light)');
   if (!binary) {
     if (config.router.kind === 'auto')
       log.info({}, 'router: nginx is not installed, the Node router serves (apt-get install nginx-light for nginx)');
-    const router = await startRouter({ host: config.routerHost, port: config.routerPort, ...tls, ...common });
+    const router = await nodeRouter({ host: config.routerHost, port: config.routerPort, ...tls });
     return {
       port: router.port,
       httpsPort: router.httpsPort,
       certificates,
-      start: async () => undefined,
-      status: (): RouterStatus => ({ kind: 'node' }),
+      start: () => router.start(),
+      status: (): RouterStatus => withProcess({ kind: 'node' }, router.status()),
       close: () => router.close(),
     };
   }
@@ -53,13 +101,12 @@ export async function wireRouter(deps: {
     http: config.routerPort,
     ...(config.https.port !== undefined ? { https: config.https.port } : {}),
   });
-  const fallback = await startRouter({
+  const fallback = await nodeRouter({
     host: '127.0.0.1',
     port: 0,
     behindProxy: true,
     ...(tls.https ? { https: { ...tls.https, redirectPort: tls.https.redirectPort ?? ports.https } } : {}),
     ...(tls.acmeAnswer ? { acmeAnswer: tls.acmeAnswer } : {}),
-    ...common,
   });
   let lastRejected: RouterStatus['lastRejected'];
   const plane = await createNginxPlane({
@@ -94,11 +141,18 @@ export async function wireRouter(deps: {
     port: ports.http,
     httpsPort: ports.https,
     certificates,
-    start: () => plane.start(),
-    status: (): RouterStatus => ({ kind: 'nginx', ...(lastRejected ? { lastRejected } : {}) }),
+    start: async () => {
+      await fallback.start();
+      await plane.start();
+    },
+    status: (): RouterStatus =>
+      withProcess({ kind: 'nginx', ...(lastRejected ? { lastRejected } : {}) }, fallback.status()),
     close: async () => {
       plane.close();
       await fallback.close();
     },
   };
 }
+
+const withProcess = (status: RouterStatus, process: RouterStatus['process']): RouterStatus =>
+  process ? { ...status, process } : status;

@@ -139,13 +139,17 @@ for (const router of ROUTERS)
         const files = (dir: string): string[] =>
           readdirSync(dir).flatMap((f) => {
             const p = path.join(dir, f);
-            return statSync(p).isDirectory() ? files(p) : [p];
+            const stat = statSync(p);
+            return stat.isDirectory() ? files(p) : stat.isFile() ? [p] : []; // not the router process's sockets
           });
         const pem = files(dataDir).filter(
-          // The copies the proxy reads are files readable by Slipway's user only.
+          // The copies the proxy reads (nginx's files, the Node router process's last update) are files readable by
+          // Slipway's user only.
           (f) =>
-            !(/\/router-tls\/|\/router-nginx\/certs\//.test(f) && (statSync(f).mode & 0o077) === 0) &&
-            /PRIVATE KEY-----/.test(readFileSync(f, 'latin1')),
+            !(
+              /\/router-tls\/|\/router-nginx\/certs\/|\/router-node\/(state|settings)\.json$/.test(f) &&
+              (statSync(f).mode & 0o077) === 0
+            ) && /PRIVATE KEY-----/.test(readFileSync(f, 'latin1')),
         );
         expect(pem).toEqual([]);
       }

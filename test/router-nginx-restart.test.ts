@@ -5,7 +5,15 @@
 import http from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nginxBinary, nginxFiles, runningMaster } from '../src/router/nginx/process.js';
-import { deployFixture, finished, packFixture, processesOf, upload, viaRouter } from './helpers/apps.js';
+import {
+  deployFixture,
+  finished,
+  keepRequesting,
+  packFixture,
+  processesOf,
+  upload,
+  viaRouter,
+} from './helpers/apps.js';
 import { client, signUp } from './helpers/client.js';
 import {
   freePort,
@@ -54,35 +62,21 @@ describe.skipIf(!nginxBinary())('nginx outlives the API process', () => {
 
     // A new connection per request: what is measured is the router being there, not a kept-alive socket.
     const agent = new http.Agent({ keepAlive: false });
-    const failures: string[] = [];
-    let served = 0;
-    let stop = false;
-    const load = (async () => {
-      while (!stop) {
-        const r = await viaRouter(routerPort, service.slug, '/', { agent, timeoutMs: 5000 }).catch((err: Error) => ({
-          status: 0,
-          text: err.message,
-        }));
-        if (r.status === 200) served++;
-        else failures.push(`${r.status} ${r.text.slice(0, 80)}`);
-        await sleep(5);
-      }
-    })();
+    const load = keepRequesting([() => viaRouter(routerPort, service.slug, '/', { agent, timeoutMs: 5000 })]);
 
     await sleep(300);
     proc.child.kill('SIGKILL');
     await proc.exited;
-    const servedBefore = served;
+    const servedBefore = load.served();
     await sleep(2000); // the API is down
-    expect(served).toBeGreaterThan(servedBefore);
+    expect(load.served()).toBeGreaterThan(servedBefore);
     const whileDown = `/while-down-${Date.now()}`;
     expect((await viaRouter(routerPort, service.slug, whileDown, { agent })).status).toBe(200);
     proc = spawnSlipway(env);
     await waitForHealthy(url, 60_000);
     await sleep(500);
-    stop = true;
-    await load;
-    expect(failures).toEqual([]);
+    await load.stop();
+    expect(load.failures).toEqual([]);
 
     // What nginx served while the API was down reaches the request log (and the meters) after the restart.
     await waitFor(

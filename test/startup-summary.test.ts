@@ -144,8 +144,9 @@ describe('Slipway started from a terminal and from a pipe', () => {
       expect(lines.indexOf('Slipway is up')).toBeGreaterThanOrEqual(0);
       expect(summary).toContain(`  API         ${api}`);
       expect(summary).toContain(`  API docs    ${api}/docs`);
-      expect(summary).toContain(
-        `  Router      ${router} (node), apps at http://<service>.localhost:${new URL(router).port}`,
+      const routerRow = `  Router      ${router} (node, pid `;
+      expect(summary.find((l) => l.startsWith(routerRow))).toMatch(
+        new RegExp(`pid \\d+\\), apps at http://<service>\\.localhost:${new URL(router).port}$`),
       );
       expect(summary).toContain(`  Data dir    ${store.dataDir}`);
       const text = summary.join('\n');

@@ -139,3 +139,31 @@ export function processesOf(serviceId: string): number[] {
   }
   return pids;
 }
+
+/**
+ * Sends `requests` one after another, again and again, until `stop()`: counts the 200s and lists everything else
+ * (an error as status 0). What a user's traffic looks like while something is killed or replaced.
+ */
+export function keepRequesting(requests: Array<() => Promise<{ status: number; text: string }>>) {
+  const failures: string[] = [];
+  let served = 0;
+  let stopped = false;
+  const running = (async () => {
+    while (!stopped) {
+      for (const request of requests) {
+        const r = await request().catch((err: Error) => ({ status: 0, text: err.message }));
+        if (r.status === 200) served++;
+        else failures.push(`${r.status} ${r.text.slice(0, 80)}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  })();
+  return {
+    failures,
+    served: () => served,
+    async stop() {
+      stopped = true;
+      await running;
+    },
+  };
+}

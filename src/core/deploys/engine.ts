@@ -24,7 +24,7 @@ import { recoverInstances } from './recovery.js';
 import { createDeployRunner } from './run-deploy.js';
 import { createRollover } from './rollover.js';
 import { createServiceControl } from './service-control.js';
-import type { RouteTable } from './route-table.js';
+import type { RouteTable } from '../../router/route-table.js';
 import { createSupervisor } from './supervisor.js';
 import type { Logger } from '../../lib/logger.js';
 

@@ -6,7 +6,7 @@ import type { ServiceRow } from '../../store/repos/services.js';
 import type { Instances } from './instances.js';
 import { artifactOwner, type Layout } from './layout.js';
 import type { Lifecycle } from './lifecycle.js';
-import type { RouteTable } from './route-table.js';
+import type { RouteTable } from '../../router/route-table.js';
 
 /** Keeps the route table's entry for a service in step with its live deploy. */
 export function createRouteRefresher(deps: {

@@ -12,7 +12,7 @@ import type { Lifecycle } from './lifecycle.js';
 import type { RefreshRoute } from './live-route.js';
 import { DeployFailure } from './failures.js';
 import { graceOf, type RollOver } from './rollover.js';
-import type { RouteTable } from './route-table.js';
+import type { RouteTable } from '../../router/route-table.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

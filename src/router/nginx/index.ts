@@ -6,7 +6,8 @@ import type { Logger } from '../../lib/logger.js';
 import { freePort } from '../../runtime/local/ports.js';
 import type { RequestRecord, RouteTarget } from '../router.js';
 import type { CertificateStore } from '../tls.js';
-import { tailAccessLog } from './access-log.js';
+import { tailAccessLog } from '../access-log.js';
+import { createUpdateLoop } from '../update-loop.js';
 import { renderNginxConfig, SAFE_NAME, WORKER_SHUTDOWN_MS, type NginxSettings, type NginxSite } from './config.js';
 import {
   installConfig,
@@ -72,12 +73,13 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
   };
   const written = new Map<string, string>(); // certificate file → its text, to rewrite only what changed
   const instanceAt = new Map<string, string>(); // "address:port" → instance id, for the access log
-  let requested = 0;
-  let done = 0;
-  let running = false;
-  let started = false;
+  let generation = 0;
   let lastApplied: string | undefined; // the configuration nginx serves, without its generation
-  const waiters: Array<{ generation: number; resolve(): void }> = [];
+  const updates = createUpdateLoop(
+    () => applyOnce(++generation),
+    (err) => opts.log.error({ err: err.message }, 'router: nginx update failed'),
+  );
+  const changed = () => updates.changed();
 
   let pid = runningMaster(files);
   const adopted = pid !== undefined;
@@ -102,7 +104,7 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
   opts.certificates?.onChange(() => changed());
   // A master that died (killed, crashed) is started again with the current configuration.
   const watchdog = setInterval(() => {
-    if (started && !runningMaster(files)) changed();
+    if (updates.started && !runningMaster(files)) changed();
   }, 2000);
   watchdog.unref();
 
@@ -178,28 +180,6 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
     await gone(oldWorkers, WORKER_SHUTDOWN_MS + 1000);
   }
 
-  async function loop(): Promise<void> {
-    if (running) return;
-    running = true;
-    try {
-      while (started && done < requested) {
-        const n = requested;
-        await applyOnce(n).catch((err: Error) => opts.log.error({ err: err.message }, 'router: nginx update failed'));
-        done = n;
-        for (const w of waiters.splice(0))
-          if (w.generation <= done) w.resolve();
-          else waiters.push(w);
-      }
-    } finally {
-      running = false;
-    }
-  }
-
-  function changed(): void {
-    requested++;
-    if (started) void loop();
-  }
-
   function signal(name: NodeJS.Signals): void {
     try {
       if (pid) process.kill(pid, name);
@@ -216,24 +196,15 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
     },
     changed,
     /** Resolves once nginx serves every change made before the call. */
-    applied(): Promise<void> {
-      if (!started || done >= requested) return Promise.resolve();
-      const generation = requested;
-      return new Promise<void>((resolve) => waiters.push({ generation, resolve }));
-    },
+    applied: () => updates.applied(),
     /** Begins applying the route table (call once the live instances are back in it). */
-    async start(): Promise<void> {
-      started = true;
-      requested++;
-      await loop();
-    },
+    start: () => updates.start(),
     /** Stops following; nginx itself keeps serving (it outlives Slipway, like the apps). */
     close(): void {
-      started = false;
+      updates.stop();
       clearInterval(watchdog);
       tail.flush();
       tail.stop();
-      for (const w of waiters.splice(0)) w.resolve();
     },
   };
 }

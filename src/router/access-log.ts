@@ -9,10 +9,10 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import type { RequestRecord } from '../router.js';
+import type { RequestRecord } from './router.js';
 
-/** One line of the `slipway` log_format (config.ts). */
-interface Line {
+/** One line of the access log: nginx's `slipway` log_format (nginx/config.ts), or the router process's (daemon/). */
+export interface AccessLine {
   service: string;
   method: string;
   path: string;
@@ -21,6 +21,8 @@ interface Line {
   seconds: number;
   bytes: number;
   upstream: string;
+  /** The router process knows the instance; for nginx's lines it is looked up by address. */
+  instance?: string;
 }
 
 interface Cursor {
@@ -34,8 +36,8 @@ const ROTATE_AT_BYTES = 32 * 1024 * 1024;
 const MAX_READ_BYTES = 4 * 1024 * 1024;
 
 /**
- * Tails nginx's JSON access log into request records (request logs, traffic metrics, bandwidth). Read from where the
- * last read stopped; when the file grows large it is renamed and nginx is told to reopen (`reopen`, SIGUSR1), and the
+ * Tails a data plane's JSON access log into request records (request logs, traffic metrics, bandwidth). Read from where the
+ * last read stopped; when the file grows large it is renamed and the writer is told to reopen (`reopen`, SIGUSR1), and the
  * rest of the old file is read before it is removed, so no line is lost.
  */
 export function tailAccessLog(opts: {
@@ -44,11 +46,11 @@ export function tailAccessLog(opts: {
   offsetFile: string;
   onRecord(record: RequestRecord): void;
   /** The instance behind an `address:port` nginx reports. */
-  instanceAt(upstream: string): string | undefined;
+  instanceAt?(upstream: string): string | undefined;
   reopen(): void;
   intervalMs?: number;
 }) {
-  // nginx outlives Slipway: resume where the last Slipway stopped reading (the same file, not rotated since), so the
+  // The data plane outlives Slipway: resume where the last Slipway stopped reading (the same file, not rotated since), so the
   // requests served while the API was down are logged and metered too; a first start begins at the end.
   let current: Cursor = { file: opts.file, offset: resumeAt(opts.file, opts.offsetFile), partial: '' };
   let saved = '';
@@ -87,16 +89,16 @@ export function tailAccessLog(opts: {
   }
 
   function report(text: string): void {
-    let line: Line;
+    let line: AccessLine;
     try {
-      line = JSON.parse(text) as Line;
+      line = JSON.parse(text) as AccessLine;
     } catch {
       return; // not a line of ours
     }
     if (!line.service) return;
     // After a retry nginx lists every upstream it tried ("a:1, b:2"): the last one answered.
     const upstream = line.upstream.split(',').pop()?.trim() ?? '';
-    const instanceId = upstream ? opts.instanceAt(upstream) : undefined;
+    const instanceId = line.instance ?? (upstream ? opts.instanceAt?.(upstream) : undefined);
     opts.onRecord({
       serviceId: line.service,
       method: line.method,
