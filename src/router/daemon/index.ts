@@ -97,14 +97,14 @@ export async function startRouterProcess(opts: RouterProcessOptions) {
     },
   };
 }
-export type RouterProcess = Awaited<ReturnType<typeof startRouterProcess>>;
 
 async function adoptOrStart(
   files: DaemonFiles,
   wanted: DaemonSettings,
   log: RouterProcessOptions['log'],
 ): Promise<DaemonStatus & { adopted: boolean }> {
-  const running = runningDaemon(files) ? await status(files).catch(() => undefined) : undefined;
+  const pid = runningDaemon(files);
+  const running = pid ? await status(files).catch(() => undefined) : undefined;
   if (running) {
     // Port 0 asks for any port: the one the running process has will do.
     const same = {
@@ -118,9 +118,10 @@ async function adoptOrStart(
       log.info({ pid: running.pid, ...running.ports }, 'router: adopted the running router process');
       return { ...running, adopted: true };
     }
-    log.info({ pid: running.pid }, 'router: the router process runs with other settings; replacing it');
-    await stopRouterProcessOf(files);
+    log.info({ pid }, 'router: the router process runs with other settings; replacing it');
   }
+  // Replaced, or hung (it holds the ports, so a new one could not listen).
+  if (pid) await stopRouterProcess(files);
   const started = await startDaemon(files, wanted);
   log.info({ pid: started.pid, ...started.ports }, 'router: started the router process');
   return { ...started, adopted: false };
@@ -175,7 +176,7 @@ async function serveAcme(files: DaemonFiles, answer: (token: string) => Promise<
   return server;
 }
 
-async function stopRouterProcessOf(files: DaemonFiles): Promise<void> {
+async function stopRouterProcess(files: DaemonFiles): Promise<void> {
   const pid = runningDaemon(files);
   if (!pid) return;
   try {
@@ -183,10 +184,12 @@ async function stopRouterProcessOf(files: DaemonFiles): Promise<void> {
   } catch {
     return;
   }
-  for (let waited = 0; waited < 10_000 && runningDaemon(files); waited += 25)
-    await new Promise((r) => setTimeout(r, 25));
-  if (runningDaemon(files)) process.kill(pid, 'SIGKILL');
+  const gone = async (withinMs: number) => {
+    for (let waited = 0; waited < withinMs && runningDaemon(files); waited += 25)
+      await new Promise((r) => setTimeout(r, 25));
+  };
+  await gone(10_000);
+  if (!runningDaemon(files)) return;
+  process.kill(pid, 'SIGKILL');
+  await gone(5_000);
 }
-
-/** Stops this data dir's router process (tests; an operator uses the pid file). */
-export const stopRouterProcess = (dataDir: string) => stopRouterProcessOf(daemonFiles(dataDir));
