@@ -12,6 +12,7 @@ import path from 'node:path';
 import WebSocket from 'ws';
 import { loadConfig } from '../src/config.js';
 import { startSlipway as startInProcess } from '../src/server.js';
+import { killProcessesUnder } from '../test/helpers/kill-under.js';
 import { fixtureArchive, log, percentile, signUp, sleep, startSlipway, table } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
@@ -171,6 +172,7 @@ async function querying() {
     };
   } finally {
     await slipway.close();
+    killProcessesUnder(dataDir); // the router process outlives Slipway by design, not the bench
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

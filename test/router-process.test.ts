@@ -17,6 +17,7 @@ import {
   viaRouter,
 } from './helpers/apps.js';
 import { client, signUp } from './helpers/client.js';
+import { bootServer } from './helpers/server.js';
 import {
   freePort,
   freshStore,
@@ -130,4 +131,39 @@ describe('the Node router outlives the API process', () => {
     );
     expect(runningDaemon(files)).not.toBe(router);
   }, 180_000);
+});
+
+describe('adopting the router process', () => {
+  it('adopts one started with the same settings, keeping its ports, and replaces one started with others', async () => {
+    const first = await bootServer();
+    const servers = [first];
+    try {
+      const client0 = client(first.url);
+      const before = (await client0.get('/status')).body.router.process as { pid: number; adopted: boolean };
+      expect(before.adopted).toBe(false);
+      const routerPort = first.slipway.routerPort;
+      await first.stop();
+      expect(runningDaemon(daemonFiles(first.dataDir))).toBe(before.pid); // outlives the API
+
+      // The same settings (SLIPWAY_ROUTER_PORT=0 takes the port it has): adopted, nothing restarted.
+      const reuse = { dataDir: first.dataDir, databaseUrl: first.databaseUrl };
+      const same = await bootServer({}, reuse);
+      servers.push(same);
+      expect((await client(same.url).get('/status')).body.router.process).toEqual({ pid: before.pid, adopted: true });
+      expect(same.slipway.routerPort).toBe(routerPort);
+      await same.stop();
+
+      // Another upstream timeout: that process cannot serve these settings, so it is replaced.
+      const other = await bootServer({ SLIPWAY_UPSTREAM_TIMEOUT_SECONDS: '7' }, reuse);
+      servers.push(other);
+      const after = (await client(other.url).get('/status')).body.router.process as { pid: number; adopted: boolean };
+      expect(after.adopted).toBe(false);
+      expect(after.pid).not.toBe(before.pid);
+      expect(runningDaemon(daemonFiles(first.dataDir))).toBe(after.pid);
+      expect(other.slipway.routerPort).toBe(routerPort);
+    } finally {
+      for (const s of servers.slice(0, -1)) await s.stop();
+      await servers.at(-1)!.close();
+    }
+  }, 60_000);
 });

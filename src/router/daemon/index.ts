@@ -105,24 +105,24 @@ async function adoptOrStart(
 ): Promise<DaemonStatus & { adopted: boolean }> {
   const pid = runningDaemon(files);
   const running = pid ? await status(files).catch(() => undefined) : undefined;
-  if (running) {
-    // Port 0 asks for any port: the one the running process has will do.
-    const same = {
-      ...wanted,
-      port: wanted.port || running.settings.port,
-      ...(wanted.https
-        ? { https: { ...wanted.https, port: wanted.https.port || (running.settings.https?.port ?? 0) } }
-        : {}),
-    };
-    if (isDeepStrictEqual(JSON.parse(JSON.stringify(same)), running.settings)) {
-      log.info({ pid: running.pid, ...running.ports }, 'router: adopted the running router process');
-      return { ...running, adopted: true };
-    }
-    log.info({ pid }, 'router: the router process runs with other settings; replacing it');
+  // Port 0 asks for any port: the one the running process has will do, kept by a replacement too.
+  const settings = {
+    ...wanted,
+    port: wanted.port || (running?.settings.port ?? 0),
+    ...(wanted.https
+      ? { https: { ...wanted.https, port: wanted.https.port || (running?.settings.https?.port ?? 0) } }
+      : {}),
+  };
+  if (running && isDeepStrictEqual(JSON.parse(JSON.stringify(settings)), running.settings)) {
+    log.info({ pid: running.pid, ...running.ports }, 'router: adopted the running router process');
+    return { ...running, adopted: true };
   }
-  // Replaced, or hung (it holds the ports, so a new one could not listen).
-  if (pid) await stopRouterProcess(files);
-  const started = await startDaemon(files, wanted);
+  // Started with other settings, or hung (it holds the ports, so a new one could not listen): replaced.
+  if (pid) {
+    log.info({ pid, answered: running !== undefined }, 'router: replacing the router process');
+    await stopRouterProcess(files);
+  }
+  const started = await startDaemon(files, settings);
   log.info({ pid: started.pid, ...started.ports }, 'router: started the router process');
   return { ...started, adopted: false };
 }
