@@ -114,16 +114,16 @@ async function adoptOrStart(
       : {}),
   };
   if (running && isDeepStrictEqual(JSON.parse(JSON.stringify(settings)), running.settings)) {
-    log.info({ pid: running.pid, ...running.ports }, 'router: adopted the running router process');
+    log.info({ routerPid: running.pid, ...running.ports }, 'router: adopted the running router process');
     return { ...running, adopted: true };
   }
   // Started with other settings, or hung (it holds the ports, so a new one could not listen): replaced.
   if (pid) {
-    log.info({ pid, answered: running !== undefined }, 'router: replacing the router process');
+    log.info({ routerPid: pid, answered: running !== undefined }, 'router: replacing the router process');
     await stopRouterProcess(files);
   }
   const started = await startDaemon(files, settings);
-  log.info({ pid: started.pid, ...started.ports }, 'router: started the router process');
+  log.info({ routerPid: started.pid, ...started.ports }, 'router: started the router process');
   return { ...started, adopted: false };
 }
 

@@ -90,7 +90,7 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
   }
   writePorts(files, opts.ports);
   opts.log.info(
-    { pid, adopted, ...opts.ports },
+    { nginxPid: pid, adopted, ...opts.ports },
     adopted ? 'router: adopted the running nginx' : 'router: started nginx',
   );
 
