@@ -130,6 +130,15 @@ describe('the Node router outlives the API process', () => {
       15_000,
     );
     expect(runningDaemon(files)).not.toBe(router);
+    // The new process serves a moment before the API has heard back from it.
+    await waitFor(
+      '/status naming the new router process',
+      async () => {
+        const now = (await api.get('/status')).body.router.process as { pid: number; adopted: boolean };
+        return (now.pid === runningDaemon(files) && !now.adopted) || undefined;
+      },
+      5_000,
+    );
   }, 180_000);
 });
 

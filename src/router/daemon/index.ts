@@ -80,7 +80,10 @@ export async function startRouterProcess(opts: RouterProcessOptions) {
     get pid() {
       return current.pid;
     },
-    adopted: current.adopted,
+    /** The running process is the one an earlier Slipway started (false again once this one had to start another). */
+    get adopted() {
+      return current.adopted;
+    },
     ports: current.ports,
     changed,
     /** Resolves once the router process serves every change made before the call. */
