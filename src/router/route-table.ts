@@ -1,5 +1,5 @@
 import type { RouteTarget, Upstream } from './router.js';
-import { compileRules, type StaticRules } from './static-rules.js';
+import { compileRules, type CompiledRules, type StaticRules } from './static-rules.js';
 
 type DomainRow = { name: string; slug: string; redirectForName: string | null };
 /** The table as data, for a router in another process (router/daemon/): static rules as written, not compiled. */
@@ -107,11 +107,25 @@ export function createRouteTable(appsDomain: string) {
     }),
     /** Replaces everything with `state` (a router process loading what the API sent). */
     importState(state: RouteState) {
+      // Every update carries the whole table: rules that did not change keep their compiled form (RE2 compiles cost).
+      const compiled = new Map<string, { text: string; rules: CompiledRules }>();
+      for (const [slug, rules] of staticRules) {
+        const target = bySlug.get(slug);
+        if (target?.kind === 'static' && target.rules)
+          compiled.set(slug, { text: JSON.stringify(rules), rules: target.rules });
+      }
       bySlug.clear();
       staticRules.clear();
-      for (const { slug, target } of state.targets)
-        if (target.kind === 'static') table.setStatic(slug, target.serviceId, target.root, target.rules);
-        else setSlug(slug, target);
+      for (const { slug, target } of state.targets) {
+        const kept = target.kind === 'static' && target.rules ? compiled.get(slug) : undefined;
+        if (target.kind !== 'static') setSlug(slug, target);
+        else if (!kept || kept.text !== JSON.stringify(target.rules))
+          table.setStatic(slug, target.serviceId, target.root, target.rules);
+        else {
+          staticRules.set(slug, target.rules!);
+          setSlug(slug, { kind: 'static', serviceId: target.serviceId, root: target.root, rules: kept.rules });
+        }
+      }
       table.setDomains(state.domains);
     },
   };
