@@ -9,6 +9,7 @@ import {
   deployFixture,
   finished,
   keepRequesting,
+  requestLogged,
   packFixture,
   processesOf,
   upload,
@@ -79,17 +80,7 @@ describe.skipIf(!nginxBinary())('nginx outlives the API process', () => {
     expect(load.failures).toEqual([]);
 
     // What nginx served while the API was down reaches the request log (and the meters) after the restart.
-    await waitFor(
-      'the request served while the API was down, in the request log',
-      async () =>
-        (
-          await api.get(
-            `/v1/logs?ownerId=${owner.workspaceId}&resource=${service.id}&type=request&path=${whileDown}`,
-            owner,
-          )
-        ).body.logs?.length > 0 || undefined,
-      10_000,
-    );
+    await requestLogged(api, owner, service.id, whileDown);
 
     // Adopted, not started again; and it follows the new API's changes.
     expect(runningMaster(nginxFiles(store.dataDir))).toBe(master);

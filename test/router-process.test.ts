@@ -11,6 +11,7 @@ import {
   deployFixture,
   finished,
   keepRequesting,
+  requestLogged,
   packFixture,
   processesOf,
   upload,
@@ -99,17 +100,7 @@ describe('the Node router outlives the API process', () => {
     await load.stop();
     expect(load.failures).toEqual([]);
 
-    await waitFor(
-      'the request served while the API was down, in the request log',
-      async () =>
-        (
-          await api.get(
-            `/v1/logs?ownerId=${owner.workspaceId}&resource=${service.id}&type=request&path=${whileDown}`,
-            owner,
-          )
-        ).body.logs?.length > 0 || undefined,
-      10_000,
-    );
+    await requestLogged(api, owner, service.id, whileDown);
 
     // Adopted, not started again; and it follows the new API's changes.
     expect(runningDaemon(files)).toBe(router);

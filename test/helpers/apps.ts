@@ -167,3 +167,18 @@ export function keepRequesting(requests: Array<() => Promise<{ status: number; t
     },
   };
 }
+
+/** Waits until a request to `urlPath` appears in the service's request log (the router's access log, tailed). */
+export async function requestLogged(
+  api: Client,
+  as: Caller & { workspaceId: string },
+  serviceId: string,
+  urlPath: string,
+) {
+  const query = `/v1/logs?ownerId=${as.workspaceId}&resource=${serviceId}&type=request&path=${urlPath}`;
+  await waitFor(
+    `a request to ${urlPath} in the request log`,
+    async () => (await api.get(query, as)).body.logs?.length > 0 || undefined,
+    10_000,
+  );
+}
