@@ -286,7 +286,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     network: oneOf(env, 'SLIPWAY_NETWORK', ['auto', 'namespaces', 'shared'] as const, 'auto'),
     router: {
-      kind: oneOf(env, 'SLIPWAY_ROUTER', ['auto', 'node', 'nginx'] as const, 'node'),
+      kind: oneOf(env, 'SLIPWAY_ROUTER', ['auto', 'node', 'nginx'] as const, 'auto'),
       nginxWorkers: int(env, 'SLIPWAY_ROUTER_NGINX_WORKERS', 1),
       // own: the Node router runs as a process of its own that outlives the API (src/router/daemon/); api: inside it.
       process: oneOf(env, 'SLIPWAY_ROUTER_PROCESS', ['own', 'api'] as const, 'own'),

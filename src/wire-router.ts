@@ -3,13 +3,14 @@ import type { RouteTable } from './router/route-table.js';
 import type { Logger } from './lib/logger.js';
 import { startRouterProcess } from './router/daemon/index.js';
 import { createNginxPlane, nginxPorts } from './router/nginx/index.js';
-import { nginxBinary } from './router/nginx/process.js';
+import { nginxBinary, nginxLuaModules } from './router/nginx/process.js';
 import { lookupUser } from './runtime/local/capabilities.js';
 import { startRouter, type RequestRecord, type RouterOptions } from './router/router.js';
 import type { Repos } from './store/repos/index.js';
 import { routerTls } from './wire-domains.js';
 
 const NGINX_USER = 'www-data';
+const NGINX_APT = 'Debian: apt-get install nginx-light libnginx-mod-http-lua';
 
 export interface RouterStatus {
   kind: 'node' | 'nginx';
@@ -81,11 +82,14 @@ export async function wireRouter(deps: {
     };
   };
   const binary = config.router.kind === 'node' ? undefined : nginxBinary();
-  if (config.router.kind === 'nginx' && !binary)
-    throw new Error('SLIPWAY_ROUTER=nginx, but nginx is not installed (Debian: apt-get install nginx-light)');
-  if (!binary) {
+  const modules = binary ? nginxLuaModules() : undefined;
+  if (config.router.kind === 'nginx' && !(binary && modules))
+    throw new Error(
+      `SLIPWAY_ROUTER=nginx, but ${binary ? "nginx's Lua module" : 'nginx'} is not installed (${NGINX_APT})`,
+    );
+  if (!binary || !modules) {
     if (config.router.kind === 'auto')
-      log.info({}, 'router: nginx is not installed, the Node router serves (apt-get install nginx-light for nginx)');
+      log.info({}, `router: nginx or its Lua module is not installed, the Node router serves (${NGINX_APT})`);
     const router = await nodeRouter({ host: config.routerHost, port: config.routerPort, ...tls });
     return {
       port: router.port,
@@ -97,45 +101,58 @@ export async function wireRouter(deps: {
     };
   }
 
-  const ports = await nginxPorts(config.dataDir, {
-    http: config.routerPort,
-    ...(config.https.port !== undefined ? { https: config.https.port } : {}),
-  });
-  const fallback = await nodeRouter({
-    host: '127.0.0.1',
-    port: 0,
-    behindProxy: true,
-    ...(tls.https ? { https: { ...tls.https, redirectPort: tls.https.redirectPort ?? ports.https } } : {}),
-    ...(tls.acmeAnswer ? { acmeAnswer: tls.acmeAnswer } : {}),
-  });
   let lastRejected: RouterStatus['lastRejected'];
-  const plane = await createNginxPlane({
-    dataDir: config.dataDir,
-    binary,
-    ports,
-    settings: {
-      host: config.routerHost,
-      ...(config.https.redirectPort ? { redirectPort: config.https.redirectPort } : {}),
-      fallbackPort: fallback.port,
-      workers: config.router.nginxWorkers,
-      // nginx's default worker user is nobody, which the apps run as: they could signal its workers.
-      ...(process.getuid?.() === 0 && lookupUser(NGINX_USER) ? { user: NGINX_USER } : {}),
-      timeouts: {
-        headersMs: config.headersTimeoutMs,
-        requestMs: config.requestTimeoutMs,
-        keepAliveMs: config.keepAliveTimeoutMs,
-        upstreamMs: config.upstreamTimeoutMs,
+  const startNginx = async () => {
+    const ports = await nginxPorts(config.dataDir, {
+      http: config.routerPort,
+      ...(config.https.port !== undefined ? { https: config.https.port } : {}),
+    });
+    const fallback = await nodeRouter({
+      host: '127.0.0.1',
+      port: 0,
+      behindProxy: true,
+      ...(tls.https ? { https: { ...tls.https, redirectPort: tls.https.redirectPort ?? ports.https } } : {}),
+      ...(tls.acmeAnswer ? { acmeAnswer: tls.acmeAnswer } : {}),
+    });
+    const plane = await createNginxPlane({
+      dataDir: config.dataDir,
+      binary,
+      ports,
+      settings: {
+        host: config.routerHost,
+        ...(config.https.redirectPort ? { redirectPort: config.https.redirectPort } : {}),
+        fallbackPort: fallback.port,
+        workers: config.router.nginxWorkers,
+        modules,
+        // nginx's default worker user is nobody, which the apps run as: they could signal its workers.
+        ...(process.getuid?.() === 0 && lookupUser(NGINX_USER) ? { user: NGINX_USER } : {}),
+        timeouts: {
+          headersMs: config.headersTimeoutMs,
+          requestMs: config.requestTimeoutMs,
+          keepAliveMs: config.keepAliveTimeoutMs,
+          upstreamMs: config.upstreamTimeoutMs,
+        },
       },
-    },
-    table: routeTable,
-    ...(certificates ? { certificates } : {}),
-    onRequest,
-    onRejected: (reason) => (lastRejected = { at: new Date().toISOString(), reason }),
-    log,
-  }).catch(async (err: unknown) => {
-    await fallback.close();
-    throw err;
-  });
+      table: routeTable,
+      ...(certificates ? { certificates } : {}),
+      onRequest,
+      onRejected: (reason) => (lastRejected = { at: new Date().toISOString(), reason }),
+      log,
+    }).catch(async (err: unknown) => {
+      await fallback.close();
+      throw err;
+    });
+    return { ports, fallback, plane };
+  };
+  // A port picked free (SLIPWAY_ROUTER_PORT=0) can be taken before nginx binds it: pick again.
+  const anyPort = config.routerPort === 0 || config.https.port === 0;
+  let started: Awaited<ReturnType<typeof startNginx>> | undefined;
+  for (let attempt = 1; !started; attempt++)
+    started = await startNginx().catch((err: Error) => {
+      if (anyPort && attempt < 3 && /Address already in use/.test(err.message)) return undefined;
+      throw err;
+    });
+  const { ports, fallback, plane } = started;
   routeTable.attach(plane);
   return {
     port: ports.http,

@@ -48,7 +48,13 @@ describe('the Node router outlives the API process', () => {
   it('serves every request while the API is killed and restarted, and the new API adopts it', async () => {
     store = await freshStore();
     const [port, routerPort] = [await freePort(), await freePort()];
-    const env = { ...store.env, SLIPWAY_PORT: String(port), SLIPWAY_ROUTER_PORT: String(routerPort) };
+    // The Node router in front alone (nginx's own restart test is router-nginx-restart.test.ts).
+    const env = {
+      ...store.env,
+      SLIPWAY_ROUTER: 'node',
+      SLIPWAY_PORT: String(port),
+      SLIPWAY_ROUTER_PORT: String(routerPort),
+    };
     const url = `http://127.0.0.1:${port}`;
     proc = spawnSlipway(env);
     await waitForHealthy(url, 60_000);

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
+import { nginxBinary, nginxLuaModules } from '../src/router/nginx/process.js';
 import { findProgram } from '../src/runtime/local/capabilities.js';
 import { formatStartupSummary, type StartupFacts } from '../src/startup-summary.js';
 import { freePort, freshStore, REPO_ROOT, spawnSlipway, type SlipwayProcess, within } from './helpers/process.js';
@@ -144,7 +145,8 @@ describe('Slipway started from a terminal and from a pipe', () => {
       expect(lines.indexOf('Slipway is up')).toBeGreaterThanOrEqual(0);
       expect(summary).toContain(`  API         ${api}`);
       expect(summary).toContain(`  API docs    ${api}/docs`);
-      const routerRow = `  Router      ${router} (node, pid `;
+      const kind = nginxBinary() && nginxLuaModules() ? 'nginx' : 'node'; // SLIPWAY_ROUTER=auto
+      const routerRow = `  Router      ${router} (${kind}, pid `;
       expect(summary.find((l) => l.startsWith(routerRow))).toMatch(
         new RegExp(`pid \\d+\\), apps at http://<service>\\.localhost:${new URL(router).port}$`),
       );

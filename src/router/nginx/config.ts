@@ -1,19 +1,27 @@
 import type { Upstream } from '../router.js';
 
 /**
- * nginx's configuration, rendered from the route table. nginx serves the hot path itself: every web service with a
- * live instance, by Host and SNI, over keep-alive upstream connections. Everything else (static sites, suspended
- * services, www. redirects, ACME challenges, the 404 page) goes to the Node router behind it on loopback, which reads
- * the same table, so both always agree on what a name means.
+ * nginx's configuration, rendered from the route table. nginx serves the hot path itself: every web service, by Host
+ * and SNI, over keep-alive upstream connections. Everything else (static sites, suspended services, www. redirects,
+ * ACME challenges, the 404 page) goes to the Node router behind it on loopback, which reads the same table, so both
+ * always agree on what a name means.
+ *
+ * The instances' addresses are not in the file: a Lua balancer (Debian's libnginx-mod-http-lua) reads them from a
+ * shared dict that Slipway replaces over a unix socket, so a roll-over changes no configuration and needs no reload
+ * (a reload closes every idle client connection). A service with no address in the dict goes to the Node router,
+ * which answers as it would for any service without a healthy instance.
  */
 export interface NginxSite {
   serviceId: string;
   /** The apps-domain host and the verified custom domains that route to this service. */
   names: string[];
-  upstreams: Upstream[];
 }
 export interface NginxLayout {
   prefix: string;
+  /** The unix socket (in the 0700 prefix) Slipway replaces the upstream addresses through. */
+  controlSocket: string;
+  /** The addresses as last sent, which a starting or reloading nginx loads (renderUpstreams). */
+  upstreamsFile: string;
   pidFile: string;
   accessLog: string;
   errorLog: string;
@@ -32,9 +40,9 @@ export interface NginxSettings {
   redirectPort?: number;
   /** The Node router on loopback: everything nginx does not answer itself. */
   fallbackPort: number;
-  /** A loopback listener that answers the generation, so a reload is known to have taken effect. */
-  statusPort: number;
   workers: number;
+  /** load_module paths: NDK and the Lua module (lua-modules.ts). */
+  modules: string[];
   /** The workers' user when nginx runs as root: one of its own, never the apps' (an app could signal them). */
   user?: string;
   timeouts: { headersMs: number; requestMs: number; keepAliveMs: number; upstreamMs: number };
@@ -61,22 +69,16 @@ export function renderNginxConfig(
   const redirectPort = s.redirectPort ?? s.httpsPort;
   const toFallback = 'location /.well-known/acme-challenge/ { proxy_pass http://slipway_fallback; }';
 
-  const upstreams: string[] = [];
   const servers: string[] = [];
   const routed = new Set<string>();
-  sites.forEach((site, i) => {
-    const addresses = site.upstreams.filter((u) => SAFE_ADDRESS.test(u.host));
+  for (const site of sites) {
     const names = site.names.map((n) => n.toLowerCase()).filter((n) => SAFE_NAME.test(n));
-    if (addresses.length === 0 || names.length === 0 || !/^[a-z0-9-]+$/.test(site.serviceId)) return;
+    if (names.length === 0 || !SAFE_ID.test(site.serviceId)) continue;
     names.forEach((n) => routed.add(n));
-    const group = `service_${i}`;
-    upstreams.push(
-      `upstream ${group} {\n${addresses.map((u) => `    server ${bracket(u.host)}:${u.port} max_fails=0;`).join('\n')}\n    keepalive 64;\n  }`,
-    );
     const proxied = `set $slipway_service ${site.serviceId};
-    access_log ${files.accessLog} slipway;
+    access_log ${files.accessLog} slipway if=$slipway_logged;
     ${toFallback}
-    location / { proxy_pass http://${group}; }`;
+    location / { proxy_pass http://slipway_services; }`;
     const own = names.filter((n) => s.httpsPort && files.certificateOf(n));
     const shared = names.filter((n) => !own.includes(n));
     if (shared.length)
@@ -101,7 +103,7 @@ export function renderNginxConfig(
     ${certLines(files.certificateOf(name)!)}
     ${proxied}
   }`);
-  });
+  }
 
   // Names with a certificate that nginx does not route itself (a static site's domain, a www. twin that redirects):
   // nginx terminates TLS with their own certificate and hands them to the Node router, which redirects plain HTTP.
@@ -115,6 +117,7 @@ export function renderNginxConfig(
   }`);
 
   return `# Written by Slipway (src/router/nginx/config.ts), generation ${generation}. Checked with nginx -t before each reload.
+${s.modules.map((m) => `load_module ${m};`).join('\n')}
 worker_processes ${s.workers};
 ${s.user ? `user ${s.user};` : ''}
 worker_shutdown_timeout ${WORKER_SHUTDOWN_MS / 1000}s;
@@ -131,7 +134,9 @@ http {
   scgi_temp_path ${files.prefix}/tmp/scgi;
   client_header_timeout ${seconds(s.timeouts.headersMs)};
   client_body_timeout ${seconds(s.timeouts.requestMs)};
-  keepalive_timeout ${seconds(s.timeouts.keepAliveMs)};
+  # The second value is sent as Keep-Alive: timeout=N, so clients (Node's agent among them) stop reusing a
+  # connection before nginx closes it, instead of sending a request into the close.
+  keepalive_timeout ${seconds(s.timeouts.keepAliveMs)} ${seconds(s.timeouts.keepAliveMs)};
   client_max_body_size 0;
   proxy_http_version 1.1;
   proxy_request_buffering off;
@@ -159,12 +164,10 @@ http {
     server 127.0.0.1:${s.fallbackPort};
     keepalive 64;
   }
-  ${upstreams.join('\n  ')}
+  ${dynamicUpstreams(s.fallbackPort, files, generation)}
+  # The Node router logs what it answers itself (a service without an instance), so nginx does not log it twice.
+  map $upstream_addr $slipway_logged { "127.0.0.1:${s.fallbackPort}" 0; default 1; }
 
-  server {
-    listen 127.0.0.1:${s.statusPort};
-    location = /generation { return 200 "${generation}"; }
-  }
   server {
     ${listen(s.httpPort, ' default_server')}
     ${httpsListen(' default_server')}
@@ -178,3 +181,82 @@ http {
 }
 
 const bracket = (host: string) => (host.includes(':') ? `[${host}]` : host);
+const SAFE_ID = /^[a-z0-9-]+$/;
+
+/** The upstreams file and the control socket's body: a line per service, `<serviceId> <host>:<port> …`. */
+export function renderUpstreams(services: Array<{ serviceId: string; upstreams: Upstream[] }>): string {
+  return services
+    .filter((s) => SAFE_ID.test(s.serviceId))
+    .map((s) => [
+      s.serviceId,
+      ...s.upstreams.filter((u) => SAFE_ADDRESS.test(u.host)).map((u) => `${u.host}:${u.port}`),
+    ])
+    .filter((words) => words.length > 1)
+    .map((words) => `${words.join(' ')}\n`)
+    .join('');
+}
+
+/**
+ * The Lua half: one upstream whose balancer picks an address of $slipway_service from the shared dict (a retry, after
+ * a kept-alive connection to a stopped instance fails, reads the dict again), and the control socket that replaces
+ * the dict's whole content. The dict outlives reloads; a starting master loads the file.
+ */
+function dynamicUpstreams(fallbackPort: number, files: NginxLayout, generation: string): string {
+  const load = `local d = ngx.shared.slipway_upstreams
+      local seen = {}
+      for line in text:gmatch("[^\\n]+") do
+        local id, addresses = line:match("^(%S+)%s+(.+)$")
+        if id then d:set(id, addresses); seen[id] = true end
+      end
+      for _, id in ipairs(d:get_keys(0)) do if not seen[id] then d:delete(id) end end`;
+  return `lua_shared_dict slipway_upstreams 8m;
+  lua_shared_dict slipway_turns 1m;
+  init_by_lua_block {
+    local f = io.open("${files.upstreamsFile}")
+    if f then
+      local text = f:read("*a")
+      f:close()
+      ${load}
+    end
+  }
+  upstream slipway_services {
+    server 127.0.0.1:${fallbackPort};
+    balancer_by_lua_block {
+      local balancer = require "ngx.balancer"
+      local peers = {}
+      for host, port in (ngx.shared.slipway_upstreams:get(ngx.var.slipway_service) or ""):gmatch("(%S+):(%d+)") do
+        peers[#peers + 1] = { host, tonumber(port) }
+      end
+      if #peers == 0 then
+        peers[1] = { "127.0.0.1", ${fallbackPort} }
+      elseif not ngx.ctx.slipway_pick then
+        balancer.set_more_tries(1)
+      end
+      -- Round robin per service across every worker (a dict of its own, which replacing addresses leaves alone).
+      ngx.ctx.slipway_pick = (ngx.ctx.slipway_pick or ngx.shared.slipway_turns:incr(ngx.var.slipway_service, 1, 0)) + 1
+      local peer = peers[ngx.ctx.slipway_pick % #peers + 1]
+      local ok, err = balancer.set_current_peer(peer[1], peer[2])
+      if not ok then
+        ngx.log(ngx.ERR, "slipway balancer: ", err)
+        return ngx.exit(502)
+      end
+    }
+    keepalive 64;
+  }
+  server {
+    listen unix:${files.controlSocket};
+    access_log off;
+    # Which configuration the workers that accept new connections run: a reload is known to have taken effect.
+    location = /generation { return 200 "${generation}"; }
+    location = /upstreams {
+      client_body_buffer_size 8m;
+      client_max_body_size 8m;
+      content_by_lua_block {
+        ngx.req.read_body()
+        local text = ngx.req.get_body_data() or ""
+        ${load}
+        ngx.say("ok")
+      }
+    }
+  }`;
+}

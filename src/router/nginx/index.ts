@@ -1,17 +1,25 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { Logger } from '../../lib/logger.js';
 import { freePort } from '../../runtime/local/ports.js';
-import type { RequestRecord, RouteTarget } from '../router.js';
+import type { RequestRecord, RouteTarget, Upstream } from '../router.js';
 import type { CertificateStore } from '../tls.js';
 import { tailAccessLog } from '../access-log.js';
 import { createUpdateLoop } from '../update-loop.js';
-import { renderNginxConfig, SAFE_NAME, WORKER_SHUTDOWN_MS, type NginxSettings, type NginxSite } from './config.js';
+import {
+  renderNginxConfig,
+  renderUpstreams,
+  SAFE_NAME,
+  WORKER_SHUTDOWN_MS,
+  type NginxSettings,
+  type NginxSite,
+} from './config.js';
 import {
   installConfig,
   nginxFiles,
+  sendUpstreams,
   prepareDirs,
   readPorts,
   runningMaster,
@@ -23,7 +31,6 @@ import {
 export interface NginxPorts {
   http: number;
   https?: number;
-  status: number;
 }
 
 /**
@@ -36,7 +43,6 @@ export async function nginxPorts(dataDir: string, wanted: { http: number; https?
   return {
     http: wanted.http || before?.http || (await freePort()),
     ...(wanted.https !== undefined ? { https: wanted.https || before?.https || (await freePort()) } : {}),
-    status: before?.status || (await freePort()),
   };
 }
 
@@ -44,7 +50,7 @@ export interface NginxPlaneOptions {
   dataDir: string;
   binary: string;
   ports: NginxPorts;
-  settings: Omit<NginxSettings, 'httpPort' | 'httpsPort' | 'statusPort'>;
+  settings: Omit<NginxSettings, 'httpPort' | 'httpsPort'>;
   table: { snapshot(): Array<{ names: string[]; target: RouteTarget }> };
   certificates?: CertificateStore;
   onRequest(record: RequestRecord): void;
@@ -69,12 +75,12 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
     ...opts.settings,
     httpPort: opts.ports.http,
     ...(opts.ports.https ? { httpsPort: opts.ports.https } : {}),
-    statusPort: opts.ports.status,
   };
   const written = new Map<string, string>(); // certificate file → its text, to rewrite only what changed
   const instanceAt = new Map<string, string>(); // "address:port" → instance id, for the access log
   let generation = 0;
   let lastApplied: string | undefined; // the configuration nginx serves, without its generation
+  let lastSent: string | undefined; // the upstream addresses nginx's balancer has
   const updates = createUpdateLoop(
     () => applyOnce(++generation),
     (err) => opts.log.error({ err: err.message }, 'router: nginx update failed'),
@@ -84,6 +90,7 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
   let pid = runningMaster(files);
   const adopted = pid !== undefined;
   if (!pid) {
+    writeUpstreams();
     const refused = await installConfig(opts.binary, files, render(`${stamp}-0`));
     if (refused) throw new Error(`nginx refused Slipway's configuration: ${refused}`);
     pid = await startMaster(opts.binary, files);
@@ -110,15 +117,13 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
 
   function render(generation: string): string {
     const sites: NginxSite[] = [];
-    for (const { names, target } of opts.table.snapshot()) {
-      if (target.kind !== 'instances' || target.upstreams.length === 0) continue;
-      sites.push({ serviceId: target.serviceId, names, upstreams: target.upstreams });
-      for (const u of target.upstreams) if (u.instanceId) instanceAt.set(`${u.host}:${u.port}`, u.instanceId);
-    }
-    if (instanceAt.size > 10_000) instanceAt.clear();
+    for (const { names, target } of opts.table.snapshot())
+      if (target.kind === 'instances') sites.push({ serviceId: target.serviceId, names });
     const pairs = new Map((opts.certificates?.pairs() ?? []).map((p) => [p.name, p]));
     return renderNginxConfig(generation, sites, settings, {
       prefix: files.prefix,
+      controlSocket: files.controlSocket,
+      upstreamsFile: files.upstreamsFile,
       pidFile: files.pidFile,
       accessLog: files.accessLog,
       errorLog: files.errorLog,
@@ -126,6 +131,21 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
       certificateOf: (name) => (pairs.has(name) ? certificateFiles(files, name) : undefined),
       certificateNames: [...pairs.keys()],
     });
+  }
+
+  /** Writes the instances' addresses where a starting or reloading nginx loads them; returns the text. */
+  function writeUpstreams(): string {
+    const services: Array<{ serviceId: string; upstreams: Upstream[] }> = [];
+    for (const { target } of opts.table.snapshot()) {
+      if (target.kind !== 'instances') continue;
+      services.push({ serviceId: target.serviceId, upstreams: target.upstreams });
+      for (const u of target.upstreams) if (u.instanceId) instanceAt.set(`${u.host}:${u.port}`, u.instanceId);
+    }
+    if (instanceAt.size > 10_000) instanceAt.clear();
+    const text = renderUpstreams(services);
+    writeFileSync(`${files.upstreamsFile}.next`, text, { mode: 0o600 });
+    renameSync(`${files.upstreamsFile}.next`, files.upstreamsFile);
+    return text;
   }
 
   /** Writes the served certificates' files; true when any changed (a renewal: same names, new files). */
@@ -158,11 +178,16 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
   async function applyOnce(n: number): Promise<void> {
     const generation = `${stamp}-${n}`;
     const renewed = writeCertificates();
+    const upstreams = writeUpstreams();
     const text = render(generation);
-    // A reload closes idle client connections: none when only the generation would change (a roll-over's second
-    // refresh, a crash of an instance already out of the route), unless the master has to be started again.
+    // A reload closes idle client connections: a roll-over only changes addresses, which the balancer takes over
+    // the control socket; nginx reloads only for names, certificates and settings, or starts again if it died.
     const same = text.replaceAll(generation, '') === lastApplied;
-    if (same && !renewed && runningMaster(files)) return;
+    if (same && !renewed && runningMaster(files)) {
+      if (upstreams !== lastSent && (await sendUpstreams(files, upstreams))) lastSent = upstreams;
+      if (upstreams === lastSent) return;
+      opts.log.warn({}, 'router: nginx did not take the new addresses; reloading it');
+    }
     const refused = await installConfig(opts.binary, files, text);
     if (refused) {
       opts.log.error({ refused }, 'router: nginx refused the new configuration; the old one keeps serving');
@@ -174,9 +199,13 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
       opts.log.warn({}, 'router: nginx was not running; starting it');
       pid = await startMaster(opts.binary, files);
     } else signal('SIGHUP');
-    if (await serves(settings.statusPort, generation)) lastApplied = text.replaceAll(generation, '');
-    else opts.log.warn({ generation }, 'router: nginx did not take the new configuration within 10 s');
-    // The old workers finish the requests they had (to instances a roll-over is about to stop) before they exit.
+    // The new configuration's init_by_lua loaded the addresses file; the old workers share the same dict.
+    if (await serves(files.controlSocket, generation)) {
+      lastApplied = text.replaceAll(generation, '');
+      lastSent = upstreams;
+    } else opts.log.warn({ generation }, 'router: nginx did not take the new configuration within 10 s');
+    // Old workers accept connections for a moment after new ones serve, with the old names and certificates: a
+    // removed domain is routed no more once they are gone (they finish their requests first, up to the timeout).
     await gone(oldWorkers, WORKER_SHUTDOWN_MS + 1000);
   }
 
@@ -240,11 +269,11 @@ const certificateFiles = (files: NginxFiles, name: string) => ({
   key: path.join(files.certDir, `${name}.key`),
 });
 
-/** Polls nginx's status listener, a new connection each time (a kept-alive one may reach an old worker). */
-async function serves(port: number, generation: string): Promise<boolean> {
+/** Polls nginx's control socket, a new connection each time (a kept-alive one may reach an old worker). */
+async function serves(socketPath: string, generation: string): Promise<boolean> {
   for (let waited = 0; waited < 10_000; waited += 25) {
     const body = await new Promise<string>((resolve) => {
-      const req = http.get({ host: '127.0.0.1', port, path: '/generation', agent: false, timeout: 1000 }, (res) => {
+      const req = http.get({ socketPath, path: '/generation', agent: false, timeout: 1000 }, (res) => {
         let text = '';
         res.on('data', (c: Buffer) => (text += c.toString()));
         res.on('end', () => resolve(text));

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { run, spawnDetached, type Command } from '../../lib/exec.js';
@@ -16,6 +17,8 @@ export interface NginxFiles {
   /** The ports of the running master, kept so an adopting Slipway listens where it did. */
   portsFile: string;
   certDir: string;
+  controlSocket: string;
+  upstreamsFile: string;
 }
 
 export const nginxFiles = (dataDir: string): NginxFiles => {
@@ -28,6 +31,8 @@ export const nginxFiles = (dataDir: string): NginxFiles => {
     accessLog: path.join(prefix, 'access.log'),
     portsFile: path.join(prefix, 'ports.json'),
     certDir: path.join(prefix, 'certs'),
+    controlSocket: path.join(prefix, 'control.sock'),
+    upstreamsFile: path.join(prefix, 'upstreams.txt'),
   };
 };
 
@@ -56,9 +61,9 @@ export function runningMaster(f: NginxFiles): number | undefined {
   }
 }
 
-export function readPorts(f: NginxFiles): { http?: number; https?: number; status?: number } | undefined {
+export function readPorts(f: NginxFiles): { http?: number; https?: number } | undefined {
   try {
-    return JSON.parse(readFileSync(f.portsFile, 'utf8')) as { http?: number; https?: number; status?: number };
+    return JSON.parse(readFileSync(f.portsFile, 'utf8')) as { http?: number; https?: number };
   } catch {
     return undefined;
   }
@@ -97,3 +102,28 @@ export async function startMaster(binary: string, f: NginxFiles): Promise<number
 
 export const nginxBinary = (candidates = ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx']) =>
   candidates.find((file) => existsSync(file));
+
+/** The dynamic modules the plane needs (Debian: libnginx-mod-http-lua, which brings NDK): their paths, or undefined. */
+export function nginxLuaModules(dirs = ['/usr/lib/nginx/modules', '/usr/share/nginx/modules']): string[] | undefined {
+  for (const dir of dirs) {
+    const modules = ['ndk_http_module.so', 'ngx_http_lua_module.so'].map((m) => path.join(dir, m));
+    if (modules.every((m) => existsSync(m))) return modules;
+  }
+  return undefined;
+}
+
+/** Replaces the Lua balancer's addresses through the control socket (config.ts); false when nginx did not answer. */
+export function sendUpstreams(f: NginxFiles, text: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = http.request(
+      { socketPath: f.controlSocket, path: '/upstreams', method: 'PUT', timeout: 5000 },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode === 200));
+      },
+    );
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+    req.end(text);
+  });
+}
