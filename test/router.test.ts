@@ -338,6 +338,22 @@ describe('WebSockets', () => {
     await connection.closed;
   });
 
+  it('passes back the answer of an app that declines the upgrade, and tells the app who asked', async () => {
+    const app = await startUpstream('declines', (_req, res) =>
+      res.writeHead(426, { 'content-type': 'text/plain' }).end('no sockets here'),
+    );
+    routes.set('ws-declined.localhost', instances('svc-ws-declined', [app]));
+    const connection = rawConnection(router.port);
+    connection.socket.write(upgradeRequest('ws-declined.localhost'));
+    await connection.closed;
+    const response = (await connection.receivedWhen(() => true)).toString();
+    expect(response).toMatch(/^HTTP\/1\.1 426 /);
+    expect(response).toMatch(/\r\n\r\nno sockets here$/);
+    expect(app.seen[0]?.headers).toMatchObject({ upgrade: 'websocket', 'x-forwarded-for': '127.0.0.1' });
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the record is reported when the socket closes
+    expect(records.filter((r) => r.serviceId === 'svc-ws-declined').map((r) => r.statusCode)).toEqual([426]);
+  });
+
   it.each([
     ['unknown.localhost', 404],
     ['paused.localhost', 503],

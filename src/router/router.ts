@@ -4,8 +4,7 @@ import type { AddressInfo, Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { DEFAULT_TIMEOUT_SECONDS, serverTimeouts, type ConnectionTimeouts } from '../lib/http-timeouts.js';
 import { rawPageResponse, sendPage, type PageKind } from './pages.js';
-import { forward, UPSTREAM_TIMEOUT } from './forward.js';
-import { createWebSocketProxy } from './proxy.js';
+import { forward, forwardUpgrade, UPSTREAM_TIMEOUT } from './forward.js';
 import { serveStatic } from './static.js';
 import type { CompiledRules } from './static-rules.js';
 import type { CertificateStore } from './tls.js';
@@ -140,10 +139,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     upstreamTimeoutMs: DEFAULT_TIMEOUT_SECONDS.upstream * 1000,
   };
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  const proxy = createWebSocketProxy(agent, timeouts.upstreamTimeoutMs, log);
   const roundRobinTurns = new Map<string, number>();
   const openSockets = new Set<Socket>();
-  const upgradeStatuses = proxy.upgradeStatuses;
+  /** Each upgraded connection's status, for its record: 101, or what the app or the router answered instead. */
+  const upgradeStatuses = new WeakMap<Socket, number>();
 
   function pickUpstream(serviceId: string, upstreams: Upstream[]): Upstream | undefined {
     if (upstreams.length === 0) return undefined;
@@ -177,6 +176,11 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     }
   }
 
+  /** Over TLS: the router's own, or nginx's in front of it (which says so). */
+  function isEncryptedRequest(req: http.IncomingMessage): boolean {
+    return isEncrypted(req.socket) || (options.behindProxy === true && req.headers['x-forwarded-proto'] === 'https');
+  }
+
   function startExchange(req: http.IncomingMessage, socket: Socket): Exchange {
     return { hostname: hostnameOf(authorityOf(req)), startedAt: performance.now(), bytesAtStart: socket.bytesWritten };
   }
@@ -185,8 +189,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     const socket = req.socket;
     const exchange = startExchange(req, socket);
     const replayable = isReplayable(req);
-    const encrypted =
-      isEncrypted(socket) || (options.behindProxy === true && req.headers['x-forwarded-proto'] === 'https');
+    const encrypted = isEncryptedRequest(req);
     // An HTTP/2 connection carries many requests at once: its socket's byte count is not this response's.
     const sent = req.httpVersionMajor === 2 ? countBody(res) : () => socket.bytesWritten - exchange.bytesAtStart;
     res.once('close', () => {
@@ -311,12 +314,14 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     exchange.upstream = upstreamName(upstream);
     exchange.instanceId = upstream.instanceId;
 
-    proxy.ws(
+    forwardUpgrade(
       req,
       socket,
       head,
-      { target: { host: upstream.host, port: upstream.port } },
-      (err: NodeJS.ErrnoException) => {
+      upstream,
+      { upstreamTimeoutMs: timeouts.upstreamTimeoutMs, encrypted: isEncryptedRequest(req) },
+      (status) => upgradeStatuses.set(socket, status),
+      (err) => {
         log.warn(
           { err, serviceId: exchange.serviceId, upstream: exchange.upstream },
           'router: websocket upstream failed',
