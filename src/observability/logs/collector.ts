@@ -66,8 +66,9 @@ interface Stream {
   /** Average line length seen (bytes, newline included), for estimating what a skip dropped. */
   lineBytes?: number;
   /**
-   * The file's size when this process started tailing it: what was printed before (while Slipway was down) is read
-   * without charging the budget, which measures how fast an app prints, not how late Slipway reads.
+   * The file's size when this process, starting, found it: what was printed while Slipway was down is read without
+   * charging the budget, which measures how fast an app prints, not how late Slipway reads. An instance found later
+   * (started while this process runs) has none: what it printed before it was found is charged like the rest.
    */
   backlogEnd?: number;
 }
@@ -82,6 +83,8 @@ export function createLogCollector(deps: CollectorDeps) {
   /** Streams of stopped instances read to the end: not picked up again by this process. */
   const finished = new Set<string>();
   let lastRefresh = 0;
+  /** The first refresh adopts what was running before this process: only its unread output is a backlog. */
+  let adoptedAtStart = false;
   let stopped = false;
   let loop: Promise<void> | undefined;
   const wakeups = createWakeups(deps.pollMs, MIN_TICK_MS);
@@ -93,7 +96,8 @@ export function createLogCollector(deps: CollectorDeps) {
 
   async function refresh() {
     const list = await deps.instances();
-    await adopt(list);
+    await adopt(list, !adoptedAtStart);
+    adoptedAtStart = true;
     const present = new Set(list.map((i) => i.instanceId));
     for (const [key, s] of streams) if (!present.has(s.instance.instanceId)) streams.delete(key);
     wakeups.keepOnly(new Set([...streams.values()].map((s) => s.dir)));
@@ -101,7 +105,7 @@ export function createLogCollector(deps: CollectorDeps) {
   }
 
   /** Starts tailing the instances' streams not tailed yet, from their stored offsets. */
-  async function adopt(list: TailedInstance[]) {
+  async function adopt(list: TailedInstance[], backlog = false) {
     const fresh: Stream[] = [];
     for (const instance of list) {
       for (const [name, fallbackLevel] of [
@@ -132,7 +136,7 @@ export function createLogCollector(deps: CollectorDeps) {
         (st) => st.size,
         () => 0,
       );
-      if (size > s.splitter.consumed && size - s.splitter.consumed <= BACKLOG_MAX_BYTES) s.backlogEnd = size;
+      if (backlog && size > s.splitter.consumed && size - s.splitter.consumed <= BACKLOG_MAX_BYTES) s.backlogEnd = size;
       streams.set(s.key, s);
     }
   }
