@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { deployFixture, finished, packFixture, processesOf, upload, viaRouter } from './helpers/apps.js';
 import { client, signUp, type TestUser } from './helpers/client.js';
@@ -102,10 +103,15 @@ describe('kill -9 of Slipway', () => {
     await proc.exited;
 
     // The app outlives the control plane; the interrupted build dies with it.
+    // Well under the build's 30 s sleep; what is left over is named if it does not go.
     await waitFor(
       'only the app processes left',
-      async () => JSON.stringify(processesOf(service.id).sort()) === JSON.stringify([...pids].sort()),
-      5000,
+      async () => {
+        const extra = processesOf(service.id).filter((pid) => !pids.includes(pid));
+        if (extra.length) throw new Error(`still running: ${extra.map(commandLineOf).join('; ')}`);
+        return pids.every((pid) => processesOf(service.id).includes(pid)) || undefined;
+      },
+      10_000,
     );
     proc = spawnSlipway(env);
     await waitForHealthy(url);
@@ -121,3 +127,11 @@ describe('kill -9 of Slipway', () => {
     await waitFor('no orphan process', async () => processesOf(service.id).length === 0);
   }, 120_000);
 });
+
+const commandLineOf = (pid: number) => {
+  try {
+    return `${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()}`;
+  } catch {
+    return `${pid} (gone)`;
+  }
+};
