@@ -354,6 +354,24 @@ describe('WebSockets', () => {
     expect(records.filter((r) => r.serviceId === 'svc-ws-declined').map((r) => r.statusCode)).toEqual([426]);
   });
 
+  it('passes back a chunked refusal with its body decoded and delimited by the close, not mislabelled chunked', async () => {
+    const app = await startUpstream('declines-chunked', (_req, res) => {
+      res.writeHead(403, { 'content-type': 'text/plain' }); // no length: Node sends it chunked
+      res.write('part one, ');
+      res.end('part two');
+    });
+    routes.set('ws-chunked.localhost', instances('svc-ws-chunked', [app]));
+    const connection = rawConnection(router.port);
+    connection.socket.write(upgradeRequest('ws-chunked.localhost'));
+    await connection.closed;
+    const response = (await connection.receivedWhen(() => true)).toString();
+    const [headers, body] = response.split('\r\n\r\n');
+    expect(headers).toMatch(/^HTTP\/1\.1 403 /);
+    expect(headers).not.toMatch(/transfer-encoding/i);
+    expect(headers).toMatch(/\r\nConnection: close$/);
+    expect(body).toBe('part one, part two');
+  });
+
   it.each([
     ['unknown.localhost', 404],
     ['paused.localhost', 503],

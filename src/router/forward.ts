@@ -138,9 +138,13 @@ export function forwardUpgrade(
   let started = false;
   outgoing.on('error', (err: NodeJS.ErrnoException) => (started ? socket.destroy() : failed(err)));
   socket.once('close', () => outgoing.destroy());
-  const statusLine = (res: http.IncomingMessage) => {
+  /** The app's status line and headers as it sent them; `close`: its hop-by-hop headers replaced by Connection: close. */
+  const headerBlock = (res: http.IncomingMessage, close: boolean) => {
     const lines = [`HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}`];
-    for (let i = 0; i < res.rawHeaders.length; i += 2) lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
+    for (let i = 0; i < res.rawHeaders.length; i += 2)
+      if (!close || !HOP_BY_HOP.has(res.rawHeaders[i]!.toLowerCase()))
+        lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
+    if (close) lines.push('Connection: close');
     return `${lines.join('\r\n')}\r\n\r\n`;
   };
   outgoing.once('upgrade', (res, upstreamSocket: Socket, upstreamHead: Buffer) => {
@@ -150,16 +154,17 @@ export function forwardUpgrade(
     socket.once('close', () => upstreamSocket.destroy());
     upstreamSocket.once('close', () => socket.destroy());
     upstreamSocket.on('error', () => socket.destroy());
-    socket.write(statusLine(res));
+    socket.write(headerBlock(res, false));
     if (upstreamHead.length) socket.write(upstreamHead);
     if (head.length) upstreamSocket.write(head);
     upstreamSocket.pipe(socket).pipe(upstreamSocket);
   });
-  // The app declined the upgrade: its answer goes back as it came, and the connection ends with it.
+  // The app declined the upgrade: its answer goes back, and the connection ends with it. Node has decoded a chunked
+  // body, so Transfer-Encoding is dropped and the close delimits the body (RFC 9112 §6.3).
   outgoing.once('response', (res) => {
     started = true;
     answered(res.statusCode ?? 502);
-    socket.write(statusLine(res));
+    socket.write(headerBlock(res, true));
     res.pipe(socket);
   });
   outgoing.end();
