@@ -41,7 +41,7 @@ export interface NginxSettings {
   /** The Node router on loopback: everything nginx does not answer itself. */
   fallbackPort: number;
   workers: number;
-  /** load_module paths: NDK and the Lua module (lua-modules.ts). */
+  /** load_module paths: NDK and the Lua module (process.ts: nginxLuaModules). */
   modules: string[];
   /** The workers' user when nginx runs as root: one of its own, never the apps' (an app could signal them). */
   user?: string;
@@ -212,7 +212,7 @@ function dynamicUpstreams(fallbackPort: number, files: NginxLayout, generation: 
   return `lua_shared_dict slipway_upstreams 8m;
   lua_shared_dict slipway_turns 1m;
   init_by_lua_block {
-    local f = io.open("${files.upstreamsFile}")
+    local f = io.open(${JSON.stringify(files.upstreamsFile)})
     if f then
       local text = f:read("*a")
       f:close()
@@ -223,8 +223,9 @@ function dynamicUpstreams(fallbackPort: number, files: NginxLayout, generation: 
     server 127.0.0.1:${fallbackPort};
     balancer_by_lua_block {
       local balancer = require "ngx.balancer"
+      local service = ngx.var.slipway_service
       local peers = {}
-      for host, port in (ngx.shared.slipway_upstreams:get(ngx.var.slipway_service) or ""):gmatch("(%S+):(%d+)") do
+      for host, port in (ngx.shared.slipway_upstreams:get(service) or ""):gmatch("(%S+):(%d+)") do
         peers[#peers + 1] = { host, tonumber(port) }
       end
       if #peers == 0 then
@@ -233,7 +234,7 @@ function dynamicUpstreams(fallbackPort: number, files: NginxLayout, generation: 
         balancer.set_more_tries(1)
       end
       -- Round robin per service across every worker (a dict of its own, which replacing addresses leaves alone).
-      ngx.ctx.slipway_pick = (ngx.ctx.slipway_pick or ngx.shared.slipway_turns:incr(ngx.var.slipway_service, 1, 0)) + 1
+      ngx.ctx.slipway_pick = (ngx.ctx.slipway_pick or ngx.shared.slipway_turns:incr(service, 1, 0)) + 1
       local peer = peers[ngx.ctx.slipway_pick % #peers + 1]
       local ok, err = balancer.set_current_peer(peer[1], peer[2])
       if not ok then

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import type { Logger } from '../../lib/logger.js';
 import { freePort } from '../../runtime/local/ports.js';
@@ -19,7 +18,7 @@ import {
 import {
   installConfig,
   nginxFiles,
-  sendUpstreams,
+  askControl,
   prepareDirs,
   readPorts,
   runningMaster,
@@ -81,6 +80,7 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
   let generation = 0;
   let lastApplied: string | undefined; // the configuration nginx serves, without its generation
   let lastSent: string | undefined; // the upstream addresses nginx's balancer has
+  let lastWritten: string | undefined; // the addresses in upstreams.txt
   const updates = createUpdateLoop(
     () => applyOnce(++generation),
     (err) => opts.log.error({ err: err.message }, 'router: nginx update failed'),
@@ -115,9 +115,9 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
   }, 2000);
   watchdog.unref();
 
-  function render(generation: string): string {
+  function render(generation: string, snapshot = opts.table.snapshot()): string {
     const sites: NginxSite[] = [];
-    for (const { names, target } of opts.table.snapshot())
+    for (const { names, target } of snapshot)
       if (target.kind === 'instances') sites.push({ serviceId: target.serviceId, names });
     const pairs = new Map((opts.certificates?.pairs() ?? []).map((p) => [p.name, p]));
     return renderNginxConfig(generation, sites, settings, {
@@ -134,17 +134,20 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
   }
 
   /** Writes the instances' addresses where a starting or reloading nginx loads them; returns the text. */
-  function writeUpstreams(): string {
+  function writeUpstreams(snapshot = opts.table.snapshot()): string {
     const services: Array<{ serviceId: string; upstreams: Upstream[] }> = [];
-    for (const { target } of opts.table.snapshot()) {
+    for (const { target } of snapshot) {
       if (target.kind !== 'instances') continue;
       services.push({ serviceId: target.serviceId, upstreams: target.upstreams });
       for (const u of target.upstreams) if (u.instanceId) instanceAt.set(`${u.host}:${u.port}`, u.instanceId);
     }
     if (instanceAt.size > 10_000) instanceAt.clear();
     const text = renderUpstreams(services);
-    writeFileSync(`${files.upstreamsFile}.next`, text, { mode: 0o600 });
-    renameSync(`${files.upstreamsFile}.next`, files.upstreamsFile);
+    if (text !== lastWritten) {
+      writeFileSync(`${files.upstreamsFile}.next`, text, { mode: 0o600 });
+      renameSync(`${files.upstreamsFile}.next`, files.upstreamsFile);
+      lastWritten = text;
+    }
     return text;
   }
 
@@ -178,13 +181,15 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
   async function applyOnce(n: number): Promise<void> {
     const generation = `${stamp}-${n}`;
     const renewed = writeCertificates();
-    const upstreams = writeUpstreams();
-    const text = render(generation);
+    const snapshot = opts.table.snapshot();
+    const upstreams = writeUpstreams(snapshot);
+    const text = render(generation, snapshot);
     // A reload closes idle client connections: a roll-over only changes addresses, which the balancer takes over
     // the control socket; nginx reloads only for names, certificates and settings, or starts again if it died.
     const same = text.replaceAll(generation, '') === lastApplied;
     if (same && !renewed && runningMaster(files)) {
-      if (upstreams !== lastSent && (await sendUpstreams(files, upstreams))) lastSent = upstreams;
+      if (upstreams !== lastSent && (await askControl(files, '/upstreams', upstreams)) !== undefined)
+        lastSent = upstreams;
       if (upstreams === lastSent) return;
       opts.log.warn({}, 'router: nginx did not take the new addresses; reloading it');
     }
@@ -200,7 +205,7 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
       pid = await startMaster(opts.binary, files);
     } else signal('SIGHUP');
     // The new configuration's init_by_lua loaded the addresses file; the old workers share the same dict.
-    if (await serves(files.controlSocket, generation)) {
+    if (await serves(files, generation)) {
       lastApplied = text.replaceAll(generation, '');
       lastSent = upstreams;
     } else opts.log.warn({ generation }, 'router: nginx did not take the new configuration within 10 s');
@@ -269,19 +274,10 @@ const certificateFiles = (files: NginxFiles, name: string) => ({
   key: path.join(files.certDir, `${name}.key`),
 });
 
-/** Polls nginx's control socket, a new connection each time (a kept-alive one may reach an old worker). */
-async function serves(socketPath: string, generation: string): Promise<boolean> {
+/** Polls nginx's control socket until the workers that accept connections run `generation`. */
+async function serves(files: NginxFiles, generation: string): Promise<boolean> {
   for (let waited = 0; waited < 10_000; waited += 25) {
-    const body = await new Promise<string>((resolve) => {
-      const req = http.get({ socketPath, path: '/generation', agent: false, timeout: 1000 }, (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => resolve(text));
-      });
-      req.on('timeout', () => req.destroy());
-      req.on('error', () => resolve(''));
-    });
-    if (body === generation) return true;
+    if ((await askControl(files, '/generation')) === generation) return true;
     await new Promise((r) => setTimeout(r, 25));
   }
   return false;

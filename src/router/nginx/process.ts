@@ -112,18 +112,26 @@ export function nginxLuaModules(dirs = ['/usr/lib/nginx/modules', '/usr/share/ng
   return undefined;
 }
 
-/** Replaces the Lua balancer's addresses through the control socket (config.ts); false when nginx did not answer. */
-export function sendUpstreams(f: NginxFiles, text: string): Promise<boolean> {
+/**
+ * One request to nginx's control socket (config.ts), on a new connection each time (a kept-alive one may reach an old
+ * worker): the answer's body when it is a 200, undefined otherwise or when nginx did not answer.
+ */
+export function askControl(
+  f: NginxFiles,
+  path: '/generation' | '/upstreams',
+  body?: string,
+): Promise<string | undefined> {
   return new Promise((resolve) => {
     const req = http.request(
-      { socketPath: f.controlSocket, path: '/upstreams', method: 'PUT', timeout: 5000 },
+      { socketPath: f.controlSocket, path, method: body === undefined ? 'GET' : 'PUT', agent: false, timeout: 5000 },
       (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode === 200));
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve(res.statusCode === 200 ? text : undefined));
       },
     );
     req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(false));
-    req.end(text);
+    req.on('error', () => resolve(undefined));
+    req.end(body);
   });
 }
