@@ -54,5 +54,5 @@ describe.skipIf(!localOk)('blueprint sync: kill -9', () => {
     expect(dbs.body).toHaveLength(1); // adopted by name, never made twice
     b.proc.child.kill('SIGTERM');
     await within(b.proc.exited, 30_000, 'exit after SIGTERM');
-  });
+  }, 120_000); // two Slipway starts, each with nginx and the router process, and the waits above: not vitest's 30 s
 });
