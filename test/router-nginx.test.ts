@@ -2,7 +2,7 @@
  * SLIPWAY_ROUTER=nginx: nginx (Debian's nginx-light) serves the apps, fed from the route table, with the Node router
  * behind it for everything else. Real nginx, real deploys, real requests through the router port.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nginxFiles, installConfig, nginxBinary, runningMaster } from '../src/router/nginx/process.js';
@@ -125,6 +125,25 @@ describe.skipIf(!binary)('nginx as the data plane', () => {
     expect(workersNow()).toBe(workers);
     expect(retried).toBe(0);
   }, 120_000);
+
+  it('starts nginx again after kill -9, although the dead master left its control socket behind', async () => {
+    const { service } = await deployFixture(api, as, 'node-web');
+    const files = nginxFiles(server.dataDir);
+    const master = runningMaster(files)!;
+    const workers = readFileSync(`/proc/${master}/task/${master}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    for (const pid of [master, ...workers]) process.kill(pid, 'SIGKILL');
+    expect(existsSync(files.controlSocket)).toBe(true); // what a crash (or a power cut) leaves in the data dir
+    await waitFor('a new nginx master', async () => (runningMaster(files) ?? master) !== master, 15_000);
+    const reply = await waitFor(
+      'the service served again',
+      async () => {
+        const r = await viaRouter(server.slipway.routerPort, service.slug).catch(() => undefined);
+        return r?.status === 200 ? r : undefined;
+      },
+      10_000,
+    );
+    expect(reply.headers.server).toMatch(/^nginx/);
+  }, 60_000);
 
   it('keeps the running configuration when nginx -t refuses a new one', async () => {
     const files = nginxFiles(server.dataDir);

@@ -5,6 +5,7 @@ import path from 'node:path';
 import * as tar from 'tar';
 import type { Caller, Client } from './client.js';
 import { REPO_ROOT, waitFor } from './process.js';
+import { dataDirsByRouterPort } from './server.js';
 
 export const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/apps');
 
@@ -116,10 +117,27 @@ export function viaRouter(
         res.on('error', reject);
       },
     );
-    req.setTimeout(opts.timeoutMs ?? 10_000, () => req.destroy(new Error(`router request ${urlPath} timed out`)));
+    const started = Date.now();
+    req.setTimeout(opts.timeoutMs ?? 10_000, () =>
+      req.destroy(new Error(`router request ${urlPath} timed out${whyTimedOut(routerPort, req, started)}`)),
+    );
     req.on('error', reject);
     req.end();
   });
+}
+
+/** What a timed-out request's message adds, on one line (CI's summary shows one): the connection, nginx's errors. */
+function whyTimedOut(routerPort: number, req: http.ClientRequest, started: number): string {
+  const dataDir = dataDirsByRouterPort.get(routerPort);
+  const errorLog = dataDir ? path.join(dataDir, 'router-nginx', 'error.log') : undefined;
+  let errors = '';
+  try {
+    if (errorLog) errors = readFileSync(errorLog, 'utf8').trim().split('\n').slice(-3).join(' | ');
+  } catch {
+    // no nginx (the Node router serves)
+  }
+  const connection = req.reusedSocket ? 'a kept-alive connection' : 'a new connection';
+  return ` after ${Date.now() - started} ms on ${connection}${errors ? `; nginx error.log: ${errors}` : ''}`;
 }
 
 /**

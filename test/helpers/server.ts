@@ -90,6 +90,9 @@ export async function killDatastores(slipway: Slipway) {
   for (let waited = 0; waited < 5000 && groups.some(alive); waited += 50) await new Promise((r) => setTimeout(r, 50));
 }
 
+/** Each running test server's data dir by its router port: a timed-out router request reports nginx's errors. */
+export const dataDirsByRouterPort = new Map<number, string>();
+
 /** Boots the real server on a random port with a temp data dir (and a fresh database in Postgres mode). */
 export async function bootServer(
   env: Record<string, string> = {},
@@ -118,6 +121,7 @@ export async function bootServer(
     if (!reuse) rmSync(dataDir, { recursive: true, force: true });
     throw err;
   });
+  dataDirsByRouterPort.set(slipway.routerPort, dataDir);
   let stopped = false;
   const stop = async () => {
     if (stopped) return;

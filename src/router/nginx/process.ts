@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { run, spawnDetached, type Command } from '../../lib/exec.js';
 
@@ -84,8 +84,13 @@ export async function installConfig(binary: string, f: NginxFiles, text: string)
   return undefined;
 }
 
-/** Starts the master; resolves once it has bound its ports and written its pid file. */
+/**
+ * Starts the master (none runs for this data dir); resolves once it has bound its ports and written its pid file.
+ * nginx does not bind a unix socket whose file exists, and a master that was killed, crashed or failed to start
+ * leaves the control socket's file behind: it is removed first.
+ */
 export async function startMaster(binary: string, f: NginxFiles): Promise<number> {
+  rmSync(f.controlSocket, { force: true });
   let exited: string | undefined;
   const output = path.join(f.prefix, 'master.out');
   await spawnDetached(nginxCommands(binary, f).start(), { stdoutPath: output, stderrPath: output }, (code, signal) => {
