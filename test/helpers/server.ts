@@ -116,7 +116,8 @@ export async function bootServer(
     ...env,
   });
   const slipway = await startSlipway(config, { log }).catch(async (err: unknown) => {
-    // A start that is meant to fail (a bad setting) leaves nothing behind either.
+    // A start that is meant to fail (a bad setting) leaves nothing behind either: not the router's own process.
+    if (!reuse) killProcessesUnder(dataDir);
     await database?.drop();
     if (!reuse) rmSync(dataDir, { recursive: true, force: true });
     throw err;
