@@ -60,7 +60,9 @@ export function tailAccessLog(opts: {
       offset: current.offset - Buffer.byteLength(current.partial),
     });
     if (text === saved) return;
-    writeFileSync(opts.offsetFile, text, { mode: 0o600 });
+    // Written aside and renamed: a kill -9 mid-write must not leave an empty file (read as "start at the end").
+    writeFileSync(`${opts.offsetFile}.next`, text, { mode: 0o600 });
+    renameSync(`${opts.offsetFile}.next`, opts.offsetFile);
     saved = text;
   };
 

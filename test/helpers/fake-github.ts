@@ -200,6 +200,8 @@ export async function startFakeGitHub(root: string, opts: { tokenTtlMs?: number 
     });
     const out: Buffer[] = [];
     cgi.stdout.on('data', (c: Buffer) => out.push(c));
+    // git http-backend may answer (an error, a client that went away) without reading the whole body: EPIPE here.
+    cgi.stdin.on('error', () => undefined);
     cgi.stdin.end(body);
     cgi.on('close', () => {
       const raw = Buffer.concat(out);

@@ -89,11 +89,21 @@ export function createLogs(deps: LogsDeps) {
     pollMs: settings.pollMs,
     log: deps.log,
   });
-  const workspaces = new Map<string, string | undefined>();
+  // The lookup itself is kept, not its result: the access log read after a restart hands on thousands of a service's
+  // requests at once, and they share one query instead of each sending its own.
+  const workspaces = new Map<string, Promise<string | undefined>>();
+  function workspaceOf(serviceId: string): Promise<string | undefined> {
+    let found = workspaces.get(serviceId);
+    if (!found) {
+      found = deps.workspaceOf(serviceId);
+      workspaces.set(serviceId, found);
+      found.catch(() => workspaces.delete(serviceId)); // the store failed: asked again next time
+    }
+    return found;
+  }
 
   async function requestEntry(r: RequestRecord, timeMs: number): Promise<NewLogEntry | undefined> {
-    if (!workspaces.has(r.serviceId)) workspaces.set(r.serviceId, await deps.workspaceOf(r.serviceId));
-    const workspaceId = workspaces.get(r.serviceId);
+    const workspaceId = await workspaceOf(r.serviceId);
     if (!workspaceId) return undefined;
     const path = r.path.slice(0, 2048);
     return {
