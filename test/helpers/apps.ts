@@ -1,4 +1,5 @@
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -126,18 +127,40 @@ export function viaRouter(
   });
 }
 
-/** What a timed-out request's message adds, on one line (CI's summary shows one): the connection, nginx's errors. */
+/**
+ * What a timed-out request's message adds, on one line (CI's summary shows one): the connection and its state in the
+ * kernel, nginx's processes and last errors, the addresses its balancer has.
+ */
 function whyTimedOut(routerPort: number, req: http.ClientRequest, started: number): string {
   const dataDir = dataDirsByRouterPort.get(routerPort);
-  const errorLog = dataDir ? path.join(dataDir, 'router-nginx', 'error.log') : undefined;
-  let errors = '';
-  try {
-    if (errorLog) errors = readFileSync(errorLog, 'utf8').trim().split('\n').slice(-3).join(' | ');
-  } catch {
-    // no nginx (the Node router serves)
-  }
-  const connection = req.reusedSocket ? 'a kept-alive connection' : 'a new connection';
-  return ` after ${Date.now() - started} ms on ${connection}${errors ? `; nginx error.log: ${errors}` : ''}`;
+  const prefix = dataDir ? path.join(dataDir, 'router-nginx') : undefined;
+  const tail = (file: string, lines: number) => {
+    try {
+      return readFileSync(file, 'utf8').trim().split('\n').slice(-lines).join(' | ');
+    } catch {
+      return '';
+    }
+  };
+  const shell = (file: string, args: string[]) => {
+    try {
+      return execFileSync(file, args, { encoding: 'utf8', timeout: 2000 }).trim().replace(/\s+/g, ' ');
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+  const localPort = req.socket?.localPort;
+  const facts = [
+    `after ${Date.now() - started} ms on ${req.reusedSocket ? 'a kept-alive connection' : 'a new connection'}`,
+    localPort
+      ? `socket: ${shell('ss', ['-tnpO', 'state', 'all', `( sport = :${localPort} or dport = :${localPort} )`])}`
+      : '',
+    prefix
+      ? `nginx: ${shell('sh', ['-c', `m=$(cat ${prefix}/nginx.pid); ps -o pid,ppid,stat,etimes,args --pid $m --ppid $m`])}`
+      : '',
+    prefix ? `error.log: ${tail(path.join(prefix, 'error.log'), 3)}` : '',
+    prefix ? `upstreams: ${tail(path.join(prefix, 'upstreams.txt'), 5)}` : '',
+  ];
+  return ` ${facts.filter(Boolean).join('; ')}`;
 }
 
 /**
