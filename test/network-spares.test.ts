@@ -1,5 +1,6 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findProgram } from '../src/runtime/local/capabilities.js';
@@ -80,5 +81,49 @@ describe.runIf(IS_ROOT)('namespaces made ahead of need', () => {
     await next.release();
     await nets.close();
     expect(ourBuilds()).toEqual([]);
+  });
+
+  it("keeps the bridge's MAC as instances come and go: a survivor's replies still reach the host", async () => {
+    const nets = await make();
+    const x = await nets.attach('ins-x', 'tea-mac', ['web-x']);
+    const subnet = x.address.split('.')[2];
+    const bridge = (file: string) => readFileSync(`/sys/class/net/slwbr${subnet}/${file}`, 'utf8').trim();
+    // Set (NET_ADDR_SET), not taken from a port: the kernel then never changes it as ports come and go.
+    expect(bridge('addr_assign_type')).toBe('3');
+    const mac = bridge('address');
+    const y = await nets.attach('ins-y', 'tea-mac', ['web-y']);
+
+    // The host answers on the gateway address; each namespace talks to it, and learns the gateway's MAC doing so.
+    const gateway = x.address.replace(/\.\d+$/, '.1');
+    const echo = net.createServer((socket) => socket.pipe(socket));
+    await new Promise<void>((resolve) => echo.listen(0, gateway, resolve));
+    const port = (echo.address() as net.AddressInfo).port;
+    const talk = (attachment: { netnsPath: string }) =>
+      new Promise<string>((resolve) =>
+        execFile(
+          'ip',
+          [
+            'netns',
+            'exec',
+            path.basename(attachment.netnsPath),
+            'bash',
+            '-c',
+            `exec 3<>/dev/tcp/${gateway}/${port}; echo hi >&3; read -t 2 line <&3; echo "$line"`,
+          ],
+          { encoding: 'utf8', timeout: 5000 },
+          (err, stdout) => resolve(err ? `failed: ${err.message}` : stdout.trim()),
+        ),
+      );
+    try {
+      expect(await talk(x)).toBe('hi');
+      expect(await talk(y)).toBe('hi');
+      // A roll-over: the old instance's namespace (and its port on the bridge) goes; the new one keeps talking.
+      await nets.release('ins-x');
+      expect(bridge('address')).toBe(mac);
+      expect(await talk(y)).toBe('hi');
+    } finally {
+      echo.close();
+      await nets.release('ins-y');
+    }
   });
 });

@@ -159,8 +159,17 @@ function whyTimedOut(routerPort: number, req: http.ClientRequest, started: numbe
       : '',
     prefix ? `error.log: ${tail(path.join(prefix, 'error.log'), 3)}` : '',
     prefix ? `upstreams: ${tail(path.join(prefix, 'upstreams.txt'), 5)}` : '',
+    prefix ? `upstream sockets: ${upstreamSockets(tail(path.join(prefix, 'upstreams.txt'), 5), shell)}` : '',
   ];
   return ` ${facts.filter(Boolean).join('; ')}`;
+}
+
+/** nginx's connections to the addresses it balances over, as the kernel has them (an answer that never comes). */
+function upstreamSockets(upstreams: string, shell: (file: string, args: string[]) => string): string {
+  const addresses = [...upstreams.matchAll(/(\d+\.\d+\.\d+\.\d+):(\d+)/g)].map((m) => m[1]!);
+  return [...new Set(addresses)]
+    .map((a) => shell('ss', ['-tnpO', 'state', 'all', 'dst', a]).replace(/^State.*?Process ?/, ''))
+    .join(' / ');
 }
 
 /**

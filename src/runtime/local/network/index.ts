@@ -73,6 +73,8 @@ export function createNetworks(opts: {
     subnets.set(claim.workspaceId, { subnet, leases, last: Math.max(plan.FIRST_HOST - 1, ...leases.keys()) });
     for (const [host, lease] of leases) byId.set(lease.id, { subnet, host });
   }
+  // A bridge made before its MAC was set (plan.bridgeMac) gets it now; the same MAC again changes nothing.
+  void runQuietly([...subnets.values()].map(({ subnet }) => plan.pinBridgeMac(tools.ip, net, subnet)));
 
   const startSlirp = (ns: string, logPath: string) => commands.startSlirp(tools.slirp4netns, ns, logPath);
   const builds = createBuildNamespaces({

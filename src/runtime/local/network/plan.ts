@@ -47,18 +47,36 @@ const ipBatch = (ipPath: string, ns: string | undefined, lines: string[][]): Com
   stdin: lines.map((l) => l.join(' ')).join('\n') + '\n',
 });
 
+/**
+ * The bridge's MAC address, set rather than left to the kernel, which otherwise gives the bridge its lowest port's
+ * and changes it when that port goes. A roll-over removes the old instance's veth: the new instance still sent its
+ * replies to the MAC it had learnt for the host's address, and they were dropped until its ARP entry expired (a
+ * request through the router hung for seconds). Locally administered, made of the gateway's address: unique per bridge.
+ */
+export const bridgeMac = (net: Supernet, subnet: number) =>
+  [
+    '02',
+    '5c',
+    ...gatewayAddress(net, subnet)
+      .split('.')
+      .map((octet) => Number(octet).toString(16).padStart(2, '0')),
+  ].join(':');
+
 /** The workspace's bridge, with the host's address on it (layer 2 only: nothing is routed through the host). */
 export function bridgeUp(ipPath: string, net: Supernet, subnet: number): Command[] {
   const br = bridgeName(subnet);
   return [
     ipBatch(ipPath, undefined, [
       ['link', 'add', br, 'type', 'bridge'],
+      ['link', 'set', br, 'address', bridgeMac(net, subnet)],
       ['addr', 'add', `${gatewayAddress(net, subnet)}/24`, 'dev', br],
       ['link', 'set', br, 'up'],
     ]),
   ];
 }
 
+export const pinBridgeMac = (ipPath: string, net: Supernet, subnet: number): Command =>
+  ip(ipPath, 'link', 'set', bridgeName(subnet), 'address', bridgeMac(net, subnet));
 export const linkDel = (ipPath: string, name: string): Command => ip(ipPath, 'link', 'del', name);
 export const bridgeDown = (ipPath: string, subnet: number): Command => linkDel(ipPath, bridgeName(subnet));
 
