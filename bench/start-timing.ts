@@ -13,6 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { DEFAULT_NETWORK_CIDR } from '../src/config.js';
 import { findProgram } from '../src/runtime/local/capabilities.js';
 import { removeNetworksOf } from '../src/runtime/local/network/index.js';
+import { stopNginx } from '../src/router/nginx/index.js';
 import { killProcessesUnder } from '../test/helpers/kill-under.js';
 import { freePort, log, repoRoot, sleep, table } from './lib.js';
 
@@ -155,7 +156,9 @@ export async function measureNpmStart(options: { ref?: string } = {}): Promise<N
     const secondStartMs = await timedStart(repo, dataDir);
     return { compileMs, firstStartMs, secondStartMs };
   } finally {
-    // Nothing was deployed; this is in case a start left a namespace or a process behind.
+    // Nothing was deployed; this is in case a start left a namespace or a process behind. nginx is stopped first:
+    // killed with its master alone, its workers would go on.
+    await stopNginx(dataDir);
     killProcessesUnder(dataDir);
     await removeNetworksOf(dataDir, DEFAULT_NETWORK_CIDR, findProgram);
     rmSync(work, { recursive: true, force: true });
