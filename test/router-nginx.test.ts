@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nginxFiles, installConfig, nginxBinary, runningMaster } from '../src/router/nginx/process.js';
+import { isLive, readStat } from '../src/runtime/local/proc.js';
 import { deployFixture, finished, packFixture, processesOf, upload, viaRouter } from './helpers/apps.js';
 import { client, signUp, type TestUser } from './helpers/client.js';
 import { bootServer, type TestServer } from './helpers/server.js';
@@ -191,10 +192,7 @@ function browserGet(
 }
 
 /** Whether `pid` runs (not a zombie awaiting its parent). */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
+const alive = (pid: number) => {
+  const stat = readStat(pid);
+  return !!stat && isLive(stat);
+};

@@ -149,14 +149,13 @@ function whyTimedOut(routerPort: number, req: http.ClientRequest, started: numbe
     }
   };
   const localPort = req.socket?.localPort;
+  const master = prefix ? tail(path.join(prefix, 'nginx.pid'), 1) || '0' : '0';
   const facts = [
     `after ${Date.now() - started} ms on ${req.reusedSocket ? 'a kept-alive connection' : 'a new connection'}`,
     localPort
       ? `socket: ${shell('ss', ['-tnpO', 'state', 'all', `( sport = :${localPort} or dport = :${localPort} )`])}`
       : '',
-    prefix
-      ? `nginx: ${shell('sh', ['-c', `m=$(cat ${prefix}/nginx.pid); ps -o pid,ppid,stat,etimes,args --pid $m --ppid $m`])}`
-      : '',
+    prefix ? `nginx: ${shell('ps', ['-o', 'pid,ppid,stat,etimes,args', '--pid', master, '--ppid', master])}` : '',
     prefix ? `error.log: ${tail(path.join(prefix, 'error.log'), 3)}` : '',
     prefix ? `upstreams: ${tail(path.join(prefix, 'upstreams.txt'), 5)}` : '',
     prefix ? `upstream sockets: ${upstreamSockets(tail(path.join(prefix, 'upstreams.txt'), 5), shell)}` : '',

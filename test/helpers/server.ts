@@ -142,6 +142,7 @@ export async function bootServer(
       if (!stopped) await killDatastores(slipway).catch(() => undefined);
       await stop();
       await stopNginx(dataDir); // SLIPWAY_ROUTER=nginx: it outlives Slipway by design, not the test
+      dataDirsByRouterPort.delete(slipway.routerPort);
       killProcessesUnder(dataDir);
       await removeNetworksOf(dataDir, config.networkCidr, findProgram);
       await database?.drop();

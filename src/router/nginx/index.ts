@@ -3,6 +3,7 @@ import { readFileSync, renameSync, rmSync, writeFileSync, readdirSync } from 'no
 import path from 'node:path';
 import type { Logger } from '../../lib/logger.js';
 import { freePort } from '../../runtime/local/ports.js';
+import { waitGone } from '../../runtime/local/proc.js';
 import type { RequestRecord, RouteTarget, Upstream } from '../router.js';
 import type { CertificateStore } from '../tls.js';
 import { tailAccessLog } from '../access-log.js';
@@ -211,7 +212,7 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
     } else opts.log.warn({ generation }, 'router: nginx did not take the new configuration within 10 s');
     // Old workers accept connections for a moment after new ones serve, with the old names and certificates: a
     // removed domain is routed no more once they are gone (they finish their requests first, up to the timeout).
-    await gone(oldWorkers, WORKER_SHUTDOWN_MS + 1000);
+    await waitGone(oldWorkers, WORKER_SHUTDOWN_MS + 1000);
   }
 
   function signal(name: NodeJS.Signals): void {
@@ -255,18 +256,6 @@ function workersOf(master: number): number[] {
   } catch {
     return [];
   }
-}
-
-const alive = (pid: number) => {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
-
-async function gone(pids: number[], withinMs: number): Promise<void> {
-  for (let waited = 0; waited < withinMs && pids.some(alive); waited += 20) await new Promise((r) => setTimeout(r, 20));
 }
 
 const certificateFiles = (files: NginxFiles, name: string) => ({

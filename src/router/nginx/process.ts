@@ -1,16 +1,8 @@
 import http from 'node:http';
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { run, spawnDetached, type Command } from '../../lib/exec.js';
+import { allProcesses, holdsFileUnder, isLive, waitGone } from '../../runtime/local/proc.js';
 
 /**
  * One nginx master per data dir, run from `<dataDir>/router-nginx`. It is started in a process group of its own and
@@ -95,40 +87,23 @@ export async function installConfig(binary: string, f: NginxFiles, text: string)
 
 /**
  * nginx's workers do not watch their master: after a `kill -9` of it they go on serving the old configuration, holding
- * the listening sockets a new master must bind. No master runs when this is called, so every worker holding a file
- * of this prefix open (its logs) is such an orphan: it is killed, and awaited so its ports are free.
+ * the listening sockets a new master must bind. No master of ours is known to run when this is called, so every nginx
+ * process holding a file of this prefix open (its logs) is such a leftover: it is killed, and awaited so its ports are
+ * free. An app cannot pass for one: the prefix is 0700, so it cannot hold a file there.
  */
-async function killOrphanWorkers(f: NginxFiles): Promise<void> {
-  const orphans: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith('nginx: worker process')) continue;
-      const fds = readdirSync(`/proc/${entry}/fd`);
-      if (fds.some((fd) => readlinkSafe(`/proc/${entry}/fd/${fd}`).startsWith(`${f.prefix}/`)))
-        orphans.push(Number(entry));
-    } catch {
-      // gone, or not ours to read
-    }
-  }
-  for (const pid of orphans) {
+async function killLeftovers(f: NginxFiles): Promise<void> {
+  const leftovers = allProcesses()
+    .filter((p) => p.comm === 'nginx' && isLive(p) && holdsFileUnder(p.pid, f.prefix))
+    .map((p) => p.pid);
+  for (const pid of leftovers) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
       // gone meanwhile
     }
   }
-  for (let waited = 0; waited < 5000 && orphans.some((pid) => existsSync(`/proc/${pid}/fd`)); waited += 20)
-    await new Promise((r) => setTimeout(r, 20));
+  await waitGone(leftovers, 5000);
 }
-
-const readlinkSafe = (link: string) => {
-  try {
-    return readlinkSync(link);
-  } catch {
-    return '';
-  }
-};
 
 /**
  * Starts the master (none runs for this data dir); resolves once it has bound its ports and written its pid file.
@@ -136,7 +111,7 @@ const readlinkSafe = (link: string) => {
  * leaves the control socket's file behind: it is removed first.
  */
 export async function startMaster(binary: string, f: NginxFiles): Promise<number> {
-  await killOrphanWorkers(f);
+  await killLeftovers(f);
   rmSync(f.controlSocket, { force: true });
   let exited: string | undefined;
   const output = path.join(f.prefix, 'master.out');

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** The parts of /proc/<pid>/stat we use. */
 export interface ProcStat {
@@ -38,7 +38,7 @@ export function isRunning(proc: Pick<ProcStat, 'pid' | 'startTime'>): boolean {
   return !!stat && isLive(stat) && stat.startTime === proc.startTime;
 }
 
-function allProcesses(): ProcStat[] {
+export function allProcesses(): ProcStat[] {
   const all: ProcStat[] = [];
   for (const name of readdirSync('/proc')) {
     const stat = /^\d+$/.test(name) ? readStat(Number(name)) : undefined;
@@ -64,4 +64,31 @@ export function descendantsOf(pid: number): ProcStat[] {
     }
   }
   return found;
+}
+
+/** Whether `pid` holds a file under `dir` open (its cwd and executable aside): who still writes a dir's logs. */
+export function holdsFileUnder(pid: number, dir: string): boolean {
+  const inside = `${dir.replace(/\/$/, '')}/`;
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return false; // gone, or not ours to read
+  }
+  return fds.some((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith(inside);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Waits (polling) until none of `pids` is live, for at most `withinMs`. */
+export async function waitGone(pids: number[], withinMs: number): Promise<void> {
+  const live = (pid: number) => {
+    const stat = readStat(pid);
+    return !!stat && isLive(stat);
+  };
+  for (let waited = 0; waited < withinMs && pids.some(live); waited += 20) await new Promise((r) => setTimeout(r, 20));
 }
