@@ -221,6 +221,16 @@ describe('routing by Host', () => {
       'x-forwarded-port': '8080',
     });
   });
+
+  it('answers Expect: 100-continue itself and passes the body on without it (the app gets a whole request)', async () => {
+    const a = await startUpstream('a');
+    routes.set('expect.localhost', instances('svc-expect', [a]));
+    const headers = { expect: '100-continue', 'content-length': '5' };
+    const res = await request('/upload', { host: 'expect.localhost', method: 'PUT', headers, body: 'hello' });
+    expect(res.status).toBe(200);
+    expect(a.seen[0]).toMatchObject({ method: 'PUT', body: 'hello' });
+    expect(a.seen[0]?.headers.expect).toBeUndefined();
+  });
 });
 
 describe('load balancing and failures', () => {
@@ -230,6 +240,22 @@ describe('load balancing and failures', () => {
     const names: string[] = [];
     for (let i = 0; i < 30; i++) names.push(nameOf((await request('/', { host: 'rr.localhost' })).body));
     expect(['a', 'b', 'c'].map((name) => names.filter((n) => n === name).length)).toEqual([10, 10, 10]);
+  });
+
+  it('keeps connections to an app alive across requests, whatever Keep-Alive timeout the app announces', async () => {
+    for (const keepAliveSeconds of [1, 2, 5]) {
+      const app = await startUpstream(`ka-${keepAliveSeconds}`);
+      app.server.keepAliveTimeout = keepAliveSeconds * 1000; // sent to the router as Keep-Alive: timeout=N
+      let connections = 0;
+      app.server.on('connection', () => connections++);
+      routes.set(`ka${keepAliveSeconds}.localhost`, instances(`svc-ka-${keepAliveSeconds}`, [app]));
+      for (let round = 0; round < 20; round++) {
+        const batch = Array.from({ length: 10 }, () => request('/', { host: `ka${keepAliveSeconds}.localhost` }));
+        expect((await Promise.all(batch)).map((res) => res.status)).toEqual(Array(10).fill(200));
+      }
+      // 200 requests, 10 at a time: 10 connections at most, not one per request.
+      expect(connections).toBeLessThanOrEqual(10);
+    }
   });
 
   it('retries a body-less request once on another instance when one refuses connections', async () => {

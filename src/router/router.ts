@@ -4,7 +4,7 @@ import type { AddressInfo, Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { DEFAULT_TIMEOUT_SECONDS, serverTimeouts, type ConnectionTimeouts } from '../lib/http-timeouts.js';
 import { rawPageResponse, sendPage, type PageKind } from './pages.js';
-import { forward, forwardUpgrade, UPSTREAM_TIMEOUT } from './forward.js';
+import { createUpstreamAgent, forward, forwardUpgrade, UPSTREAM_TIMEOUT } from './forward.js';
 import { serveStatic } from './static.js';
 import type { CompiledRules } from './static-rules.js';
 import type { CertificateStore } from './tls.js';
@@ -128,6 +128,8 @@ interface Exchange {
   instanceId?: string;
   startedAt: number;
   bytesAtStart: number;
+  /** Cancels the request to the app, if one is running: the client left. */
+  cancel?: () => void;
 }
 
 export async function startRouter(options: RouterOptions): Promise<Router> {
@@ -138,7 +140,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     keepAliveTimeoutMs: DEFAULT_TIMEOUT_SECONDS.keepAlive * 1000,
     upstreamTimeoutMs: DEFAULT_TIMEOUT_SECONDS.upstream * 1000,
   };
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const pool = createUpstreamAgent(timeouts.upstreamTimeoutMs);
   const roundRobinTurns = new Map<string, number>();
   const openSockets = new Set<Socket>();
   /** Each upgraded connection's status, for its record: 101, or what the app or the router answered instead. */
@@ -159,18 +161,19 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     bytesOut: number,
   ): void {
     if (!options.onRequest || exchange.serviceId === undefined) return; // unknown hosts belong to no service
+    const record: RequestRecord = {
+      serviceId: exchange.serviceId,
+      method: method ?? '',
+      path: url ?? '',
+      host: exchange.hostname,
+      statusCode,
+      durationMs: performance.now() - exchange.startedAt,
+      bytesOut,
+    };
+    if (exchange.upstream) record.upstream = exchange.upstream;
+    if (exchange.instanceId) record.instanceId = exchange.instanceId;
     try {
-      options.onRequest({
-        serviceId: exchange.serviceId,
-        method: method ?? '',
-        path: url ?? '',
-        host: exchange.hostname,
-        statusCode,
-        durationMs: performance.now() - exchange.startedAt,
-        bytesOut,
-        ...(exchange.upstream ? { upstream: exchange.upstream } : {}),
-        ...(exchange.instanceId ? { instanceId: exchange.instanceId } : {}),
-      });
+      options.onRequest(record);
     } catch (err) {
       log.error({ err }, 'router: onRequest failed');
     }
@@ -193,6 +196,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     // An HTTP/2 connection carries many requests at once: its socket's byte count is not this response's.
     const sent = req.httpVersionMajor === 2 ? countBody(res) : () => socket.bytesWritten - exchange.bytesAtStart;
     res.once('close', () => {
+      exchange.cancel?.();
       // The socket's byte count includes the status line and headers: what the client was actually sent.
       report(exchange, req.method, req.url, res.headersSent ? res.statusCode : CLIENT_CLOSED_REQUEST, sent());
     });
@@ -233,8 +237,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       exchange.upstream = upstreamName(upstream);
       exchange.instanceId = upstream.instanceId;
 
-      const forwarding = { agent, upstreamTimeoutMs: timeouts.upstreamTimeoutMs, encrypted };
-      forward(req, res, upstream, forwarding, (err) => {
+      exchange.cancel = forward(req, res, upstream, { pool, encrypted }, (err) => {
         if (res.destroyed || res.writableEnded) return; // the client left, or this was already answered
         if (!failed && !res.headersSent && RETRYABLE_CONNECT_ERRORS.has(err.code ?? '') && replayable) {
           log.warn(
@@ -371,7 +374,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     close: async () => {
       const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
       for (const socket of openSockets) socket.destroy();
-      agent.destroy();
+      await pool.close();
       await Promise.all(closed);
     },
   };

@@ -16,8 +16,8 @@ import {
 } from 'node:fs';
 import http from 'node:http';
 import { createRouteTable } from '../route-table.js';
-import type { AccessLine } from '../access-log.js';
-import { startRouter, type RequestRecord } from '../router.js';
+import { accessLineOf } from '../access-log.js';
+import { startRouter } from '../router.js';
 import { createCertificateStore } from '../tls.js';
 import { daemonFiles, overSocket, type DaemonSettings, type DaemonStatus, type DaemonUpdate } from './files.js';
 
@@ -75,17 +75,6 @@ function flushAccessLog(): void {
   pending = [];
 }
 setInterval(flushAccessLog, 50).unref();
-const line = (r: RequestRecord): AccessLine => ({
-  service: r.serviceId,
-  method: r.method,
-  path: r.path,
-  host: r.host,
-  status: r.statusCode,
-  seconds: r.durationMs / 1000,
-  bytes: r.bytesOut,
-  upstream: r.upstream ?? '',
-  ...(r.instanceId ? { instance: r.instanceId } : {}),
-});
 
 const router = await startRouter({
   host: settings.host,
@@ -94,7 +83,7 @@ const router = await startRouter({
   timeouts: settings.timeouts,
   behindProxy: settings.behindProxy,
   onRequest: (record) => {
-    pending.push(`${JSON.stringify(line(record))}\n`);
+    pending.push(accessLineOf(record));
     if (pending.length >= 256) flushAccessLog();
   },
   log,
