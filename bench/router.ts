@@ -101,22 +101,31 @@ http {
 }
 
 /** The smallest keep-alive forwarder `node:http` allows: what a router written in Node can hope to reach. */
+const NODE_PROXY = `
+const http = require('node:http');
+const [upstreamPort, port] = process.argv.slice(1).map(Number);
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+http.createServer((req, res) => {
+  const upstream = http.request(
+    { host: '127.0.0.1', port: upstreamPort, path: req.url, method: req.method, headers: req.headers, agent },
+    (answer) => { res.writeHead(answer.statusCode ?? 502, answer.headers); answer.pipe(res); },
+  );
+  upstream.on('error', () => res.destroy());
+  req.pipe(upstream);
+}).listen(port, '127.0.0.1', () => process.send?.('listening'));
+`;
+
+/** The minimal proxy in a process of its own, as the router runs (inside the load generator it would share its CPU). */
 async function startNodeProxy(upstreamPort: number) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  const server = http.createServer((req, res) => {
-    const upstream = http.request(
-      { host: '127.0.0.1', port: upstreamPort, path: req.url, method: req.method, headers: req.headers, agent },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
-  });
   const port = await freePort();
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { port, stop: () => server.close() };
+  const child = spawn(process.execPath, ['-e', NODE_PROXY, String(upstreamPort), String(port)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the node:http proxy exited (${code})`)));
+  });
+  return { port, stop: () => child.kill() };
 }
 
 /**
