@@ -113,6 +113,7 @@ http.createServer((req, res) => {
   upstream.on('error', () => res.destroy());
   req.pipe(upstream);
 }).listen(port, '127.0.0.1', () => process.send?.('listening'));
+process.on('disconnect', () => process.exit(0)); // the bench ended, or died: no proxy left behind
 `;
 
 /** The minimal proxy in a process of its own, as the router runs (inside the load generator it would share its CPU). */

@@ -6,6 +6,7 @@ import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createUpstreamPools, type UpstreamPools } from '../src/router/forward.js';
 import { startRouter, type RequestRecord, type RouteTarget, type Router, type Upstream } from '../src/router/router.js';
 
 interface Seen {
@@ -222,6 +223,25 @@ describe('routing by Host', () => {
     });
   });
 
+  it('drops the headers a Connection header names, both ways, however many it names', async () => {
+    const app = await startUpstream('hop', (_req, res) => {
+      res.writeHead(200, { connection: 'x-app-hop', 'x-app-hop': 'private', 'x-app-kept': 'yes' }).end('ok');
+    });
+    routes.set('hop.localhost', instances('svc-hop', [app]));
+    // A hostile client names thousands of headers in Connection, and sends hundreds.
+    const many = Array.from({ length: 1200 }, (_, i) => `x-n${i}`).join(', ');
+    const extra = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`x-h${i}`, 'v']));
+    const res = await request('/', {
+      host: 'hop.localhost',
+      headers: { connection: `keep-alive, x-client-hop, ${many}`, 'x-client-hop': 'private', 'x-n7': 'x', ...extra },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers['x-app-hop']).toBeUndefined();
+    expect(res.headers['x-app-kept']).toBe('yes');
+    const seen = app.seen[0]!.headers;
+    expect([seen['x-client-hop'], seen['x-n7'], seen['x-h99']]).toEqual([undefined, undefined, 'v']);
+  });
+
   it('answers Expect: 100-continue itself and passes the body on without it (the app gets a whole request)', async () => {
     const a = await startUpstream('a');
     routes.set('expect.localhost', instances('svc-expect', [a]));
@@ -255,6 +275,36 @@ describe('load balancing and failures', () => {
       }
       // 200 requests, 10 at a time: 10 connections at most, not one per request.
       expect(connections).toBeLessThanOrEqual(10);
+    }
+  });
+
+  it('drops the connection pool of an address once nothing is connected to it (every deploy brings new addresses)', async () => {
+    const pools = createUpstreamPools(5000);
+    const get = (pools: UpstreamPools, upstream: Upstream) =>
+      new Promise<number>((resolve) => {
+        let status = 0;
+        pools.poolFor(upstream).dispatch(
+          { path: '/', method: 'GET', headers: ['host', 'pool.localhost'], body: null },
+          {
+            onConnect: () => undefined,
+            onHeaders: (code) => ((status = code), true),
+            onData: () => true,
+            onComplete: () => resolve(status),
+            onError: () => resolve(0),
+          },
+        );
+      });
+    try {
+      const app = await startUpstream('pooled');
+      app.server.keepAliveTimeout = 1000; // the pool closes its idle connection half a second before the app would
+      expect(await get(pools, app)).toBe(200);
+      expect(pools.size()).toBe(1);
+      await vi.waitFor(() => expect(pools.size()).toBe(0), { timeout: 5000 });
+      expect(await get(pools, await stoppedUpstream())).toBe(0); // refused: no connection ever
+      await vi.waitFor(() => expect(pools.size()).toBe(0));
+      expect(await get(pools, app)).toBe(200); // a dropped address gets a new pool
+    } finally {
+      await pools.close();
     }
   });
 

@@ -19,12 +19,13 @@ export const HOP_BY_HOP = new Set([
   'expect',
 ]);
 
-/** The header names a Connection header lists (RFC 9110 §7.6.1); none for the usual `keep-alive` or `close`. */
-function namedByConnection(value: string | string[] | undefined): string[] | undefined {
-  if (value === undefined) return undefined;
-  const text = String(value).toLowerCase();
-  if (text === 'keep-alive' || text === 'close') return undefined;
-  return text.split(',').map((h) => h.trim());
+/** Adds the header names a Connection header lists (RFC 9110 §7.6.1) to `named`; the usual `keep-alive` or `close` adds none. */
+function addNamedByConnection(value: string, named: Set<string> | undefined): Set<string> | undefined {
+  const text = value.toLowerCase();
+  if (text === 'keep-alive' || text === 'close') return named;
+  const names = named ?? new Set<string>();
+  for (const name of text.split(',')) names.add(name.trim());
+  return names;
 }
 
 /**
@@ -34,15 +35,16 @@ function namedByConnection(value: string | string[] | undefined): string[] | und
  * again (the parser checked them).
  */
 export function passableRaw(raw: ReadonlyArray<string>, replaced?: Set<string>): string[] {
-  let named: string[] | undefined;
+  // A Set: a hostile Connection header may list thousands of names, each looked up for every header.
+  let named: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2)
     if (raw[i]!.length === 10 && raw[i]!.toLowerCase() === 'connection')
-      named = [...(named ?? []), ...(namedByConnection(raw[i + 1]) ?? [])];
+      named = addNamedByConnection(raw[i + 1]!, named);
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const lower = name.toLowerCase();
-    if (lower.startsWith(':') || HOP_BY_HOP.has(lower) || replaced?.has(lower) || named?.includes(lower)) continue;
+    if (lower.startsWith(':') || HOP_BY_HOP.has(lower) || replaced?.has(lower) || named?.has(lower)) continue;
     out.push(name, raw[i + 1]!);
   }
   return out;

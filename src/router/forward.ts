@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { Http2ServerResponse } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { Agent, type Dispatcher } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import {
   forwardedHeaders,
   hasNoBody,
@@ -27,18 +27,45 @@ const silentFor = (ms: number) =>
  * CPU per request than one on `node:http`'s client (bench/router.ts compares the router with the latter). Its timeouts
  * are the upstream timeout: for the answer's headers, and between two chunks of its body.
  */
-export function createUpstreamAgent(timeoutMs: number) {
-  const agent = new Agent({
+export function createUpstreamPools(timeoutMs: number) {
+  const options: Pool.Options = {
     connections: 256,
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
     // An idle connection is closed this long before the app's Keep-Alive hint says the app will close it. With
     // undici's default (1 s), an app announcing timeout=2 got a new connection for every request (router.test.ts).
     keepAliveTimeoutThreshold: 500,
-  });
-  return { agent, timeoutMs, close: () => agent.destroy().catch(() => undefined) };
+  };
+  // Every deploy brings new addresses, so a pool left without a connection or a request is dropped (undici's own
+  // Agent keeps one per address it ever saw, for good: a router up for months would hold every past instance's).
+  const pools = new Map<string, Pool>();
+  const dropIfIdle = (origin: string, pool: Pool) =>
+    setImmediate(() => {
+      const { connected, pending, running } = pool.stats;
+      if (connected + pending + running > 0 || pools.get(origin) !== pool) return;
+      pools.delete(origin);
+      pool.close().catch(() => undefined); // already destroyed: the router is closing
+    });
+  function poolFor(upstream: { host: string; port: number }): Pool {
+    const host = upstream.host.includes(':') ? `[${upstream.host}]` : upstream.host;
+    const origin = `http://${host}:${upstream.port}`;
+    const pool = pools.get(origin);
+    if (pool) return pool;
+    const created = new Pool(origin, options);
+    created.on('disconnect', () => dropIfIdle(origin, created));
+    created.on('connectionError', () => dropIfIdle(origin, created));
+    pools.set(origin, created);
+    return created;
+  }
+  return {
+    poolFor,
+    timeoutMs,
+    /** How many addresses have a pool: those with a connection or a request, and none other for long. */
+    size: () => pools.size,
+    close: () => Promise.all([...pools.values()].map((pool) => pool.destroy().catch(() => undefined))),
+  };
 }
-export type UpstreamAgent = ReturnType<typeof createUpstreamAgent>;
+export type UpstreamPools = ReturnType<typeof createUpstreamPools>;
 
 /** undici's errors in the terms the router decides by: refused or reset (retryable), silent (504), or other (502). */
 function asForwardError(err: NodeJS.ErrnoException, timeoutMs: number): NodeJS.ErrnoException {
@@ -52,7 +79,7 @@ function asForwardError(err: NodeJS.ErrnoException, timeoutMs: number): NodeJS.E
 const latin1 = (raw: Buffer[]) => raw.map((b) => b.toString('latin1'));
 
 /**
- * Sends `req` to `upstream` over `pool`'s kept-alive connections and streams the answer back; HTTP/1.1 and HTTP/2
+ * Sends `req` to `upstream` over its pool's kept-alive connections and streams the answer back; HTTP/1.1 and HTTP/2
  * clients alike (an HTTP/2 request reaches the app as HTTP/1.1). `failed` is called when no answer could start: the
  * caller picks a page (502, or 504 for UPSTREAM_TIMEOUT) or retries. Once the answer has started, a failure ends the
  * response. Returns what to call when the client's response closes: it cancels an upstream request still running.
@@ -61,7 +88,7 @@ export function forward(
   req: IncomingRequest,
   res: OutgoingResponse,
   upstream: { host: string; port: number },
-  opts: { pool: UpstreamAgent; encrypted: boolean },
+  opts: { pools: UpstreamPools; encrypted: boolean },
   failed: (err: NodeJS.ErrnoException) => void,
 ): () => void {
   let abort: ((err?: Error) => void) | undefined;
@@ -95,13 +122,11 @@ export function forward(
     onError(err) {
       done = true;
       if (started || res.destroyed) res.destroy();
-      else failed(asForwardError(err, opts.pool.timeoutMs));
+      else failed(asForwardError(err, opts.pools.timeoutMs));
     },
   };
-  const host = upstream.host.includes(':') ? `[${upstream.host}]` : upstream.host;
-  opts.pool.agent.dispatch(
+  opts.pools.poolFor(upstream).dispatch(
     {
-      origin: `http://${host}:${upstream.port}`,
       path: req.url ?? '/',
       method: req.method as Dispatcher.HttpMethod,
       headers: forwardedHeaders(req, opts.encrypted),

@@ -4,7 +4,8 @@ import type { AddressInfo, Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { DEFAULT_TIMEOUT_SECONDS, serverTimeouts, type ConnectionTimeouts } from '../lib/http-timeouts.js';
 import { rawPageResponse, sendPage, type PageKind } from './pages.js';
-import { createUpstreamAgent, forward, forwardUpgrade, UPSTREAM_TIMEOUT } from './forward.js';
+import { createUpstreamPools, forward, forwardUpgrade, UPSTREAM_TIMEOUT } from './forward.js';
+import { hasNoBody } from './forward-headers.js';
 import { serveStatic } from './static.js';
 import type { CompiledRules } from './static-rules.js';
 import type { CertificateStore } from './tls.js';
@@ -109,14 +110,7 @@ function hostnameOf(hostHeader: string | undefined): string {
 }
 
 /** Only a request without a body can be sent a second time: its body stream has nothing left to replay. */
-function isReplayable(req: http.IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return (
-    BODYLESS_METHODS.has(req.method ?? '') &&
-    req.headers['transfer-encoding'] === undefined &&
-    (length === undefined || length === '0')
-  );
-}
+const isReplayable = (req: http.IncomingMessage) => BODYLESS_METHODS.has(req.method ?? '') && hasNoBody(req);
 
 const upstreamName = (upstream: Upstream) => `${upstream.host}:${upstream.port}`;
 
@@ -140,7 +134,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     keepAliveTimeoutMs: DEFAULT_TIMEOUT_SECONDS.keepAlive * 1000,
     upstreamTimeoutMs: DEFAULT_TIMEOUT_SECONDS.upstream * 1000,
   };
-  const pool = createUpstreamAgent(timeouts.upstreamTimeoutMs);
+  const pools = createUpstreamPools(timeouts.upstreamTimeoutMs);
   const roundRobinTurns = new Map<string, number>();
   const openSockets = new Set<Socket>();
   /** Each upgraded connection's status, for its record: 101, or what the app or the router answered instead. */
@@ -237,7 +231,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       exchange.upstream = upstreamName(upstream);
       exchange.instanceId = upstream.instanceId;
 
-      exchange.cancel = forward(req, res, upstream, { pool, encrypted }, (err) => {
+      exchange.cancel = forward(req, res, upstream, { pools, encrypted }, (err) => {
         if (res.destroyed || res.writableEnded) return; // the client left, or this was already answered
         if (!failed && !res.headersSent && RETRYABLE_CONNECT_ERRORS.has(err.code ?? '') && replayable) {
           log.warn(
@@ -374,7 +368,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     close: async () => {
       const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
       for (const socket of openSockets) socket.destroy();
-      await pool.close();
+      await pools.close();
       await Promise.all(closed);
     },
   };
