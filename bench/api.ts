@@ -3,7 +3,9 @@
  * Slipway process, on PGlite and Postgres. The store holds 1,000 API keys in 10 workspaces,
  * 100,000 audit entries, 1,000 services in one workspace and 10,000 deploys of one service,
  * so the list routes are measured as tables grow. The ratio (route req/s over baseline req/s)
- * is the figure to compare across machines.
+ * is the figure to compare across machines. The lists are measured twice: as served (a page read
+ * again comes from the read cache, src/core/read-cache.ts) and with the cache off, when every
+ * request reads the store, as the first read after a write does.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -40,7 +42,7 @@ const routesOf = (seeded: Seeded) =>
 
 /** Issue 11's targets on a 2-core machine: a ratio floor per store, and p99 on Postgres for the lists. */
 function targetOf(row: Row): string {
-  if (row.route.includes('/v1/auth/providers')) return '';
+  if (row.route.includes('/v1/auth/providers') || row.cache === 'off') return '';
   const list = row.route.includes('limit=20');
   const floor = list ? (row.store === 'postgres' ? 0.25 : 0.1) : row.store === 'postgres' ? 0.5 : 0.3;
   const p99Ok = row.timeouts === 0 && (!list || row.store !== 'postgres' || row.p99Ms <= 50);
@@ -49,6 +51,8 @@ function targetOf(row: Row): string {
 
 interface Row {
   store: 'pglite' | 'postgres';
+  /** Off: Slipway started with SLIPWAY_READ_CACHE_SECONDS=0, so every list request reads the store (no target). */
+  cache: 'on' | 'off';
   route: string;
   reqPerSec: number;
   p99Ms: number;
@@ -145,37 +149,55 @@ async function benchStore(store: Row['store'], env: Record<string, string>): Pro
       { ...env, SLIPWAY_DATA_DIR: dataDir },
       { ...seeded, auditEntries: AUDIT_ENTRIES, services: SERVICES, deploys: DEPLOYS },
     );
-    log(`[${store}] restarting slipway on the seeded store`);
-    const slipway = await startSlipway(env, { dataDir });
-    try {
-      await checkRoutes(slipway.url, seeded);
-      // BENCH_ROUTES=users,services measures only those (and the baseline), e.g. to profile one route.
-      const only = process.env.BENCH_ROUTES?.split(',');
-      const routes = routesOf(seeded).filter((r) => !only || r.name === 'baseline' || only.includes(r.name));
-      // A short warm-up so the first measured route does not pay for JIT and connection pools.
-      if (!SMOKE)
-        for (const route of routes) await warmUp(slipway.url, route.path, route.auth ? seeded.token : undefined);
-      const rows: Row[] = [];
-      for (const route of routes) {
-        log(`[${store}] GET ${route.path}: ${CONNECTIONS} connections for ${DURATION_S} s`);
-        const r = await measure(slipway.url, route.path, route.auth ? seeded.token : undefined, DURATION_S);
-        rows.push({
-          store,
-          route: `GET ${route.path.replace(seeded.serviceId, ':id')}`,
-          reqPerSec: Math.round(r.requests.average),
-          p99Ms: r.latency.p99,
-          timeouts: r.timeouts + r.errors,
-          ratio: 0,
-        });
-      }
-      const baseline = rows[0]!.reqPerSec;
-      for (const row of rows) row.ratio = Math.round((row.reqPerSec / baseline) * 1000) / 1000;
-      return rows;
-    } finally {
-      await slipway.stop();
-    }
+    // BENCH_ROUTES=users,services measures only those (and the baseline), e.g. to profile one route.
+    const only = process.env.BENCH_ROUTES?.split(',');
+    const routes = routesOf(seeded).filter((r) => !only || r.name === 'baseline' || only.includes(r.name));
+    const lists = routes.filter((r) => r.name === 'baseline' || r.path.includes('limit=20'));
+    return [
+      ...(await measureRoutes(store, 'on', env, dataDir, seeded, routes)),
+      // The same pages read from the store on every request: what a page costs when a write has just dropped it.
+      ...(await measureRoutes(store, 'off', { ...env, SLIPWAY_READ_CACHE_SECONDS: '0' }, dataDir, seeded, lists)),
+    ];
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** `routes` (the baseline first) on a Slipway started on the seeded store, as ratios to that baseline. */
+async function measureRoutes(
+  store: Row['store'],
+  cache: Row['cache'],
+  env: Record<string, string>,
+  dataDir: string,
+  seeded: Seeded,
+  routes: ReturnType<typeof routesOf>[number][],
+): Promise<Row[]> {
+  log(`[${store}] starting slipway on the seeded store, read cache ${cache}`);
+  const slipway = await startSlipway(env, { dataDir });
+  try {
+    await checkRoutes(slipway.url, seeded);
+    // A short warm-up so the first measured route does not pay for JIT and connection pools.
+    if (!SMOKE)
+      for (const route of routes) await warmUp(slipway.url, route.path, route.auth ? seeded.token : undefined);
+    const rows: Row[] = [];
+    for (const route of routes) {
+      log(`[${store}] GET ${route.path}: ${CONNECTIONS} connections for ${DURATION_S} s`);
+      const r = await measure(slipway.url, route.path, route.auth ? seeded.token : undefined, DURATION_S);
+      rows.push({
+        store,
+        cache,
+        route: `GET ${route.path.replace(seeded.serviceId, ':id')}`,
+        reqPerSec: Math.round(r.requests.average),
+        p99Ms: r.latency.p99,
+        timeouts: r.timeouts + r.errors,
+        ratio: 0,
+      });
+    }
+    const baseline = rows[0]!.reqPerSec;
+    for (const row of rows) row.ratio = Math.round((row.reqPerSec / baseline) * 1000) / 1000;
+    return rows;
+  } finally {
+    await slipway.stop();
   }
 }
 
@@ -201,8 +223,8 @@ async function main() {
   );
   console.log(
     table(
-      ['store', 'route', 'req/s', 'p99 ms', 'timeouts', 'ratio', 'target'],
-      rows.map((r) => [r.store, r.route, r.reqPerSec, r.p99Ms, r.timeouts, r.ratio, targetOf(r)]),
+      ['store', 'cache', 'route', 'req/s', 'p99 ms', 'timeouts', 'ratio', 'target'],
+      rows.map((r) => [r.store, r.cache, r.route, r.reqPerSec, r.p99Ms, r.timeouts, r.ratio, targetOf(r)]),
     ),
   );
   for (const store of skipped) console.log(`${store}: skipped (unreachable at ${POSTGRES_ADMIN_URL})`);

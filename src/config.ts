@@ -41,6 +41,8 @@ export interface Config {
   inviteTtlDays: number;
   /** How long a process keeps resolved sessions, API keys and workspace roles (0: not at all); changes drop them at once. */
   principalCacheMs: number;
+  /** How long a list page is kept at most; a write to a table it read drops it at once (src/core/read-cache.ts). */
+  readCacheMs: number;
   /** How stale an API key's lastUsedAt may get: it is written at most once per this interval. */
   apiKeyTouchMs: number;
   /** Sign-in providers (README, "Sign in with GitHub, Google or Apple"): only fully configured ones. */
@@ -247,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
     sessionTtlDays: int(env, 'SLIPWAY_SESSION_TTL_DAYS', 30),
     inviteTtlDays: int(env, 'SLIPWAY_INVITE_TTL_DAYS', 7),
     principalCacheMs: int(env, 'SLIPWAY_PRINCIPAL_CACHE_SECONDS', 30) * 1000,
+    readCacheMs: int(env, 'SLIPWAY_READ_CACHE_SECONDS', 60) * 1000,
     apiKeyTouchMs: secondsAsMs(env, 'SLIPWAY_API_KEY_TOUCH_SECONDS', 60),
     routerHost: env.SLIPWAY_ROUTER_HOST || host,
     maxUploadBytes: int(env, 'SLIPWAY_MAX_UPLOAD_BYTES', 100 * 1024 * 1024),

@@ -5,6 +5,7 @@ import { createAccess } from './core/access.js';
 import { createAuditLog } from './core/audit.js';
 import { loadCatalog } from './core/billing/catalog.js';
 import { createPrincipalCache, PRINCIPAL_CHANNEL } from './core/principal-cache.js';
+import { createReadCache } from './core/read-cache.js';
 import { createIdempotencyStore } from './core/idempotency.js';
 import { createWorkspaces } from './core/workspaces.js';
 import { buildApp, listen, type LogOptions } from './http/app.js';
@@ -16,7 +17,7 @@ import { scheduleMetricsRollup } from './jobs/metrics-rollup.js';
 import { startQueue, type Queue } from './jobs/queue.js';
 import { lockDataDir } from './lib/data-dir-lock.js';
 import { createSecretBox, loadSecretKey } from './lib/secret-box.js';
-import { openStore, type Store } from './store/db.js';
+import { openStore, TABLES_CHANNEL, type Store } from './store/db.js';
 import { createBuildCache } from './core/deploys/build-cache.js';
 import { allowedGitProtocols } from './core/deploys/commands.js';
 import { createDeploys } from './core/deploys/deploys.js';
@@ -276,7 +277,12 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
     if (config.databaseUrl && config.principalCacheMs > 0)
       cleanup.push(await listenChannel(config.databaseUrl, PRINCIPAL_CHANNEL, principals.onNotify, systemLog));
     const access = createAccess(repos.workspaces, principals);
-    const audit = createAuditLog(repos.audit);
+    const readCache = createReadCache({ ttlMs: config.readCacheMs });
+    store.onTableChange(readCache.onNotify);
+    // Writes by other processes, heard even while this one's pool holds no connection (src/store/db.ts).
+    if (config.databaseUrl && config.readCacheMs > 0)
+      cleanup.push(await listenChannel(config.databaseUrl, TABLES_CHANNEL, readCache.onNotify, systemLog));
+    const audit = createAuditLog(repos.audit, readCache);
     const services = createServices({
       repos,
       transact,
@@ -287,6 +293,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
       assertEnvironment,
       gitProtocols,
       assertMayAddPaid: billing.assertMayAddPaid,
+      cache: readCache,
     });
     const deploys = createDeploys({
       repo: repos.deploys,
@@ -298,6 +305,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
         archive,
       }),
       linkSource: createSourceLinker({ repo: repos.deploys, layout }),
+      cache: readCache,
     });
     const { deployHooks, gitPoller } = wireDeployTriggers({
       config,

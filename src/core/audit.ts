@@ -1,4 +1,5 @@
 import { newId } from '../lib/ids.js';
+import { cacheKey, type ReadCache } from './read-cache.js';
 import type { AuditQuery, AuditRepo, AuditRow } from '../store/repos/audit.js';
 
 export interface AuditEntry {
@@ -10,7 +11,7 @@ export interface AuditEntry {
   metadata: Record<string, string>;
 }
 
-export function createAuditLog(repo: Pick<AuditRepo, 'insert' | 'list'>) {
+export function createAuditLog(repo: Pick<AuditRepo, 'insert' | 'list'>, cache: ReadCache) {
   return {
     record: (entry: AuditEntry) =>
       repo.insert({
@@ -23,7 +24,7 @@ export function createAuditLog(repo: Pick<AuditRepo, 'insert' | 'list'>) {
         actorEmail: entry.actor.email ?? null,
         metadata: JSON.stringify(entry.metadata),
       }),
-    list: (q: AuditQuery) => repo.list(q),
+    list: (q: AuditQuery) => cache.get(cacheKey('audit', q), ['audit_logs'], () => repo.list(q)),
   };
 }
 export type AuditLog = ReturnType<typeof createAuditLog>;

@@ -44,7 +44,14 @@ export function lazySchemas() {
     const build = SerializerSelector()(externalSchemas, serializerOpts);
     return (route) => {
       const get = once(pending, () => build(route));
-      return (data) => get()(data);
+      // A frozen payload never changes (lib/cursor.ts envelopeOf): its JSON is made once per route.
+      const made = new WeakMap<object, string>();
+      return (data) => {
+        if (typeof data !== 'object' || data === null || !Object.isFrozen(data)) return get()(data);
+        let json = made.get(data);
+        if (json === undefined) made.set(data, (json = get()(data)));
+        return json;
+      };
     };
   };
   /** Validators from `ajvFor(httpPart)`, compiled when a request first needs them. */

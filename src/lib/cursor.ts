@@ -12,6 +12,25 @@ export function decodeCursor(cursor: string | undefined): string | undefined {
 }
 
 /** Render's list envelope: a bare array of `{cursor, <name>: item}`. */
-export function envelope<T extends { id: string }, K extends string>(name: K, items: T[]) {
+export function envelope<T extends { id: string }, K extends string>(name: K, items: readonly T[]) {
   return items.map((item) => ({ cursor: encodeCursor(item.id), [name]: item }) as { cursor: string } & Record<K, T>);
+}
+
+const pages = new WeakMap<readonly object[], unknown>();
+
+/**
+ * The envelope of `rows` mapped by `toBody`, which must depend on the row alone. Rows from the read cache are frozen
+ * (src/core/read-cache.ts) and so never change: their envelope is built once and frozen too, which lets the route's
+ * serializer reuse its JSON (src/http/lazy-schemas.ts).
+ */
+export function envelopeOf<R extends object, T extends { id: string }, K extends string>(
+  name: K,
+  rows: readonly R[],
+  toBody: (row: R) => T,
+) {
+  if (!Object.isFrozen(rows)) return envelope(name, rows.map(toBody));
+  type Page = ReturnType<typeof envelope<T, K>>;
+  let page = pages.get(rows) as Page | undefined;
+  if (!page) pages.set(rows, (page = Object.freeze(envelope(name, rows.map(toBody))) as Page));
+  return page;
 }

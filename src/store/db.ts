@@ -39,10 +39,27 @@ export interface Store {
   analyze(): Promise<void>;
   /** Resolves when the store answers a trivial query within `timeoutMs`. */
   ping(timeoutMs?: number): Promise<void>;
+  /**
+   * Calls `listener` with the name of each table written (TABLES_CHANNEL), by this process before its commit returns;
+   * with undefined when some may have been missed (PGlite reopened). Other processes' writes reach a Postgres
+   * store's connections only while the pool holds some: src/server.ts also LISTENs on a dedicated one.
+   */
+  onTableChange(listener: (table: string | undefined) => void): void;
   close(): Promise<void>;
 }
 
 const MIGRATIONS = path.join(PACKAGE_ROOT, 'drizzle');
+
+/** The channel on which the store's triggers NOTIFY each table written (drizzle/0015_table_notices.sql). */
+export const TABLES_CHANNEL = 'slipway_tables';
+
+function createTableListeners() {
+  const listeners: Array<(table: string | undefined) => void> = [];
+  return {
+    add: (listener: (table: string | undefined) => void) => void listeners.push(listener),
+    emit: (table: string | undefined) => listeners.forEach((listener) => listener(table)),
+  };
+}
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
@@ -79,9 +96,12 @@ const OWN_TABLES = `select format('%I.%I', schemaname, tablename) as name from p
  */
 async function openPglite(dataDir: string): Promise<Store> {
   const dir = path.join(dataDir, 'pglite');
+  const tables = createTableListeners();
   const start = async () => {
     const instance = new PGlite(dir);
     await instance.waitReady;
+    // PGlite hands a NOTIFY to its listeners before the query that committed it resolves.
+    await instance.listen(TABLES_CHANNEL, tables.emit);
     return instance;
   };
   let current = await start();
@@ -93,6 +113,7 @@ async function openPglite(dataDir: string): Promise<Store> {
       while (!closed) {
         try {
           current = await start();
+          tables.emit(undefined); // whatever the failed instance committed unheard
           return;
         } catch {
           await new Promise((resolve) => setTimeout(resolve, REOPEN_RETRY_MS));
@@ -149,6 +170,7 @@ async function openPglite(dataDir: string): Promise<Store> {
         timeoutMs,
         'PGlite',
       ),
+    onTableChange: tables.add,
     close: async () => {
       closed = true;
       await reopened;
@@ -158,7 +180,22 @@ async function openPglite(dataDir: string): Promise<Store> {
 }
 
 async function openPostgres(url: string): Promise<Store> {
-  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000 });
+  const tables = createTableListeners();
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    connectionTimeoutMillis: 5000,
+    // Postgres sends a session its own NOTIFYs just before the answer to its COMMIT: with every pooled connection
+    // listening, this process hears of its writes before they return (src/core/read-cache.ts). pg-pool awaits
+    // onConnect before it hands the connection out; @types/pg declares it void.
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises
+    onConnect: async (client) => {
+      client.on('notification', (msg) => {
+        if (msg.channel === TABLES_CHANNEL) tables.emit(msg.payload);
+      });
+      await client.query(`listen ${TABLES_CHANNEL}`);
+    },
+  });
   pool.on('error', () => {
     /* a dropped idle connection; the next query reconnects, /api/health reports outages */
   });
@@ -186,6 +223,7 @@ async function openPostgres(url: string): Promise<Store> {
     // Postgres' autovacuum keeps the statistics.
     analyze: async () => undefined,
     executeSql: (text, values) => pool.query(text, values),
+    onTableChange: tables.add,
     ping: (timeoutMs = 2000) =>
       withTimeout(
         db.execute(sql`select 1`).then(() => undefined),

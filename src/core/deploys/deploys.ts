@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import { notFound } from '../../lib/errors.js';
 import type { DeployQuery, DeployRepo, DeployRow, SourceRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
+import { cacheKey, type ReadCache } from '../read-cache.js';
 import { deploysNewSource } from '../services/services.js';
 import type { DeployEngine } from './engine.js';
 import type { LinkSource, SaveUpload } from './sources.js';
@@ -18,6 +19,7 @@ export function createDeploys(deps: {
   engine: Pick<DeployEngine, 'trigger' | 'writingTo'>;
   saveUpload: SaveUpload;
   linkSource: LinkSource;
+  cache: ReadCache;
 }) {
   const { repo, engine } = deps;
   return {
@@ -28,7 +30,10 @@ export function createDeploys(deps: {
       return deploy;
     },
     /** Newest first. */
-    list: (service: ServiceRow, q: Omit<DeployQuery, 'serviceId'>) => repo.list({ ...q, serviceId: service.id }),
+    list: (service: ServiceRow, q: Omit<DeployQuery, 'serviceId'>) => {
+      const query = { ...q, serviceId: service.id };
+      return deps.cache.get(cacheKey('deploys', query), ['deploys'], () => repo.list(query));
+    },
 
     /** A deploy by request; `deploy_only` builds when nothing is live yet (there is no artifact to reuse). */
     async trigger(service: ServiceRow, opts: { commitId?: string; clearCache?: boolean; deployMode?: DeployMode }) {

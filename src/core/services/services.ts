@@ -9,6 +9,7 @@ import type { ServiceQuery, ServiceRow } from '../../store/repos/services.js';
 import { gitTransport } from '../deploys/commands.js';
 import type { Lifecycle } from '../deploys/lifecycle.js';
 import type { Events } from '../events.js';
+import { cacheKey, type ReadCache } from '../read-cache.js';
 import {
   mergeDetails,
   type BuildFilter,
@@ -105,18 +106,23 @@ export function createServices(deps: {
   gitProtocols: string[];
   /** 402 when the workspace may not add a paid plan now (core/billing/billing.ts). */
   assertMayAddPaid?: (workspaceId: string, kind: 'service', plan: string) => Promise<void>;
+  cache: ReadCache;
 }) {
   const { repos, transact, envVars, events, engine } = deps;
 
   async function get(id: string): Promise<ServiceRow> {
-    const row = await repos.services.get(id);
+    const row = await deps.cache.get(`service:${id}`, ['services'], () => repos.services.get(id));
     if (!row || deps.lifecycle.isRemoving(id)) throw notFound('service');
     return row;
   }
 
   return {
     get,
-    list: (q: ServiceQuery) => repos.services.list(q),
+    // A page names each service's blueprint (repos/blueprints.ts managerOf).
+    list: (q: ServiceQuery) =>
+      deps.cache.get(cacheKey('services', q), ['services', 'blueprints', 'blueprint_resources'], () =>
+        repos.services.list(q),
+      ),
     /** A static site's header and redirect/rewrite rules. */
     rules: createSiteRules({ transact, events, refreshRoute: (service) => engine.refreshRoute(service) }),
     /** The instances running now (their ids label the logs and metrics). */

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { decodeCursor, envelope } from '../../lib/cursor.js';
+import { decodeCursor, envelopeOf } from '../../lib/cursor.js';
 import { badRequest } from '../../lib/errors.js';
 import type { HttpDeps } from '../deps.js';
 import { principalOf } from '../guard.js';
@@ -28,7 +28,7 @@ export function auditLogRoutes({ audit, guard }: HttpDeps) {
       beforeId: decodeCursor(q.cursor),
       limit: q.limit ?? DEFAULT_LIMIT,
     });
-    return envelope('auditLog', rows.map(auditLogBody));
+    return envelopeOf('auditLog', rows, auditLogBody);
   }
   return [
     defineRoute({

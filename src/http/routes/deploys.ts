@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { decodeCursor, envelope } from '../../lib/cursor.js';
+import { decodeCursor, envelopeOf } from '../../lib/cursor.js';
 import { DEPLOY_STATUSES } from '../../store/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
@@ -76,10 +76,7 @@ export function deployRoutes(deps: HttpDeps) {
           beforeId: decodeCursor(q.cursor),
           limit: q.limit ?? DEFAULT_LIMIT,
         });
-        return envelope(
-          'deploy',
-          rows.map((d) => deployBody(d)),
-        );
+        return envelopeOf('deploy', rows, (d) => deployBody(d));
       },
     }),
     defineRoute({

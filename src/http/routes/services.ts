@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { envelope } from '../../lib/cursor.js';
+import { envelopeOf } from '../../lib/cursor.js';
 import { SUSPENDED } from '../../store/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
@@ -89,10 +89,7 @@ export function serviceRoutes(deps: HttpDeps) {
           suspended: q.suspended,
           ...listWindow(q),
         });
-        return envelope(
-          'service',
-          rows.map((r) => ({ ...body(r), blueprint: r.manager ?? undefined })),
-        );
+        return envelopeOf('service', rows, (r) => ({ ...body(r), blueprint: r.manager ?? undefined }));
       },
     }),
     defineRoute({
