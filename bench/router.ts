@@ -268,11 +268,14 @@ async function domainToHttps(): Promise<number | undefined> {
   }
 }
 
+// BENCH_PARTS=node,domain runs only those parts (node, api, nginx, domain), e.g. to compare two builds quickly.
+const parts = process.env.BENCH_PARTS?.split(',');
+const part = (name: string) => !parts || parts.includes(name);
 const nodeRun = await throughput('node');
 // The Node router inside the API process (SLIPWAY_ROUTER_PROCESS=api, as before it had its own): smoke runs skip it.
-const inApiRun = SMOKE ? undefined : await throughput('node', 'api');
-const nginxRun = findProgram('nginx') ? await throughput('nginx') : undefined;
-const httpsMs = await domainToHttps();
+const inApiRun = SMOKE || !part('api') ? undefined : await throughput('node', 'api');
+const nginxRun = findProgram('nginx') && part('nginx') ? await throughput('nginx') : undefined;
+const httpsMs = part('domain') ? await domainToHttps() : undefined;
 // The Node router's run, its rows named as before, and the other runs' router rows beside them.
 const results = new Map(nodeRun);
 for (const [name, s] of nginxRun ?? [])

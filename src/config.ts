@@ -118,6 +118,9 @@ export interface Config {
   logRateLines: number;
   /** Lines a service may print at once above the rate (the token bucket's size). */
   logBurstLines: number;
+  /** Request log lines a second each service may store (a bucket of their own); metrics and bandwidth count every request. */
+  requestLogRateLines: number;
+  requestLogBurstLines: number;
   /** How often every running instance's CPU and memory are sampled (SLIPWAY_METRICS_INTERVAL seconds, fractions allowed). */
   metricsIntervalMs: number;
   /** How often the usage meter appends to the ledger (SLIPWAY_USAGE_INTERVAL_SECONDS, fractions allowed). */
@@ -313,6 +316,8 @@ export function loadConfig(env: Env = process.env): Config {
     logPollMs: Math.max(10, int(env, 'SLIPWAY_LOG_POLL_MS', 50)),
     logRateLines: Math.max(1, int(env, 'SLIPWAY_LOG_RATE_LINES', 2000)),
     logBurstLines: Math.max(1, int(env, 'SLIPWAY_LOG_BURST_LINES', 10_000)),
+    requestLogRateLines: Math.max(1, int(env, 'SLIPWAY_REQUEST_LOG_RATE_LINES', 200)),
+    requestLogBurstLines: Math.max(1, int(env, 'SLIPWAY_REQUEST_LOG_BURST_LINES', 2000)),
     metricsIntervalMs: secondsAsMs(env, 'SLIPWAY_METRICS_INTERVAL', 10),
     usageIntervalMs: secondsAsMs(env, 'SLIPWAY_USAGE_INTERVAL_SECONDS', 60),
     priceCatalogPath: env.SLIPWAY_PRICE_CATALOG || undefined,

@@ -153,12 +153,14 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
         pingMs: 30_000,
         rateLines: config.logRateLines,
         burstLines: config.logBurstLines,
+        requestRateLines: config.requestLogRateLines,
+        requestBurstLines: config.requestLogBurstLines,
       },
       onLinesDropped: ({ workspaceId, serviceId, instanceId, deployId, ...counts }) =>
         events.record({
           workspaceId,
           serviceId,
-          deployId,
+          deployId: deployId ?? undefined,
           type: 'log_lines_dropped',
           details: { serviceId, instanceId, ...counts },
         }),

@@ -54,6 +54,9 @@ describe('the Node router outlives the API process', () => {
       SLIPWAY_ROUTER: 'node',
       SLIPWAY_PORT: String(port),
       SLIPWAY_ROUTER_PORT: String(routerPort),
+      // Requests as they are served are logged one a second here; what was served while the API was down, in full.
+      SLIPWAY_REQUEST_LOG_RATE_LINES: '1',
+      SLIPWAY_REQUEST_LOG_BURST_LINES: '1',
     };
     const url = `http://127.0.0.1:${port}`;
     proc = spawnSlipway(env);

@@ -67,6 +67,8 @@ export function tailAccessLog(opts: {
   // The data plane outlives Slipway: resume where the last Slipway stopped reading (the same file, not rotated since), so the
   // requests served while the API was down are logged and metered too; a first start begins at the end.
   let current: Cursor = { file: opts.file, offset: resumeAt(opts.file, opts.offsetFile), partial: '' };
+  // The first read takes what was logged while Slipway was down (and a moment after its start).
+  let backlog = true;
   let saved = '';
   const save = () => {
     const text = JSON.stringify({
@@ -125,11 +127,13 @@ export function tailAccessLog(opts: {
       bytesOut: line.bytes,
       ...(upstream && upstream !== '-' ? { upstream } : {}),
       ...(instanceId ? { instanceId } : {}),
+      ...(backlog ? { backlog } : {}),
     });
   }
 
   function poll(): void {
     readFrom(current);
+    backlog = false;
     save();
     if (current.offset < ROTATE_AT_BYTES) return;
     const old: Cursor = { ...current, file: `${opts.file}.1` };

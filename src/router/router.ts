@@ -32,6 +32,8 @@ export interface RequestRecord {
   bytesOut: number;
   upstream?: string;
   instanceId?: string;
+  /** Read from the access log at start: served while Slipway was down, logged in full (logs/requests.ts). */
+  backlog?: true;
 }
 export interface RouterOptions {
   host: string;

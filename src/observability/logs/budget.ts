@@ -9,8 +9,9 @@
 export interface DropSource {
   serviceId: string;
   workspaceId: string;
-  instanceId: string;
-  deployId: string;
+  /** Null for request lines: the router may not know the instance, and never the deploy. */
+  instanceId: string | null;
+  deployId: string | null;
 }
 
 export interface DropReport extends DropSource {
@@ -122,7 +123,7 @@ export function createLogBudget(deps: LogBudgetDeps) {
 export type LogBudget = ReturnType<typeof createLogBudget>;
 
 /** The line a service finds in its own log where output was dropped. */
-export function dropNotice(r: DropReport): string {
+export function dropNotice(r: DropReport, what = 'log lines'): string {
   const mb = r.droppedBytes >= 1024 * 1024 ? ` (${(r.droppedBytes / (1024 * 1024)).toFixed(1)} MiB)` : '';
-  return `slipway: dropped ${r.estimated ? 'about ' : ''}${r.droppedLines} log lines${mb} over the last ${r.seconds} s (limit ${r.limitLinesPerSecond} lines/s, burst ${r.burstLines})`;
+  return `slipway: dropped ${r.estimated ? 'about ' : ''}${r.droppedLines} ${what}${mb} over the last ${r.seconds} s (limit ${r.limitLinesPerSecond} lines/s, burst ${r.burstLines})`;
 }

@@ -1,13 +1,13 @@
 import type { WebSocket } from 'ws';
-import type { RequestRecord } from '../../router/router.js';
 import { logLinesDropped, logLinesIngested } from '../prometheus.js';
-import type { LogRepo, NewLogEntry } from '../../store/repos/logs.js';
+import type { LogRepo } from '../../store/repos/logs.js';
 import { createLogBudget, dropNotice, type DropReport } from './budget.js';
 import { createLogCollector, type TailedInstance } from './collector.js';
 import type { ParsedLogFilter } from './filters.js';
 import { createLogHub } from './hub.js';
 import { createLineSplitter, levelOf } from './lines.js';
 import { createLogReader } from './read.js';
+import { createRequestLog } from './requests.js';
 import { createLogSink } from './sink.js';
 import { openLogStream, type SubscribeFrom } from './stream.js';
 import type { Logger } from '../../lib/logger.js';
@@ -28,9 +28,12 @@ export interface LogsDeps {
     /** Per service: app lines a second, and the burst above it (SLIPWAY_LOG_RATE_LINES / SLIPWAY_LOG_BURST_LINES). */
     rateLines: number;
     burstLines: number;
+    /** Per service: request lines a second, and the burst (SLIPWAY_REQUEST_LOG_RATE_LINES / _BURST_LINES). */
+    requestRateLines: number;
+    requestBurstLines: number;
   };
   /** A service's lines were dropped over its budget (at most once per DROP_REPORT_MS each): record the event. */
-  onLinesDropped(report: DropReport): Promise<void>;
+  onLinesDropped(report: DropReport & { type: 'app' | 'request' }): Promise<void>;
   log: Logger;
 }
 
@@ -56,30 +59,35 @@ export function createLogs(deps: LogsDeps) {
       hub.written(rows);
     },
   });
-  const budget = createLogBudget({
-    ratePerSec: settings.rateLines,
-    burst: settings.burstLines,
-    reportMs: DROP_REPORT_MS,
-    onDrop: (lines) => logLinesDropped.inc(lines),
-    onReport: (r) => {
-      // The notice goes in the service's own log (past the budget: it is what says lines are missing).
-      sink.push([
-        {
-          workspaceId: r.workspaceId,
-          resourceId: r.serviceId,
-          instanceId: r.instanceId,
-          deployId: r.deployId,
-          type: 'app',
-          level: 'warn',
-          message: dropNotice(r),
-          timeMs: Date.now(),
-        },
-      ]);
-      deps
-        .onLinesDropped(r)
-        .catch((err) => deps.log.warn({ err, serviceId: r.serviceId }, 'log_lines_dropped event failed'));
-    },
-  });
+  /** A budget per service for one type of lines; its notices go in the service's own log, as that type. */
+  const budgetFor = (type: 'app' | 'request', ratePerSec: number, burst: number) =>
+    createLogBudget({
+      ratePerSec,
+      burst,
+      reportMs: DROP_REPORT_MS,
+      onDrop: (lines) => logLinesDropped.inc(lines),
+      onReport: (r) => {
+        // The notice goes past the budget: it is what says lines are missing.
+        sink.push([
+          {
+            workspaceId: r.workspaceId,
+            resourceId: r.serviceId,
+            instanceId: r.instanceId,
+            deployId: r.deployId,
+            type,
+            level: 'warn',
+            message: dropNotice(r, type === 'request' ? 'request log lines' : 'log lines'),
+            timeMs: Date.now(),
+          },
+        ]);
+        deps
+          .onLinesDropped({ ...r, type })
+          .catch((err) => deps.log.warn({ err, serviceId: r.serviceId }, 'log_lines_dropped event failed'));
+      },
+    });
+  const budget = budgetFor('app', settings.rateLines, settings.burstLines);
+  const requestBudget = budgetFor('request', settings.requestRateLines, settings.requestBurstLines);
+  let requestReports: NodeJS.Timeout | undefined;
   const collector = createLogCollector({
     repo,
     sink,
@@ -102,27 +110,6 @@ export function createLogs(deps: LogsDeps) {
     return found;
   }
 
-  async function requestEntry(r: RequestRecord, timeMs: number): Promise<NewLogEntry | undefined> {
-    const workspaceId = await workspaceOf(r.serviceId);
-    if (!workspaceId) return undefined;
-    const path = r.path.slice(0, 2048);
-    return {
-      workspaceId,
-      resourceId: r.serviceId,
-      instanceId: r.instanceId ?? null,
-      type: 'request',
-      level: r.statusCode >= 500 ? 'error' : 'info',
-      message: `${r.method} ${path} ${r.statusCode} ${r.durationMs.toFixed(1)}ms ${r.bytesOut}B`,
-      method: r.method.slice(0, 32),
-      path,
-      statusCode: r.statusCode,
-      host: r.host.slice(0, 255),
-      durationMs: r.durationMs,
-      bytes: r.bytesOut,
-      timeMs,
-    };
-  }
-
   const reader = createLogReader({ repo, workspaceOf: deps.workspaceOf });
 
   return {
@@ -133,11 +120,16 @@ export function createLogs(deps: LogsDeps) {
     async start() {
       await hub.start();
       collector.start();
+      // The collector's loop sends the app budget's reports; requests arrive from the router, so these go on a timer.
+      requestReports = setInterval(() => requestBudget.reportDue(), DROP_REPORT_MS / 5);
+      requestReports.unref();
     },
     /** Stops collecting and writes what is pending. */
     async close() {
+      clearInterval(requestReports);
       await collector.stop();
       budget.reportDue(true);
+      requestBudget.reportDue(true);
       await sink.close();
       await hub.close();
     },
@@ -149,11 +141,12 @@ export function createLogs(deps: LogsDeps) {
       await sink.flush();
     },
     /** The router's per-request hook (type `request`). */
-    onRequest(r: RequestRecord) {
-      requestEntry(r, Date.now())
-        .then((e) => e && sink.push([e]))
-        .catch((err) => deps.log.warn({ err }, 'request log failed'));
-    },
+    onRequest: createRequestLog({
+      budget: requestBudget,
+      push: (entry) => sink.push([entry]),
+      workspaceOf,
+      onError: (err) => deps.log.warn({ err }, 'request log failed'),
+    }),
     /** Build and pre-deploy output of one deploy (type `build`), fed in chunks; `end()` flushes an unfinished last line. */
     buildLog(service: { id: string; workspaceId: string }, deployId: string) {
       const splitter = createLineSplitter();
