@@ -271,7 +271,11 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
     });
     routerPort = router.port;
     const routerHttpsUrl = router.httpsPort ? httpUrl(config.routerHost, router.httpsPort, 'https') : undefined;
-    cleanup.push(() => router.close());
+    // The stack runs backwards: the router stops first, so its last read of the access log still reaches the store.
+    cleanup.push(
+      () => logs.close(),
+      () => router.close(),
+    );
 
     const principals = createPrincipalCache({ ttlMs: config.principalCacheMs, transact });
     // Several processes on one Postgres: a sign-out, revocation or membership change made by another
@@ -420,7 +424,6 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
     });
     await scheduleMetricsRollup(queue.boss, repos.metrics);
     await logs.start();
-    cleanup.push(() => logs.close());
     // Several processes on one Postgres: lines collected by another process reach this one's subscribers.
     if (config.databaseUrl)
       cleanup.push(

@@ -116,6 +116,18 @@ describe('read cache, in one process', () => {
     expect(cache.size).toBe(0);
   });
 
+  it('keeps a page read while another table changed, and never keeps a lookup that found nothing', async () => {
+    const cache = createReadCache({ ttlMs: 60_000 });
+    const loaded = await cache.get('k', ['services'], async () => {
+      cache.onNotify('deploys');
+      return ['page'];
+    });
+    expect(loaded).toEqual(['page']);
+    expect(cache.size).toBe(1);
+    expect(await cache.get('service:srv-made-up', ['services'], async () => undefined)).toBeUndefined();
+    expect(cache.size).toBe(1);
+  });
+
   it('hands out kept answers that cannot be modified', async () => {
     const cache = createReadCache({ ttlMs: 60_000 });
     const page = await cache.get('k', ['services'], async () => [{ name: 'a', details: { plan: 'starter' } }]);

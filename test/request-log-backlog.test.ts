@@ -96,6 +96,17 @@ describe('request records handed on in a burst', () => {
     await logs.close();
   }, 60_000);
 
+  it('reports the backlog requests it could not hold while the store caught up', async () => {
+    const reports: DropReport[] = [];
+    const logs = logsWith({ workspaceOf: async () => 'tea-outage', onLinesDropped: (r) => reports.push(r) });
+    const served = 55_000; // more than the sink holds at once (50,000)
+    for (let i = 0; i < served; i++) logs.onRequest({ ...request('srv-outage', i), backlog: true });
+    await logs.close();
+    const stored = (await count('srv-outage')) - (await count('srv-outage', 'slipway: dropped%'));
+    expect(stored).toBeGreaterThanOrEqual(50_000);
+    expect(reports).toMatchObject([{ serviceId: 'srv-outage', type: 'request', droppedLines: served - stored }]);
+  }, 120_000);
+
   it('keeps requests as they are served to the request budget, and reports what it dropped', async () => {
     const reports: DropReport[] = [];
     const logs = logsWith({ workspaceOf: async () => 'tea-flood', onLinesDropped: (r) => reports.push(r) });

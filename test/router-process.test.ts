@@ -142,6 +142,37 @@ describe('the Node router outlives the API process', () => {
   }, 180_000);
 });
 
+describe('a graceful stop of the API', () => {
+  it('logs every request the router served around it, once the API is back', async () => {
+    const first = await bootServer();
+    let again: Awaited<ReturnType<typeof bootServer>> | undefined;
+    try {
+      const api = client(first.url);
+      const owner = await signUp(api);
+      const { service } = await deployFixture(api, owner, 'node-web');
+      // Requests go on while the API stops: its last read of the access log, as it stops, always finds some.
+      const answered: string[] = [];
+      let going = true;
+      const requests = (async () => {
+        for (let i = 0; going; i++) {
+          const p = `/around-stop-${i}`;
+          if ((await viaRouter(first.slipway.routerPort, service.slug, p)).status === 200) answered.push(p);
+          await sleep(5);
+        }
+      })();
+      await sleep(300);
+      await first.stop();
+      going = false;
+      await requests;
+      again = await bootServer({}, { dataDir: first.dataDir, databaseUrl: first.databaseUrl });
+      for (const p of answered) await requestLogged(client(again.url), owner, service.id, p);
+    } finally {
+      if (again) await again.close();
+      else await first.close();
+    }
+  }, 120_000);
+});
+
 describe('adopting the router process', () => {
   it('adopts one started with the same settings, keeping its ports, and replaces one started with others', async () => {
     const first = await bootServer();

@@ -24,16 +24,20 @@ export function createReadCache(opts: { ttlMs: number; now?: () => number }) {
   const now = opts.now ?? Date.now;
   const keysOf = new Map<CachedTable, Set<string>>();
   const entries = createLru<string, Entry>(READ_CACHE_ENTRIES, (key, entry) => unindex(key, entry));
-  // Bumped by every change heard: a load under way meanwhile may have read the table before the change
-  // committed, so its answer goes to its own request but is not kept.
-  let generation = 0;
+  // Bumped by every change heard, per table (`cleared` by every clear): a load under way meanwhile may have read
+  // the table before the change committed, so its answer goes to its own request but is not kept.
+  const generations = new Map<string, number>();
+  let cleared = 0;
+  // Every count only grows, so the sum is the same only when none of them moved.
+  const stamp = (tables: readonly CachedTable[]) =>
+    tables.reduce((sum, table) => sum + (generations.get(table) ?? 0), cleared);
 
   function unindex(key: string, entry: Entry) {
     for (const table of entry.tables) keysOf.get(table)?.delete(key);
   }
 
   function drop(table: string) {
-    generation++;
+    generations.set(table, (generations.get(table) ?? 0) + 1);
     const keys = keysOf.get(table as CachedTable);
     if (!keys) return;
     keysOf.delete(table as CachedTable);
@@ -46,7 +50,10 @@ export function createReadCache(opts: { ttlMs: number; now?: () => number }) {
   }
 
   return {
-    /** The answer kept under `key`, else what `load` reads from `tables` (kept unless one changed meanwhile). */
+    /**
+     * The answer kept under `key`, else what `load` reads from `tables`: kept unless one changed meanwhile, and unless
+     * undefined (a lookup of a made-up id would push real pages out).
+     */
     async get<T>(key: string, tables: readonly CachedTable[], load: () => Promise<T>): Promise<T> {
       if (opts.ttlMs <= 0) return load();
       const hit = entries.get(key);
@@ -55,9 +62,9 @@ export function createReadCache(opts: { ttlMs: number; now?: () => number }) {
         entries.delete(key);
         unindex(key, hit);
       }
-      const seen = generation;
+      const seen = stamp(tables);
       const value = await load();
-      if (seen === generation) {
+      if (value !== undefined && seen === stamp(tables)) {
         entries.set(key, { value: deepFreeze(value), tables, expiresAtMs: now() + opts.ttlMs });
         for (const table of tables) {
           let keys = keysOf.get(table);
@@ -71,7 +78,7 @@ export function createReadCache(opts: { ttlMs: number; now?: () => number }) {
     /** A table's change notice; undefined when some may have been missed (a LISTEN reconnected, PGlite reopened). */
     onNotify(table: string | undefined) {
       if (table !== undefined) return drop(table);
-      generation++;
+      cleared++;
       entries.clear();
       keysOf.clear();
     },

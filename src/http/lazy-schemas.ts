@@ -1,6 +1,7 @@
 import type { Ajv, ValidateFunction } from 'ajv';
 import type { FastifyInstance, FastifySchemaCompiler, FastifyServerOptions } from 'fastify';
 import { createRequire } from 'node:module';
+import { isSharedPage } from '../lib/cursor.js';
 
 /**
  * Route schemas are compiled on a route's first use instead of all at start: compiling the validators and response
@@ -44,12 +45,12 @@ export function lazySchemas() {
     const build = SerializerSelector()(externalSchemas, serializerOpts);
     return (route) => {
       const get = once(pending, () => build(route));
-      // A frozen payload never changes (lib/cursor.ts envelopeOf): its JSON is made once per route.
+      // A shared page never changes (lib/cursor.ts envelopeOf): its JSON is made once per route.
       const made = new WeakMap<object, string>();
       return (data) => {
-        if (typeof data !== 'object' || data === null || !Object.isFrozen(data)) return get()(data);
-        let json = made.get(data);
-        if (json === undefined) made.set(data, (json = get()(data)));
+        if (!isSharedPage(data)) return get()(data);
+        let json = made.get(data as object);
+        if (json === undefined) made.set(data as object, (json = get()(data)));
         return json;
       };
     };

@@ -17,11 +17,15 @@ export function envelope<T extends { id: string }, K extends string>(name: K, it
 }
 
 const pages = new WeakMap<readonly object[], unknown>();
+/** Envelopes built once and shared by requests: never modified, so their JSON can be made once (isSharedPage). */
+const shared = new WeakSet<object>();
+export const isSharedPage = (payload: unknown) =>
+  typeof payload === 'object' && payload !== null && shared.has(payload);
 
 /**
  * The envelope of `rows` mapped by `toBody`, which must depend on the row alone. Rows from the read cache are frozen
- * (src/core/read-cache.ts) and so never change: their envelope is built once and frozen too, which lets the route's
- * serializer reuse its JSON (src/http/lazy-schemas.ts).
+ * (src/core/read-cache.ts) and so never change: their envelope is built once, deep-frozen and marked shared, which
+ * lets the route's serializer reuse its JSON (src/http/lazy-schemas.ts).
  */
 export function envelopeOf<R extends object, T extends { id: string }, K extends string>(
   name: K,
@@ -31,6 +35,11 @@ export function envelopeOf<R extends object, T extends { id: string }, K extends
   if (!Object.isFrozen(rows)) return envelope(name, rows.map(toBody));
   type Page = ReturnType<typeof envelope<T, K>>;
   let page = pages.get(rows) as Page | undefined;
-  if (!page) pages.set(rows, (page = Object.freeze(envelope(name, rows.map(toBody))) as Page));
+  if (!page) {
+    page = envelope(name, rows.map(toBody));
+    for (const item of page) Object.freeze(Object.freeze(item)[name]);
+    pages.set(rows, Object.freeze(page));
+    shared.add(page);
+  }
   return page;
 }

@@ -101,7 +101,12 @@ async function openPglite(dataDir: string): Promise<Store> {
     const instance = new PGlite(dir);
     await instance.waitReady;
     // PGlite hands a NOTIFY to its listeners before the query that committed it resolves.
-    await instance.listen(TABLES_CHANNEL, tables.emit);
+    try {
+      await instance.listen(TABLES_CHANNEL, tables.emit);
+    } catch (err) {
+      await instance.close().catch(() => undefined); // a retry opens the data dir again: never two instances on it
+      throw err;
+    }
     return instance;
   };
   let current = await start();

@@ -2,7 +2,8 @@ import pg from 'pg';
 import type { Logger } from '../lib/logger.js';
 
 /**
- * LISTENs on a Postgres channel on a dedicated connection (pooled connections cannot hold a LISTEN), reconnecting every
+ * LISTENs on a Postgres channel on a dedicated connection (the pool's come and go with its load; this one hears
+ * notifications even while the pool holds none), reconnecting every
  * second until it is back. `onNotify(undefined)` says notifications may have been missed: when the connection is lost
  * and again once it listens anew (the principal cache clears itself, the log hub polls). Returns a function that stops.
  */

@@ -10,7 +10,8 @@ import type { LogBudget } from './budget.js';
  */
 export function createRequestLog(deps: {
   budget: LogBudget;
-  push(entry: NewLogEntry): void;
+  /** Queues the entry; false when it was dropped (more pending than the sink holds while the store lags). */
+  push(entry: NewLogEntry): boolean;
   /** The workspace of a service, or undefined when it is gone (the lookup is kept: logs/index.ts). */
   workspaceOf(serviceId: string): Promise<string | undefined>;
   onError(err: unknown): void;
@@ -21,17 +22,17 @@ export function createRequestLog(deps: {
   function take(r: RequestRecord, workspaceId: string, timeMs: number): void {
     const path = r.path.slice(0, 2048);
     const message = `${r.method} ${path} ${r.statusCode} ${r.durationMs.toFixed(1)}ms ${r.bytesOut}B`;
-    // What was served while Slipway was down is stored whole, as apps' output is (the budget measures a rate, not a
-    // backlog).
+    const drop = () => {
+      const source = { serviceId: r.serviceId, workspaceId, instanceId: r.instanceId ?? null, deployId: null };
+      deps.budget.drop(source, 1, Buffer.byteLength(message));
+    };
+    // What was served while Slipway was down is not held to the budget, as apps' output is not (the budget measures a
+    // rate, not a backlog); the sink's bound still applies to it, and what it drops is reported too.
     if (!r.backlog) {
-      if (deps.budget.available(r.serviceId) < 1) {
-        const source = { serviceId: r.serviceId, workspaceId, instanceId: r.instanceId ?? null, deployId: null };
-        deps.budget.drop(source, 1, message.length);
-        return;
-      }
+      if (deps.budget.available(r.serviceId) < 1) return drop();
       deps.budget.spend(r.serviceId, 1);
     }
-    deps.push({
+    const queued = deps.push({
       workspaceId,
       resourceId: r.serviceId,
       instanceId: r.instanceId ?? null,
@@ -46,6 +47,7 @@ export function createRequestLog(deps: {
       bytes: r.bytesOut,
       timeMs,
     });
+    if (!queued) drop();
   }
 
   return function onRequest(r: RequestRecord): void {

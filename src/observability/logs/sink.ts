@@ -92,15 +92,16 @@ export function createLogSink(deps: LogSinkDeps) {
   }
 
   return {
-    /** Queues entries (in order) and, for a file, the offset they bring it to. */
-    push(batch: NewLogEntry[], offset?: { stream: string; offset: number }) {
+    /** Queues entries (in order) and, for a file, the offset they bring it to; false when they were dropped. */
+    push(batch: NewLogEntry[], offset?: { stream: string; offset: number }): boolean {
       if (entries.length + batch.length > MAX_PENDING && !offset) {
         dropped += batch.length; // build/request lines while the store is down: bounded memory wins
-        return;
+        return false;
       }
       entries.push(...batch);
       if (offset) offsets.set(offset.stream, offset.offset);
       schedule();
+      return true;
     },
     /** True while the store lags: file tailers stop reading (the lines wait safely on disk). */
     get backlogged() {
