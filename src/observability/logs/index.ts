@@ -97,19 +97,6 @@ export function createLogs(deps: LogsDeps) {
     pollMs: settings.pollMs,
     log: deps.log,
   });
-  // The lookup itself is kept, not its result: the access log read after a restart hands on thousands of a service's
-  // requests at once, and they share one query instead of each sending its own.
-  const workspaces = new Map<string, Promise<string | undefined>>();
-  function workspaceOf(serviceId: string): Promise<string | undefined> {
-    let found = workspaces.get(serviceId);
-    if (!found) {
-      found = deps.workspaceOf(serviceId);
-      workspaces.set(serviceId, found);
-      found.catch(() => workspaces.delete(serviceId)); // the store failed: asked again next time
-    }
-    return found;
-  }
-
   const reader = createLogReader({ repo, workspaceOf: deps.workspaceOf });
 
   return {
@@ -144,7 +131,7 @@ export function createLogs(deps: LogsDeps) {
     onRequest: createRequestLog({
       budget: requestBudget,
       push: (entry) => sink.push([entry]),
-      workspaceOf,
+      workspaceOf: deps.workspaceOf,
       onError: (err) => deps.log.warn({ err }, 'request log failed'),
     }),
     /** Build and pre-deploy output of one deploy (type `build`), fed in chunks; `end()` flushes an unfinished last line. */

@@ -1,6 +1,10 @@
+import { createLru } from '../../lib/lru.js';
 import type { RequestRecord } from '../../router/router.js';
 import type { NewLogEntry } from '../../store/repos/logs.js';
 import type { LogBudget } from './budget.js';
+
+/** Services whose workspace is kept: beyond it the least recently seen is looked up again when it comes back. */
+const WORKSPACES_KEPT = 10_000;
 
 /**
  * The router's per-request hook: each request as a `request` log entry, within the service's request budget (a bucket
@@ -12,24 +16,41 @@ export function createRequestLog(deps: {
   budget: LogBudget;
   /** Queues the entry; false when it was dropped (more pending than the sink holds while the store lags). */
   push(entry: NewLogEntry): boolean;
-  /** The workspace of a service, or undefined when it is gone (the lookup is kept: logs/index.ts). */
+  /** The workspace of a service, or undefined when it is gone. */
   workspaceOf(serviceId: string): Promise<string | undefined>;
   onError(err: unknown): void;
 }) {
-  // Resolved lookups, so a request of a known service costs no promise.
-  const known = new Map<string, string>();
+  // A service's workspace (null: the service is gone), or the lookup under way: the access log read after a restart
+  // hands on thousands of a service's requests at once, and they share one query instead of each sending its own.
+  const workspaces = createLru<string, string | null | Promise<string | null>>(WORKSPACES_KEPT);
+
+  function lookUp(serviceId: string): Promise<string | null> {
+    const found = deps.workspaceOf(serviceId).then(
+      (workspaceId) => {
+        workspaces.set(serviceId, workspaceId ?? null);
+        return workspaceId ?? null;
+      },
+      (err: unknown) => {
+        workspaces.delete(serviceId); // the store failed: asked again next time
+        throw err;
+      },
+    );
+    workspaces.set(serviceId, found);
+    return found;
+  }
+
+  function drop(r: RequestRecord, workspaceId: string, bytes: number): void {
+    const source = { serviceId: r.serviceId, workspaceId, instanceId: r.instanceId ?? null, deployId: null };
+    deps.budget.drop(source, 1, bytes);
+  }
 
   function take(r: RequestRecord, workspaceId: string, timeMs: number): void {
     const path = r.path.slice(0, 2048);
     const message = `${r.method} ${path} ${r.statusCode} ${r.durationMs.toFixed(1)}ms ${r.bytesOut}B`;
-    const drop = () => {
-      const source = { serviceId: r.serviceId, workspaceId, instanceId: r.instanceId ?? null, deployId: null };
-      deps.budget.drop(source, 1, Buffer.byteLength(message));
-    };
     // What was served while Slipway was down is not held to the budget, as apps' output is not (the budget measures a
     // rate, not a backlog); the sink's bound still applies to it, and what it drops is reported too.
     if (!r.backlog) {
-      if (deps.budget.available(r.serviceId) < 1) return drop();
+      if (deps.budget.available(r.serviceId) < 1) return drop(r, workspaceId, Buffer.byteLength(message));
       deps.budget.spend(r.serviceId, 1);
     }
     const queued = deps.push({
@@ -47,21 +68,16 @@ export function createRequestLog(deps: {
       bytes: r.bytesOut,
       timeMs,
     });
-    if (!queued) drop();
+    if (!queued) drop(r, workspaceId, Buffer.byteLength(message));
   }
 
   return function onRequest(r: RequestRecord): void {
     const timeMs = Date.now();
-    const workspaceId = known.get(r.serviceId);
-    if (workspaceId) return take(r, workspaceId, timeMs);
-    deps
-      .workspaceOf(r.serviceId)
-      .then((found) => {
-        if (!found) return;
-        if (known.size >= 10_000) known.clear(); // bounded: services come and go
-        known.set(r.serviceId, found);
-        take(r, found, timeMs);
-      })
+    const known = workspaces.get(r.serviceId);
+    if (typeof known === 'string') return take(r, known, timeMs);
+    if (known === null) return; // a gone service's late requests
+    (known ?? lookUp(r.serviceId))
+      .then((workspaceId) => workspaceId && take(r, workspaceId, timeMs))
       .catch(deps.onError);
   };
 }
