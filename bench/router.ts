@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { generate } from 'selfsigned';
@@ -133,7 +133,7 @@ async function startNodeProxy(upstreamPort: number) {
  * Both of Slipway's data planes in one Slipway each, with the baselines measured again beside each (a ratio is taken
  * within one run): the Node router alone, and nginx fed from the route table (SLIPWAY_ROUTER=nginx).
  */
-async function throughput(router: 'node' | 'nginx', nodeRouterProcess: 'own' | 'api' = 'own') {
+async function throughput(router: 'node' | 'nginx', nodeRouterProcess: 'own' | 'api' = 'own', nodeWorkers?: number) {
   const [routerPort, httpsPort] = [await freePort(), await freePort()];
   const slipway = await startSlipway({
     SLIPWAY_ROUTER_PORT: String(routerPort),
@@ -141,6 +141,7 @@ async function throughput(router: 'node' | 'nginx', nodeRouterProcess: 'own' | '
     SLIPWAY_NETWORK: 'shared', // the instance at 127.0.0.1:<port>, for the direct path
     SLIPWAY_ROUTER: router,
     SLIPWAY_ROUTER_PROCESS: nodeRouterProcess,
+    ...(nodeWorkers ? { SLIPWAY_ROUTER_NODE_WORKERS: String(nodeWorkers) } : {}),
   });
   const stops: Array<() => void> = [];
   try {
@@ -268,12 +269,14 @@ async function domainToHttps(): Promise<number | undefined> {
   }
 }
 
-// BENCH_PARTS=node,domain runs only those parts (node, api, nginx, domain), e.g. to compare two builds quickly.
+// BENCH_PARTS=node,domain runs only those parts (node, node1, api, nginx, domain), e.g. to compare two builds quickly.
 const parts = process.env.BENCH_PARTS?.split(',');
 const part = (name: string) => !parts || parts.includes(name);
 const nodeRun = await throughput('node');
 // The Node router inside the API process (SLIPWAY_ROUTER_PROCESS=api, as before it had its own): smoke runs skip it.
 const inApiRun = SMOKE || !part('api') ? undefined : await throughput('node', 'api');
+// The Node router with one worker process (its default takes the machine's cores, up to 4): smoke runs skip it.
+const oneWorkerRun = SMOKE || !part('node1') ? undefined : await throughput('node', 'own', 1);
 const nginxRun = findProgram('nginx') && part('nginx') ? await throughput('nginx') : undefined;
 const httpsMs = part('domain') ? await domainToHttps() : undefined;
 // The Node router's run, its rows named as before, and the other runs' router rows beside them.
@@ -282,6 +285,8 @@ for (const [name, s] of nginxRun ?? [])
   if (name.startsWith('router')) results.set(name.replace('router', 'slipway nginx'), s);
 for (const [name, s] of inApiRun ?? [])
   if (name.startsWith('router')) results.set(name.replace('router', 'router in api'), s);
+for (const [name, s] of oneWorkerRun ?? [])
+  if (name.startsWith('router') || name === 'node:http proxy') results.set(`${name}, 1-worker run`, s);
 const get = (name: string) => results.get(name);
 const inNginxRun = (name: string) => nginxRun?.get(name);
 const ratio = (a?: Sample, b?: Sample) => (a && b ? +(a.reqPerSec / b.reqPerSec).toFixed(2) : undefined);
@@ -301,6 +306,7 @@ const summary = {
   routerVsNginxHttps: ratio(get('router https'), get('nginx https')),
   routerP99VsNginxHttp: p99Ratio(get('router http'), get('nginx http')),
   routerVsNodeProxy: ratio(get('router http'), get('node:http proxy')),
+  routerOneWorkerVsNodeProxy: ratio(oneWorkerRun?.get('router http'), oneWorkerRun?.get('node:http proxy')),
   routerInApiVsNginxHttp: ratio(inApiRun?.get('router http'), inApiRun?.get('nginx http')),
   routerInApiVsNginxHttps: ratio(inApiRun?.get('router https'), inApiRun?.get('nginx https')),
   // SLIPWAY_ROUTER=nginx against the bare nginx of its own run.
@@ -315,7 +321,8 @@ log(
 );
 log(
   `Node router/nginx req/s: HTTP ${summary.routerVsNginxHttp}, HTTPS ${summary.routerVsNginxHttps} (target ≥ 0.8); ` +
-    `p99 ${summary.routerP99VsNginxHttp}× nginx's (target ≤ 1.5); router/node:http proxy ${summary.routerVsNodeProxy}; ` +
+    `p99 ${summary.routerP99VsNginxHttp}× nginx's (target ≤ 1.5); router/node:http proxy ${summary.routerVsNodeProxy} ` +
+    `(${Math.min(4, availableParallelism())} worker processes; with one ${summary.routerOneWorkerVsNodeProxy}); ` +
     `inside the API process: HTTP ${summary.routerInApiVsNginxHttp}, HTTPS ${summary.routerInApiVsNginxHttps}; ` +
     `domain → first HTTPS 200: ${summary.domainToHttpsMs} ms (target ≤ 5000)`,
 );

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { availableParallelism } from 'node:os';
 import { DEFAULT_TIMEOUT_SECONDS as TIMEOUTS } from './lib/http-timeouts.js';
 import {
   githubApp,
@@ -149,7 +150,13 @@ export interface Config {
   /** The router's HTTPS listener and ACME certificates (config-integrations.ts). */
   https: HttpsSettings;
   /** The data plane: the Node router alone, or nginx in front of it (src/router/nginx/); auto = nginx when installed. */
-  router: { kind: 'auto' | 'node' | 'nginx'; nginxWorkers: number; process: 'own' | 'api' };
+  router: {
+    kind: 'auto' | 'node' | 'nginx';
+    nginxWorkers: number;
+    /** The Node router's worker processes (router/daemon/workers.ts), when it runs as a process of its own. */
+    nodeWorkers: number;
+    process: 'own' | 'api';
+  };
 }
 
 export const DEFAULT_NETWORK_CIDR = '10.213.0.0/16';
@@ -294,6 +301,11 @@ export function loadConfig(env: Env = process.env): Config {
     router: {
       kind: oneOf(env, 'SLIPWAY_ROUTER', ['auto', 'node', 'nginx'] as const, 'auto'),
       nginxWorkers: int(env, 'SLIPWAY_ROUTER_NGINX_WORKERS', 1),
+      // One nginx worker forwards about twice what one Node process does: the Node router takes the cores it has.
+      nodeWorkers: Math.min(
+        64,
+        Math.max(1, int(env, 'SLIPWAY_ROUTER_NODE_WORKERS', Math.min(4, availableParallelism()))),
+      ),
       // own: the Node router runs as a process of its own that outlives the API (src/router/daemon/); api: inside it.
       process: oneOf(env, 'SLIPWAY_ROUTER_PROCESS', ['own', 'api'] as const, 'own'),
     },

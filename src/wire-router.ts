@@ -15,7 +15,7 @@ const NGINX_APT = 'Debian: apt-get install nginx-light libnginx-mod-http-lua';
 export interface RouterStatus {
   kind: 'node' | 'nginx';
   /** The Node router's process (SLIPWAY_ROUTER_PROCESS=own): it outlives the API process. */
-  process?: { pid: number; adopted: boolean };
+  process?: { pid: number; adopted: boolean; workers: number };
   /** nginx: the last configuration `nginx -t` refused (the one before it kept serving). */
   lastRejected?: { at: string; reason: string };
 }
@@ -65,6 +65,8 @@ export async function wireRouter(deps: {
             }
           : {}),
         acme: options.acmeAnswer !== undefined,
+        // Behind nginx it serves static sites and redirects only: nginx carries the apps' traffic.
+        workers: options.behindProxy ? 1 : config.router.nodeWorkers,
       },
       table: routeTable,
       ...(certificates ? { certificates } : {}),
@@ -77,7 +79,7 @@ export async function wireRouter(deps: {
       port: daemon.ports.http,
       httpsPort: options.behindProxy ? undefined : daemon.ports.https,
       start: () => daemon.start(),
-      status: () => ({ pid: daemon.pid, adopted: daemon.adopted }),
+      status: () => ({ pid: daemon.pid, adopted: daemon.adopted, workers: daemon.workers }),
       close: () => daemon.close(),
     };
   };

@@ -179,7 +179,11 @@ describe('adopting the router process', () => {
     const servers = [first];
     try {
       const client0 = client(first.url);
-      const before = (await client0.get('/status')).body.router.process as { pid: number; adopted: boolean };
+      const before = (await client0.get('/status')).body.router.process as {
+        pid: number;
+        adopted: boolean;
+        workers: number;
+      };
       expect(before.adopted).toBe(false);
       const routerPort = first.slipway.routerPort;
       await first.stop();
@@ -189,7 +193,11 @@ describe('adopting the router process', () => {
       const reuse = { dataDir: first.dataDir, databaseUrl: first.databaseUrl };
       const same = await bootServer({}, reuse);
       servers.push(same);
-      expect((await client(same.url).get('/status')).body.router.process).toEqual({ pid: before.pid, adopted: true });
+      expect((await client(same.url).get('/status')).body.router.process).toEqual({
+        pid: before.pid,
+        adopted: true,
+        workers: before.workers,
+      });
       expect(same.slipway.routerPort).toBe(routerPort);
       await same.stop();
 

@@ -109,7 +109,9 @@ export function healthRoutes({ health, datastores }: HttpDeps) {
               kind: Type.Union([Type.Literal('node'), Type.Literal('nginx')]),
               lastRejected: Type.Optional(Type.Object({ at: Timestamp, reason: Type.String() })),
               /** The Node router's own process (SLIPWAY_ROUTER_PROCESS=own), which outlives the API's. */
-              process: Type.Optional(Type.Object({ pid: Type.Integer(), adopted: Type.Boolean() })),
+              process: Type.Optional(
+                Type.Object({ pid: Type.Integer(), adopted: Type.Boolean(), workers: Type.Integer() }),
+              ),
             }),
             updatedAt: Timestamp,
           }),

@@ -20,6 +20,8 @@ export interface DaemonSettings {
   https?: { port: number; redirectPort?: number; fallback: KeyPair };
   /** ACME http-01 answers are asked of the API over `acme.sock` (the store is the API's). */
   acme: boolean;
+  /** Processes serving requests (workers.ts); 1: the router process serves itself. */
+  workers?: number;
 }
 
 /** What the API sends on every change: the route table and the certificates served by SNI. */

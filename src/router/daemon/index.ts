@@ -85,6 +85,10 @@ export async function startRouterProcess(opts: RouterProcessOptions) {
       return current.adopted;
     },
     ports: current.ports,
+    /** The processes serving requests (workers.ts). */
+    get workers() {
+      return current.settings.workers ?? 1;
+    },
     changed,
     /** Resolves once the router process serves every change made before the call. */
     applied: () => updates.applied(),
