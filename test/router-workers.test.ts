@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { daemonFiles, runningDaemon } from '../src/router/daemon/files.js';
+import { daemonFiles, overSocket, runningDaemon } from '../src/router/daemon/files.js';
 import { deployFixture, finished, packFixture, requestLogged, upload, viaRouter } from './helpers/apps.js';
 import { client, signUp } from './helpers/client.js';
 import { bootServer } from './helpers/server.js';
@@ -27,6 +27,20 @@ function workersOf(pid: number): number[] {
     }
   }
   return children.sort((a, b) => a - b);
+}
+
+/** Every process of the router of `dir`, the primary and its workers, whoever their parent is now. */
+function routerProcesses(dir: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => {
+      try {
+        const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+        return args.includes(dir) && args.some((arg) => arg.includes('router/daemon/main.'));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 describe('the Node router with two worker processes', () => {
@@ -79,6 +93,26 @@ describe('the Node router with two worker processes', () => {
       expect(runningDaemon(daemonFiles(server.dataDir))).toBe(primary);
       const after = paths('after');
       expect(await versions(service.slug, after)).toEqual(after.map(() => 'v2')); // the new one: the current table
+
+      // An update sent while a worker starts again is answered at once; the new worker starts from it.
+      const files = daemonFiles(server.dataDir);
+      const [killed] = workersOf(primary);
+      process.kill(killed!, 'SIGKILL');
+      await waitFor(
+        'its replacement forked',
+        async () => workersOf(primary).filter((pid) => pid !== killed).length === 2 || undefined,
+        5000,
+        5,
+      );
+      const began = Date.now();
+      expect((await overSocket(files.control, 'PUT', '/state', readFileSync(files.state, 'utf8'))).status).toBe(200);
+      expect(Date.now() - began).toBeLessThan(3000);
+
+      // Stopped while a worker starts again: every process of the router ends.
+      process.kill(workersOf(primary)[0]!, 'SIGKILL');
+      await sleep(150);
+      process.kill(primary, 'SIGTERM');
+      await waitFor('the router to end', async () => routerProcesses(files.dir).length === 0 || undefined, 8000);
     } finally {
       await server.close();
     }

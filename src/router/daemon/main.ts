@@ -61,19 +61,19 @@ async function runPrimary(): Promise<void> {
     });
     req.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
-      serving.load(text).then(
-        () => {
+      serving
+        .load(text)
+        .then(() => {
           // Kept for the next start of this process; written aside and renamed, so a crash never leaves half of it.
           writeFileSync(`${files.state}.next`, text, { mode: 0o600 });
           renameSync(`${files.state}.next`, files.state);
           generation++;
           reply(200, { generation });
-        },
-        (err: Error) => {
+        })
+        .catch((err: Error) => {
           log.error({ err: err.message }, 'router: an update did not load');
           reply(400, { message: err.message });
-        },
-      );
+        });
     });
   });
   rmSync(files.control, { force: true });

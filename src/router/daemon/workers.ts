@@ -16,6 +16,8 @@ type FromWorker =
 
 const LOAD_TIMEOUT_MS = 30_000;
 const RESPAWN_MAX_DELAY_MS = 5_000;
+/** Workers that have not ended their connections by then are killed. */
+const CLOSE_TIMEOUT_MS = 10_000;
 /** A worker up this long was not crashing at start: the next respawn is quick again. */
 const STABLE_AFTER_MS = 10_000;
 
@@ -31,7 +33,9 @@ export async function startWorkers(
   let nextLoad = 1;
   /** Loads not yet answered by every worker that was running when they were sent. */
   const loads = new Map<number, { waiting: Set<number>; errors: string[]; settle(): void }>();
+  /** Every worker alive; `listening`: those that have said they take messages (one sent before is lost). */
   const workers = new Map<number, Worker>();
+  const listening = new Map<number, Worker>();
 
   const answered = (id: number, workerId: number, error?: string) => {
     const load = loads.get(id);
@@ -44,16 +48,21 @@ export async function startWorkers(
     const worker = cluster.fork();
     const startedAt = Date.now();
     workers.set(worker.id, worker);
+    // Writing to a worker that just died fails (EPIPE) before its exit is seen: the exit handler cleans up.
+    worker.on('error', (err) => log.warn({ err, workerPid: worker.process.pid }, 'router: a worker unreachable'));
     return new Promise((resolve, reject) => {
       worker.on('message', (message: FromWorker) => {
-        // A message sent before the worker listens for them is lost: it says when it does.
-        if (message.type === 'listening')
+        if (message.type === 'listening') {
+          if (stopping) return void worker.kill();
+          // From here on it gets every message; what was sent before is in `latest`.
+          listening.set(worker.id, worker);
           send(worker, { type: 'start', ...(latest !== undefined ? { text: latest } : {}) });
-        else if (message.type === 'ready') resolve(message.ports);
+        } else if (message.type === 'ready') resolve(message.ports);
         else answered(message.id, worker.id, message.error);
       });
       worker.once('exit', (code, signal) => {
         workers.delete(worker.id);
+        listening.delete(worker.id);
         for (const id of [...loads.keys()]) answered(id, worker.id);
         reject(new Error(`a router worker exited at start (${signal ?? code})`));
         if (stopping) return;
@@ -61,6 +70,7 @@ export async function startWorkers(
         const delay = Math.min(RESPAWN_MAX_DELAY_MS, 50 * 2 ** failures);
         log.warn({ workerPid: worker.process.pid, code, signal, respawnInMs: delay }, 'router: a worker exited');
         setTimeout(() => {
+          if (stopping) return;
           fork().then(
             (ports) => log.info({ ...ports }, 'router: a new worker serves'),
             () => undefined,
@@ -91,24 +101,27 @@ export async function startWorkers(
           if (errors.length) reject(new Error(errors.join('; ')));
           else resolve();
         };
-        loads.set(id, { waiting: new Set(workers.keys()), errors: [], settle: () => settle() });
-        for (const worker of workers.values()) send(worker, { type: 'load', id, text });
-        if (workers.size === 0) settle(); // all respawning: they start from `latest`
+        loads.set(id, { waiting: new Set(listening.keys()), errors: [], settle: () => settle() });
+        for (const worker of listening.values()) send(worker, { type: 'load', id, text });
+        if (listening.size === 0) settle(); // all starting again: they start from `latest`
       });
     },
-    reopenLog: () => workers.forEach((worker) => send(worker, { type: 'reopen' })),
+    reopenLog: () => listening.forEach((worker) => send(worker, { type: 'reopen' })),
     async close() {
       stopping = true;
-      await Promise.all(
-        [...workers.values()].map(
-          (worker) =>
-            new Promise<void>((resolve) => {
-              if (worker.isDead()) return resolve();
-              worker.once('exit', () => resolve());
-              send(worker, { type: 'stop' });
-            }),
-        ),
+      const exited = [...workers.values()].map(
+        (worker) =>
+          new Promise<void>((resolve) => {
+            if (worker.isDead()) return resolve();
+            worker.once('exit', () => resolve());
+            // One still starting is not serving yet: it is ended at once (it would not hear `stop`).
+            if (listening.has(worker.id)) send(worker, { type: 'stop' });
+            else worker.kill('SIGKILL');
+          }),
       );
+      const late = setTimeout(() => workers.forEach((worker) => worker.kill('SIGKILL')), CLOSE_TIMEOUT_MS);
+      await Promise.all(exited);
+      clearTimeout(late);
     },
   };
 }
@@ -131,10 +144,13 @@ export function serveAsWorker(settings: DaemonSettings, files: DaemonFiles, log:
       serving = await startServing(settings, files, log, message.text);
       reply({ type: 'ready', ports: serving.ports });
     } else if (message.type === 'load') {
-      const error = await serving!.load(message.text).then(
-        () => undefined,
-        (err: Error) => err.message,
-      );
+      // The primary sends `start` first; answered all the same, so the primary never waits on it.
+      const error = serving
+        ? await serving.load(message.text).then(
+            () => undefined,
+            (err: Error) => err.message,
+          )
+        : 'not started';
       reply({ type: 'loaded', id: message.id, ...(error ? { error } : {}) });
     } else if (message.type === 'reopen') serving?.reopenLog();
     else await stop();
