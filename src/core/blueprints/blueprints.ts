@@ -144,7 +144,11 @@ export function createBlueprints(deps: {
     } finally {
       clearInterval(beat);
     }
-    const ended = await repo.finishSync(sync.id, { state: error ? 'failed' : 'succeeded', error, results });
+    const ended = await repo.finishSync(
+      sync.id,
+      { state: error ? 'failed' : 'succeeded', error, results },
+      error ? 'error' : 'in_sync',
+    );
     if (!ended) return; // failed as abandoned meanwhile: that sync's end is already recorded
     const now = await repo.get(bp.id);
     if (now) pruneArchives(now);
@@ -153,7 +157,6 @@ export function createBlueprints(deps: {
       void startSync(now).catch((err: unknown) =>
         deps.log.warn({ err, blueprintId: bp.id }, 'follow-up sync not started'),
       );
-    await repo.update(bp.id, { status: error ? 'error' : 'in_sync' });
     await event(bp, 'blueprint_sync_ended', { syncId: sync.id, state: ended.state, ...(error ? { error } : {}) });
     await deps.audit.record({
       workspaceId: bp.workspaceId,

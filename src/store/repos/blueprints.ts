@@ -88,16 +88,25 @@ export function createBlueprintRepo(db: Db) {
       await db.update(blueprintSyncs).set(patch).where(eq(blueprintSyncs.id, id));
     },
     /** Ends a running sync (compare-and-set: a sync failed as abandoned stays failed). */
+    /** Ends a running sync and sets its blueprint's status in one transaction: no reader sees one without the other. */
     async finishSync(
       id: string,
       end: { state: 'succeeded' | 'failed'; error?: string; results?: unknown[] },
+      blueprintStatus: 'in_sync' | 'error',
     ): Promise<BlueprintSyncRow | undefined> {
-      const [row] = await db
-        .update(blueprintSyncs)
-        .set({ ...end, finishedAt: new Date() })
-        .where(and(eq(blueprintSyncs.id, id), eq(blueprintSyncs.state, 'running')))
-        .returning();
-      return row;
+      return db.transaction(async (tx) => {
+        const [row] = await tx
+          .update(blueprintSyncs)
+          .set({ ...end, finishedAt: new Date() })
+          .where(and(eq(blueprintSyncs.id, id), eq(blueprintSyncs.state, 'running')))
+          .returning();
+        if (row)
+          await tx
+            .update(blueprints)
+            .set({ status: blueprintStatus, updatedAt: new Date() })
+            .where(eq(blueprints.id, row.blueprintId));
+        return row;
+      });
     },
     /** Fails running syncs whose pulse is older than `staleBefore` (all running ones when it is undefined). */
     async failAbandoned(staleBefore: Date | undefined, error: string): Promise<BlueprintSyncRow[]> {
