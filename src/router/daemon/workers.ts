@@ -36,6 +36,8 @@ export async function startWorkers(
   /** Every worker alive; `listening`: those that have said they take messages (one sent before is lost). */
   const workers = new Map<number, Worker>();
   const listening = new Map<number, Worker>();
+  /** Where updates are checked: kept, so a static site's rules that did not change are not compiled again. */
+  const checked = createRouteTable(settings.appsDomain);
 
   const answered = (id: number, workerId: number, error?: string) => {
     const load = loads.get(id);
@@ -85,7 +87,7 @@ export async function startWorkers(
     ports,
     async load(text) {
       // Checked here first: an update is taken by every worker or by none, and a respawned worker starts from it.
-      createRouteTable(settings.appsDomain).importState((JSON.parse(text) as DaemonUpdate).routes);
+      checked.importState((JSON.parse(text) as DaemonUpdate).routes);
       latest = text;
       const id = nextLoad++;
       return new Promise<void>((resolve, reject) => {
