@@ -28,6 +28,8 @@ export interface RunResult {
   signal: NodeJS.Signals | null;
   timedOut: boolean;
   canceled: boolean;
+  /** Ended by idleTimeoutMs: it printed nothing for that long (timedOut is set too). */
+  stalled?: boolean;
   output: string;
   /** The kernel killed a process of it for going over its memory limit (set by the runtime's builds, which run in a cgroup). */
   oomKilled?: boolean;
@@ -35,6 +37,8 @@ export interface RunResult {
 
 export interface RunOptions {
   timeoutMs?: number;
+  /** Ended (as a timeout, `stalled`) when it prints nothing for this long: a transport that hangs. */
+  idleTimeoutMs?: number;
   signal?: AbortSignal;
   onOutput?(chunk: string): void;
   maxOutputBytes?: number;
@@ -132,14 +136,25 @@ export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
     child.stdin?.on('error', () => undefined); // a program that exits before reading: its exit status tells
     child.stdin?.end(cmd.stdin);
     const tail = new OutputTail(opts.maxOutputBytes ?? 256 * 1024);
+    let idleTimer: NodeJS.Timeout | undefined;
+    let stalled = false;
+    const watchIdle = () => {
+      if (opts.idleTimeoutMs === undefined) return;
+      clearTimeout(idleTimer);
+      idleTimer = setTimeout(() => {
+        stalled = !exited;
+        terminate('timeout');
+      }, opts.idleTimeoutMs);
+    };
     const emit = (chunk: string) => {
       tail.push(chunk);
       opts.onOutput?.(chunk);
     };
     const stdout = lineChunker(emit);
     const stderr = lineChunker(emit);
-    child.stdout?.on('data', stdout.write);
-    child.stderr?.on('data', stderr.write);
+    // Any byte counts as a sign of life, a progress line without its newline too.
+    child.stdout?.on('data', (data: Buffer) => (watchIdle(), stdout.write(data)));
+    child.stderr?.on('data', (data: Buffer) => (watchIdle(), stderr.write(data)));
 
     let timedOut = false;
     let canceled = false;
@@ -157,6 +172,7 @@ export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
     };
     const onAbort = () => terminate('abort');
     const clearTimers = () => {
+      clearTimeout(idleTimer);
       clearTimeout(timeoutTimer);
       clearTimeout(killTimer);
       clearTimeout(drainTimer);
@@ -172,6 +188,7 @@ export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
     child.once('exit', () => {
       exited = true;
       killGroup(child.pid as number, 'SIGKILL');
+      clearTimeout(idleTimer);
       clearTimeout(timeoutTimer);
       clearTimeout(killTimer);
       drainTimer = setTimeout(() => {
@@ -183,11 +200,12 @@ export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
       clearTimers();
       stdout.end();
       stderr.end();
-      resolve({ exitCode, signal, timedOut, canceled, output: tail.toString() });
+      resolve({ exitCode, signal, timedOut, canceled, ...(stalled ? { stalled } : {}), output: tail.toString() });
     });
 
     if (child.pid === undefined) return; // spawn failed: 'error' follows
     if (opts.timeoutMs !== undefined) timeoutTimer = setTimeout(() => terminate('timeout'), opts.timeoutMs);
+    watchIdle();
     if (opts.signal?.aborted) onAbort();
     else opts.signal?.addEventListener('abort', onAbort, { once: true });
   });
