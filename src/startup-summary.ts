@@ -65,7 +65,7 @@ function wrap(text: string, width: number, first: string, rest: string): string[
 function isolationLine({ isolation }: MachineStatus, runAs: string | undefined): string {
   const limits = Object.entries(isolation.limits)
     .filter(([, on]) => on)
-    .map(([name]) => name);
+    .map(([name]) => (name === 'buildDisk' ? 'build disk' : name));
   return [
     isolation.sandbox === 'bwrap' ? 'bwrap sandbox' : 'no sandbox',
     `apps run as ${runAs ?? "Slipway's user"}`,

@@ -21,7 +21,7 @@ const facts = (over: Partial<StartupFacts> = {}): StartupFacts => ({
       network: 'shared',
       sandbox: 'none',
       cgroups: 'v2',
-      limits: { memory: true, cpu: true, pids: true, disk: false, seccomp: false },
+      limits: { memory: true, cpu: true, pids: true, disk: false, seccomp: false, buildDisk: false },
       notes: ['apps are not isolated from each other: no bubblewrap sandbox (install it: apt-get install bubblewrap)'],
     },
     datastores: {

@@ -66,8 +66,41 @@ export interface BuildSpec {
   limits: Limits;
   /** A host dir kept between the service's builds (its package managers' caches), bound read-write. */
   cacheDir?: string;
+  /** The build's HOME, a dir it may write (on its build disk); else a throwaway one. */
+  homeDir?: string;
   /** On this workspace's private network (a pre-deploy command reaching its datastores); else a namespace with only a way out. */
   network?: { workspaceId: string };
+}
+
+/**
+ * A program Slipway runs for a tenant that is not its build (git): sandboxed as a build is, in a build namespace with
+ * the builds' egress rules, as the app user, with only `writableDirs` (and a private tmpfs HOME) writable.
+ */
+export interface ToolSpec {
+  /** The program and its arguments; `env` is its whole environment (given to it inside the sandbox, never on a command line). */
+  command: Command;
+  cwd: string;
+  writableDirs: string[];
+  /** Host dirs it may read (a local repository the operator allowed). */
+  readOnlyDirs?: string[];
+  timeoutMs: number;
+  /** Ended when it prints nothing for this long (RunResult.stalled). */
+  idleTimeoutMs?: number;
+  signal?: AbortSignal;
+  limits: Limits;
+  maxOutputBytes?: number;
+}
+
+/** A size-capped filesystem for a service's builds (its source, HOME, cache): what they write cannot pass `sizeMb`. */
+export interface BuildDisk {
+  /** Where it is mounted: a dir the builds see at the same path. */
+  dir: string;
+  /** False where this machine cannot cap it (then `dir` is a plain dir of the host's disk). */
+  capped: boolean;
+  /** Its size and what is free on it, in bytes. */
+  space(): { sizeBytes: number; freeBytes: number };
+  /** Unmounts it (the image stays, for the next build). */
+  release(): Promise<void>;
 }
 
 export interface RuntimeCapabilities {
@@ -77,7 +110,7 @@ export interface RuntimeCapabilities {
   /** namespaces: a namespace per instance and build, a private network per workspace; shared: the host's (one team only). */
   network: 'namespaces' | 'shared';
   /** Which limits this machine enforces; each false one is explained in `notes`. */
-  limits: { memory: boolean; cpu: boolean; pids: boolean; disk: boolean; seccomp: boolean };
+  limits: { memory: boolean; cpu: boolean; pids: boolean; disk: boolean; seccomp: boolean; buildDisk: boolean };
   /** One line per thing that could not be applied and why. */
   notes: string[];
 }
@@ -86,6 +119,13 @@ export interface Runtime {
   capabilities: RuntimeCapabilities;
   /** Sandboxed like instances, but network allowed and `dir` writable. */
   build(spec: BuildSpec): Promise<RunResult>;
+  /** A program run for a tenant besides its build (git), sandboxed and networked as a build (ToolSpec). */
+  runTool(spec: ToolSpec): Promise<RunResult>;
+  /**
+   * Mounts the build disk kept in the file `image` at `dir` (made, `sizeMb` large, when missing or of another size), for
+   * one build at a time; `release()` unmounts it. Also unmounts any disk a killed Slipway left mounted at `dir`.
+   */
+  mountBuildDisk(opts: { image: string; dir: string; sizeMb: number }): Promise<BuildDisk>;
   /** Detached process group (survives the Slipway process: stdout/stderr go to files, not pipes). */
   start(spec: InstanceSpec): Promise<InstanceHandle>;
   /** False if gone, zombie, or pid reused (startTime differs). */

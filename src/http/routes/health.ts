@@ -24,6 +24,9 @@ const Isolation = Type.Object({
     pids: Type.Boolean(),
     disk: Type.Boolean(),
     seccomp: Type.Boolean(),
+    buildDisk: Type.Boolean({
+      description: "Builds write to a size-capped disk of their own (SLIPWAY_BUILD_DISK_MB), not the host's",
+    }),
   }),
   notes: Type.Array(Type.String()),
 });

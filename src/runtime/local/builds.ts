@@ -3,62 +3,82 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { run, type RunResult } from '../../lib/exec.js';
-import type { BuildSpec } from '../types.js';
+import type { BuildSpec, Limits, ToolSpec } from '../types.js';
 import { oomKilled } from './cgroups.js';
 import { openWayTo } from './host-paths.js';
 import { giveTo, giveTreeCommand, type LocalDeps } from './instances.js';
-import { sandboxedCommand } from './sandbox.js';
+import { sandboxedCommand, shellQuote } from './sandbox.js';
 
 /** A build's namespace: on its workspace's network when asked (with its hosts file), else with only a way out. */
-async function attachNetwork(deps: LocalDeps, name: string, spec: BuildSpec) {
+async function attachNetwork(deps: LocalDeps, name: string, network: BuildSpec['network']) {
   const networks = deps.networks?.networks;
   if (!networks) return undefined;
-  if (!spec.network) return networks.attachBuild();
-  const attached = await networks.attach(name, spec.network.workspaceId, []);
+  if (!network) return networks.attachBuild();
+  const attached = await networks.attach(name, network.workspaceId, []);
   return { ...attached, release: () => networks.release(name) };
 }
 
+/** What runs in a build's sandbox: a build command, or a tool (git) run for a tenant. */
+interface Job {
+  command: string;
+  env: Record<string, string>;
+  cwd: string;
+  /** Handed to the app user (the whole tree when `giveTree`) and bound read-write. */
+  writableDirs: string[];
+  readOnlyDirs: string[];
+  /** HOME: a host dir on the build disk, or a private tmpfs. */
+  home: { dir: string } | 'tmpfs';
+  giveTree?: string;
+  limits: Limits;
+  network?: BuildSpec['network'];
+  timeoutMs: number;
+  idleTimeoutMs?: number;
+  signal?: AbortSignal;
+  onOutput?(chunk: string): void;
+  maxOutputBytes?: number;
+}
+
 /**
- * Runs a build command sandboxed like an instance, with the build dir and the cache dir writable (and handed to the
- * app user) and a throwaway HOME unless env sets one; yarn and pnpm come first on its PATH (toolchain.ts). The sandbox
- * dies with Slipway, and with the build on timeout.
+ * Runs a job sandboxed like an instance, in a network namespace of its own (the builds' egress rules) with its
+ * cgroups; the sandbox dies with Slipway, and with the job on timeout.
  */
-export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunResult> {
+async function runJob(deps: LocalDeps, job: Job): Promise<RunResult> {
   const { policy, cgroups, log } = deps;
   const name = `build-${randomBytes(6).toString('hex')}`;
-  // Under the system tmp dir rather than the data dir: without bwrap the app user must still reach it by path.
-  const home = mkdtempSync(path.join(tmpdir(), `slipway-${name}-`));
-  const groupDirs = cgroups?.create(name, spec.limits) ?? [];
+  const groupDirs = cgroups?.create(name, job.limits) ?? [];
+  // Without bwrap there is no private tmpfs: a throwaway dir under the system tmp dir (the app user reaches it by path).
+  const tmpHome =
+    job.home === 'tmpfs' && !policy.bwrap ? mkdtempSync(path.join(tmpdir(), `slipway-${name}-`)) : undefined;
+  const home = job.home === 'tmpfs' ? (tmpHome ?? `/tmp/${name}-home`) : job.home.dir;
   let network: { netnsPath: string; hostsFile?: string; resolvConf: string; release(): Promise<void> } | undefined;
   try {
-    network = await attachNetwork(deps, name, spec);
-    if (policy.runAs) {
-      const given = await run(giveTreeCommand(spec.dir, policy.runAs), {
-        timeoutMs: spec.timeoutMs,
-        signal: spec.signal,
+    network = await attachNetwork(deps, name, job.network);
+    if (policy.runAs && job.giveTree) {
+      const given = await run(giveTreeCommand(job.giveTree, policy.runAs), {
+        timeoutMs: job.timeoutMs,
+        signal: job.signal,
       });
       if (given.exitCode !== 0) throw new Error(`could not hand the build dir to the app user: ${given.output.trim()}`);
     }
-    giveTo(home, policy.runAs);
-    const writableDirs = [spec.dir, home];
-    if (spec.cacheDir) {
-      mkdirSync(spec.cacheDir, { recursive: true });
-      giveTo(spec.cacheDir, policy.runAs); // what is in it, its builds wrote as the app user
-      writableDirs.push(spec.cacheDir);
+    const writableDirs = [...job.writableDirs, ...(job.home === 'tmpfs' ? [] : [home]), ...(tmpHome ? [tmpHome] : [])];
+    for (const dir of writableDirs) {
+      mkdirSync(dir, { recursive: true });
+      giveTo(dir, policy.runAs);
     }
     const tools = deps.toolchain;
-    const readOnlyDirs = tools ? [tools.binDir] : [];
+    const readOnlyDirs = [...(tools ? [tools.binDir] : []), ...job.readOnlyDirs];
     if (deps.hostFiles) openWayTo(deps.hostFiles.dataDir, [...writableDirs, ...readOnlyDirs], deps.hostFiles.user);
-    const env: Record<string, string> = { ...tools?.env, HOME: home, ...spec.env };
+    const env: Record<string, string> = { ...tools?.env, HOME: home, ...job.env };
     if (tools) env.PATH = [tools.binDir, env.PATH].filter(Boolean).join(':');
     const command = sandboxedCommand(policy, {
       kind: 'build',
-      command: spec.command,
+      command: job.command,
       env,
-      cwd: spec.dir,
+      cwd: job.cwd,
       readOnlyDirs,
       writableDirs,
-      diskBytes: spec.limits.diskMb * 1024 * 1024, // /tmp only: the source dir and HOME are on the host's disk
+      scratchDirs: job.home === 'tmpfs' && policy.bwrap ? [home] : [],
+      diskBytes: job.limits.diskMb * 1024 * 1024, // /tmp (and a tmpfs HOME)
       cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
       network: network && {
         nsenterPath: deps.networks!.nsenterPath,
@@ -66,15 +86,62 @@ export async function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunRes
         ...(policy.bwrap ? { hostsFile: network.hostsFile, resolvConf: network.resolvConf } : {}),
       },
     });
-    const result = await run(command, { timeoutMs: spec.timeoutMs, signal: spec.signal, onOutput: spec.onOutput });
+    const result = await run(command, {
+      timeoutMs: job.timeoutMs,
+      idleTimeoutMs: job.idleTimeoutMs,
+      signal: job.signal,
+      onOutput: job.onOutput,
+      maxOutputBytes: job.maxOutputBytes,
+    });
     // Read now: the group goes below. A shell reports its child's SIGKILL as 137.
     return oomKilled(groupDirs, result.exitCode === 137 || result.signal === 'SIGKILL')
       ? { ...result, oomKilled: true }
       : result;
   } finally {
     await network?.release();
-    rmSync(home, { recursive: true, force: true });
+    if (tmpHome) rmSync(tmpHome, { recursive: true, force: true });
     const left = (await cgroups?.remove(groupDirs)) ?? [];
     if (left.length > 0) log?.warn({ cgroups: left }, 'could not remove the cgroups of a finished build');
   }
+}
+
+/**
+ * A build command: the build dir (handed to the app user), its HOME and the cache dir writable; yarn and pnpm come
+ * first on its PATH (toolchain.ts).
+ */
+export function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunResult> {
+  // Under the system tmp dir rather than the data dir: without bwrap the app user must still reach it by path.
+  const throwaway = spec.homeDir ? undefined : mkdtempSync(path.join(tmpdir(), 'slipway-build-home-'));
+  return runJob(deps, {
+    command: spec.command,
+    env: spec.env,
+    cwd: spec.dir,
+    writableDirs: [spec.dir, ...(spec.cacheDir ? [spec.cacheDir] : [])],
+    readOnlyDirs: [],
+    home: { dir: spec.homeDir ?? throwaway! },
+    giveTree: spec.dir,
+    limits: spec.limits,
+    network: spec.network,
+    timeoutMs: spec.timeoutMs,
+    signal: spec.signal,
+    onOutput: spec.onOutput,
+  }).finally(() => throwaway && rmSync(throwaway, { recursive: true, force: true }));
+}
+
+/** A tool (git) as a build runs: `exec`'d from the sandbox's shell, its arguments quoted, its environment given inside. */
+export function runTool(deps: LocalDeps, spec: ToolSpec): Promise<RunResult> {
+  const { command } = spec;
+  return runJob(deps, {
+    command: `exec ${[command.file, ...command.args].map(shellQuote).join(' ')}`,
+    env: { PATH: '/usr/local/bin:/usr/bin:/bin', ...command.env },
+    cwd: spec.cwd,
+    writableDirs: spec.writableDirs,
+    readOnlyDirs: spec.readOnlyDirs ?? [],
+    home: 'tmpfs',
+    limits: spec.limits,
+    timeoutMs: spec.timeoutMs,
+    idleTimeoutMs: spec.idleTimeoutMs,
+    signal: spec.signal,
+    maxOutputBytes: spec.maxOutputBytes,
+  });
 }

@@ -148,6 +148,7 @@ export async function detectCapabilities(dataDir: string, mode: SandboxMode = 'a
         pids: !!cgroups?.has('pids'),
         disk: !!policy.bwrap?.tmpfsSize,
         seccomp: !!policy.bwrap?.seccomp,
+        buildDisk: false, // decided by createLocalRuntime, which probes a mount
       },
     },
     policy,

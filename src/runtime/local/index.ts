@@ -2,7 +2,8 @@ import { DEFAULT_NETWORK_CIDR } from '../../config.js';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
 import type { Runtime, RuntimeCapabilities } from '../types.js';
-import { runBuild } from './builds.js';
+import { createBuildDisks, detectDiskTools } from './build-disks.js';
+import { runBuild, runTool } from './builds.js';
 import { detectCapabilities, findProgram, type SandboxMode } from './capabilities.js';
 import { permissionHint } from './host-paths.js';
 import { loopbackOnlyHint, waitHealthy } from './health.js';
@@ -87,10 +88,20 @@ export async function createLocalRuntime(options: {
   log?: Pick<Logger, 'info' | 'warn'>;
 }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir, options.sandbox);
-  const networks = await chooseNetwork(
-    { dataDir: options.dataDir, mode: options.network ?? 'auto', cidr: options.networkCidr ?? DEFAULT_NETWORK_CIDR },
-    capabilities,
-  );
+  // Both probes make and remove something (a namespace, a mounted disk): at once.
+  const [networks, disks] = await Promise.all([
+    chooseNetwork(
+      { dataDir: options.dataDir, mode: options.network ?? 'auto', cidr: options.networkCidr ?? DEFAULT_NETWORK_CIDR },
+      capabilities,
+    ),
+    detectDiskTools(path.join(options.dataDir, `.disk-probe-${process.pid}`)),
+  ]);
+  if (typeof disks === 'string')
+    capabilities.notes.push(
+      `builds write to the host's disk without a size limit (SLIPWAY_BUILD_DISK_MB cannot apply): ${disks}`,
+    );
+  capabilities.limits.buildDisk = typeof disks !== 'string';
+  const mountBuildDisk = createBuildDisks(typeof disks === 'string' ? undefined : disks);
   const { log } = options;
   cgroups?.sweepEmpty();
   const oom = createOomRecord(cgroups);
@@ -107,6 +118,8 @@ export async function createLocalRuntime(options: {
   return {
     capabilities,
     build: (spec) => runBuild(deps, { ...spec, limits: withOverrides(spec.limits, options.limits) }),
+    runTool: (spec) => runTool(deps, spec),
+    mountBuildDisk,
     start: (spec) =>
       startInstance(deps, {
         ...spec,

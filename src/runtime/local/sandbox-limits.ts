@@ -52,10 +52,6 @@ export async function detectSandboxLimits(
       );
     else found.tmpfsSize = true;
   }
-  if (found.tmpfsSize)
-    notes.push(
-      "builds write their source dir (node_modules) and $HOME (npm's cache) on the host's disk without a size limit; only their /tmp is limited",
-    );
 
   const arch = seccompArch();
   if (!arch) {

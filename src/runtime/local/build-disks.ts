@@ -1,0 +1,126 @@
+import { mkdirSync, readFileSync, rmSync, statfsSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { run, type Command } from '../../lib/exec.js';
+import type { BuildDisk } from '../types.js';
+import { findProgram } from './capabilities.js';
+
+const TIMEOUT_MS = 30_000;
+const MIB = 1024 * 1024;
+
+export interface DiskTools {
+  mkfs: string;
+  mount: string;
+  umount: string;
+}
+
+const tool = (file: string, ...args: string[]): Command => ({
+  file,
+  args,
+  env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+});
+
+/**
+ * A blank ext4 filesystem in `image`: no journal (it holds a cache and a build's scratch: after a crash it is made
+ * again rather than repaired), no blocks reserved for root, inode tables initialised lazily (the image stays sparse).
+ */
+export const mkfsCommand = (tools: DiskTools, image: string): Command =>
+  tool(tools.mkfs, '-q', '-F', '-m', '0', '-O', '^has_journal', '-E', 'lazy_itable_init=1', image);
+
+/**
+ * A loop mount that frees its loop device when unmounted; `discard` gives the host's disk back what the build deletes
+ * (the image is sparse), `nosuid,nodev` keeps what a build wrote from becoming a set-uid program or a device.
+ */
+export const mountCommand = (tools: DiskTools, image: string, dir: string): Command =>
+  tool(tools.mount, '-t', 'ext4', '-o', 'loop,discard,nosuid,nodev,noatime', image, dir);
+
+export const umountCommand = (tools: DiskTools, dir: string, lazy = false): Command =>
+  tool(tools.umount, ...(lazy ? ['-l'] : []), dir);
+
+/** Mount points at or under `dir` (from /proc/self/mountinfo; octal escapes decoded), deepest first. */
+export function mountsUnder(dir: string, mountinfo = readFileSync('/proc/self/mountinfo', 'utf8')): string[] {
+  const root = path.resolve(dir);
+  const points = mountinfo
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((p): p is string => !!p)
+    .map((p) => p.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
+    .filter((p) => p === root || p.startsWith(root + path.sep));
+  return points.sort((a, b) => b.length - a.length);
+}
+
+async function runOrThrow(cmd: Command, what: string): Promise<void> {
+  const result = await run(cmd, { timeoutMs: TIMEOUT_MS });
+  if (result.exitCode !== 0) throw new Error(`${what} failed: ${result.output.trim() || `exit ${result.exitCode}`}`);
+}
+
+/** Unmounts whatever is mounted at `dir` (a disk a killed Slipway left mounted), lazily when something holds it. */
+export async function unmountAll(tools: DiskTools, dir: string): Promise<void> {
+  for (const point of mountsUnder(dir)) {
+    const result = await run(umountCommand(tools, point), { timeoutMs: TIMEOUT_MS });
+    if (result.exitCode !== 0) await run(umountCommand(tools, point, true), { timeoutMs: TIMEOUT_MS });
+  }
+}
+
+const space = (dir: string) => {
+  const s = statfsSync(dir);
+  return { sizeBytes: s.blocks * s.bsize, freeBytes: s.bavail * s.bsize };
+};
+
+/**
+ * Build disks (README, "Build limits"): each service's builds write to an ext4 image of their own, loop-mounted for
+ * the build, so a build can fill at most its own disk. Without the tools or loop devices, `dir` is a plain dir of the
+ * host's disk (capped: false), which capabilities report.
+ */
+export function createBuildDisks(tools: DiskTools | undefined) {
+  async function makeImage(image: string, sizeMb: number): Promise<void> {
+    rmSync(image, { force: true });
+    mkdirSync(path.dirname(image), { recursive: true });
+    writeFileSync(image, '');
+    truncateSync(image, sizeMb * MIB); // sparse: only what is written takes room
+    await runOrThrow(mkfsCommand(tools!, image), 'mkfs.ext4');
+  }
+
+  return async function mountBuildDisk(opts: { image: string; dir: string; sizeMb: number }): Promise<BuildDisk> {
+    const { image, dir, sizeMb } = opts;
+    if (!tools) {
+      mkdirSync(dir, { recursive: true });
+      return { dir, capped: false, space: () => space(dir), release: async () => undefined };
+    }
+    await unmountAll(tools, dir);
+    mkdirSync(dir, { recursive: true });
+    const size = statSync(image, { throwIfNoEntry: false })?.size;
+    if (size !== sizeMb * MIB) await makeImage(image, sizeMb);
+    const mounted = await run(mountCommand(tools, image, dir), { timeoutMs: TIMEOUT_MS });
+    if (mounted.exitCode !== 0) {
+      // An image a crash left unusable holds only a cache: made again.
+      await makeImage(image, sizeMb);
+      await runOrThrow(mountCommand(tools, image, dir), 'mounting the build disk');
+    }
+    return {
+      dir,
+      capped: true,
+      space: () => space(dir),
+      release: () => unmountAll(tools, dir),
+    };
+  };
+}
+
+/** The programs build disks need, or why they cannot be made here (checked by mounting one). */
+export async function detectDiskTools(scratchDir: string): Promise<DiskTools | string> {
+  if (process.getuid?.() !== 0) return 'Slipway is not running as root, so it cannot mount build disks';
+  const tools = { mkfs: findProgram('mkfs.ext4'), mount: findProgram('mount'), umount: findProgram('umount') };
+  if (!tools.mkfs || !tools.mount || !tools.umount)
+    return 'mkfs.ext4, mount or umount not found (Debian: e2fsprogs, mount)';
+  const found = tools as DiskTools;
+  const image = path.join(scratchDir, 'probe.img');
+  const dir = path.join(scratchDir, 'probe');
+  try {
+    const disk = await createBuildDisks(found)({ image, dir, sizeMb: 16 });
+    await disk.release();
+    return found;
+  } catch (err) {
+    return `a loop-mounted disk could not be made here (${(err as Error).message.split('\n')[0]})`;
+  } finally {
+    rmSync(scratchDir, { recursive: true, force: true });
+  }
+}
