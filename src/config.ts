@@ -10,6 +10,7 @@ import {
   type OAuthSettings,
 } from './config-integrations.js';
 import type { BuildPlan } from './store/enums.js';
+import { buildSettings, type BuildSettings } from './config-builds.js';
 
 /** Every setting Slipway reads, typed, with its embedded default (docs/architecture.md, "Configuration"; README lists them). */
 export interface Config {
@@ -60,6 +61,8 @@ export interface Config {
   buildPlans: Record<BuildPlan, { memoryMb: number; cpuMillicores: number }>;
   /** Per service, the dependency cache's largest size in MiB (SLIPWAY_BUILD_CACHE_MB); 0 turns the cache off. */
   buildCacheMb: number;
+  /** Build disks, artifact size, builds at once, git's timeout (config-builds.ts). */
+  builds: BuildSettings;
   /** The registry Corepack fetches yarn and pnpm from (SLIPWAY_NPM_REGISTRY); the projects' own installs follow their config. */
   npmRegistry: string;
   /** Given to builds as COREPACK_INTEGRITY_KEYS (SLIPWAY_COREPACK_INTEGRITY_KEYS): `0` where a registry mirror drops npm's signatures. */
@@ -277,6 +280,7 @@ export function loadConfig(env: Env = process.env): Config {
       },
     },
     buildCacheMb: int(env, 'SLIPWAY_BUILD_CACHE_MB', 4096),
+    builds: buildSettings(env, Math.max(64, int(env, 'SLIPWAY_BUILD_STARTER_MEMORY_MB', 2048))),
     npmRegistry: env.SLIPWAY_NPM_REGISTRY || 'https://registry.npmjs.org',
     corepackIntegrityKeys: env.SLIPWAY_COREPACK_INTEGRITY_KEYS,
     pidsLimit: optionalPositive(env, 'SLIPWAY_PIDS_LIMIT', 4_194_304), // the kernel's PID_MAX_LIMIT: pids.max refuses more

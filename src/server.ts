@@ -20,6 +20,7 @@ import { createSecretBox, loadSecretKey } from './lib/secret-box.js';
 import { openStore, TABLES_CHANNEL, type Store } from './store/db.js';
 import { createBuildCache } from './core/deploys/build-cache.js';
 import { allowedGitProtocols } from './core/deploys/commands.js';
+import { createGit } from './core/deploys/git.js';
 import { createDeploys } from './core/deploys/deploys.js';
 import { createDeployEngine } from './core/deploys/engine.js';
 import { createLifecycle } from './core/deploys/lifecycle.js';
@@ -167,6 +168,15 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
     });
     const archive = { maxFiles: config.archiveMaxFiles, maxBytes: config.archiveMaxBytes };
     const gitProtocols = allowedGitProtocols(config.gitAllowLocal);
+    const git = createGit({
+      runtime,
+      settings: {
+        protocols: gitProtocols,
+        stallMs: config.builds.gitTimeoutMs,
+        cloneTimeoutMs: config.buildTimeoutSeconds * 1000,
+        pollTimeoutMs: config.builds.gitTimeoutMs,
+      },
+    });
     const projects = createProjects({ repos, transact });
     const { assertEnvironment } = projects;
     // Datastore servers run as the apps' unprivileged user (initdb refuses root), each in a network namespace of its own
@@ -234,7 +244,9 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
         crashCheckMs: config.crashCheckMs,
         crashBackoffMs: config.crashBackoffMs,
         archive,
-        gitProtocols,
+        buildDiskMb: config.builds.diskMb,
+        buildQueue: config.builds,
+        artifactMaxMb: config.builds.artifactMaxMb,
         buildPlans: {
           starter: buildLimits(config.buildPlans.starter),
           performance: buildLimits(config.buildPlans.performance),
@@ -247,6 +259,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
         observeDeploy(status, deploy.startedAt ?? deploy.createdAt);
         code.statuses.ended(status, deploy);
       },
+      git,
       gitToken: (service) => code.github.tokenFor(service),
       onBuildEnded: (service, deployId, startedAt, endedAt) =>
         usage.meter.recordBuild(service, deployId, startedAt, endedAt),
@@ -317,7 +330,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
       config,
       repos,
       engine,
-      gitProtocols,
+      git,
       pushed: (service) => code.github.pushes(service),
       log: systemLog,
     });
@@ -348,7 +361,8 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
       audit,
       log: systemLog,
       archive,
-      gitProtocols,
+      git,
+      runtime,
       checkRepo: (repo) => checkRepo(repo, gitProtocols),
       gitToken: (owner) => code.github.tokenFor(owner),
       domains: custom.domains,

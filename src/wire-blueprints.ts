@@ -15,6 +15,8 @@ import type { ArchiveLimits } from './lib/archive.js';
 import type { Logger } from './lib/logger.js';
 import type { Repos } from './store/repos/index.js';
 import type { Domains } from './core/domains/domains.js';
+import type { Git } from './core/deploys/git.js';
+import type { Runtime } from './runtime/types.js';
 
 const first = <T>(rows: T[]) => rows[0];
 /** How long a sync waits for its new datastores before deploying anyway (the deploy then says what is missing). */
@@ -35,7 +37,8 @@ export function wireBlueprints(deps: {
   audit: AuditLog;
   log: Logger;
   archive: ArchiveLimits;
-  gitProtocols: string[];
+  git: Git;
+  runtime: Pick<Runtime, 'mountBuildDisk'>;
   checkRepo: (repo: string) => string;
   gitToken?: (owner: { workspaceId: string; repo: string }) => Promise<string | undefined>;
   /** A service's custom domains (a file's `domains`). */
@@ -104,11 +107,11 @@ export function wireBlueprints(deps: {
     checkRepo: deps.checkRepo,
     gitToken: deps.gitToken,
     archiveDir: path.join(deps.config.dataDir, 'blueprints'),
-    limits: {
-      maxUploadBytes: deps.config.maxUploadBytes,
-      archive: deps.archive,
-      gitProtocols: deps.gitProtocols,
-      timeoutMs: deps.config.buildTimeoutSeconds * 1000,
+    limits: { maxUploadBytes: deps.config.maxUploadBytes, archive: deps.archive },
+    repos: {
+      git: deps.git,
+      mountDisk: (disk) => deps.runtime.mountBuildDisk(disk),
+      diskMb: deps.config.builds.diskMb,
     },
     heartbeatMs: Math.max(100, Math.floor(deps.config.blueprintSyncStaleMs / 3)),
     staleMs: deps.config.blueprintSyncStaleMs,

@@ -14,6 +14,7 @@ import { createGitHubApp } from './integrations/github.js';
 import type { Logger } from './lib/logger.js';
 import type { SecretBox } from './lib/secret-box.js';
 import type { Repos } from './store/repos/index.js';
+import type { Git } from './core/deploys/git.js';
 
 /**
  * The GitHub App (README, "GitHub"), when configured: the code-host driver, the workspace's view of it, its webhook,
@@ -83,7 +84,7 @@ export function wireDeployTriggers(deps: {
   config: Config;
   repos: Pick<Repos, 'deployTriggers' | 'services' | 'deploys'>;
   engine: Pick<DeployEngine, 'trigger'>;
-  gitProtocols: string[];
+  git: Git;
   pushed: (service: { workspaceId: string; repo: string | null }) => Promise<boolean>;
   log: Logger;
 }) {
@@ -100,7 +101,7 @@ export function wireDeployTriggers(deps: {
       deploys: repos.deploys,
       services: repos.services,
       engine: deps.engine,
-      gitProtocols: deps.gitProtocols,
+      git: deps.git,
       pushed: deps.pushed,
       log: deps.log,
     }),

@@ -3,7 +3,7 @@
  * files, and another workspace's blueprints.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -21,6 +21,7 @@ import { useServer } from './helpers/server.js';
 
 const t = useServer({ SLIPWAY_GIT_ALLOW_LOCAL: '1' });
 const scratch = mkdtempSync(path.join(tmpdir(), 'slipway-bp-'));
+chmodSync(scratch, 0o755); // git runs as the builds' user, which must read a local repo (README, "Git")
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const WEB = (secret = true) => `

@@ -3,7 +3,9 @@
  * node_modules instead of installing from nothing; a changed lockfile, `clearCache: "clear"` and another service all
  * miss; another service's build cannot even see it; past SLIPWAY_BUILD_CACHE_MB (1 MiB here) it is trimmed.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FIXTURES, deployFixture, finished, packFixture, upload, viaRouter } from './helpers/apps.js';
@@ -18,12 +20,28 @@ const MISSED = '==> No build cache for these dependencies';
 /** npm's summary line: the install really ran. */
 const INSTALLED = /added \d+ packages?/;
 
-const cacheDir = (serviceId: string) => path.join(t.server.dataDir, 'services', serviceId, 'cache');
-/** The saved keys once the save after a build has ended: one, other than any of `old`. */
+/** Where a service's build sees its cache (on its build disk, mounted there during its builds only). */
+const cacheDir = (serviceId: string) => path.join(t.server.dataDir, 'services', serviceId, 'build', 'cache');
+
+/** What `look` finds in a service's cache, read from its build disk's image mounted read-only (no build is running). */
+function inCache<T>(serviceId: string, look: (cache: string) => T): T {
+  const image = path.join(t.server.dataDir, 'services', serviceId, 'build-disk.img');
+  const dir = mkdtempSync(path.join(tmpdir(), 'slipway-cache-look-'));
+  execFileSync('mount', ['-o', 'loop,ro', image, dir]);
+  try {
+    return look(path.join(dir, 'cache'));
+  } finally {
+    execFileSync('umount', [dir]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The saved keys once the build has ended: one, other than any of `old`. */
 const savedKeys = (serviceId: string, old: string[]) =>
   waitFor('the build cache saved', async () => {
-    const modules = path.join(cacheDir(serviceId), 'modules');
-    const keys = existsSync(modules) ? readdirSync(modules) : [];
+    const keys = inCache(serviceId, (cache) =>
+      existsSync(path.join(cache, 'modules')) ? readdirSync(path.join(cache, 'modules')) : [],
+    );
     return keys.length === 1 && !old.includes(keys[0]!) ? keys : undefined;
   });
 
@@ -82,7 +100,7 @@ describe('the dependency cache', () => {
       const owner = await signUp(t.api);
       const { service: a, deploy } = await deployFixture(t.api, owner, 'pm-npm');
       expect(deploy.status, deploy.failureReason).toBe('live');
-      expect(existsSync(path.join(cacheDir(a.id), 'modules'))).toBe(true);
+      expect(inCache(a.id, (cache) => existsSync(path.join(cache, 'modules')))).toBe(true);
 
       const { deploy: other } = await deployFixture(t.api, owner, 'pm-npm');
       expect(other.status, other.failureReason).toBe('live');
@@ -108,8 +126,8 @@ describe('the dependency cache', () => {
         serviceDetails: { runtime: 'node', envSpecificDetails: { buildCommand: fill } },
       });
       expect(deploy.status, deploy.failureReason).toBe('live');
-      expect(existsSync(path.join(cacheDir(service.id), 'store'))).toBe(false);
-      expect(existsSync(path.join(cacheDir(service.id), 'modules'))).toBe(true);
+      expect(inCache(service.id, (cache) => existsSync(path.join(cache, 'store')))).toBe(false);
+      expect(inCache(service.id, (cache) => existsSync(path.join(cache, 'modules')))).toBe(true);
     },
     DEPLOY_MS,
   );

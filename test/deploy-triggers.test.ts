@@ -3,7 +3,7 @@
  * services without push notifications, polling the branch for new commits.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -18,6 +18,7 @@ let server: TestServer;
 let api: Client;
 const logged: string[] = [];
 const repoDir = mkdtempSync(path.join(tmpdir(), 'slipway-hook-'));
+chmodSync(repoDir, 0o755); // git runs as the builds' user, which must read a local repo (README, "Git")
 const git = (...args: string[]) =>
   execFileSync('git', ['-C', repoDir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
     encoding: 'utf8',

@@ -10,7 +10,7 @@ import type { AuditLog } from '../audit.js';
 import { receiveArchive } from '../deploys/sources.js';
 import type { Events } from '../events.js';
 import { overLimits, readBlueprint } from './model.js';
-import { checkBlueprintPath, readBlueprintFile, type BlueprintSource } from './source.js';
+import { checkBlueprintPath, readBlueprintFile, type BlueprintSource, type RepoReader } from './source.js';
 import { applyBlueprint, type SyncDeps, type SyncResult } from './sync.js';
 
 export interface BlueprintInput {
@@ -52,7 +52,9 @@ export function createBlueprints(deps: {
   gitToken?: (owner: { workspaceId: string; repo: string }) => Promise<string | undefined>;
   /** Where uploaded blueprint archives are kept. */
   archiveDir: string;
-  limits: { maxUploadBytes: number; archive: ArchiveLimits; gitProtocols: string[]; timeoutMs: number };
+  limits: { maxUploadBytes: number; archive: ArchiveLimits };
+  /** git and a disk for a repo's clone (source.ts). */
+  repos: Omit<RepoReader, 'disk'> & { diskMb: number };
   /** A running sync beats this often; one whose beat stopped for `staleMs` is failed by the next sync or start. */
   heartbeatMs: number;
   staleMs: number;
@@ -104,7 +106,15 @@ export function createBlueprints(deps: {
         ? { kind: 'repo', repo: bp.repo, branch: bp.branch ?? undefined, path: bp.path }
         : { kind: 'archive', file: archiveFile(bp), sha256: bp.archiveSha256 ?? '', path: bp.path };
       const token = bp.repo ? await deps.gitToken?.({ workspaceId: bp.workspaceId, repo: bp.repo }) : undefined;
-      const { text, commitId } = await readBlueprintFile(source, { ...deps.limits, token });
+      const clones = path.join(deps.archiveDir, '.clones');
+      const { text, commitId } = await readBlueprintFile(source, {
+        archive: deps.limits.archive,
+        token,
+        repos: {
+          ...deps.repos,
+          disk: { image: path.join(clones, `${bp.id}.img`), dir: path.join(clones, bp.id), sizeMb: deps.repos.diskMb },
+        },
+      });
       await repo.saveResults(sync.id, { commitId });
       const { validation, model } = readBlueprint(text);
       if (!model) {

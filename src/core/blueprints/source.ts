@@ -3,9 +3,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { extractArchive, type ArchiveLimits } from '../../lib/archive.js';
 import { badRequest } from '../../lib/errors.js';
-import { run } from '../../lib/exec.js';
 import { isRelativeInside, realPathInside } from '../../lib/paths.js';
-import { gitCloneCommand, gitHeadCommand } from '../deploys/commands.js';
+import type { Runtime } from '../../runtime/types.js';
+import { GitError, type Git } from '../deploys/git.js';
+
+/** What a blueprint's clone gets: the sandbox of a small build. */
+const CLONE_LIMITS = { memoryMb: 1024, cpuMillicores: 1000, pids: 256, diskMb: 64 };
 
 /** Render's limit for a Blueprint file. */
 export const MAX_BLUEPRINT_BYTES = 10 * 1024 * 1024;
@@ -37,33 +40,42 @@ function readInside(dir: string, rel: string): string {
   return readFileSync(real, 'utf8');
 }
 
+/** How a repo's file is fetched: git in the sandbox, onto a disk of its own (mounted at `disk.dir` for the read). */
+export interface RepoReader {
+  git: Pick<Git, 'clone'>;
+  mountDisk: Runtime['mountBuildDisk'];
+  disk: { image: string; dir: string; sizeMb: number };
+}
+
 /** The file's text and what it was read from (the commit, or the archive's SHA-256). */
 export async function readBlueprintFile(
   source: BlueprintSource,
-  opts: { gitProtocols: string[]; archive: ArchiveLimits; timeoutMs: number; token?: string },
+  opts: { archive: ArchiveLimits; token?: string; repos: RepoReader },
 ): Promise<{ text: string; commitId: string }> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'slipway-blueprint-'));
-  try {
-    if (source.kind === 'archive') {
+  if (source.kind === 'archive') {
+    const dir = mkdtempSync(path.join(tmpdir(), 'slipway-blueprint-'));
+    try {
       await extractArchive(source.file, path.join(dir, 'src'), opts.archive).catch((err: Error) => {
         throw new SourceError(`the uploaded archive could not be unpacked: ${err.message}`);
       });
       return { text: readInside(path.join(dir, 'src'), source.path), commitId: source.sha256 };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
-    const checkout = path.join(dir, 'src');
-    const clone = await run(
-      gitCloneCommand(source.repo, checkout, {
-        branch: source.branch,
-        protocols: opts.gitProtocols,
-        token: opts.token,
-      }),
-      { timeoutMs: opts.timeoutMs },
-    );
-    if (clone.exitCode !== 0) throw new SourceError(`git clone failed: ${clone.output.trim().slice(-500)}`);
-    const head = await run(gitHeadCommand(checkout), { timeoutMs: opts.timeoutMs });
-    const commitId = head.output.trim().split('\n')[0] ?? '';
-    return { text: readInside(checkout, source.path), commitId };
+  }
+  const { git, mountDisk, disk: where } = opts.repos;
+  const disk = await mountDisk(where);
+  try {
+    const checkout = path.join(disk.dir, 'src');
+    rmSync(checkout, { recursive: true, force: true });
+    const head = await git
+      .clone({ repo: source.repo, branch: source.branch, token: opts.token, into: checkout, limits: CLONE_LIMITS })
+      .catch((err: Error) => {
+        throw err instanceof GitError ? new SourceError(err.message) : err;
+      });
+    return { text: readInside(checkout, source.path), commitId: head.commitId };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    await disk.release();
+    rmSync(where.image, { force: true });
   }
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { run, type Command } from '../../lib/exec.js';
 import type { Logger } from '../../lib/logger.js';
@@ -33,29 +33,48 @@ const isRealDir = (dir: string) => {
   }
 };
 
+/** `rm -rf` in a child process: removing a node_modules tree here would hold the event loop. */
+export const removeTreeCommand = (dir: string): Command => ({
+  file: 'rm',
+  args: ['-rf', '--one-file-system', '--', dir],
+  env: TOOL_ENV,
+});
+
+export const removeTree = async (dir: string) =>
+  void (await run(removeTreeCommand(dir), { timeoutMs: COPY_TIMEOUT_MS }));
+
+/** Disk use of `dir` in bytes, hard links counted once (0 when it is not a dir). */
+export async function sizeOf(dir: string): Promise<number> {
+  if (!isRealDir(dir)) return 0;
+  const result = await run(diskUsageCommand(dir), { timeoutMs: COPY_TIMEOUT_MS });
+  return Number(/^(\d+)/.exec(result.output)?.[1] ?? 0) * 1024;
+}
+
 /**
- * A service's dependency cache (README, "Builds"), under its own dir, so no other service's build ever sees it:
+ * A service's dependency cache (README, "Builds"), on its build disk (`layout.cacheDir`, only there while the disk is
+ * mounted, during the service's build), so no other service's build ever sees it and it counts against that disk:
  * - `store`: the package managers' own caches and Corepack's downloads, bound read-write into its builds;
  * - `modules/<key>`: the node_modules of its last successful build, by the dependency key (lockfile, package.json,
- *   Node), moved into a build with the same key and copied out after it succeeds. Only the newest key is kept.
+ *   Node), moved into a build with the same key and moved back after it succeeds. Only the newest key is kept.
  * Both together stay under `maxBytes`: past it the store goes, then the modules. Deleting the service deletes it.
  */
 export function createBuildCache(deps: { layout: Layout; maxBytes: number; log?: Pick<Logger, 'warn'> }) {
   const { layout } = deps;
-  /** Per service, the cache writes under way (saves run after the build, off the deploy's path), in order. */
-  const pending = new Map<string, Promise<void>>();
-  const settled = (serviceId: string) => pending.get(serviceId) ?? Promise.resolve();
   const modulesRoot = (serviceId: string) => path.join(layout.cacheDir(serviceId), 'modules');
   const savedModules = (serviceId: string, key: string) =>
     path.join(modulesRoot(serviceId), key.slice(0, 32), 'node_modules');
 
-  async function sizeOf(dir: string): Promise<number> {
-    if (!isRealDir(dir)) return 0;
-    const result = await run(diskUsageCommand(dir), { timeoutMs: COPY_TIMEOUT_MS });
-    return Number(/^(\d+)/.exec(result.output)?.[1] ?? 0) * 1024;
+  /** Back under `maxBytes`: the package managers' caches go first, then the saved node_modules. */
+  async function trim(serviceId: string): Promise<void> {
+    let size = await sizeOf(layout.cacheDir(serviceId));
+    for (const part of [path.join(layout.cacheDir(serviceId), 'store'), modulesRoot(serviceId)]) {
+      if (size <= deps.maxBytes) return;
+      await removeTree(part);
+      size = await sizeOf(layout.cacheDir(serviceId));
+    }
   }
 
-  const cache = {
+  return {
     enabled: deps.maxBytes > 0,
     /** The package managers' caches for `serviceId`'s builds, and the variables that point them there. */
     store(serviceId: string): { dir: string; env: Record<string, string> } {
@@ -73,83 +92,49 @@ export function createBuildCache(deps: { layout: Layout; maxBytes: number; log?:
     },
 
     /** Render's clearCache: the next build starts from nothing. */
-    async clear(serviceId: string) {
-      await settled(serviceId);
-      rmSync(layout.cacheDir(serviceId), { recursive: true, force: true });
-    },
+    clear: (serviceId: string) => removeTree(layout.cacheDir(serviceId)),
 
     /**
-     * Moves the saved node_modules for `key` into `workDir` (which has none): a rename, so a hit costs nothing on the
-     * build's path. The cache holds it again once the build succeeds (afterBuild); whether there was one.
+     * Moves the saved node_modules for `key` into `workDir` (which has none): a rename on the same disk, so a hit costs
+     * nothing on the build's path. The cache holds it again once the build succeeds (keep); whether there was one.
      */
-    async restore(serviceId: string, key: string, workDir: string): Promise<boolean> {
-      await settled(serviceId);
+    restore(serviceId: string, key: string, workDir: string): boolean {
       const saved = savedModules(serviceId, key);
       if (!isRealDir(saved)) return false;
       try {
         renameSync(saved, path.join(workDir, 'node_modules'));
         return true;
       } catch {
-        return false; // another filesystem, say: the build installs from the package caches
+        return false; // the build installs from the package caches
       }
     },
 
     /**
-     * After a successful build, in the background: keeps `save.workDir`'s node_modules as the cache for `save.key`
-     * (replacing older keys), then trims the cache. The service's next build, clearCache and deletion (through
-     * `track`, the lifecycle's trackWrite) wait for it.
+     * After a build, before its disk is unmounted: a successful one's node_modules (`save`, once its artifact holds a
+     * copy) becomes the cache for its key, replacing older keys; then the cache is trimmed (a failed build may have
+     * filled the store too).
      */
-    afterBuild(
-      serviceId: string,
-      save: { key: string; workDir: string } | undefined,
-      track: (serviceId: string, work: () => Promise<void>) => Promise<void>,
-    ) {
-      const work = settled(serviceId)
-        .then(async () => {
-          if (save) await saveModules(serviceId, save.key, save.workDir);
-          await trim(serviceId);
-        })
-        .catch((err: Error) => deps.log?.warn({ serviceId, err: err.message }, 'could not update the build cache'))
-        .finally(() => {
-          if (pending.get(serviceId) === work) pending.delete(serviceId);
-        });
-      pending.set(serviceId, work);
-      void track(serviceId, () => work);
+    async keep(serviceId: string, save: { key: string; workDir: string } | undefined): Promise<void> {
+      try {
+        if (save) await saveModules(serviceId, save.key, save.workDir);
+        await trim(serviceId);
+      } catch (err) {
+        deps.log?.warn({ serviceId, err: (err as Error).message }, 'could not update the build cache');
+      }
     },
   };
-  return cache;
 
-  /** Keeps `workDir`'s node_modules as the cache for `key`, replacing older keys; never recreates a deleted service's dir. */
+  /** Moves `workDir`'s node_modules into the cache for `key`, replacing older keys. */
   async function saveModules(serviceId: string, key: string, workDir: string): Promise<void> {
     const from = path.join(workDir, 'node_modules');
-    if (!isRealDir(from) || !isRealDir(layout.serviceDir(serviceId))) return;
+    if (!isRealDir(from)) return;
     const root = modulesRoot(serviceId);
     mkdirSync(root, { recursive: true });
     const incoming = path.join(root, `.incoming-${randomBytes(6).toString('hex')}`);
     mkdirSync(incoming);
-    try {
-      const copied = await run(copyTreeCommand(from, path.join(incoming, 'node_modules')), {
-        timeoutMs: COPY_TIMEOUT_MS,
-      });
-      if (copied.exitCode !== 0) return;
-      for (const old of readdirSync(root)) {
-        const dir = path.join(root, old);
-        if (dir !== incoming) rmSync(dir, { recursive: true, force: true });
-      }
-      renameSync(incoming, path.dirname(savedModules(serviceId, key)));
-    } finally {
-      rmSync(incoming, { recursive: true, force: true });
-    }
-  }
-
-  /** Back under `maxBytes`: the package managers' caches go first, then the saved node_modules. */
-  async function trim(serviceId: string): Promise<void> {
-    let size = await sizeOf(layout.cacheDir(serviceId));
-    for (const part of [path.join(layout.cacheDir(serviceId), 'store'), modulesRoot(serviceId)]) {
-      if (size <= deps.maxBytes) return;
-      rmSync(part, { recursive: true, force: true });
-      size = await sizeOf(layout.cacheDir(serviceId));
-    }
+    renameSync(from, path.join(incoming, 'node_modules'));
+    for (const old of readdirSync(root)) if (old !== path.basename(incoming)) await removeTree(path.join(root, old));
+    renameSync(incoming, path.dirname(savedModules(serviceId, key)));
   }
 }
 export type BuildCache = ReturnType<typeof createBuildCache>;

@@ -5,7 +5,7 @@ import type { DeployRepo, DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { BuildCache } from './build-cache.js';
 import { defaultBuildCommand, dependencyKey, detectNodeProject, type NodeProject } from './package-managers.js';
-import { commandFailure } from './failures.js';
+import { commandFailure, DeployFailure } from './failures.js';
 
 const OUTPUT_TAIL = 64 * 1024;
 
@@ -21,8 +21,12 @@ export interface BuildStepDeps {
   timeoutMs: number;
   buildEnv(service: ServiceRow, deploy: DeployRow): Promise<Record<string, string>>;
   buildLog?: BuildLog;
-  /** The lifecycle's trackWrite: a deletion waits for the cache's writes after a build. */
-  trackWrite: <T>(serviceId: string, work: () => Promise<T>) => Promise<T>;
+}
+
+/** Where a build runs: its HOME on the build disk, and what to say when that disk filled up (undefined: it did not). */
+export interface BuildPlace {
+  home: string;
+  diskFull(): string | undefined;
 }
 
 /** How to get more memory than `plan` gives, for a build that ran out. */
@@ -37,15 +41,17 @@ function memoryHint(plan: BuildPlan, plans: Record<BuildPlan, Limits>): string {
  * The build command in `workDir` (README, "Builds"): the service's own, else install + build with the project's
  * package manager; around it the dependency cache (restored before, saved after a successful build).
  * Its output goes to the build log and the deploy's buildOutput, with `==>` lines saying what Slipway did.
- * Throws the DeployFailure when the command fails.
+ * Throws the DeployFailure when the command fails. Returns the node_modules to keep in the cache once the artifact
+ * holds its copy (cache.keep).
  */
 export async function runBuildStep(
   deps: BuildStepDeps,
   service: ServiceRow,
   deploy: DeployRow,
   workDir: string,
+  place: BuildPlace,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<{ save?: { key: string; workDir: string } }> {
   const { cache } = deps;
   const details = service.details;
   const toLog = deps.buildLog?.(service, deploy.id);
@@ -63,12 +69,12 @@ export async function runBuildStep(
     const project = detectNodeProject(workDir);
     const cacheable = project?.hasDependencies && !project.vendored;
     const key = cache?.enabled && cacheable ? await dependencyKey(workDir, project) : undefined;
-    const restored = key ? await cache!.restore(service.id, key, workDir) : false;
+    const restored = key ? cache!.restore(service.id, key, workDir) : false;
     if (project) say(`Using ${project.manager}${project.berry ? ' (yarn 2+)' : ''}, ${dependencyWords(project)}`);
     if (restored) say('Restored node_modules from the build cache (same lockfile and package.json)');
     else if (key) say('No build cache for these dependencies');
     const command = details.buildCommand || (project ? defaultBuildCommand(project, restored) : '');
-    if (!command) return;
+    if (!command) return { save: key ? { key, workDir } : undefined };
     const buildPlan = details.buildPlan ?? 'starter';
     const limits = deps.buildPlans[buildPlan];
     say(`Running build command '${command}' (buildPlan ${buildPlan}: ${limits.memoryMb} MiB)`);
@@ -78,22 +84,22 @@ export async function runBuildStep(
       command,
       env: { ...store?.env, ...(await deps.buildEnv(service, deploy)) },
       cacheDir: store?.dir,
+      homeDir: place.home,
       timeoutMs: deps.timeoutMs,
       signal,
       limits,
       onOutput: write,
     });
+    const full = result.exitCode !== 0 ? place.diskFull() : undefined;
+    if (full && !result.canceled) throw new DeployFailure('build_failed', `the build command failed: ${full}`);
     const failure = commandFailure('build_failed', 'the build command', result, {
       memoryMb: limits.memoryMb,
       timeoutMs: deps.timeoutMs,
       memoryHint: memoryHint(buildPlan, deps.buildPlans),
     });
     if (failure) throw failure;
-    if (cache?.enabled) {
-      const save = key ? { key, workDir } : undefined;
-      if (save) say('Saving node_modules to the build cache, after the build');
-      cache.afterBuild(service.id, save, deps.trackWrite);
-    }
+    if (key) say('Saving node_modules to the build cache, after the build');
+    return { save: key ? { key, workDir } : undefined };
   } finally {
     toLog?.end();
     await deps.repo.update(deploy.id, { buildOutput: toStorableText(output) });

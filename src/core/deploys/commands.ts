@@ -40,7 +40,7 @@ export function startCommandFor(dir: string, details: ServiceDetails): string | 
   return undefined;
 }
 
-const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', PATH: process.env.PATH ?? '/usr/bin:/bin' };
+const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', PATH: '/usr/bin:/bin' };
 
 /**
  * The git transports a repo may use. The clone runs as Slipway's own user, so the local file
@@ -85,7 +85,8 @@ export function gitCloneCommand(
   dir: string,
   opts: { branch?: string; commitId?: string; protocols: string[]; token?: string },
 ): Command {
-  const args = ['clone', '--no-tags', '--quiet'];
+  // --progress: git prints while it receives, so a clone that stopped receiving can be told from a slow one.
+  const args = ['clone', '--no-tags', '--progress'];
   if (!opts.commitId) args.push('--depth', '1');
   if (opts.branch) args.push('--single-branch', '--branch', opts.branch);
   args.push('--', repo, dir);

@@ -1,5 +1,6 @@
 import { conflict, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import { createFairSlots } from '../../lib/fair-slots.js';
 import { createKeyedLocks } from '../../lib/keyed-locks.js';
 import type { Runtime } from '../../runtime/types.js';
 import { IN_PROGRESS, PENDING, type DeployRow, type DeployStatus } from '../../store/repos/deploys.js';
@@ -19,6 +20,7 @@ import { createRouteRefresher } from './live-route.js';
 import type { BuildCache } from './build-cache.js';
 import type { BuildLog } from './build-step.js';
 import { createBuilder, type PipelineLimits } from './pipeline.js';
+import type { Git } from './git.js';
 import { currentStartCommand } from './redeploy.js';
 import { recoverInstances } from './recovery.js';
 import { createDeployRunner } from './run-deploy.js';
@@ -41,6 +43,8 @@ export interface EngineDeps {
   layersOf(serviceId: string): Promise<EnvLayer[]>;
   urls: AppUrls;
   limits: PipelineLimits & {
+    /** Builds at once (config-builds.ts): in all, per workspace, and their memory together. */
+    buildQueue: { concurrency: number; perWorkspace: number; memoryMb: number };
     healthTimeoutMs: number;
     keepArtifacts: number;
     crashCheckMs: number;
@@ -53,6 +57,8 @@ export interface EngineDeps {
   buildCache?: BuildCache;
   /** Told of every deploy that reaches a final status (Prometheus counters). */
   onDeployEnded?(status: DeployStatus, deploy: DeployRow): void;
+  /** Clones and polls, sandboxed (git.ts). */
+  git: Git;
   /** A token to clone the service's repo with (core/github), when one applies. */
   gitToken?: (service: ServiceRow) => Promise<string | undefined>;
   /** Told of every build that ran, succeeded or not (the usage meter's build-seconds). */
@@ -88,7 +94,7 @@ export function createDeployEngine(deps: EngineDeps) {
     buildEnv: (s, d) => envFor(s, d),
     buildLog: deps.buildLog,
     cache: deps.buildCache,
-    trackWrite: lifecycle.trackWrite,
+    git: deps.git,
     gitToken: deps.gitToken,
   });
   const withServiceLock = createKeyedLocks();
@@ -114,6 +120,11 @@ export function createDeployEngine(deps: EngineDeps) {
 
   const runDeploy = createDeployRunner({
     ...deps,
+    buildSlots: createFairSlots({
+      slots: deps.limits.buildQueue.concurrency,
+      perKey: deps.limits.buildQueue.perWorkspace,
+      capacity: deps.limits.buildQueue.memoryMb,
+    }),
     build,
     envFor,
     releaseOf,
@@ -249,6 +260,9 @@ export function createDeployEngine(deps: EngineDeps) {
       const canceled = await repos.deploys.transition(deploy.id, PENDING, 'canceled', {
         failureReason: 'canceled by request',
       });
+      // A queued deploy waits for a build slot in its loop: it stops waiting.
+      if (canceled && lifecycle.runningDeploy(deploy.serviceId) === deploy.id)
+        lifecycle.abortDeploy(deploy.serviceId, deploy.id);
       if (canceled) return canceled;
       // Each read may find the row gone: the service was deleted meanwhile.
       const reread = async () => (await repos.deploys.get(deploy.id)) ?? Promise.reject(notFound('deploy'));

@@ -1,51 +1,52 @@
-import { run } from '../../lib/exec.js';
+import { createFairSlots } from '../../lib/fair-slots.js';
 import type { Logger } from '../../lib/logger.js';
 import type { DeployTriggerRepo } from '../../store/repos/deploy-triggers.js';
 import { FINISHED, type DeployRepo } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { gitLsRemoteCommand } from './commands.js';
 import type { DeployEngine } from './engine.js';
+import type { Git } from './git.js';
 
-const LS_REMOTE_TIMEOUT_MS = 30_000;
-/** Repos asked at once: a slow host holds one slot, not the round. */
+/** Repos asked at once, and of one workspace at once: a slow host holds a slot of its own workspace's, not the poller. */
 const CONCURRENCY = 4;
+const PER_WORKSPACE = 2;
+/** A repo whose poll failed is asked again after 2, 4, … up to 32 intervals. */
+const MAX_BACKOFF_EXPONENT = 5;
+
+type Pollable = { id: string; workspaceId: string; repo: string | null; branch: string | null };
 
 /**
  * Deploys new commits of git services that have no push notification (no GitHub App): every `intervalMs`, each
- * service with autoDeploy on has its branch's head read by `git ls-remote` and, when it moved, that exact commit
- * deployed (trigger `new_commit`). The head is recorded compare-and-set (deploy-triggers.ts moveHead), so with
- * several Slipway processes a commit still starts one deploy.
+ * service with autoDeploy on has its branch's head read by `git ls-remote` (sandboxed, git.ts) and, when it moved,
+ * that exact commit deployed (trigger `new_commit`). The head is recorded compare-and-set (deploy-triggers.ts
+ * moveHead), so with several Slipway processes a commit still starts one deploy.
+ *
+ * Fair between workspaces: polls are shared round robin by workspace (lib/fair-slots.ts), a service still being
+ * polled is not asked again, and a repo that fails is asked less and less often, so one workspace's dead or hanging
+ * repos delay another's poll by at most one git timeout.
  */
 export function createGitPoller(deps: {
   repo: Pick<DeployTriggerRepo, 'pollable' | 'headOf' | 'moveHead'>;
   deploys: Pick<DeployRepo, 'list'>;
   services: { get(id: string): Promise<ServiceRow | undefined> };
   engine: Pick<DeployEngine, 'trigger'>;
-  gitProtocols: string[];
+  git: Pick<Git, 'lsRemote'>;
   /** Whether the code host tells Slipway of this repo's pushes (the GitHub App): such services are not polled. */
   pushed?: (service: { workspaceId: string; repo: string | null }) => Promise<boolean>;
   log: Logger;
 }) {
   const { repo } = deps;
-
-  async function headCommit(service: { repo: string; branch: string | null }): Promise<string | undefined> {
-    const cmd = gitLsRemoteCommand(service.repo, { branch: service.branch ?? undefined, protocols: deps.gitProtocols });
-    const result = await run(cmd, { timeoutMs: LS_REMOTE_TIMEOUT_MS, maxOutputBytes: 64 * 1024 });
-    if (result.exitCode !== 0) return undefined;
-    // git matches the pattern against the end of every ref name (`a/refs/heads/main` too): take the exact one.
-    const ref = service.branch ? `refs/heads/${service.branch}` : 'HEAD';
-    for (const line of result.output.split('\n')) {
-      const [commit, name] = line.trim().split('\t');
-      if (name === ref && commit && /^[0-9a-f]{40,64}$/.test(commit)) return commit;
-    }
-    return undefined;
-  }
+  const slots = createFairSlots({ slots: CONCURRENCY, perKey: PER_WORKSPACE });
+  /** Services being polled now; and those that failed: how often in a row, and the round before which they wait. */
+  const inFlight = new Set<string>();
+  const failing = new Map<string, { failures: number; skipUntilRound: number }>();
+  let round = 0;
+  /** Aborted on stop: a poll under way ends at once rather than at its timeout. */
+  const stopping = new AbortController();
 
   /** One service: true when a deploy was started. */
-  async function check(s: { id: string; workspaceId: string; repo: string | null; branch: string | null }) {
+  async function check(s: Pollable) {
     if (!s.repo || (await deps.pushed?.(s))) return false;
-    const head = await headCommit({ repo: s.repo, branch: s.branch });
-    if (!head) return false; // unreachable or no such branch: the next deploy says why, the poller stays quiet
+    const head = await deps.git.lsRemote({ repo: s.repo, branch: s.branch ?? undefined, signal: stopping.signal });
     const source = `${s.repo}#${s.branch ?? ''}`;
     const seen = await repo.headOf(s.id);
     let known = seen?.source === source ? seen.commitId : undefined;
@@ -74,44 +75,66 @@ export function createGitPoller(deps: {
     return true;
   }
 
-  /** One round over every pollable service; returns how many deploys it started. */
+  /** Polls `s` in its workspace's turn; records how it went. */
+  async function pollOne(s: Pollable): Promise<boolean> {
+    inFlight.add(s.id);
+    const release = await slots.acquire(s.workspaceId, { signal: stopping.signal }).catch(() => undefined);
+    if (!release) {
+      inFlight.delete(s.id);
+      return false;
+    }
+    try {
+      const started = await check(s);
+      failing.delete(s.id);
+      return started;
+    } catch (err) {
+      if (stopping.signal.aborted) return false;
+      // Unreachable or no such branch: the next deploy says why; the poller notes it and asks less often.
+      const failures = (failing.get(s.id)?.failures ?? 0) + 1;
+      failing.set(s.id, { failures, skipUntilRound: round + 2 ** Math.min(failures, MAX_BACKOFF_EXPONENT) - 1 });
+      deps.log.warn({ serviceId: s.id, failures, err: (err as Error).message }, 'git poll failed');
+      return false;
+    } finally {
+      release();
+      inFlight.delete(s.id);
+    }
+  }
+
+  /**
+   * Starts a round: every pollable service not being polled and not backing off. Resolves with how many deploys the
+   * round started once all of its polls ended (rounds overlap: the next one does not wait for a slow repo).
+   */
   async function pollOnce(): Promise<number> {
-    const queue = await repo.pollable();
-    let started = 0;
-    const worker = async () => {
-      for (let s = queue.shift(); s; s = queue.shift()) {
-        try {
-          if (await check(s)) started++;
-        } catch (err) {
-          deps.log.warn({ serviceId: s.id, err: (err as Error).message }, 'git poll failed');
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-    return started;
+    round++;
+    const all = await repo.pollable();
+    const live = new Set(all.map((s) => s.id));
+    for (const id of failing.keys()) if (!live.has(id)) failing.delete(id);
+    const due = all.filter((s) => !inFlight.has(s.id) && (failing.get(s.id)?.skipUntilRound ?? 0) < round);
+    const started = await Promise.all(due.map(pollOne));
+    return started.filter(Boolean).length;
   }
 
   let timer: NodeJS.Timeout | undefined;
-  let round: Promise<unknown> = Promise.resolve();
+  const rounds = new Set<Promise<unknown>>();
   let stopped = false;
   return {
     pollOnce,
-    /** Polls every `intervalMs` (0: never), one round at a time. */
+    /** Polls every `intervalMs` (0: never). */
     start(intervalMs: number) {
       if (intervalMs <= 0) return;
-      const next = () => {
+      timer = setInterval(() => {
         if (stopped) return;
-        timer = setTimeout(() => {
-          round = pollOnce().finally(next);
-        }, intervalMs);
-        timer.unref();
-      };
-      next();
+        const r = pollOnce().catch((err: Error) => deps.log.warn({ err: err.message }, 'git poll round failed'));
+        rounds.add(r);
+        void r.finally(() => rounds.delete(r));
+      }, intervalMs);
+      timer.unref();
     },
     async stop() {
       stopped = true;
-      clearTimeout(timer);
-      await round.catch(() => undefined);
+      clearInterval(timer);
+      stopping.abort();
+      await Promise.all(rounds);
     },
   };
 }

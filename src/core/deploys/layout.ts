@@ -35,8 +35,13 @@ export function createLayout(dataDir: string) {
       path.join(serviceDir(serviceId), 'sources', `${sourceId}.archive`),
     /** A deploy's build output, kept read-only for rollback. */
     artifactDir: (serviceId: string, deployId: string) => path.join(serviceDir(serviceId), 'artifacts', deployId),
-    /** The dependency cache kept between its builds (build-cache.ts). */
-    cacheDir: (serviceId: string) => path.join(serviceDir(serviceId), 'cache'),
+    /** The file holding the service's build disk (runtime's mountBuildDisk), and where it is mounted during a build. */
+    buildDiskImage: (serviceId: string) => path.join(serviceDir(serviceId), 'build-disk.img'),
+    buildDir: (serviceId: string) => path.join(serviceDir(serviceId), 'build'),
+    /** The dependency cache kept between its builds (build-cache.ts), on the build disk. */
+    cacheDir: (serviceId: string) => path.join(serviceDir(serviceId), 'build', 'cache'),
+    /** Where the cache was before it moved to the build disk: removed at the service's next build. */
+    legacyCacheDir: (serviceId: string) => path.join(serviceDir(serviceId), 'cache'),
     instanceDir: (serviceId: string, instanceId: string) => path.join(serviceDir(serviceId), 'instances', instanceId),
     /** Uploads being received and checked; whatever is here when Slipway starts is a crash's leftover. */
     uploadTmp: (serviceId: string) => path.join(serviceDir(serviceId), 'sources', '.incoming'),

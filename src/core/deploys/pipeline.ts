@@ -1,24 +1,31 @@
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { extractArchive } from '../../lib/archive.js';
 import { run } from '../../lib/exec.js';
 import { realPathInside } from '../../lib/paths.js';
-import type { Limits } from '../../runtime/types.js';
+import type { BuildDisk, Limits } from '../../runtime/types.js';
 import type { BuildPlan } from '../../store/enums.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
+import { copyTreeCommand, removeTree, sizeOf } from './build-cache.js';
 import { runBuildStep, type BuildStepDeps } from './build-step.js';
-import { gitCheckoutCommand, gitCloneCommand, gitHeadCommand, startCommandFor } from './commands.js';
+import { startCommandFor } from './commands.js';
 import { DeployFailure } from './failures.js';
+import { GitError, type Git } from './git.js';
 import type { Layout } from './layout.js';
+
+const MIB = 1024 * 1024;
+const COPY_TIMEOUT_MS = 10 * 60_000;
 
 export interface PipelineLimits {
   buildTimeoutMs: number;
   archive: { maxFiles: number; maxBytes: number };
-  /** The git transports a clone may use (commands.ts allowedGitProtocols). */
-  gitProtocols: string[];
   /** What a build gets, by the service's buildPlan. */
   buildPlans: Record<BuildPlan, Limits>;
+  /** Each service's build disk (SLIPWAY_BUILD_DISK_MB): its source, build, HOME and dependency cache. */
+  buildDiskMb: number;
+  /** The largest artifact a build may leave (SLIPWAY_ARTIFACT_MAX_MB). */
+  artifactMaxMb: number;
 }
 
 /**
@@ -32,81 +39,140 @@ function checkInside(root: string, dir: string, what: string) {
   if (real === 'outside') throw new DeployFailure('build_failed', `${what} leads outside the source (a symlink?)`);
 }
 
+/** What to tell a user whose build filled its disk: the figure, the cause, the fix. */
+export const diskFullMessage = (limits: Pick<PipelineLimits, 'buildDiskMb'>) =>
+  `the build disk is full: a service's builds may write ${limits.buildDiskMb} MiB (SLIPWAY_BUILD_DISK_MB), ` +
+  'its source, build output, HOME and dependency cache together. Make the build write less (or deploy with ' +
+  'clearCache: "clear"), or the operator raises SLIPWAY_BUILD_DISK_MB';
+
+/** diskFullMessage when the disk is (nearly) full, else undefined. */
+export function diskFullReason(disk: BuildDisk, limits: Pick<PipelineLimits, 'buildDiskMb'>): string | undefined {
+  if (!disk.capped) return undefined;
+  const { sizeBytes, freeBytes } = disk.space();
+  return freeBytes > Math.max(MIB, sizeBytes / 200) ? undefined : diskFullMessage(limits);
+}
+
 /** Fetch and build (docs/architecture.md, "Deploys"): fills the deploy's artifact dir and picks its start command. */
 export function createBuilder(
   deps: Omit<BuildStepDeps, 'buildPlans' | 'timeoutMs'> & {
     layout: Layout;
     limits: PipelineLimits;
+    git: Git;
     /** A token for the service's repo (a GitHub App installation's), when it has one. */
     gitToken?: (service: ServiceRow) => Promise<string | undefined>;
   },
 ) {
-  const { layout, limits } = deps;
+  const { layout, limits, runtime } = deps;
   const stepDeps: BuildStepDeps = { ...deps, buildPlans: limits.buildPlans, timeoutMs: limits.buildTimeoutMs };
 
+  /** The source into `dir` (which does not exist yet; its parent is on the build disk). */
   async function fetchSource(
     service: ServiceRow,
     deploy: DeployRow,
     dir: string,
+    disk: BuildDisk,
     signal: AbortSignal,
   ): Promise<Partial<DeployRow>> {
     if (deploy.sourceId) {
       await extractArchive(layout.sourceFile(service.id, deploy.sourceId), dir, limits.archive).catch((err: Error) => {
-        throw new DeployFailure('build_failed', `the uploaded archive could not be unpacked: ${err.message}`);
+        throw new DeployFailure(
+          'build_failed',
+          diskFullReason(disk, limits) ?? `the uploaded archive could not be unpacked: ${err.message}`,
+        );
       });
       return {};
     }
     if (!service.repo)
       throw new DeployFailure('build_failed', 'nothing to deploy: upload a source archive or set a repo');
-    const git = async (cmd: Parameters<typeof run>[0], what: string) => {
-      const result = await run(cmd, { timeoutMs: limits.buildTimeoutMs, signal });
-      if (result.exitCode !== 0)
-        throw new DeployFailure('build_failed', `${what} failed: ${result.output.trim().slice(-2000)}`);
-      return result.output;
-    };
-    await git(
-      gitCloneCommand(service.repo, dir, {
+    try {
+      const head = await deps.git.clone({
+        repo: service.repo,
         branch: service.branch ?? undefined,
         commitId: deploy.commitId ?? undefined,
-        protocols: limits.gitProtocols,
         token: await deps.gitToken?.(service),
-      }),
-      'git clone',
-    );
-    if (deploy.commitId) await git(gitCheckoutCommand(dir, deploy.commitId), `git checkout ${deploy.commitId}`);
-    const [commitId, ...subject] = (await git(gitHeadCommand(dir), 'git log')).trim().split('\n');
-    rmSync(path.join(dir, '.git'), { recursive: true, force: true });
-    return { commitId: commitId ?? null, commitMessage: subject.join('\n') || null };
+        into: dir,
+        limits: limits.buildPlans[service.details.buildPlan ?? 'starter'],
+        signal,
+        diskFull: () => diskFullReason(disk, limits),
+        diskFullMessage: disk.capped ? diskFullMessage(limits) : undefined,
+      });
+      await removeTree(path.join(dir, '.git'));
+      return { commitId: head.commitId || null, commitMessage: head.message || null };
+    } catch (err) {
+      if (err instanceof GitError) throw new DeployFailure(signal.aborted ? 'canceled' : 'build_failed', err.message);
+      throw err;
+    }
   }
 
-  /** Returns the start command (undefined for static sites and cron jobs that need none yet). */
+  /** The built tree becomes the deploy's artifact, on the host's disk: refused past SLIPWAY_ARTIFACT_MAX_MB. */
+  async function publish(from: string, to: string): Promise<void> {
+    const bytes = await sizeOf(from);
+    if (bytes > limits.artifactMaxMb * MIB)
+      throw new DeployFailure(
+        'build_failed',
+        `the build's output is ${Math.ceil(bytes / MIB)} MiB, over the ${limits.artifactMaxMb} MiB an artifact may ` +
+          'hold (SLIPWAY_ARTIFACT_MAX_MB): leave build scratch files out of the source dir (delete them at the end of ' +
+          'the build command, or write them to /tmp), or the operator raises SLIPWAY_ARTIFACT_MAX_MB',
+      );
+    await removeTree(to);
+    mkdirSync(path.dirname(to), { recursive: true });
+    const copied = await run(copyTreeCommand(from, to), { timeoutMs: COPY_TIMEOUT_MS });
+    if (copied.exitCode !== 0) throw new Error(`could not keep the artifact: ${copied.output.trim().slice(-300)}`);
+  }
+
+  /**
+   * Returns the start command (undefined for static sites and cron jobs that need none yet). The build runs on the
+   * service's build disk (a size-capped filesystem of its own, where the runtime can make one); what it leaves is
+   * copied to the artifact dir.
+   */
   return async function build(
     service: ServiceRow,
     deploy: DeployRow,
     signal: AbortSignal,
   ): Promise<{ startCommand?: string; commit: Partial<DeployRow> }> {
     const details = service.details;
-    const dir = layout.artifactDir(service.id, deploy.id);
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(path.dirname(dir), { recursive: true });
-    const commit = await fetchSource(service, deploy, dir, signal);
-    if (!existsSync(dir)) mkdirSync(dir, { recursive: true });
-    const workDir = path.join(dir, service.rootDir);
-    checkInside(dir, workDir, `rootDir "${service.rootDir}"`);
+    if (existsSync(layout.legacyCacheDir(service.id))) await removeTree(layout.legacyCacheDir(service.id));
+    const disk = await runtime.mountBuildDisk({
+      image: layout.buildDiskImage(service.id),
+      dir: layout.buildDir(service.id),
+      sizeMb: limits.buildDiskMb,
+    });
+    const work = path.join(disk.dir, 'work');
+    const home = path.join(disk.dir, 'home');
+    const src = path.join(work, 'src');
+    let save: { key: string; workDir: string } | undefined;
+    try {
+      await Promise.all([removeTree(work), removeTree(home)]); // a killed build's
+      mkdirSync(work, { recursive: true });
+      const commit = await fetchSource(service, deploy, src, disk, signal);
+      if (!existsSync(src)) mkdirSync(src, { recursive: true });
+      const workDir = path.join(src, service.rootDir);
+      checkInside(src, workDir, `rootDir "${service.rootDir}"`);
 
-    await runBuildStep(stepDeps, service, deploy, workDir, signal);
-    checkInside(dir, workDir, `rootDir "${service.rootDir}"`); // the build may have replaced it
-    if (service.type === 'static_site') {
-      checkInside(dir, path.join(workDir, details.publishPath), `publishPath "${details.publishPath}"`);
-      return { commit };
+      const place = { home, diskFull: () => diskFullReason(disk, limits) };
+      ({ save } = await runBuildStep(stepDeps, service, deploy, workDir, place, signal));
+      checkInside(src, workDir, `rootDir "${service.rootDir}"`); // the build may have replaced it
+      let startCommand: string | undefined;
+      if (service.type === 'static_site') {
+        checkInside(src, path.join(workDir, details.publishPath), `publishPath "${details.publishPath}"`);
+      } else {
+        startCommand = startCommandFor(workDir, details);
+        if (!startCommand)
+          throw new DeployFailure(
+            'build_failed',
+            'no start command: set envSpecificDetails.startCommand, add a Procfile web: line or an npm start script',
+          );
+      }
+      await publish(src, layout.artifactDir(service.id, deploy.id));
+      return { startCommand, commit };
+    } catch (err) {
+      save = undefined;
+      throw err;
+    } finally {
+      if (deps.cache?.enabled) await deps.cache.keep(service.id, save);
+      await Promise.all([removeTree(work), removeTree(home)]);
+      await disk.release();
     }
-    const startCommand = startCommandFor(workDir, details);
-    if (!startCommand)
-      throw new DeployFailure(
-        'build_failed',
-        'no start command: set envSpecificDetails.startCommand, add a Procfile web: line or an npm start script',
-      );
-    return { startCommand, commit };
   };
 }
 export type Builder = ReturnType<typeof createBuilder>;

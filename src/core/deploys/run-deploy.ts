@@ -1,4 +1,5 @@
-import type { Runtime } from '../../runtime/types.js';
+import type { FairSlots, Release as SlotRelease } from '../../lib/fair-slots.js';
+import type { Limits, Runtime } from '../../runtime/types.js';
 import type { Logger } from '../../lib/logger.js';
 import { IN_PROGRESS, PENDING, type DeployRow, type DeployStatus } from '../../store/repos/deploys.js';
 import type { Repos, Transact } from '../../store/repos/index.js';
@@ -23,7 +24,9 @@ export function createDeployRunner(deps: {
   runtime: Runtime;
   events: Events;
   lifecycle: Lifecycle;
-  limits: { buildTimeoutMs: number };
+  limits: { buildTimeoutMs: number; buildPlans: Record<'starter' | 'performance', Limits> };
+  /** Builds at once, shared fairly between workspaces (README, "Build limits"). */
+  buildSlots: FairSlots;
   log: Logger;
   build: ReturnType<typeof createBuilder>;
   envFor(service: ServiceRow, deploy: DeployRow): Promise<Record<string, string>>;
@@ -56,6 +59,22 @@ export function createDeployRunner(deps: {
     return done;
   }
 
+  /**
+   * A build slot for the deploy, weighed by its build plan's memory: at once, or after waiting `queued` (Render's
+   * status) behind other workspaces' builds and this workspace's share. Undefined when the deploy left `created`
+   * meanwhile (canceled).
+   */
+  async function buildSlot(service: ServiceRow, deploy: DeployRow, signal: AbortSignal): Promise<SlotRelease> {
+    let queued: Promise<unknown> | undefined;
+    const release = await deps.buildSlots.acquire(service.workspaceId, {
+      weight: deps.limits.buildPlans[service.details.buildPlan ?? 'starter'].memoryMb,
+      signal,
+      onWait: () => void (queued = repos.deploys.transition(deploy.id, ['created'], 'queued')),
+    });
+    await queued;
+    return release;
+  }
+
   async function goLive(serviceId: string, deploy: DeployRow, signal: AbortSignal) {
     await deps.rollOver(serviceId, deploy, signal, (service) =>
       deps.transact(async (tx) => {
@@ -81,11 +100,13 @@ export function createDeployRunner(deps: {
     let service!: ServiceRow;
     let phase: DeployStatus = 'build_failed';
     let building = false; // between build_started and build_ended: a failure owes the build its end
+    let releaseSlot: SlotRelease | undefined;
     try {
       const found = await repos.services.get(serviceId);
       if (!found) return;
       service = found;
       if (!deploy.artifactOf) {
+        releaseSlot = await buildSlot(service, deploy, signal);
         const started = await transitionWith(
           service,
           deploy,
@@ -110,6 +131,7 @@ export function createDeployRunner(deps: {
         );
         deploy = (await repos.deploys.get(deploy.id))!;
         building = false;
+        releaseSlot();
       }
       const details = service.details;
       if (details.preDeployCommand && !deploy.artifactOf) {
@@ -156,6 +178,7 @@ export function createDeployRunner(deps: {
         ]);
       deps.onDeployEnded?.(failure.status, deploy);
     } finally {
+      releaseSlot?.();
       lifecycle.deployEnded(serviceId);
     }
   };
