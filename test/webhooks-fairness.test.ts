@@ -42,7 +42,7 @@ describe('webhooks: fair between workspaces', () => {
 
     for (let i = 0; i < 60; i++) {
       const res = await t.api.post(`/v1/webhooks/${hooks[i % hooks.length]}/test`, undefined, attacker);
-      expect([202, 429]).toContain(res.status);
+      expect(res.status).toBe(202);
     }
     // The attacker's sends are in flight (hanging) before the victim's event is queued.
     await waitFor('the hanging sends', async () => hanging.received.length >= 8, 5000, 10);
