@@ -176,8 +176,10 @@ export interface WebhookSettings {
   retryWindowMs: number;
   /** A webhook failing (no 2xx) this long is disabled. */
   disableAfterMs: number;
+  /** Sends at once per process, per webhook (one while it is failing), and per workspace (its share of the process). */
   concurrency: number;
   concurrencyPerWebhook: number;
+  concurrencyPerWorkspace: number;
   /** Webhooks one workspace may have: each event is queued once per matching webhook. */
   perWorkspace: number;
   /** How often the outbox is polled for due deliveries (an event recorded here wakes it at once). */
@@ -298,6 +300,7 @@ export function loadConfig(env: Env = process.env): Config {
       disableAfterMs: Math.max(1000, int(env, 'SLIPWAY_WEBHOOK_DISABLE_AFTER_MS', 3 * 24 * 3600_000)),
       concurrency: Math.max(1, int(env, 'SLIPWAY_WEBHOOK_CONCURRENCY', 32)),
       concurrencyPerWebhook: Math.max(1, int(env, 'SLIPWAY_WEBHOOK_CONCURRENCY_PER_WEBHOOK', 4)),
+      concurrencyPerWorkspace: Math.max(1, int(env, 'SLIPWAY_WEBHOOK_CONCURRENCY_PER_WORKSPACE', 8)),
       pollMs: Math.max(10, int(env, 'SLIPWAY_WEBHOOK_POLL_MS', 250)),
       perWorkspace: Math.max(1, int(env, 'SLIPWAY_WEBHOOKS_PER_WORKSPACE', 25)),
     },

@@ -4,16 +4,13 @@
  * not one each (thousands of queries on the store the restarting API needs, which held the request log back for
  * longer than the restart test waits). Requests as they are served keep to the service's request budget instead.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
 import type { DropReport } from '../src/observability/logs/budget.js';
 import { createLogs } from '../src/observability/logs/index.js';
-import { openStore, type Store } from '../src/store/db.js';
-import { createRepos, type Repos } from '../src/store/repos/index.js';
-import { createTestDatabase, TEST_DATABASE_URL } from './helpers/server.js';
+import type { Store } from '../src/store/db.js';
+import type { Repos } from '../src/store/repos/index.js';
+import { openTestStore } from './helpers/store.js';
 import { waitFor } from './helpers/wait.js';
 
 const BACKLOG = 2000;
@@ -24,17 +21,7 @@ describe('request records handed on in a burst', () => {
   let repos: Repos;
   let cleanup: () => Promise<void>;
   beforeAll(async () => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-request-log-'));
-    const database = TEST_DATABASE_URL ? await createTestDatabase(TEST_DATABASE_URL) : undefined;
-    store = await openStore(
-      loadConfig({ SLIPWAY_DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SLIPWAY_SECRET_KEY: '' }),
-    );
-    repos = createRepos(store.db);
-    cleanup = async () => {
-      await store.close();
-      await database?.drop();
-      rmSync(dataDir, { recursive: true, force: true });
-    };
+    ({ store, repos, remove: cleanup } = await openTestStore('slipway-request-log-'));
   }, 60_000);
   afterAll(() => cleanup?.());
 

@@ -590,6 +590,10 @@ export const webhookDeliveries = pgTable(
   (t) => [
     uniqueIndex('webhook_deliveries_event_key').on(t.webhookId, t.eventId),
     index('webhook_deliveries_due_idx').on(t.status, t.nextAttemptAt),
+    // The claim walks the webhooks with pending rows and takes each one's first due rows (repos/webhooks.ts `claim`).
+    index('webhook_deliveries_pending_idx')
+      .on(t.webhookId, t.nextAttemptAt, t.id)
+      .where(sql`status = 'pending'`),
   ],
 );
 

@@ -18,9 +18,19 @@ export function retryDelayMs(attempts: number, baseMs: number, random = Math.ran
   return Math.round(plain * (0.8 + 0.4 * random()));
 }
 
+/** A webhook in a failing streak sends one delivery at a time: a dead endpoint holds one slot, not four. */
+export const PER_FAILING_WEBHOOK = 1;
+
+function count(counts: Map<string, number>, key: string, by: number) {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
+}
+
 /**
- * Sends the outbox (webhook_deliveries): claims due rows under a lease, sends each off the request path within the
- * concurrency limits, logs every attempt, and reschedules or settles the row in the same statement as its log entry.
+ * Sends the outbox (webhook_deliveries): claims due rows under a lease, taking turns between workspaces within the
+ * per-process, per-workspace and per-webhook limits (README "Webhooks"), sends each off the request path, logs every
+ * attempt, and reschedules or settles the row in the same statement as its log entry.
  * A process killed mid-send leaves the lease to expire: the row is sent again, with the same webhook-id.
  */
 export function createDispatcher(deps: {
@@ -40,31 +50,35 @@ export function createDispatcher(deps: {
   const { repo, settings, log } = deps;
   // A send ends within the timeout; the lease adds room for the store. Past it, another dispatcher may resend.
   const leaseMs = settings.timeoutMs + 5000;
-  const perWebhook = new Map<string, number>();
+  const busyWebhooks = new Map<string, number>();
+  const busyWorkspaces = new Map<string, number>();
   let inFlight = 0;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let passing: Promise<void> | undefined;
   let again = false;
-  /** The last pass left due rows behind (no room, or a webhook at its limit): a finished send looks again. */
-  let backlog = false;
+  /** The last pass filled every slot: a finished send looks again. */
+  let full = false;
   const sends = new Set<Promise<void>>();
 
+  /** Claims what the limits allow (the store takes turns between workspaces) until no room or nothing more comes. */
   async function pass() {
     for (;;) {
       const room = settings.concurrency - inFlight;
-      backlog = room <= 0;
-      if (stopped || room <= 0) return;
-      const claimed = await repo.claim(room, leaseMs);
-      let released = false;
-      for (const d of claimed) {
-        if ((perWebhook.get(d.webhookId) ?? 0) >= settings.concurrencyPerWebhook) {
-          await repo.release(d.id); // its turn comes when one of this webhook's sends ends
-          released = true;
-        } else start(d);
-      }
-      backlog = released;
-      if (released || claimed.length < room) return;
+      full = room <= 0;
+      if (stopped || full) return;
+      const claimed = await repo.claim({
+        limit: room,
+        leaseMs,
+        perWebhook: settings.concurrencyPerWebhook,
+        perFailingWebhook: PER_FAILING_WEBHOOK,
+        perWorkspace: settings.concurrencyPerWorkspace,
+        busyWebhooks,
+        busyWorkspaces,
+      });
+      for (const d of claimed) start(d);
+      full = claimed.length >= room;
+      if (!full) return;
     }
   }
 
@@ -87,18 +101,24 @@ export function createDispatcher(deps: {
 
   function start(d: ClaimedDelivery) {
     inFlight++;
-    perWebhook.set(d.webhookId, (perWebhook.get(d.webhookId) ?? 0) + 1);
+    count(busyWebhooks, d.webhookId, 1);
+    count(busyWorkspaces, d.workspaceId, 1);
     const sending = deliver(d)
       .catch((err: unknown) =>
         log.error({ err, webhookId: d.webhookId, eventId: d.eventId }, 'webhook delivery failed'),
       )
       .finally(() => {
+        // Rows may have been held back by a limit this send counted against: they may go now. Otherwise new events
+        // poke, and the poll finds retries.
+        const limited =
+          full ||
+          (busyWebhooks.get(d.webhookId) ?? 0) >= (d.failing ? PER_FAILING_WEBHOOK : settings.concurrencyPerWebhook) ||
+          (busyWorkspaces.get(d.workspaceId) ?? 0) >= settings.concurrencyPerWorkspace;
         inFlight--;
-        const left = (perWebhook.get(d.webhookId) ?? 1) - 1;
-        if (left > 0) perWebhook.set(d.webhookId, left);
-        else perWebhook.delete(d.webhookId);
+        count(busyWebhooks, d.webhookId, -1);
+        count(busyWorkspaces, d.workspaceId, -1);
         sends.delete(sending);
-        if (backlog) poke(); // otherwise new events poke, and the poll finds retries
+        if (limited) poke();
       });
     sends.add(sending);
   }

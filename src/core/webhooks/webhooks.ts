@@ -17,6 +17,9 @@ export interface WebhookView {
   secret: string;
 }
 
+/** Test pings a webhook keeps pending (queued or retrying): a new one drops the oldest that is not being sent. */
+export const TEST_PINGS_KEPT = 5;
+
 /** How long the secret before a rotation still signs. */
 export const PREVIOUS_SECRET_MS = 24 * 3600_000;
 
@@ -98,16 +101,14 @@ export function createWebhooks(deps: {
       if (!row) throw notFound('webhook');
       return view(row);
     },
-    /** Queues a `webhook_test` delivery through the outbox, like any event; answers its id (the webhook-id header). */
+    /**
+     * Queues a `webhook_test` delivery through the outbox, like any event; answers its id (the webhook-id header). Past
+     * TEST_PINGS_KEPT pending pings, the oldest not being sent is dropped.
+     */
     async sendTest(webhook: WebhookRow, now = new Date()): Promise<string> {
       const id = newId('event');
       const payload = { type: 'webhook_test', timestamp: now.toISOString(), data: { id, webhookId: webhook.id } };
-      await repo.enqueue({
-        webhookId: webhook.id,
-        eventId: id,
-        eventType: 'webhook_test',
-        payload: JSON.stringify(payload),
-      });
+      await repo.enqueueTest({ webhookId: webhook.id, eventId: id, payload: JSON.stringify(payload) }, TEST_PINGS_KEPT);
       deps.poke?.();
       return id;
     },

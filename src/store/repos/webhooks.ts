@@ -19,12 +19,26 @@ export interface AttemptQuery {
 export interface ClaimedDelivery {
   id: number;
   webhookId: string;
+  workspaceId: string;
+  /** In a failing streak: its webhook sends `perFailingWebhook` at a time. */
+  failing: boolean;
   eventId: string;
   eventType: string;
   payload: string;
   attempts: number;
   createdAt: Date;
   webhook: Pick<WebhookRow, 'url' | 'sealedSecret' | 'sealedPreviousSecret' | 'previousSecretExpiresAt'>;
+}
+/** A claim: how many rows at most, the limits, and this process's sends under way that count against them. */
+export interface ClaimQuery {
+  limit: number;
+  leaseMs: number;
+  perWebhook: number;
+  perFailingWebhook: number;
+  perWorkspace: number;
+  /** Sends under way per webhook and per workspace. */
+  busyWebhooks: ReadonlyMap<string, number>;
+  busyWorkspaces: ReadonlyMap<string, number>;
 }
 const dateOrNull = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string));
 
@@ -71,31 +85,78 @@ export function createWebhookRepo(db: Db) {
     async delete(id: string): Promise<void> {
       await db.delete(webhooks).where(eq(webhooks.id, id));
     },
-    /** A delivery outside the event feed (the test ping). */
-    async enqueue(row: { webhookId: string; eventId: string; eventType: string; payload: string }): Promise<void> {
-      await db.insert(webhookDeliveries).values(row);
+    /**
+     * A test ping (a delivery outside the event feed). The webhook keeps at most `keep` of them pending: the oldest
+     * past that which are not being sent are dropped, so pings at a dead endpoint cannot pile up.
+     */
+    async enqueueTest(row: { webhookId: string; eventId: string; payload: string }, keep: number): Promise<void> {
+      await db.execute(sql`
+        with dropped as (
+          delete from webhook_deliveries where id in (
+            select id from webhook_deliveries
+            where webhook_id = ${row.webhookId} and status = 'pending' and event_type = 'webhook_test'
+              and (claimed_until is null or claimed_until < now())
+            order by id desc offset ${keep - 1}
+          )
+        )
+        insert into webhook_deliveries (webhook_id, event_id, event_type, payload)
+        values (${row.webhookId}, ${row.eventId}, 'webhook_test', ${row.payload})`);
     },
     /**
-     * Leases up to `limit` due deliveries of enabled webhooks until `leaseMs` from now. `skip locked`: two processes on
-     * one Postgres never claim the same row; a process killed mid-send leaves a lease that expires, and the row is
-     * claimed again (at least once).
+     * Leases due deliveries of enabled webhooks until `leaseMs` from now, up to `limit`, taking turns between
+     * workspaces. The webhooks with pending rows are walked on the pending index (a probe each, whatever the backlog);
+     * each gives its oldest due rows up to its limit less its sends under way; a workspace's candidates are numbered
+     * after its own sends under way, and every workspace's first turn is taken before anyone's second, up to the
+     * per-workspace limit. `skip locked`: two processes on one Postgres never claim the same row; a process killed
+     * mid-send leaves a lease that expires, and the row is claimed again (at least once).
      */
-    async claim(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+    async claim(q: ClaimQuery): Promise<ClaimedDelivery[]> {
+      const busy = (counts: ReadonlyMap<string, number>) => JSON.stringify(Object.fromEntries(counts));
       const result = await db.execute(sql`
-        update webhook_deliveries d set claimed_until = now() + ${`${leaseMs} milliseconds`}::interval
+        with recursive pending(webhook_id) as (
+          select min(webhook_id) from webhook_deliveries where status = 'pending'
+          union all
+          select (select min(d.webhook_id) from webhook_deliveries d
+            where d.status = 'pending' and d.webhook_id > p.webhook_id)
+          from pending p where p.webhook_id is not null
+        ), busy_webhook as (
+          select key as webhook_id, value::int as n from jsonb_each_text(${busy(q.busyWebhooks)}::jsonb)
+        ), busy_workspace as (
+          select key as workspace_id, value::int as n from jsonb_each_text(${busy(q.busyWorkspaces)}::jsonb)
+        ), candidates as (
+          select c.id, c.next_attempt_at, w.workspace_id
+          from pending p join webhooks w on w.id = p.webhook_id and w.enabled
+          left join busy_webhook bh on bh.webhook_id = w.id
+          cross join lateral (
+            select d.id, d.next_attempt_at from webhook_deliveries d
+            where d.webhook_id = w.id and d.status = 'pending' and d.next_attempt_at <= now()
+              and (d.claimed_until is null or d.claimed_until < now())
+            order by d.next_attempt_at, d.id
+            limit greatest(0, coalesce(-bh.n, 0)
+              + case when w.failing_since is null then ${q.perWebhook}::int else ${q.perFailingWebhook}::int end)
+          ) c
+        ), turns as (
+          select c.id, c.next_attempt_at, coalesce(bw.n, 0)
+            + row_number() over (partition by c.workspace_id order by c.next_attempt_at, c.id) as turn
+          from candidates c left join busy_workspace bw on bw.workspace_id = c.workspace_id
+        ), chosen as (
+          select id from turns where turn <= ${q.perWorkspace}::int order by turn, next_attempt_at, id limit ${q.limit}
+        )
+        update webhook_deliveries d set claimed_until = now() + ${`${q.leaseMs} milliseconds`}::interval
         from webhooks w
         where w.id = d.webhook_id and d.id in (
-          select d2.id from webhook_deliveries d2 join webhooks w on w.id = d2.webhook_id
-          where d2.status = 'pending' and w.enabled and d2.next_attempt_at <= now()
+          select d2.id from webhook_deliveries d2
+          where d2.id in (select id from chosen) and d2.status = 'pending'
             and (d2.claimed_until is null or d2.claimed_until < now())
-          order by d2.next_attempt_at limit ${limit}
           for update of d2 skip locked
         )
-        returning d.id, d.webhook_id, d.event_id, d.event_type, d.payload, d.attempts, d.created_at,
-          w.url, w.sealed_secret, w.sealed_previous_secret, w.previous_secret_expires_at`);
+        returning d.id, d.webhook_id, d.event_id, d.event_type, d.payload, d.attempts, d.created_at, w.workspace_id,
+          w.failing_since, w.url, w.sealed_secret, w.sealed_previous_secret, w.previous_secret_expires_at`);
       return rowsOf(result).map((r) => ({
         id: Number(r.id),
         webhookId: r.webhook_id as string,
+        workspaceId: r.workspace_id as string,
+        failing: r.failing_since !== null,
         eventId: r.event_id as string,
         eventType: r.event_type as string,
         payload: r.payload as string,
@@ -115,10 +176,6 @@ export function createWebhookRepo(db: Db) {
         .update(webhookDeliveries)
         .set({ claimedUntil: null })
         .where(and(eq(webhookDeliveries.status, 'pending'), sql`${webhookDeliveries.claimedUntil} is not null`));
-    },
-    /** Hands a claimed delivery back untried (over a concurrency limit). */
-    async release(id: number): Promise<void> {
-      await db.update(webhookDeliveries).set({ claimedUntil: null }).where(eq(webhookDeliveries.id, id));
     },
     /**
      * After an attempt, in one statement: its log entry; the delivery done (`succeeded`/`failed`) or pending again at
