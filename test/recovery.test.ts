@@ -4,6 +4,7 @@ import { deployFixture, finished, packFixture, processesOf, upload, viaRouter } 
 import { client, signUp, type TestUser } from './helpers/client.js';
 import { freePort, freshStore, spawnSlipway, waitFor, waitForHealthy, type SlipwayProcess } from './helpers/process.js';
 import { useServer } from './helpers/server.js';
+import { mountsUnder } from '../src/runtime/local/build-disks.js';
 
 const t = useServer();
 
@@ -99,6 +100,7 @@ describe('kill -9 of Slipway', () => {
         (await api.get(`/v1/services/${service.id}/deploys/${hanging.body.deployId}`, owner)).body.status ===
         'build_in_progress',
     );
+    const mountsDisks = (await api.get('/status')).body.isolation.limits.buildDisk as boolean;
     proc.child.kill('SIGKILL');
     await proc.exited;
 
@@ -113,8 +115,13 @@ describe('kill -9 of Slipway', () => {
       },
       10_000,
     );
+    // The build's disk stayed mounted when Slipway died (where this machine mounts build disks); the new process
+    // unmounts it before anything else.
+    const buildDisk = `${store.dataDir}/services/${service.id}/build`;
+    if (mountsDisks) expect(mountsUnder(buildDisk)).toEqual([buildDisk]);
     proc = spawnSlipway(env);
     await waitForHealthy(url);
+    expect(mountsUnder(buildDisk)).toEqual([]);
     const after = await viaRouter(routerPort, service.slug);
     expect(after.status).toBe(200);
     expect(after.json()).toMatchObject({ boot: before.boot, version: 'v1' }); // re-adopted, not restarted

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_NETWORK_CIDR } from '../../src/config.js';
 import { findProgram } from '../../src/runtime/local/capabilities.js';
 import { removeNetworksOf } from '../../src/runtime/local/network/index.js';
+import { sweepBuildDisks } from '../../src/runtime/local/build-disks.js';
 import { killProcessesUnder } from './kill-under.js';
 import { createTestDatabase, TEST_DATABASE_URL } from './server.js';
 
@@ -56,6 +57,7 @@ export async function removeDataDir(dataDir: string): Promise<void> {
   await stopNginx(dataDir); // before the SIGKILLs below: a killed master would leave its workers serving
   killProcessesUnder(dataDir);
   await removeNetworksOf(dataDir, DEFAULT_NETWORK_CIDR, findProgram);
+  await sweepBuildDisks(dataDir); // a build's disk stays mounted when Slipway is killed during it
   rmSync(dataDir, { recursive: true, force: true });
 }
 

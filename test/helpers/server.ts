@@ -8,6 +8,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import type { LogOptions } from '../../src/http/app.js';
 import { findProgram } from '../../src/runtime/local/capabilities.js';
 import { removeNetworksOf } from '../../src/runtime/local/network/index.js';
+import { sweepBuildDisks } from '../../src/runtime/local/build-disks.js';
 import { startSlipway, type Slipway } from '../../src/server.js';
 import { client, type Client } from './client.js';
 import { killProcessesUnder } from './kill-under.js';
@@ -145,6 +146,7 @@ export async function bootServer(
       dataDirsByRouterPort.delete(slipway.routerPort);
       killProcessesUnder(dataDir);
       await removeNetworksOf(dataDir, config.networkCidr, findProgram);
+      await sweepBuildDisks(dataDir);
       await database?.drop();
       rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 });
     },

@@ -97,19 +97,6 @@ export function gitCloneCommand(
   };
 }
 
-export const gitCheckoutCommand = (dir: string, commitId: string): Command => ({
-  file: 'git',
-  args: ['-C', dir, '-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', commitId, '--'],
-  env: GIT_ENV,
-});
-
-/** Prints the commit id and subject on two lines. */
-export const gitHeadCommand = (dir: string): Command => ({
-  file: 'git',
-  args: ['-C', dir, 'log', '-1', '--format=%H%n%s'],
-  env: GIT_ENV,
-});
-
 /** `git ls-remote` of one branch (or of HEAD without one): prints `<commit>\t<ref>`, without cloning anything. */
 export function gitLsRemoteCommand(repo: string, opts: { branch?: string; protocols: string[] }): Command {
   const ref = opts.branch ? `refs/heads/${opts.branch}` : 'HEAD';

@@ -67,6 +67,27 @@ const space = (dir: string) => {
 };
 
 /**
+ * Unmounts the build disks a killed Slipway left mounted in `dataDir` (a service's `build/`, a blueprint's clone
+ * dir): at start, and by tests before they remove a data dir. Nothing else mounted there is touched.
+ */
+export async function sweepBuildDisks(dataDir: string): Promise<void> {
+  const root = path.resolve(dataDir);
+  const ours = (point: string) => {
+    const rel = path.relative(root, point).split(path.sep);
+    return (
+      (rel.length === 3 && rel[0] === 'services' && rel[2] === 'build') ||
+      (rel.length === 3 && rel[0] === 'blueprints' && rel[1] === '.clones')
+    );
+  };
+  const umount = findProgram('umount');
+  if (!umount || process.getuid?.() !== 0) return;
+  for (const point of mountsUnder(root).filter(ours)) {
+    const result = await run(tool(umount, point), { timeoutMs: TIMEOUT_MS });
+    if (result.exitCode !== 0) await run(tool(umount, '-l', point), { timeoutMs: TIMEOUT_MS });
+  }
+}
+
+/**
  * Build disks (README, "Build limits"): each service's builds write to an ext4 image of their own, loop-mounted for
  * the build, so a build can fill at most its own disk. Without the tools or loop devices, `dir` is a plain dir of the
  * host's disk (capped: false), which capabilities report.

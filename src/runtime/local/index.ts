@@ -2,7 +2,7 @@ import { DEFAULT_NETWORK_CIDR } from '../../config.js';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
 import type { Runtime, RuntimeCapabilities } from '../types.js';
-import { createBuildDisks, detectDiskTools } from './build-disks.js';
+import { createBuildDisks, detectDiskTools, sweepBuildDisks } from './build-disks.js';
 import { runBuild, runTool } from './builds.js';
 import { detectCapabilities, findProgram, type SandboxMode } from './capabilities.js';
 import { permissionHint } from './host-paths.js';
@@ -89,6 +89,7 @@ export async function createLocalRuntime(options: {
 }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir, options.sandbox);
   // Both probes make and remove something (a namespace, a mounted disk): at once.
+  await sweepBuildDisks(options.dataDir);
   const [networks, disks] = await Promise.all([
     chooseNetwork(
       { dataDir: options.dataDir, mode: options.network ?? 'auto', cidr: options.networkCidr ?? DEFAULT_NETWORK_CIDR },
