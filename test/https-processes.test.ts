@@ -87,6 +87,7 @@ describe.skipIf(!TEST_DATABASE_URL || !hasPebble())('certificates across Slipway
     const added = await viaB.post(`/v1/services/${service.id}/custom-domains`, { name }, owner);
     expect(added.status).toBe(201);
     await proveOwnership(dns, added.body[0]);
+    expect((await viaB.post(`/v1/services/${service.id}/custom-domains/${name}/verify`, {}, owner)).status).toBe(202);
 
     const root = await acme.issuingRoot();
     let serials: Array<string | undefined> = [];
