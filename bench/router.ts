@@ -15,7 +15,7 @@ import autocannon from 'autocannon';
 import { generate } from 'selfsigned';
 import { findProgram } from '../src/runtime/local/capabilities.js';
 import { hasPebble, startPebble } from '../test/helpers/acme.js';
-import { startTestDns } from '../test/helpers/dns.js';
+import { proveOwnership, startTestDns } from '../test/helpers/dns.js';
 import { fixtureArchive, freePort, log, median, signUp, sleep, startSlipway, table, type BenchCaller } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
@@ -235,8 +235,9 @@ async function domainToHttps(): Promise<number | undefined> {
     const name = `bench-${Date.now().toString(36)}.com`;
     await dns.addA(name, ['127.0.0.1']);
     const started = performance.now();
-    await call('POST', `/v1/services/${service.id}/custom-domains`, { name });
-    await call('POST', `/v1/services/${service.id}/custom-domains/${name}/verify`); // as a user would, DNS in place
+    const [domain] = await call('POST', `/v1/services/${service.id}/custom-domains`, { name });
+    await proveOwnership(dns, domain); // the TXT record the body names, as a user would create it
+    await call('POST', `/v1/services/${service.id}/custom-domains/${name}/verify`);
     const ok = () =>
       new Promise<boolean>((resolve) =>
         https

@@ -99,9 +99,10 @@ export async function wireDomains(deps: {
     lookup: createDnsLookup(config.dnsServers),
     appsDomain: config.appsDomain,
     routerIps: config.routerPublicIps,
+    tagOf: (workspaceId) => deps.box.tag('custom-domain-challenge', workspaceId),
     retryBaseMs: config.domainRetryMs,
     perService: config.domainsPerService,
-    slugOf: (id) => repos.services.get(id),
+    claimantOf: (id) => repos.services.get(id),
     events: deps.events,
     onRoutesChanged: async () => {
       await loadRoutes();

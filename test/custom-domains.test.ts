@@ -1,15 +1,15 @@
 /**
- * Custom domains against a real DNS server (pebble-challtestsrv): Render's routes and bodies, names unique across the
- * instance, verification by CNAME or by the router's addresses, routing by Host once verified (the www twin a 301),
- * a domain that stops pointing, and deletion stopping the routing at once.
+ * Custom domains against a real DNS server (pebble-challtestsrv): Render's routes and bodies, names unique in a
+ * workspace, verification by CNAME or by the router's addresses with the workspace's TXT proof, routing by Host once
+ * verified (the www twin a 301), a domain that stops pointing, and deletion stopping the routing at once.
+ * Ownership across workspaces: custom-domain-ownership.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import http from 'node:http';
-import { deployFixture } from './helpers/apps.js';
+import { deployFixture, viaRouterAs } from './helpers/apps.js';
 import { client, signUp, type Client } from './helpers/client.js';
 import { createUploaded, syncEnded } from './helpers/blueprints.js';
-import { hasChallTestSrv, startTestDns, type TestDns } from './helpers/dns.js';
+import { hasChallTestSrv, proveOwnership, startTestDns, type TestDns } from './helpers/dns.js';
 import { waitFor } from './helpers/process.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 
@@ -38,25 +38,9 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
   /** A registrable (apex) name no other test uses. */
   const unique = () => `shop-${randomBytes(4).toString('hex')}.com`;
   /** What the router answers for `Host: <host>:<router port>`, without following redirects. */
-  function routed(
-    host: string,
-    path = '/',
-  ): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
-    return new Promise((resolve, reject) => {
-      const port = server.slipway.routerPort;
-      const req = http.request({ host: '127.0.0.1', port, path, headers: { host: `${host}:${port}` } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() }),
-        );
-      });
-      req.on('error', reject);
-      req.end();
-    });
-  }
+  const routed = (host: string, path = '/') => viaRouterAs(server.slipway.routerPort, host, path, { agent: false });
 
-  it('adds an apex with its www twin, verifies it by its A record, routes it, redirects the twin, and stops when DNS moves away', async () => {
+  it('adds an apex with its www twin, verifies it by its A record and TXT proof, routes it, redirects the twin, and stops when DNS moves away', async () => {
     const owner = await signUp(api);
     const { service } = await deployFixture(api, owner, 'node-web');
     const apex = unique();
@@ -79,6 +63,8 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
       server: { id: service.id, name: service.name },
     });
     expect(main.dnsRecords).toEqual([{ type: 'A', name: apex, value: ROUTER_IP }]);
+    expect(main.verificationRecord).toMatchObject({ type: 'TXT', name: `_slipway-challenge.${apex}` });
+    expect(main.unverifiedReason).toBe('not checked yet');
     expect(twin).toMatchObject({ name: `www.${apex}`, domainType: 'subdomain', redirectForName: apex });
     expect(twin.dnsRecords).toContainEqual({ type: 'CNAME', name: `www.${apex}`, value: `${service.slug}.localhost` });
 
@@ -91,8 +77,14 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
       'unverified',
     );
 
-    // DNS now points at the router (A for the apex, CNAME for www): verify answers 202 and GET shows it at once.
+    // DNS points at the router (A for the apex): not proof that the name is this workspace's.
     await dns.addA(apex, [ROUTER_IP]);
+    await api.post(`/v1/services/${service.id}/custom-domains/${apex}/verify`, undefined, owner);
+    const unproven = await api.get(`/v1/services/${service.id}/custom-domains/${apex}`, owner);
+    expect(unproven.body.verificationStatus).toBe('unverified');
+    expect(unproven.body.unverifiedReason).toMatch(/does not prove/);
+    // With the TXT proof for the apex, and a CNAME to the service for www: verify answers 202 and GET shows it.
+    await proveOwnership(dns, main);
     await dns.setCname(`www.${apex}`, `${service.slug}.localhost`);
     expect(
       (await api.post(`/v1/services/${service.id}/custom-domains/${main.id}/verify`, undefined, owner)).status,
@@ -102,9 +94,10 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
       list.body.map((i: { customDomain: { verificationStatus: string } }) => i.customDomain.verificationStatus),
     ).toEqual(['verified', 'verified']);
     expect(list.body[0].cursor).toBeDefined();
+    expect(list.body[0].customDomain.unverifiedReason).toBe('');
     const served = await routed(apex, '/hello?x=1');
     expect(served.status).toBe(200);
-    expect(JSON.parse(served.text).env.SLIPWAY_SERVICE_ID).toBe(service.id);
+    expect(served.json().env.SLIPWAY_SERVICE_ID).toBe(service.id);
     const redirect = await routed(`www.${apex}`, '/path?q=2');
     expect(redirect.status).toBe(301);
     expect(redirect.headers.location).toBe(`http://${apex}:${server.slipway.routerPort}/path?q=2`);
@@ -128,7 +121,7 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
     expect((await routed(`www.${apex}`)).status).toBe(404);
   });
 
-  it('verifies in the background, and keeps a name to one service across the instance', async () => {
+  it('verifies in the background; another workspace may add the name, but not verify it', async () => {
     const owner = await signUp(api);
     const { service } = await deployFixture(api, owner, 'node-web');
     const name = `app.${unique()}`;
@@ -136,14 +129,15 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
     expect(added.body).toHaveLength(1); // not an apex, not www.: no twin
     expect(added.body[0]).toMatchObject({ domainType: 'subdomain', redirectForName: '' });
 
-    // Another workspace cannot take it (409), even unverified, nor its apex's www twin pair.
+    // Another workspace may add it too (no 409 telling that someone holds it), and cannot see or delete ours (404).
     const other = await signUp(api);
     const theirs = await deployFixture(api, other, 'node-web');
-    expect((await api.post(`/v1/services/${theirs.service.id}/custom-domains`, { name }, other)).status).toBe(409);
-    // Nor can it see or delete ours (404).
+    const path = `/v1/services/${theirs.service.id}/custom-domains`;
+    expect((await api.post(path, { name }, other)).status).toBe(201);
     expect((await api.get(`/v1/services/${service.id}/custom-domains/${name}`, other)).status).toBe(404);
     expect((await api.delete(`/v1/services/${service.id}/custom-domains/${name}`, other)).status).toBe(404);
 
+    // The CNAME reaches our service's own name: ours verifies in the background, theirs never does.
     await dns.setCname(name, `${service.slug}.localhost`);
     await waitFor(
       'the background check to verify it',
@@ -153,6 +147,9 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
       15_000,
     );
     await waitFor('the router to serve it', async () => (await routed(name)).status === 200, 5_000);
+    expect((await routed(name)).json().env.SLIPWAY_SERVICE_ID).toBe(service.id);
+    await api.post(`${path}/${name}/verify`, undefined, other);
+    expect((await api.get(`${path}/${name}`, other)).body.verificationStatus).toBe('unverified');
   });
 
   it('refuses names that are not hostnames, IPs, public suffixes and the apps domain (400), and takes IDNs as punycode', async () => {
@@ -186,12 +183,15 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
     expect((await api.get(`${path}/nope.example.com`, owner)).status).toBe(404);
   });
 
-  it("adds a blueprint's domains to its service on sync, once; a name another service holds is a warning", async () => {
+  it("adds a blueprint's domains to its service on sync, once; a name another service of the workspace holds is a warning", async () => {
     const owner = await signUp(api);
     const other = await signUp(api);
-    const { service: theirs } = await deployFixture(api, other, 'node-web');
-    const taken = unique();
-    expect((await api.post(`/v1/services/${theirs.id}/custom-domains`, { name: taken }, other)).status).toBe(201);
+    const bare = (as: typeof owner) =>
+      api.post('/v1/services', { type: 'static_site', name: `bare-${randomBytes(3).toString('hex')}` }, as);
+    const [sibling, theirs] = [(await bare(owner)).body.service, (await bare(other)).body.service];
+    const [taken, elsewhere] = [unique(), unique()];
+    expect((await api.post(`/v1/services/${sibling.id}/custom-domains`, { name: taken }, owner)).status).toBe(201);
+    expect((await api.post(`/v1/services/${theirs.id}/custom-domains`, { name: elsewhere }, other)).status).toBe(201);
     const mine = `bp-${randomBytes(3).toString('hex')}.example.com`;
     const yaml = `services:
   - type: web
@@ -201,6 +201,7 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
     domains:
       - ${mine}
       - ${taken}
+      - ${elsewhere}
 `;
     const created = await createUploaded(api, owner, 'with-domains', yaml);
     expect(created.status).toBe(201);
@@ -208,15 +209,20 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
     const site = first.resources.find((r: { name: string }) => r.name === 'bp-site');
     expect(site).toMatchObject({
       action: 'created',
-      warnings: [expect.stringMatching(new RegExp(`${taken}.*already`))],
+      warnings: [expect.stringMatching(new RegExp(`${taken}.*already.*this workspace`))],
     });
-    const listed = await api.get(`/v1/services/${site.id}/custom-domains`, owner);
-    expect(listed.body.map((i: { customDomain: { name: string } }) => i.customDomain.name)).toEqual([mine]);
-    // A second sync: the service keeps its one domain, and the other name is still another service's.
+    // Another workspace's name is added (unverified until DNS proves it ours), with its www twin.
+    const names = async () =>
+      (await api.get(`/v1/services/${site.id}/custom-domains`, owner)).body
+        .map((i: { customDomain: { name: string } }) => i.customDomain.name)
+        .sort();
+    const expected = [mine, elsewhere, `www.${elsewhere}`].sort();
+    expect(await names()).toEqual(expected);
+    // A second sync: the service keeps its domains once, and the sibling's name is still a warning.
     const again = await api.post(`/v1/blueprints/${created.body.blueprint.id}/sync`, {}, owner);
     const second = await syncEnded(api, owner, created.body.blueprint.id, again.body.id);
     const resynced = second.resources.find((r: { name: string }) => r.name === 'bp-site');
-    expect(resynced.warnings).toEqual([expect.stringMatching(new RegExp(taken))]); // still theirs; mine kept once
-    expect((await api.get(`/v1/services/${site.id}/custom-domains`, owner)).body).toHaveLength(1);
+    expect(resynced.warnings).toEqual([expect.stringMatching(new RegExp(taken))]);
+    expect(await names()).toEqual(expected);
   });
 });

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasPebble, startPebble, type TestAcme } from './helpers/acme.js';
 import { deployFixture } from './helpers/apps.js';
 import { client, signUp } from './helpers/client.js';
-import { startTestDns, type TestDns } from './helpers/dns.js';
+import { proveOwnership, startTestDns, type TestDns } from './helpers/dns.js';
 import { freePort, freshStore, removeDataDir, spawnSlipway, waitFor, type SlipwayProcess } from './helpers/process.js';
 import { TEST_DATABASE_URL } from './helpers/server.js';
 
@@ -84,7 +84,10 @@ describe.skipIf(!TEST_DATABASE_URL || !hasPebble())('certificates across Slipway
     });
     const name = `shop-${randomBytes(4).toString('hex')}.com`;
     await dns.addA(name, ['127.0.0.1']);
-    expect((await viaB.post(`/v1/services/${service.id}/custom-domains`, { name }, owner)).status).toBe(201);
+    const added = await viaB.post(`/v1/services/${service.id}/custom-domains`, { name }, owner);
+    expect(added.status).toBe(201);
+    await proveOwnership(dns, added.body[0]);
+    expect((await viaB.post(`/v1/services/${service.id}/custom-domains/${name}/verify`, {}, owner)).status).toBe(202);
 
     const root = await acme.issuingRoot();
     let serials: Array<string | undefined> = [];

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasPebble, startPebble, type TestAcme } from './helpers/acme.js';
 import { deployFixture } from './helpers/apps.js';
 import { client, signUp, type Client, type TestUser } from './helpers/client.js';
-import { startTestDns, type TestDns } from './helpers/dns.js';
+import { proveOwnership, startTestDns, type TestDns } from './helpers/dns.js';
 import { freePort, waitFor, type SlipwayProcess } from './helpers/process.js';
 import { useRestartableSlipway } from './helpers/restartable.js';
 import { nginxBinary, nginxFiles, runningMaster } from '../src/router/nginx/process.js';
@@ -107,7 +107,9 @@ for (const router of ROUTERS)
       await dns.addA(name, ['127.0.0.1']);
 
       const added = Date.now();
-      expect((await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner)).status).toBe(201);
+      const domain = await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner);
+      expect(domain.status).toBe(201);
+      await proveOwnership(dns, domain.body[0]); // the TXT record the body asks for
       expect((await api.post(`/v1/services/${service.id}/custom-domains/${name}/verify`, {}, owner)).status).toBe(202);
       let first: Answer | undefined;
       await waitFor(
@@ -183,7 +185,9 @@ for (const router of ROUTERS)
       const name = unique();
       await dns.addA(name, ['127.0.0.1']);
       await dns.addA(`www.${name}`, ['127.0.0.1']);
-      expect((await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner)).status).toBe(201);
+      const added = await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner);
+      expect(added.status).toBe(201);
+      for (const domain of added.body) await proveOwnership(dns, domain); // the apex and its twin
       // The twin routes nowhere itself: over HTTPS it answers the redirect, with a chain valid for its own name.
       let twin: Answer | undefined;
       await waitFor(
@@ -201,7 +205,9 @@ for (const router of ROUTERS)
       // Verified (a router address), but pebble's http-01 check reaches 127.0.0.2, where the router does not listen.
       const name = unique();
       await dns.addA(name, ['127.0.0.2']);
-      expect((await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner)).status).toBe(201);
+      const added = await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner);
+      expect(added.status).toBe(201);
+      await proveOwnership(dns, added.body[0]);
       await waitFor(
         'two failed orders',
         async () =>
@@ -249,7 +255,9 @@ describe.skipIf(!hasPebble())('an ACME server that never answers', () => {
       (await api.get(`/v1/services/${service.id}/custom-domains/${name}`, owner)).body.verificationStatus;
     for (const name of [unique(), unique()]) {
       await blackDns.addA(name, ['127.0.0.1']);
-      expect((await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner)).status).toBe(201);
+      const added = await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner);
+      expect(added.status).toBe(201);
+      await proveOwnership(blackDns, added.body[0]);
       // Verified by the background checks, although the first name's order is stuck on the silent server.
       await waitFor(`${name} verified`, async () => (await status(name)) === 'verified', 10_000);
     }

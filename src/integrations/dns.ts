@@ -7,7 +7,14 @@ export interface DnsAnswer {
   /** Its A and AAAA addresses (after the chain). */
   addresses: string[];
 }
-export type DnsLookup = (name: string) => Promise<DnsAnswer>;
+
+/** The DNS questions custom domains ask (core/domains). */
+export interface DnsLookup {
+  /** Where `name` points: its CNAME chain and addresses. */
+  points(name: string): Promise<DnsAnswer>;
+  /** The TXT records at `name`, each one string (its chunks joined). */
+  txt(name: string): Promise<string[]>;
+}
 
 const MAX_CHAIN = 8;
 const notFound = (err: unknown) => ['ENODATA', 'ENOTFOUND', 'NXDOMAIN'].includes((err as { code?: string }).code ?? '');
@@ -27,17 +34,22 @@ export function createDnsLookup(servers: string[], timeoutMs = 3000): DnsLookup 
       throw err;
     }
   };
-  return async (name) => {
-    const cnames: string[] = [];
-    let at = name;
-    for (let hop = 0; hop < MAX_CHAIN; hop++) {
-      const [next] = await records(() => resolver.resolveCname(at));
-      if (!next) break;
-      at = next.toLowerCase().replace(/\.$/, '');
-      cnames.push(at);
-    }
-    const v4 = await records(() => resolver.resolve4(at));
-    const v6 = await records(() => resolver.resolve6(at));
-    return { cnames, addresses: [...v4, ...v6] };
+  return {
+    async points(name) {
+      const cnames: string[] = [];
+      let at = name;
+      for (let hop = 0; hop < MAX_CHAIN; hop++) {
+        const [next] = await records(() => resolver.resolveCname(at));
+        if (!next) break;
+        at = next.toLowerCase().replace(/\.$/, '');
+        cnames.push(at);
+      }
+      const v4 = await records(() => resolver.resolve4(at));
+      const v6 = await records(() => resolver.resolve6(at));
+      return { cnames, addresses: [...v4, ...v6] };
+    },
+    async txt(name) {
+      return (await records(() => resolver.resolveTxt(name))).map((chunks) => chunks.join(''));
+    },
   };
 }

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -6,13 +6,24 @@ import path from 'node:path';
 export interface SecretBox {
   seal(plaintext: string): string;
   open(sealed: string): string;
+  /**
+   * A stable, unguessable tag of `data` for one `purpose` (HMAC-SHA256 under a key derived for that purpose, base64url,
+   * 128 bits): the same on every process that shares the secret key, and useless for any other purpose.
+   */
+  tag(purpose: string, data: string): string;
 }
 
 const VERSION = 'v1';
 
 export function createSecretBox(key: Buffer): SecretBox {
   if (key.length !== 32) throw new Error('the secret key must be 32 bytes');
+  const tagKeys = new Map<string, Buffer>();
   return {
+    tag(purpose, data) {
+      let tagKey = tagKeys.get(purpose);
+      if (!tagKey) tagKeys.set(purpose, (tagKey = Buffer.from(hkdfSync('sha256', key, '', `slipway:${purpose}`, 32))));
+      return createHmac('sha256', tagKey).update(data).digest().subarray(0, 16).toString('base64url');
+    },
     seal(plaintext) {
       const iv = randomBytes(12);
       const cipher = createCipheriv('aes-256-gcm', key, iv);

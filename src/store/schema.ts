@@ -844,7 +844,10 @@ export const identities = pgTable(
   ],
 );
 
-/** A custom domain of a service (Render's customDomain); routable once its DNS points at Slipway (core/domains). */
+/**
+ * A custom domain of a service (Render's customDomain); routable once its DNS points at Slipway and proves the
+ * workspace owns it (core/domains). Any workspace may add any name; at most one row per name is verified.
+ */
 export const customDomains = pgTable(
   'custom_domains',
   {
@@ -852,7 +855,11 @@ export const customDomains = pgTable(
     serviceId: text('service_id')
       .notNull()
       .references(() => services.id, { onDelete: 'cascade' }),
-    /** Lowercase, punycode: unique across the whole instance, so no workspace can claim another's domain. */
+    /** The service's workspace, whose TXT token proves ownership (kept here for the per-workspace unique index). */
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    /** Lowercase, punycode: once per workspace; verified in one workspace at most. */
     name: text('name').notNull(),
     /** apex | subdomain. */
     domainType: text('domain_type').notNull(),
@@ -862,6 +869,8 @@ export const customDomains = pgTable(
     /** verified | unverified. */
     verificationStatus: text('verification_status').notNull().default('unverified'),
     verifiedAt: ts('verified_at'),
+    /** Why the last check did not verify it (null: verified, or not checked yet). */
+    unverifiedReason: text('unverified_reason'),
     /** When the background check next looks (unverified: with backoff; verified: daily). */
     nextCheckAt: ts('next_check_at').notNull().defaultNow(),
     /** Failed checks in a row (the backoff's exponent). */
@@ -869,7 +878,11 @@ export const customDomains = pgTable(
     createdAt: createdAt(),
   },
   (t) => [
-    uniqueIndex('custom_domains_name_key').on(t.name),
+    uniqueIndex('custom_domains_workspace_name_key').on(t.workspaceId, t.name),
+    // Two checks that both find proof cannot both win: the second's update fails on this index.
+    uniqueIndex('custom_domains_verified_name_key')
+      .on(t.name)
+      .where(sql`${t.verificationStatus} = 'verified'`),
     index('custom_domains_service_idx').on(t.serviceId, t.id),
     index('custom_domains_next_check_idx').on(t.nextCheckAt),
   ],

@@ -91,12 +91,23 @@ export interface RouterReply {
   json(): any;
 }
 
+type RouterRequestOptions = {
+  method?: string;
+  /** false: a connection of its own (none kept alive that a reload of nginx could close under the next request). */
+  agent?: http.Agent | false;
+  timeoutMs?: number;
+  headers?: Record<string, string>;
+};
 /** A request through Slipway's router for `<slug>.localhost`, the way a browser would send it. */
-export function viaRouter(
+export const viaRouter = (routerPort: number, slug: string, urlPath = '/', opts: RouterRequestOptions = {}) =>
+  viaRouterAs(routerPort, `${slug}.localhost`, urlPath, opts);
+
+/** A request through Slipway's router for any host name (a custom domain), without following redirects. */
+export function viaRouterAs(
   routerPort: number,
-  slug: string,
+  host: string,
   urlPath = '/',
-  opts: { method?: string; agent?: http.Agent; timeoutMs?: number; headers?: Record<string, string> } = {},
+  opts: RouterRequestOptions = {},
 ): Promise<RouterReply> {
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -105,7 +116,7 @@ export function viaRouter(
         port: routerPort,
         path: urlPath,
         method: opts.method ?? 'GET',
-        headers: { ...opts.headers, host: `${slug}.localhost:${routerPort}` },
+        headers: { ...opts.headers, host: `${host}:${routerPort}` },
         agent: opts.agent,
       },
       (res) => {

@@ -13,6 +13,9 @@ export interface TestDns {
   clearA(host: string): Promise<void>;
   setCname(host: string, target: string): Promise<void>;
   clearCname(host: string): Promise<void>;
+  /** Adds a value to `host`'s TXT records (a name may hold several). */
+  addTxt(host: string, value: string): Promise<void>;
+  clearTxt(host: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -61,9 +64,21 @@ export async function startTestDns(): Promise<TestDns> {
     clearA: (host) => api('/clear-a', { host }),
     setCname: (host, target) => api('/set-cname', { host, target }),
     clearCname: (host) => api('/clear-cname', { host }),
+    // The server keys TXT records by the fully qualified name (A and CNAME records it takes either way).
+    addTxt: (host, value) => api('/set-txt', { host: `${host}.`, value }),
+    clearTxt: (host) => api('/clear-txt', { host: `${host}.` }),
     async close() {
       child.kill('SIGTERM');
       await exited;
     },
   };
+}
+
+/** Creates the TXT record a custom domain's body asks for (`verificationRecord`): its workspace's proof of ownership. */
+export async function proveOwnership(
+  dns: TestDns,
+  domain: { verificationRecord: { type: string; name: string; value: string } },
+): Promise<void> {
+  if (domain.verificationRecord.type !== 'TXT') throw new Error(`not a TXT record: ${domain.verificationRecord.type}`);
+  await dns.addTxt(domain.verificationRecord.name, domain.verificationRecord.value);
 }

@@ -7,11 +7,12 @@ import type { CustomDomainRepo, CustomDomainRow } from '../../store/repos/custom
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { Events } from '../events.js';
 import { checkDomainName } from './names.js';
+import { createOwnership, type Claimant, type Verdict } from './ownership.js';
 
 const DAY_MS = 86_400_000;
 const MAX_RETRY_MS = 3_600_000;
 
-/** What a domain's DNS must say for Slipway to serve it: a CNAME to the service's own name, or the router's IPs. */
+/** Where a domain must point: a CNAME to the service's own name (subdomains), or the router's IPs. */
 export const dnsRecordsFor = (
   domain: Pick<CustomDomainRow, 'name' | 'domainType'>,
   target: string,
@@ -22,62 +23,95 @@ export const dnsRecordsFor = (
 ];
 
 /**
- * Custom domains (README, "Custom domains"): names unique across the instance, routable only once their DNS points
- * at Slipway. Checked on demand (`verify`) and in the background (`checkDue`): unverified ones with backoff, verified
- * ones daily; a change is an event and re-routes at once (`onRoutesChanged`).
+ * Custom domains (README, "Custom domains"): names unique per workspace, routable only once their DNS points at
+ * Slipway and proves the workspace owns them (ownership.ts), in one workspace at most. Checked on demand (`verify`)
+ * and in the background (`checkDue`): unverified ones with backoff, verified ones daily; a change is an event and
+ * re-routes at once (`onRoutesChanged`).
  */
 export function createDomains(deps: {
   repo: CustomDomainRepo;
   lookup: DnsLookup;
   appsDomain: string;
   routerIps: string[];
+  /** The workspace's proof token's secret part (an HMAC under the secret key). */
+  tagOf: (workspaceId: string) => string;
   /** Domains one service may hold (twins count): each costs DNS lookups in every background pass. */
   perService: number;
   /** The first wait before an unverified domain is checked again; it doubles up to an hour. */
   retryBaseMs: number;
-  slugOf: (serviceId: string) => Promise<{ slug: string; workspaceId: string } | undefined>;
+  claimantOf: (serviceId: string) => Promise<Claimant | undefined>;
   events: Pick<Events, 'record' | 'poke'>;
   onRoutesChanged: () => Promise<void>;
   log: Logger;
   now?: () => Date;
 }) {
   const now = deps.now ?? (() => new Date());
-  const targetOf = (slug: string) => `${slug}.${deps.appsDomain.toLowerCase()}`;
+  const ownership = createOwnership(deps);
+  const later = (at: Date, failedChecks: number) =>
+    new Date(at.getTime() + Math.min(MAX_RETRY_MS, deps.retryBaseMs * 2 ** Math.min(failedChecks, 10)));
 
-  /** Looks the domain up and records what it found; true when its status changed. */
+  async function changed(domain: CustomDomainRow, workspaceId: string, verified: boolean, reason?: string) {
+    await deps.events.record({
+      workspaceId,
+      serviceId: domain.serviceId,
+      type: verified ? 'custom_domain_verified' : 'custom_domain_unverified',
+      details: { id: domain.id, name: domain.name, ...(reason ? { reason } : {}) },
+    });
+    deps.events.poke();
+  }
+
+  /** The holder whose proof is gone loses the name (an event for its workspace); false when it no longer held it. */
+  async function unseat(from: CustomDomainRow, at: Date): Promise<boolean> {
+    const reason = `${from.name}'s DNS no longer proves it belongs to this workspace, and it was verified elsewhere`;
+    const patch = { verificationStatus: 'unverified', unverifiedReason: reason, failedChecks: 1 };
+    if (!(await deps.repo.updateIfVerified(from.id, { ...patch, nextCheckAt: later(at, 0) }))) return false;
+    await changed(from, from.workspaceId, false, reason);
+    return true;
+  }
+
+  /** Marks the domain verified; false when another check verified the name at the same moment (it stays theirs). */
+  async function seat(domain: CustomDomainRow, at: Date): Promise<boolean> {
+    try {
+      await deps.repo.update(domain.id, {
+        verificationStatus: 'verified',
+        unverifiedReason: null,
+        failedChecks: 0,
+        nextCheckAt: new Date(at.getTime() + DAY_MS),
+        ...(domain.verificationStatus !== 'verified' ? { verifiedAt: at } : {}),
+      });
+      return true;
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err; // the partial unique index on verified names
+      return false;
+    }
+  }
+
+  /** Looks the domain up and records what it found; true when routes changed (its status, or a holder's). */
   async function check(domain: CustomDomainRow): Promise<boolean> {
-    const owner = await deps.slugOf(domain.serviceId);
+    const owner = await deps.claimantOf(domain.serviceId);
     if (!owner) return false;
     const at = now();
-    let points: boolean;
+    let verdict: Verdict;
     try {
-      const answer = await deps.lookup(domain.name);
-      points =
-        answer.cnames.includes(targetOf(owner.slug)) ||
-        (answer.addresses.length > 0 && answer.addresses.every((a) => deps.routerIps.includes(a)));
+      verdict = await ownership.judge(domain, owner);
     } catch (err) {
       // The resolver failed: nothing is known, so nothing changes; ask again later.
       deps.log.warn({ domain: domain.name, err: (err as Error).message }, 'custom domain lookup failed');
       await deps.repo.update(domain.id, { nextCheckAt: new Date(at.getTime() + deps.retryBaseMs) });
       return false;
     }
-    const failed = points ? 0 : domain.failedChecks + 1;
-    const wait = points ? DAY_MS : Math.min(MAX_RETRY_MS, deps.retryBaseMs * 2 ** Math.min(domain.failedChecks, 10));
-    const status = points ? 'verified' : 'unverified';
-    await deps.repo.update(domain.id, {
-      verificationStatus: status,
-      failedChecks: failed,
-      nextCheckAt: new Date(at.getTime() + wait),
-      ...(points && domain.verificationStatus !== 'verified' ? { verifiedAt: at } : {}),
-    });
-    if (status === domain.verificationStatus) return false;
-    await deps.events.record({
-      workspaceId: owner.workspaceId,
-      serviceId: domain.serviceId,
-      type: points ? 'custom_domain_verified' : 'custom_domain_unverified',
-      details: { id: domain.id, name: domain.name },
-    });
-    deps.events.poke();
+    const unseated = verdict.verified && verdict.from ? await unseat(verdict.from, at) : false;
+    if (verdict.verified && !(await seat(domain, at)))
+      verdict = { verified: false, reason: `another check verified ${domain.name} at the same moment` };
+    if (!verdict.verified)
+      await deps.repo.update(domain.id, {
+        verificationStatus: 'unverified',
+        unverifiedReason: verdict.reason,
+        failedChecks: domain.failedChecks + 1,
+        nextCheckAt: later(at, domain.failedChecks),
+      });
+    if (verdict.verified === (domain.verificationStatus === 'verified')) return unseated;
+    await changed(domain, owner.workspaceId, verdict.verified, verdict.verified ? undefined : verdict.reason);
     return true;
   }
 
@@ -93,9 +127,15 @@ export function createDomains(deps: {
     const names = [checked.name, ...(checked.twin ? [checked.twin.name] : [])];
     if ((await deps.repo.countOf(service.id)) + names.length > deps.perService)
       throw conflict(`a service holds at most ${deps.perService} custom domains (twins included): delete one first`);
-    const held = () => conflict(`${names.join(' or ')} is already a custom domain of a service on this Slipway`);
-    if (await deps.repo.taken(names)) throw held();
-    const base = { serviceId: service.id, publicSuffix: checked.publicSuffix, nextCheckAt: now() };
+    // Only this workspace's names conflict: whether another workspace holds a name is not told (its DNS decides).
+    const held = () => conflict(`${names.join(' or ')} is already a custom domain of a service in this workspace`);
+    if (await deps.repo.takenIn(service.workspaceId, names)) throw held();
+    const base = {
+      serviceId: service.id,
+      workspaceId: service.workspaceId,
+      publicSuffix: checked.publicSuffix,
+      nextCheckAt: now(),
+    };
     const rows = [
       { ...base, id: newId('customDomain'), name: checked.name, domainType: checked.domainType },
       ...(checked.twin ? [{ ...base, id: newId('customDomain'), ...checked.twin, redirectForName: checked.name }] : []),
@@ -151,9 +191,11 @@ export function createDomains(deps: {
       if (changed) await deps.onRoutesChanged();
       return due.length;
     },
-    /** What the user must create at their DNS host for `domain` of `service`. */
+    /** Where the user must point `domain` of `service` at their DNS host. */
     dnsRecords: (domain: CustomDomainRow, service: Pick<ServiceRow, 'slug'>) =>
-      dnsRecordsFor(domain, targetOf(service.slug), deps.routerIps),
+      dnsRecordsFor(domain, ownership.targetOf(service.slug), deps.routerIps),
+    /** The TXT record that proves the domain's workspace owns it. */
+    verificationRecord: ownership.record,
   };
 }
 export type Domains = ReturnType<typeof createDomains>;

@@ -11,7 +11,11 @@ const DomainParams = Type.Object({
   serviceId: IdParam,
   customDomainIdOrName: Type.String({ minLength: 1, maxLength: 253 }),
 });
-/** Render's customDomain, plus the DNS records the user must create (`dnsRecords`). */
+const DnsRecord = Type.Object({ type: Type.String(), name: Type.String(), value: Type.String() });
+/**
+ * Render's customDomain, plus what the user must create at their DNS host: where the name points (`dnsRecords`), the
+ * TXT record that proves the workspace owns it (`verificationRecord`), and why the last check did not verify it.
+ */
 const CustomDomainBody = Type.Object(
   {
     id: Type.String(),
@@ -22,7 +26,9 @@ const CustomDomainBody = Type.Object(
     verificationStatus: Type.Union([Type.Literal('verified'), Type.Literal('unverified')]),
     createdAt: Type.String({ format: 'date-time' }),
     server: Type.Object({ id: Type.String(), name: Type.String() }),
-    dnsRecords: Type.Array(Type.Object({ type: Type.String(), name: Type.String(), value: Type.String() })),
+    dnsRecords: Type.Array(DnsRecord),
+    verificationRecord: DnsRecord,
+    unverifiedReason: Type.String(),
   },
   { title: 'customDomain' },
 );
@@ -40,6 +46,8 @@ export function customDomainRoutes(deps: HttpDeps) {
     createdAt: d.createdAt.toISOString(),
     server: { id: service.id, name: service.name },
     dnsRecords: domains.dnsRecords(d, service),
+    verificationRecord: domains.verificationRecord(d),
+    unverifiedReason: d.verificationStatus === 'verified' ? '' : (d.unverifiedReason ?? 'not checked yet'),
   });
   return [
     defineRoute({

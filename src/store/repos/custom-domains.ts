@@ -1,4 +1,4 @@
-import { and, asc, count, eq, gt, lte, or } from 'drizzle-orm';
+import { and, asc, count, eq, gt, inArray, lte, ne, or } from 'drizzle-orm';
 import type { Db } from '../db.js';
 import { customDomains, services } from '../schema.js';
 
@@ -7,7 +7,7 @@ export type CustomDomainRow = typeof customDomains.$inferSelect;
 /** Services' custom domains (core/domains). */
 export function createCustomDomainRepo(db: Db) {
   return {
-    /** The domain and its twin, together or not at all (a name already held fails the unique index). */
+    /** The domain and its twin, together or not at all (a name the workspace holds fails the unique index). */
     async insertAll(rows: Array<typeof customDomains.$inferInsert>): Promise<CustomDomainRow[]> {
       return db.insert(customDomains).values(rows).returning();
     },
@@ -15,13 +15,29 @@ export function createCustomDomainRepo(db: Db) {
       const [row] = await db.select({ n: count() }).from(customDomains).where(eq(customDomains.serviceId, serviceId));
       return row?.n ?? 0;
     },
-    async taken(names: string[]): Promise<boolean> {
+    /** Whether a service of the workspace already holds one of `names`. */
+    async takenIn(workspaceId: string, names: string[]): Promise<boolean> {
       const rows = await db
         .select({ id: customDomains.id })
         .from(customDomains)
-        .where(or(...names.map((n) => eq(customDomains.name, n))))
+        .where(and(eq(customDomains.workspaceId, workspaceId), inArray(customDomains.name, names)))
         .limit(1);
       return rows.length > 0;
+    },
+    /** The row that has `name` verified, when it is not `exceptId` (at most one: a partial unique index). */
+    async verifiedElsewhere(name: string, exceptId: string): Promise<CustomDomainRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(customDomains)
+        .where(
+          and(
+            eq(customDomains.name, name),
+            eq(customDomains.verificationStatus, 'verified'),
+            ne(customDomains.id, exceptId),
+          ),
+        )
+        .limit(1);
+      return row;
     },
     /** A service's domain by id or by name. */
     async find(serviceId: string, idOrName: string): Promise<CustomDomainRow | undefined> {
@@ -60,6 +76,15 @@ export function createCustomDomainRepo(db: Db) {
     async update(id: string, patch: Partial<typeof customDomains.$inferInsert>): Promise<CustomDomainRow | undefined> {
       const [row] = await db.update(customDomains).set(patch).where(eq(customDomains.id, id)).returning();
       return row;
+    },
+    /** Sets `patch` on the row only while it is still verified (a takeover; false when it no longer was). */
+    async updateIfVerified(id: string, patch: Partial<typeof customDomains.$inferInsert>): Promise<boolean> {
+      const rows = await db
+        .update(customDomains)
+        .set(patch)
+        .where(and(eq(customDomains.id, id), eq(customDomains.verificationStatus, 'verified')))
+        .returning({ id: customDomains.id });
+      return rows.length > 0;
     },
     due(now: Date, limit: number): Promise<CustomDomainRow[]> {
       return db
