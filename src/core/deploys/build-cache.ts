@@ -34,14 +34,17 @@ const isRealDir = (dir: string) => {
 };
 
 /** `rm -rf` in a child process: removing a node_modules tree here would hold the event loop. */
-export const removeTreeCommand = (dir: string): Command => ({
+export const removeTreeCommand = (dirs: string[]): Command => ({
   file: 'rm',
-  args: ['-rf', '--one-file-system', '--', dir],
+  args: ['-rf', '--one-file-system', '--', ...dirs],
   env: TOOL_ENV,
 });
 
-export const removeTree = async (dir: string) =>
-  void (await run(removeTreeCommand(dir), { timeoutMs: COPY_TIMEOUT_MS }));
+/** Removes the trees of `dirs` that exist (no process at all when none does). */
+export async function removeTree(...dirs: string[]): Promise<void> {
+  const there = dirs.filter((dir) => lstatSync(dir, { throwIfNoEntry: false }));
+  if (there.length > 0) await run(removeTreeCommand(there), { timeoutMs: COPY_TIMEOUT_MS });
+}
 
 /** Disk use of `dir` in bytes, hard links counted once (0 when it is not a dir). */
 export async function sizeOf(dir: string): Promise<number> {
@@ -64,8 +67,12 @@ export function createBuildCache(deps: { layout: Layout; maxBytes: number; log?:
   const savedModules = (serviceId: string, key: string) =>
     path.join(modulesRoot(serviceId), key.slice(0, 32), 'node_modules');
 
-  /** Back under `maxBytes`: the package managers' caches go first, then the saved node_modules. */
-  async function trim(serviceId: string): Promise<void> {
+  /**
+   * Back under `maxBytes`: the package managers' caches go first, then the saved node_modules. `usedAtMost` (what the
+   * whole build disk holds) spares measuring a cache that cannot be over.
+   */
+  async function trim(serviceId: string, usedAtMost: number): Promise<void> {
+    if (usedAtMost <= deps.maxBytes) return;
     let size = await sizeOf(layout.cacheDir(serviceId));
     for (const part of [path.join(layout.cacheDir(serviceId), 'store'), modulesRoot(serviceId)]) {
       if (size <= deps.maxBytes) return;
@@ -110,18 +117,23 @@ export function createBuildCache(deps: { layout: Layout; maxBytes: number; log?:
     },
 
     /**
-     * After a build, before its disk is unmounted: a successful one's node_modules (`save`, once its artifact holds a
-     * copy) becomes the cache for its key, replacing older keys; then the cache is trimmed (a failed build may have
-     * filled the store too).
+     * After a successful build, once its artifact holds a copy: its node_modules becomes the cache for its key,
+     * replacing older keys.
      */
-    async keep(serviceId: string, save: { key: string; workDir: string } | undefined): Promise<void> {
-      try {
-        if (save) await saveModules(serviceId, save.key, save.workDir);
-        await trim(serviceId);
-      } catch (err) {
-        deps.log?.warn({ serviceId, err: (err as Error).message }, 'could not update the build cache');
-      }
+    async save(serviceId: string, save: { key: string; workDir: string }): Promise<void> {
+      await saveModules(serviceId, save.key, save.workDir).catch((err: Error) =>
+        deps.log?.warn({ serviceId, err: err.message }, 'could not update the build cache'),
+      );
     },
+
+    /**
+     * After every build (a failed one may have filled the store too), once its own files are gone from the disk:
+     * back under `maxBytes`. `diskUsed`: the disk's bytes in use, which the cache cannot exceed.
+     */
+    trim: (serviceId: string, diskUsed: number) =>
+      trim(serviceId, diskUsed).catch((err: Error) =>
+        deps.log?.warn({ serviceId, err: err.message }, 'could not trim the build cache'),
+      ),
   };
 
   /** Moves `workDir`'s node_modules into the cache for `key`, replacing older keys. */

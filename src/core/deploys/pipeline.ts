@@ -104,9 +104,13 @@ export function createBuilder(
     }
   }
 
-  /** The built tree becomes the deploy's artifact, on the host's disk: refused past SLIPWAY_ARTIFACT_MAX_MB. */
-  async function publish(from: string, to: string): Promise<void> {
-    const bytes = await sizeOf(from);
+  /**
+   * The built tree becomes the deploy's artifact, on the host's disk: refused past SLIPWAY_ARTIFACT_MAX_MB. It is no
+   * bigger than what the build disk holds, so only a disk holding more is measured.
+   */
+  async function publish(from: string, to: string, disk: BuildDisk): Promise<void> {
+    const { sizeBytes, freeBytes } = disk.space();
+    const bytes = disk.capped && sizeBytes - freeBytes <= limits.artifactMaxMb * MIB ? 0 : await sizeOf(from);
     if (bytes > limits.artifactMaxMb * MIB)
       throw new DeployFailure(
         'build_failed',
@@ -142,7 +146,7 @@ export function createBuilder(
     const src = path.join(work, 'src');
     let save: { key: string; workDir: string } | undefined;
     try {
-      await Promise.all([removeTree(work), removeTree(home)]); // a killed build's
+      await removeTree(work, home); // a killed build's
       mkdirSync(work, { recursive: true });
       const commit = await fetchSource(service, deploy, src, disk, signal);
       if (!existsSync(src)) mkdirSync(src, { recursive: true });
@@ -163,14 +167,16 @@ export function createBuilder(
             'no start command: set envSpecificDetails.startCommand, add a Procfile web: line or an npm start script',
           );
       }
-      await publish(src, layout.artifactDir(service.id, deploy.id));
+      await publish(src, layout.artifactDir(service.id, deploy.id), disk);
       return { startCommand, commit };
     } catch (err) {
       save = undefined;
       throw err;
     } finally {
-      if (deps.cache?.enabled) await deps.cache.keep(service.id, save);
-      await Promise.all([removeTree(work), removeTree(home)]);
+      const { cache } = deps;
+      if (cache?.enabled && save) await cache.save(service.id, save);
+      await removeTree(work, home);
+      if (cache?.enabled) await cache.trim(service.id, disk.space().sizeBytes - disk.space().freeBytes);
       await disk.release();
     }
   };
