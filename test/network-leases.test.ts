@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import { ipv4Range, overlaps } from '../src/lib/ip-ranges.js';
+import { refusedRanges } from '../src/runtime/local/network/egress.js';
 import { createLeaseFiles, nextHost } from '../src/runtime/local/network/leases.js';
 import {
   bridgeName,
@@ -75,6 +77,25 @@ describe('network leases', () => {
     ).not.toThrow();
   });
 
+  it("refuses namespaces the machine's addresses and networks, not the internet's", () => {
+    const refused = refusedRanges(NET, [ipv4Range('192.0.2.2')!]);
+    const isRefused = (address: string) => refused.some((r) => overlaps(r, ipv4Range(address)!));
+    const local = [
+      '10.213.7.1',
+      '10.0.2.2',
+      '10.244.0.2',
+      '192.168.1.1',
+      '172.16.0.1',
+      '100.64.0.1',
+      '169.254.169.254',
+    ];
+    for (const address of [...local, '127.0.0.1', '0.0.0.0', '224.0.0.251', '255.255.255.255', '192.0.2.2'])
+      expect(isRefused(address), address).toBe(true);
+    // The internet, including what a resolver may answer for it (a proxy at 203.0.113.80, fake-IP proxies' 198.18/15).
+    for (const address of ['1.1.1.1', '8.8.8.8', '104.16.0.1', '203.0.113.80', '198.18.0.1', '192.0.2.3'])
+      expect(isRefused(address), address).toBe(false);
+  });
+
   it("gives namespaces the host's resolv.conf with slirp4netns's forwarder as the only nameserver", () => {
     const host = 'nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch example.internal\nnameserver ::1\n';
     expect(slirpResolvConf(host)).toBe('nameserver 10.0.2.3\noptions edns0 trust-ad\nsearch example.internal\n');
@@ -83,7 +104,7 @@ describe('network leases', () => {
 
   it('takes only a /16 as the supernet', () => {
     expect(parseSupernet('10.213.0.0/16')).toEqual({ prefix: [10, 213], cidr: '10.213.0.0/16' });
-    for (const good of ['172.31.0.0/16', '192.168.0.0/16', '100.127.0.0/16', '198.19.0.0/16'])
+    for (const good of ['172.31.0.0/16', '192.168.0.0/16', '100.127.0.0/16'])
       expect(parseSupernet(good).cidr).toBe(good);
     for (const bad of [
       // Not private: another Slipway's instances there would be reachable through the way out.
@@ -91,6 +112,7 @@ describe('network leases', () => {
       '172.32.0.0/16',
       '192.169.0.0/16',
       '100.128.0.0/16',
+      '198.18.0.0/16',
       '10.213.0.0/24',
       '10.213.1.0/16',
       '300.1.0.0/16',

@@ -8,9 +8,9 @@ import * as plan from './plan.js';
  * this changes no setting of the machine, and its processes (nobody, no CAP_NET_ADMIN) cannot change it.
  *
  * Refused: the host through the bridge's gateway (.1) and anything else of the supernet but the workspace's own
- * instances; through slirp4netns (whose sockets are the host's), every address that is not the internet (loopback,
- * private, CGNAT, link-local with cloud metadata, multicast, reserved) and the host's own addresses, which a socket on
- * the host reaches whatever they are; and all of IPv6 but loopback (nothing routes it out, and the host's link-local
+ * instances; through slirp4netns (whose sockets are the host's), every address that leads to the machine or its
+ * networks rather than the internet (loopback, private, CGNAT, link-local with cloud metadata, multicast, reserved)
+ * and the host's own addresses, which a socket on the host reaches whatever they are; and all of IPv6 but loopback (nothing routes it out, and the host's link-local
  * addresses answer on its listeners bound to [::]). Allowed before that: slirp4netns's DNS forwarder, and the ranges
  * the operator opens (SLIPWAY_EGRESS_ALLOW, for a private git server or package mirror).
  *
@@ -21,23 +21,27 @@ import * as plan from './plan.js';
  */
 export type EgressKind = 'instance' | 'server' | 'build';
 
-/** IPv4 blocks that are not the internet (IANA's special-purpose registry), refused to every namespace. */
+/**
+ * IPv4 blocks that lead to this machine, its LAN or its provider's network rather than the internet, refused to every
+ * namespace. Not the documentation and benchmarking blocks: a machine's resolver may answer public names with such an
+ * address (a proxy in front of the internet answers at 203.0.113.80 on Slipway's own dev machines, fake-IP proxies use
+ * 198.18/15), and they lead nowhere else.
+ */
 export const NOT_THE_INTERNET = [
   '0.0.0.0/8', // "this network"
   '10.0.0.0/8', // private; slirp4netns's own 10.0.2.0/24 (10.0.2.2 is the host) too
-  '100.64.0.0/10', // carrier-grade NAT
+  '100.64.0.0/10', // carrier-grade NAT (a provider's network, a tailnet)
   '127.0.0.0/8', // loopback
   '169.254.0.0/16', // link-local: cloud metadata at 169.254.169.254
   '172.16.0.0/12', // private
-  '192.0.0.0/24', // IETF protocol assignments
-  '192.0.2.0/24', // documentation (TEST-NET-1)
   '192.168.0.0/16', // private
-  '198.18.0.0/15', // benchmarking
-  '198.51.100.0/24', // documentation (TEST-NET-2)
-  '203.0.113.0/24', // documentation (TEST-NET-3)
   '224.0.0.0/4', // multicast: a bridge floods it to the host
   '240.0.0.0/4', // reserved, and 255.255.255.255
 ].map((cidr) => ipv4Range(cidr)!);
+
+/** What a namespace may not open a connection to (before the allowed ones are taken out): see NOT_THE_INTERNET. */
+export const refusedRanges = (net: plan.Supernet, host: IPv4Range[]) =>
+  mergeRanges([...NOT_THE_INTERNET, ipv4Range(net.cidr)!, ...host]);
 
 /** The host's own IPv4 addresses, read when a namespace is made (an address added later is refused from then on). */
 export const hostAddresses = (): IPv4Range[] =>
@@ -59,7 +63,7 @@ export function egressRuleset(opts: {
   host: IPv4Range[];
 }): string {
   const { net, subnet } = opts;
-  const refused = mergeRanges([...NOT_THE_INTERNET, ipv4Range(net.cidr)!, ...opts.host]);
+  const refused = refusedRanges(net, opts.host);
   const accepted = [
     'oifname "lo" accept',
     ...(subnet === undefined

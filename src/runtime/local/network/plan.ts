@@ -23,7 +23,7 @@ export function parseSupernet(cidr: string): Supernet {
   // Slipway's range on this machine is then out of reach too. Not loopback (the host's table would win over the bridge).
   if (!PRIVATE_SUPERNETS.some(([pa, pb, bits]) => a === pa && b >> (8 - bits) === pb >> (8 - bits)))
     throw new Error(
-      `SLIPWAY_NETWORK_CIDR cannot be ${cidr}: pick a private range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10 or 198.18.0.0/15) such as 10.213.0.0/16`,
+      `SLIPWAY_NETWORK_CIDR cannot be ${cidr}: pick a private range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10) such as 10.213.0.0/16`,
     );
   return { prefix: [a, b], cidr: `${a}.${b}.0.0/16` };
 }
@@ -34,7 +34,6 @@ const PRIVATE_SUPERNETS: Array<[number, number, number]> = [
   [172, 16, 4],
   [192, 168, 8],
   [100, 64, 2],
-  [198, 18, 7],
 ];
 
 export const SUBNETS = 256;
