@@ -1,5 +1,6 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { deployFixture, processesOf, viaRouter } from './helpers/apps.js';
 import { signUp, type TestUser } from './helpers/client.js';
@@ -152,6 +153,9 @@ describe.runIf(IS_ROOT)('network isolation between workspaces', () => {
         port: listeners.any6.port,
       }));
       expect(linkLocals.length, 'the bridge and its veths').toBeGreaterThanOrEqual(3);
+      // Nor has the host's side any IPv6 address to reach.
+      const ipv6Of = (name: string) => (networkInterfaces()[name] ?? []).filter((i) => i.family === 'IPv6');
+      expect(hostSideOf(gateway).flatMap((link) => ipv6Of(link.name))).toEqual([]);
       const fromApp: Array<Target & { result: { ok: boolean } }> = await probe(web.service.slug, 'many', {
         targets: JSON.stringify([...targets, ...linkLocals]),
       });
