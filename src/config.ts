@@ -245,6 +245,10 @@ function egressAllow(raw: string | undefined, networkCidr: string): string[] {
       throw new Error(
         `SLIPWAY_EGRESS_ALLOW must list IPv4 CIDRs or addresses (e.g. 192.168.10.0/24,10.1.2.3), got "${entry}"`,
       );
+    if (overlaps(range, ipv4Range('127.0.0.0/8')!))
+      throw new Error(
+        `SLIPWAY_EGRESS_ALLOW cannot open ${entry}: loopback is each namespace's own; list the address of this machine (or of the server) that the server listens on`,
+      );
     if (workspaces && overlaps(range, workspaces))
       throw new Error(
         `SLIPWAY_EGRESS_ALLOW cannot open ${entry}: it overlaps SLIPWAY_NETWORK_CIDR (${networkCidr}), the workspaces' own networks`,

@@ -70,7 +70,7 @@ describe('network leases', () => {
       '192.168.10.0/24',
       '10.1.2.3',
     ]);
-    for (const bad of ['10.0.0.0/8', '10.213.4.5', 'fd00::/8', 'git.internal', '10.1.0.0/33'])
+    for (const bad of ['10.0.0.0/8', '10.213.4.5', 'fd00::/8', 'git.internal', '10.1.0.0/33', '127.0.0.1'])
       expect(() => loadConfig({ SLIPWAY_EGRESS_ALLOW: bad }), bad).toThrow(/SLIPWAY_EGRESS_ALLOW/);
     expect(() =>
       loadConfig({ SLIPWAY_EGRESS_ALLOW: '10.213.0.0/16', SLIPWAY_NETWORK_CIDR: '10.214.0.0/16' }),
