@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { availableParallelism } from 'node:os';
 import { DEFAULT_TIMEOUT_SECONDS as TIMEOUTS } from './lib/http-timeouts.js';
+import { ipv4Range, overlaps } from './lib/ip-ranges.js';
 import {
   githubApp,
   httpsSettings,
@@ -86,6 +87,11 @@ export interface Config {
   network: 'auto' | 'namespaces' | 'shared';
   /** The /16 the workspaces' private networks are cut from (a /24 each). */
   networkCidr: string;
+  /**
+   * IPv4 CIDRs that apps, builds and git may reach although they are not the internet (SLIPWAY_EGRESS_ALLOW): a private
+   * git server or package mirror. Never the workspaces' range.
+   */
+  egressAllow: string[];
   /** auto: bubblewrap where it works; bwrap: refuse to start without it; off: never (apps reach their files through the data dir's permissions). */
   sandbox: 'auto' | 'bwrap' | 'off';
   /** Postgres datastores as role+database on this existing server (the `cluster` provisioner) instead of local servers. */
@@ -235,6 +241,27 @@ const list = (value: string | undefined) =>
     .map((v) => v.trim())
     .filter(Boolean);
 
+/** SLIPWAY_EGRESS_ALLOW: IPv4 CIDRs or addresses, none overlapping the workspaces' range (that would open the others'). */
+function egressAllow(raw: string | undefined, networkCidr: string): string[] {
+  const workspaces = ipv4Range(networkCidr);
+  return list(raw).map((entry) => {
+    const range = ipv4Range(entry);
+    if (!range)
+      throw new Error(
+        `SLIPWAY_EGRESS_ALLOW must list IPv4 CIDRs or addresses (e.g. 192.168.10.0/24,10.1.2.3), got "${entry}"`,
+      );
+    if (overlaps(range, ipv4Range('127.0.0.0/8')!))
+      throw new Error(
+        `SLIPWAY_EGRESS_ALLOW cannot open ${entry}: loopback is each namespace's own; list the address of this machine (or of the server) that the server listens on`,
+      );
+    if (workspaces && overlaps(range, workspaces))
+      throw new Error(
+        `SLIPWAY_EGRESS_ALLOW cannot open ${entry}: it overlaps SLIPWAY_NETWORK_CIDR (${networkCidr}), the workspaces' own networks`,
+      );
+    return entry;
+  });
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const host = env.SLIPWAY_HOST || '127.0.0.1';
   const port = int(env, 'SLIPWAY_PORT', 8000);
@@ -317,6 +344,7 @@ export function loadConfig(env: Env = process.env): Config {
       process: oneOf(env, 'SLIPWAY_ROUTER_PROCESS', ['own', 'api'] as const, 'own'),
     },
     networkCidr: env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR,
+    egressAllow: egressAllow(env.SLIPWAY_EGRESS_ALLOW, env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR),
     sandbox: oneOf(env, 'SLIPWAY_SANDBOX', ['auto', 'bwrap', 'off'] as const, 'auto'),
     postgresAdminUrl: env.SLIPWAY_POSTGRES_ADMIN_URL || undefined,
     redisAdminUrl: env.SLIPWAY_REDIS_ADMIN_URL || undefined,

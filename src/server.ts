@@ -106,6 +106,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
       dataDir: config.dataDir,
       network: config.network,
       networkCidr: config.networkCidr,
+      egressAllow: config.egressAllow,
       limits: { pids: config.pidsLimit, diskMb: config.diskLimitMb },
       sandbox: config.sandbox,
       corepack: { registry: config.npmRegistry, integrityKeys: config.corepackIntegrityKeys },

@@ -11,13 +11,14 @@ import {
   type NetworkTools,
 } from '../src/runtime/local/network/index.js';
 import { createLeaseFiles } from '../src/runtime/local/network/leases.js';
-import { vethName } from '../src/runtime/local/network/plan.js';
+import { bridgeName, parseSupernet, vethName } from '../src/runtime/local/network/plan.js';
 
 // Namespaces need root; CI runs as root and requires them (SLIPWAY_REQUIRE_SERVICES=1).
 const IS_ROOT = process.getuid?.() === 0;
 if (!IS_ROOT && process.env.SLIPWAY_REQUIRE_SERVICES === '1') throw new Error('namespace tests need root');
 
 const CIDR = '10.231.0.0/16';
+const NET = parseSupernet(CIDR);
 const namespaces = () => (existsSync('/run/netns') ? readdirSync('/run/netns') : []);
 const owner = `/tmp/spares-owner-${process.pid}`;
 /**
@@ -25,7 +26,7 @@ const owner = `/tmp/spares-owner-${process.pid}`;
  * namespaces never take the names of another test server's running meanwhile (a private dir would hand out the same
  * subnet numbers, and each would remove the other's as leftovers).
  */
-const files = createLeaseFiles(DEFAULT_STATE_DIR);
+const files = createLeaseFiles(DEFAULT_STATE_DIR, NET);
 /** This test's build namespaces (others run builds on this machine meanwhile): the ones recorded under its owner. */
 const ourBuilds = () =>
   files
@@ -48,7 +49,7 @@ describe.runIf(IS_ROOT)('namespaces made ahead of need', () => {
     const nets = await make();
     const first = await nets.attach('ins-a', 'tea-spares', ['web-a']);
     // The spare comes up in the background: its namespace is the next address on the bridge.
-    const spareNs = first.netnsPath.replace(/-(\d+)$/, (_, host) => `-${Number(host) + 1}`);
+    const spareNs = first.netnsPath.replace(/\.(\d+)$/, (_, host) => `.${Number(host) + 1}`);
     await expect.poll(() => namespaces().includes(path.basename(spareNs)), { timeout: 10_000 }).toBe(true);
     const second = await nets.attach('ins-b', 'tea-spares', ['web-b']);
     expect(second.netnsPath).toBe(spareNs); // taken, not made anew
@@ -56,14 +57,14 @@ describe.runIf(IS_ROOT)('namespaces made ahead of need', () => {
     // Its instance is reachable by its own hostname on the workspace's network.
     expect(execFileSync('cat', [second.hostsFile], { encoding: 'utf8' })).toMatch(`${second.address} web-b`);
     const subnet = first.address.split('.')[2];
-    const ours = () => namespaces().filter((n) => n.startsWith(`slw-${subnet}-`));
+    const ours = () => namespaces().filter((n) => n.startsWith(`slw-10.231.${subnet}.`));
     await expect.poll(() => ours().length, { timeout: 10_000 }).toBe(3); // a, b and b's spare
 
     await nets.release('ins-a');
     await nets.release('ins-b');
     // The spare went with the last instance, and with it the bridge.
     expect(ours()).toEqual([]);
-    expect(links()).not.toMatch(new RegExp(`slwbr${subnet}:`));
+    expect(links()).not.toMatch(new RegExp(`${bridgeName(NET, Number(subnet))}:`));
   });
 
   it('keeps one build namespace ready, never hands it to two builds, and removes it on close', async () => {
@@ -85,10 +86,13 @@ describe.runIf(IS_ROOT)('namespaces made ahead of need', () => {
   });
 
   it("keeps the bridge's MAC as instances come and go: a survivor's replies still reach the host", async () => {
-    const nets = await make();
+    // Without the egress filter, which would refuse the namespaces' connections to the host: this is about the bridge.
+    await make();
+    const nets = createNetworks({ owner, cidr: CIDR, tools: { ...tools, nft: undefined } });
     const x = await nets.attach('ins-x', 'tea-mac', ['web-x']);
     const subnet = x.address.split('.')[2];
-    const bridge = (file: string) => readFileSync(`/sys/class/net/slwbr${subnet}/${file}`, 'utf8').trim();
+    const bridge = (file: string) =>
+      readFileSync(`/sys/class/net/${bridgeName(NET, Number(subnet))}/${file}`, 'utf8').trim();
     // Set (NET_ADDR_SET), not taken from a port: the kernel then never changes it as ports come and go.
     expect(bridge('addr_assign_type')).toBe('3');
     const mac = bridge('address');
@@ -121,7 +125,10 @@ describe.runIf(IS_ROOT)('namespaces made ahead of need', () => {
       // A roll-over: the old instance's namespace (and its port on the bridge) goes; the new one keeps talking.
       // The one whose port has the lower MAC goes: left to itself, the kernel would have given the bridge that MAC.
       const portMac = (a: { address: string }) =>
-        readFileSync(`/sys/class/net/${vethName(Number(subnet), Number(a.address.split('.')[3]))}/address`, 'utf8');
+        readFileSync(
+          `/sys/class/net/${vethName(NET, Number(subnet), Number(a.address.split('.')[3]))}/address`,
+          'utf8',
+        );
       const [gone, survivor] = portMac(x) < portMac(y) ? (['ins-x', y] as const) : (['ins-y', x] as const);
       await nets.release(gone);
       expect(bridge('address')).toBe(mac);

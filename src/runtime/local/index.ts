@@ -24,7 +24,7 @@ const NAMESPACED_PORT = 10000;
 
 /** Namespaces when asked for or possible (auto); the shared network, with a note, otherwise. */
 async function chooseNetwork(
-  options: { dataDir: string; mode: NetworkMode; cidr: string },
+  options: { dataDir: string; mode: NetworkMode; cidr: string; egressAllow: string[] },
   capabilities: RuntimeCapabilities,
 ): Promise<LocalDeps['networks']> {
   if (options.mode === 'shared') {
@@ -42,7 +42,22 @@ async function chooseNetwork(
     );
     return undefined;
   }
-  const networks = createNetworks({ owner: path.resolve(options.dataDir), cidr: options.cidr, tools });
+  if (tools.nftMissing) {
+    // The namespaces still keep workspaces apart; what they no longer keep out is the host and the private ranges.
+    if (options.mode === 'namespaces')
+      throw new Error(
+        `SLIPWAY_NETWORK=namespaces, but apps could reach this machine's listeners and private networks without the egress filter: ${tools.nftMissing}`,
+      );
+    capabilities.notes.push(
+      `apps and builds can reach this machine's listeners (through their gateway and its addresses) and private networks (LAN, cloud metadata): no egress filter in their namespaces (${tools.nftMissing})`,
+    );
+  }
+  const networks = createNetworks({
+    owner: path.resolve(options.dataDir),
+    cidr: options.cidr,
+    tools,
+    egressAllow: options.egressAllow,
+  });
   // The whole way once (netns, slirp4netns's tap device, routes): `ip netns add` alone passes where /dev/net/tun is missing.
   // Twice at most: on a loaded machine slirp4netns can miss its readiness deadline once, and falling back to the shared
   // network for the whole life of this process would be the wrong answer to that.
@@ -81,6 +96,8 @@ export async function createLocalRuntime(options: {
   dataDir: string;
   network?: NetworkMode;
   networkCidr?: string;
+  /** IPv4 CIDRs namespaces may reach although they are private (SLIPWAY_EGRESS_ALLOW). */
+  egressAllow?: string[];
   limits?: LimitOverrides;
   sandbox?: SandboxMode;
   /** Where Corepack fetches yarn and pnpm for builds, and the keys it checks them with (toolchain.ts). */
@@ -92,7 +109,12 @@ export async function createLocalRuntime(options: {
   await sweepBuildDisks(options.dataDir);
   const [networks, disks] = await Promise.all([
     chooseNetwork(
-      { dataDir: options.dataDir, mode: options.network ?? 'auto', cidr: options.networkCidr ?? DEFAULT_NETWORK_CIDR },
+      {
+        dataDir: options.dataDir,
+        mode: options.network ?? 'auto',
+        cidr: options.networkCidr ?? DEFAULT_NETWORK_CIDR,
+        egressAllow: options.egressAllow ?? [],
+      },
       capabilities,
     ),
     detectDiskTools(path.join(options.dataDir, `.disk-probe-${process.pid}`)),

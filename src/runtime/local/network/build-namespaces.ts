@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { killSlirp, runAll, runQuietly, startSlirp } from './commands.js';
+import { killSlirp, runAll, runQuietly, startSlirp, together } from './commands.js';
+import type { EgressFilter } from './egress.js';
 import type { LeaseFiles, ProcessRef } from './leases.js';
 import * as plan from './plan.js';
 
@@ -12,8 +13,9 @@ export interface BuildNamespace {
 }
 
 /**
- * Builds' namespaces: loopback and a way out (slirp4netns), no bridge. One is kept ready, so a deploy's build does
- * not wait for `ip` and slirp4netns; each is used by one build and removed after it.
+ * Builds' namespaces: loopback and a way out (slirp4netns), no bridge, the egress filter (no host, no private range:
+ * git runs here too). One is kept ready, so a deploy's build does not wait for `ip` and slirp4netns; each is used by
+ * one build and removed after it.
  */
 export function createBuildNamespaces(opts: {
   owner: string;
@@ -22,6 +24,7 @@ export function createBuildNamespaces(opts: {
   net: plan.Supernet;
   files: LeaseFiles;
   resolvConf: string;
+  filter?: EgressFilter;
 }) {
   const { owner, files } = opts;
   /** Made by this process and not removed yet (the spare and those in use): a sweep leaves them alone. */
@@ -39,14 +42,22 @@ export function createBuildNamespaces(opts: {
       files.removeBuild(ns);
       held.delete(ns);
     };
+    let slirp: ProcessRef | undefined;
     try {
-      await runAll(plan.isolatedNetns(opts.ipPath, ns, opts.net));
+      const up = plan.isolatedNetns(opts.ipPath, ns, opts.net);
+      await runAll([up.host]);
       mkdirSync(files.buildsDir, { recursive: true });
-      const slirp = await startSlirp(opts.slirpPath, ns, path.join(files.buildsDir, `${ns}.slirp.log`));
-      files.writeBuild(ns, owner, slirp);
+      await together([
+        runAll([up.inside]),
+        ...(opts.filter ? [runAll([opts.filter.load(plan.netnsPath(ns), 'build')])] : []),
+        startSlirp(opts.slirpPath, ns, path.join(files.buildsDir, `${ns}.slirp.log`)).then((ref) => {
+          slirp = ref;
+          files.writeBuild(ns, owner, ref);
+        }),
+      ]);
       return { netnsPath: plan.netnsPath(ns), resolvConf: opts.resolvConf, release: () => remove(slirp) };
     } catch (err) {
-      await remove();
+      await remove(slirp);
       throw err;
     }
   }

@@ -17,6 +17,12 @@ export async function runAll(commands: Command[]): Promise<void> {
   }
 }
 
+/** Steps run at once: waits for every one (none is left running on a failure), then throws the first failure. */
+export async function together(steps: Array<Promise<unknown>>): Promise<void> {
+  const failed = (await Promise.allSettled(steps)).find((r) => r.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+}
+
 /** Removals whose failure means there was nothing to remove. */
 export const runQuietly = (commands: Command[]) =>
   Promise.all(commands.map((cmd) => run(cmd, { timeoutMs: TIMEOUT_MS }).catch(() => undefined)));

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { run } from '../../../lib/exec.js';
 import { createSerial } from '../../../lib/keyed-locks.js';
 import { createBuildNamespaces } from './build-namespaces.js';
 import * as commands from './commands.js';
-import { killSlirp, runAll, runQuietly } from './commands.js';
+import { killSlirp, runAll, runQuietly, together } from './commands.js';
+import { givesLinksIPv6, type NetworkTools } from './detect.js';
+import { createEgressFilter, type EgressFilter } from './egress.js';
 import { createLeaseFiles, nextHost, type Lease, type LeaseKind } from './leases.js';
 import * as plan from './plan.js';
 
@@ -19,6 +20,8 @@ export interface Attachment {
   /** Bind-mounted at /etc/resolv.conf: DNS through slirp4netns. */
   resolvConf: string;
 }
+
+export { detectNetworkTools, type NetworkTools } from './detect.js';
 
 export interface Networks {
   /**
@@ -40,12 +43,6 @@ export interface Networks {
   close(): Promise<void>;
 }
 
-export interface NetworkTools {
-  ip: string;
-  slirp4netns: string;
-  nsenter: string;
-}
-
 export const DEFAULT_STATE_DIR = '/run/slipway/net';
 const REFILL_DELAY_MS = 1000;
 
@@ -57,24 +54,44 @@ export function createNetworks(opts: {
   owner: string;
   cidr: string;
   tools: NetworkTools;
+  /** IPv4 ranges the namespaces with a way out may reach although they are not the internet (SLIPWAY_EGRESS_ALLOW). */
+  egressAllow?: string[];
   stateDir?: string;
 }): Networks {
   const net = plan.parseSupernet(opts.cidr);
   const { tools, owner } = opts;
-  const files = createLeaseFiles(opts.stateDir ?? DEFAULT_STATE_DIR);
+  const files = createLeaseFiles(opts.stateDir ?? DEFAULT_STATE_DIR, net);
   const serial = createSerial();
+  const filter: EgressFilter | undefined = tools.nft
+    ? createEgressFilter({ nsenter: tools.nsenter, nft: tools.nft, net, allow: opts.egressAllow ?? [] })
+    : undefined;
+  const ipv6 = givesLinksIPv6();
   const resolvConf = files.writeResolvConf(
     plan.slirpResolvConf(existsSync('/etc/resolv.conf') ? readFileSync('/etc/resolv.conf', 'utf8') : ''),
   );
   /** This owner's subnets and what is on them, loaded from the state dir (a restarted Slipway re-adopts them). */
-  const subnets = new Map<string, { subnet: number; leases: Map<number, Lease>; last: number }>();
+  const subnets = new Map<string, { subnet: number; bridge: string; leases: Map<number, Lease>; last: number }>();
   const byId = new Map<string, { subnet: number; host: number }>();
   for (const { subnet, claim, leases } of files.owned(owner)) {
-    subnets.set(claim.workspaceId, { subnet, leases, last: Math.max(plan.FIRST_HOST - 1, ...leases.keys()) });
+    const bridge = claim.bridge ?? plan.legacyBridgeName(subnet);
+    subnets.set(claim.workspaceId, { subnet, bridge, leases, last: Math.max(plan.FIRST_HOST - 1, ...leases.keys()) });
     for (const [host, lease] of leases) byId.set(lease.id, { subnet, host });
   }
-  // A bridge made before its MAC was set (plan.bridgeMac) gets it now; the same MAC again changes nothing.
-  void runQuietly([...subnets.values()].map(({ subnet }) => plan.pinBridgeMac(tools.ip, net, subnet)));
+  /** A lease's namespace: named in it, or by the old scheme when an earlier Slipway made it. */
+  const netnsOf = (subnet: number, host: number, lease: Lease | undefined) =>
+    lease?.netns ?? plan.legacyNetns(subnet, host);
+  // What an earlier Slipway made gets what it lacked: the bridge its pinned MAC and no IPv6 address, each namespace
+  // the egress filter (with this machine's addresses as they are now). The same again changes nothing. One at a time,
+  // in the background: a spawn each, and none is on a request's path.
+  const settle = [...subnets.values()].flatMap(({ subnet, bridge, leases }) => [
+    plan.settleBridge(tools.ip, net, subnet, bridge, ipv6),
+    ...[...leases].flatMap(([host, lease]) =>
+      filter ? [filter.load(plan.netnsPath(netnsOf(subnet, host, lease)), lease.kind, subnet)] : [],
+    ),
+  ]);
+  void (async () => {
+    for (const cmd of settle) await runQuietly([cmd]);
+  })();
 
   const startSlirp = (ns: string, logPath: string) => commands.startSlirp(tools.slirp4netns, ns, logPath);
   const builds = createBuildNamespaces({
@@ -84,6 +101,7 @@ export function createNetworks(opts: {
     net,
     files,
     resolvConf,
+    filter,
   });
 
   function rewriteHosts(subnet: number, leases: Map<number, Lease>) {
@@ -103,14 +121,15 @@ export function createNetworks(opts: {
     if (known) return known;
     const subnet = files.claim({ owner, workspaceId });
     if (subnet === undefined) throw new Error(`no free subnet in ${net.cidr} for another workspace`);
+    const bridge = plan.bridgeName(net, subnet);
     try {
-      await runQuietly([plan.bridgeDown(tools.ip, subnet)]); // left behind by a Slipway that was killed
-      await runAll(plan.bridgeUp(tools.ip, net, subnet));
+      await runQuietly([plan.linkDel(tools.ip, bridge)]); // left behind by a Slipway that was killed
+      await runAll(plan.bridgeUp(tools.ip, net, subnet, bridge, ipv6));
     } catch (err) {
       files.unclaim(subnet);
       throw err;
     }
-    const entry = { subnet, leases: new Map<number, Lease>(), last: plan.FIRST_HOST - 1 };
+    const entry = { subnet, bridge, leases: new Map<number, Lease>(), last: plan.FIRST_HOST - 1 };
     subnets.set(workspaceId, entry);
     rewriteHosts(subnet, entry.leases);
     return entry;
@@ -121,8 +140,9 @@ export function createNetworks(opts: {
     if (!at) return;
     byId.delete(id);
     const [workspaceId, entry] = [...subnets].find(([, e]) => e.subnet === at.subnet)!;
-    killSlirp(entry.leases.get(at.host)?.slirp);
-    await runQuietly([plan.netnsDel(tools.ip, plan.instanceNetns(at.subnet, at.host))]);
+    const lease = entry.leases.get(at.host);
+    killSlirp(lease?.slirp);
+    await runQuietly([plan.netnsDel(tools.ip, netnsOf(at.subnet, at.host, lease))]);
     entry.leases.delete(at.host);
     files.removeLease(at.subnet, at.host);
     for (const [ws, spareId] of spares) if (spareId === id) spares.delete(ws);
@@ -130,7 +150,7 @@ export function createNetworks(opts: {
     if (spare && !hasInstances(workspaceId, spare)) return releaseLocked(spare);
     if (hasInstances(workspaceId)) refill(workspaceId);
     if (entry.leases.size > 0) return rewriteHosts(at.subnet, entry.leases);
-    await runQuietly([plan.bridgeDown(tools.ip, at.subnet)]);
+    await runQuietly([plan.linkDel(tools.ip, entry.bridge)]);
     files.unclaim(at.subnet);
     subnets.delete(workspaceId);
   }
@@ -140,20 +160,31 @@ export function createNetworks(opts: {
     const entry = await subnetFor(workspaceId);
     const host = nextHost(new Set(entry.leases.keys()), entry.last);
     if (host === undefined) throw new Error(`workspace ${workspaceId} has no free address left on this machine`);
-    const ns = plan.instanceNetns(entry.subnet, host);
-    const lease: Lease = { id, kind, hostnames };
+    const ns = plan.instanceNetns(net, entry.subnet, host);
+    const lease: Lease = { id, kind, hostnames, netns: ns };
     entry.last = host;
     entry.leases.set(host, lease);
     byId.set(id, { subnet: entry.subnet, host });
     files.writeLease(entry.subnet, host, lease);
     try {
       // Stale ones of the same names, left by a killed Slipway (a veth outlives its netns's name while a process holds it).
-      await runQuietly([plan.netnsDel(tools.ip, ns), plan.linkDel(tools.ip, plan.vethName(entry.subnet, host))]);
-      await runAll(plan.instanceUp(tools.ip, net, entry.subnet, host));
-      if (kind === 'instance') {
-        lease.slirp = await startSlirp(ns, files.slirpLog(entry.subnet, host));
-        files.writeLease(entry.subnet, host, lease);
-      }
+      await runQuietly([plan.netnsDel(tools.ip, ns), plan.linkDel(tools.ip, plan.vethName(net, entry.subnet, host))]);
+      const up = plan.instanceUp(tools.ip, net, { subnet: entry.subnet, host, bridge: entry.bridge, ipv6 });
+      await runAll([up.host]);
+      // Once the namespace exists, its address, its filter and its way out go up side by side: each is a process
+      // to wait for. The instance starts only after all three.
+      await together([
+        runAll([up.inside]),
+        ...(filter ? [runAll([filter.load(plan.netnsPath(ns), kind, entry.subnet)])] : []),
+        ...(kind === 'instance'
+          ? [
+              startSlirp(ns, files.slirpLog(entry.subnet, host)).then((slirp) => {
+                lease.slirp = slirp;
+                files.writeLease(entry.subnet, host, lease);
+              }),
+            ]
+          : []),
+      ]);
     } catch (err) {
       await releaseLocked(id);
       throw err;
@@ -201,13 +232,14 @@ export function createNetworks(opts: {
         if (kind !== 'instance' || !takeSpareLocked(workspaceId, id, hostnames))
           await makeLocked(id, workspaceId, hostnames, kind);
         const { subnet, host } = byId.get(id)!;
-        rewriteHosts(subnet, subnets.get(workspaceId)!.leases);
+        const { leases } = subnets.get(workspaceId)!;
+        rewriteHosts(subnet, leases);
         // Later, not now: making it would compete for the CPU with the instance starting in this namespace. A roll-over's
         // old instances, released once the new ones are live, make it sooner (releaseLocked).
         if (kind === 'instance') setTimeout(() => refill(workspaceId), REFILL_DELAY_MS).unref();
         return {
           address: plan.hostAddress(net, subnet, host),
-          netnsPath: plan.netnsPath(plan.instanceNetns(subnet, host)),
+          netnsPath: plan.netnsPath(netnsOf(subnet, host, leases.get(host))),
           hostsFile: files.hostsPath(subnet),
           resolvConf,
         };
@@ -230,7 +262,7 @@ export function createNetworks(opts: {
           if ((kind === undefined || kindOf(at) === kind) && !keep(id)) await releaseLocked(id);
         for (const [workspaceId, entry] of subnets) {
           if (entry.leases.size > 0) continue; // a bridge whose first namespace failed to come up
-          await runQuietly([plan.bridgeDown(tools.ip, entry.subnet)]);
+          await runQuietly([plan.linkDel(tools.ip, entry.bridge)]);
           files.unclaim(entry.subnet);
           subnets.delete(workspaceId);
         }
@@ -260,21 +292,4 @@ export async function removeNetworksOf(
   const tools = { ip: find('ip'), slirp4netns: find('slirp4netns'), nsenter: find('nsenter') };
   if (!tools.ip || !tools.slirp4netns || !tools.nsenter || process.getuid?.() !== 0) return;
   await createNetworks({ owner: path.resolve(dataDir), cidr, tools: tools as NetworkTools }).sweep(() => false);
-}
-
-/** The programs namespaces need, or why they cannot be made here (root, iproute2, slirp4netns, nsenter, a working netns). */
-export async function detectNetworkTools(find: (name: string) => string | undefined): Promise<NetworkTools | string> {
-  if (process.getuid?.() !== 0) return 'Slipway is not running as root, so it cannot create network namespaces';
-  const tools = { ip: find('ip'), slirp4netns: find('slirp4netns'), nsenter: find('nsenter') };
-  const missing = Object.entries(tools)
-    .filter(([, file]) => !file)
-    .map(([name]) => name);
-  if (missing.length > 0)
-    return `${missing.join(', ')} not found (Debian: ${missing.map((m) => (m === 'ip' ? 'iproute2' : m === 'nsenter' ? 'util-linux' : m)).join(', ')})`;
-  const probe = `slwp-${randomBytes(4).toString('hex')}`;
-  const made = await run({ file: tools.ip!, args: ['netns', 'add', probe], env: {} }, { timeoutMs: 10_000 });
-  await run({ file: tools.ip!, args: ['netns', 'del', probe], env: {} }, { timeoutMs: 10_000 });
-  if (made.exitCode !== 0) return `\`ip netns add\` failed: ${made.output.trim()}`;
-  if (!existsSync('/run/netns')) return '/run/netns is missing after `ip netns add`';
-  return tools as NetworkTools;
 }

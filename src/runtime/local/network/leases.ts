@@ -13,20 +13,22 @@ import {
   fstatSync,
 } from 'node:fs';
 import path from 'node:path';
-import { FIRST_HOST, LAST_HOST, SUBNETS } from './plan.js';
+import { bridgeName, FIRST_HOST, LAST_HOST, SUBNETS, type Supernet } from './plan.js';
 
 /**
  * Who holds which subnet and address, as files under a machine-wide state dir (/run/slipway/net), so that several
  * Slipways on one machine (a test suite's servers) never hand out the same subnet, and a restarted Slipway finds
  * the namespaces its running instances live in:
- *   <subnet>/claim.json         {owner, workspaceId}: created with mkdir, so exactly one claimant wins
- *   <subnet>/leases/<host>.json {id, hostnames, slirp}: one per namespace on that subnet
+ *   <subnet>/claim.json         {owner, workspaceId, bridge}: created with mkdir, so exactly one claimant wins
+ *   <subnet>/leases/<host>.json {id, hostnames, slirp, netns}: one per namespace on that subnet
  *   <subnet>/hosts              the /etc/hosts its namespaces see
  *   builds/<name>.json          {owner, slirp}: a build's namespace, removed with the build
  */
 export interface Claim {
   owner: string;
   workspaceId: string;
+  /** Its bridge (plan.bridgeName); none in a claim made before names carried the range (plan.legacyBridgeName). */
+  bridge?: string;
 }
 export interface ProcessRef {
   pid: number;
@@ -38,6 +40,8 @@ export interface Lease {
   kind: LeaseKind;
   hostnames: string[];
   slirp?: ProcessRef;
+  /** Its namespace (plan.instanceNetns); none in a lease made before names carried the range (plan.legacyNetns). */
+  netns?: string;
 }
 export type LeaseKind = 'instance' | 'server';
 
@@ -49,7 +53,7 @@ const readJson = <T>(file: string): T | undefined => {
   }
 };
 
-export function createLeaseFiles(stateDir: string) {
+export function createLeaseFiles(stateDir: string, net: Supernet) {
   const subnetDir = (subnet: number) => path.join(stateDir, String(subnet));
   const leaseFile = (subnet: number, host: number) => path.join(subnetDir(subnet), 'leases', `${host}.json`);
   const buildsDir = path.join(stateDir, 'builds');
@@ -61,8 +65,8 @@ export function createLeaseFiles(stateDir: string) {
 
     claimOf: (subnet: number) => readJson<Claim>(path.join(subnetDir(subnet), 'claim.json')),
 
-    /** Claims the first free subnet for the workspace; undefined when all are taken. */
-    claim(claim: Claim): number | undefined {
+    /** Claims the first free subnet for the workspace, naming its bridge; undefined when all are taken. */
+    claim(claim: Omit<Claim, 'bridge'>): number | undefined {
       mkdirSync(stateDir, { recursive: true, mode: 0o700 });
       for (let subnet = 0; subnet < SUBNETS; subnet++) {
         try {
@@ -71,7 +75,8 @@ export function createLeaseFiles(stateDir: string) {
           continue; // someone holds it
         }
         mkdirSync(path.join(subnetDir(subnet), 'leases'));
-        writeFileSync(path.join(subnetDir(subnet), 'claim.json'), JSON.stringify(claim));
+        const named: Claim = { ...claim, bridge: bridgeName(net, subnet) };
+        writeFileSync(path.join(subnetDir(subnet), 'claim.json'), JSON.stringify(named));
         return subnet;
       }
       return undefined;

@@ -19,20 +19,39 @@ export function parseSupernet(cidr: string): Supernet {
   const b = Number(m?.[2]);
   if (!m || a > 255 || b > 255)
     throw new Error(`SLIPWAY_NETWORK_CIDR must be a /16 such as 10.213.0.0/16, got ${JSON.stringify(cidr)}`);
-  // Loopback (the host's own table would win over the bridge), "this network", link-local, multicast and reserved.
-  if (a === 0 || a === 127 || (a === 169 && b === 254) || a >= 224)
-    throw new Error(`SLIPWAY_NETWORK_CIDR cannot be ${cidr}: pick a private range such as 10.213.0.0/16`);
+  // A range that is not the internet, so the namespaces' filter refuses it through the way out (egress.ts): another
+  // Slipway's range on this machine is then out of reach too. Not loopback (the host's table would win over the bridge).
+  if (!PRIVATE_SUPERNETS.some(([pa, pb, bits]) => a === pa && b >> (8 - bits) === pb >> (8 - bits)))
+    throw new Error(
+      `SLIPWAY_NETWORK_CIDR cannot be ${cidr}: pick a private range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10) such as 10.213.0.0/16`,
+    );
   return { prefix: [a, b], cidr: `${a}.${b}.0.0/16` };
 }
+
+/** The blocks a supernet may be cut from: first octet, second octet, and how many bits of the second are fixed. */
+const PRIVATE_SUPERNETS: Array<[number, number, number]> = [
+  [10, 0, 0],
+  [172, 16, 4],
+  [192, 168, 8],
+  [100, 64, 2],
+];
 
 export const SUBNETS = 256;
 export const FIRST_HOST = 2;
 export const LAST_HOST = 254;
 
-export const bridgeName = (subnet: number) => `slwbr${subnet}`;
-/** The host's end of an instance's veth pair (IFNAMSIZ: at most 15 characters). */
-export const vethName = (subnet: number, host: number) => `slwv${subnet}x${host}`;
-export const instanceNetns = (subnet: number, host: number) => `slw-${subnet}-${host}`;
+const hex = (...bytes: number[]) => bytes.map((n) => n.toString(16).padStart(2, '0')).join('');
+/**
+ * Names carry the supernet as well as the subnet, so two Slipways with different ranges on one machine (different
+ * state dirs: containers sharing the host's network) never take each other's. At most 15 characters (IFNAMSIZ).
+ */
+export const bridgeName = (net: Supernet, subnet: number) => `slwbr${hex(...net.prefix, subnet)}`;
+/** The host's end of an instance's veth pair. */
+export const vethName = (net: Supernet, subnet: number, host: number) => `slwv${hex(...net.prefix, subnet, host)}`;
+export const instanceNetns = (net: Supernet, subnet: number, host: number) => `slw-${hostAddress(net, subnet, host)}`;
+/** The names before they carried the supernet: a Slipway restarted after an upgrade re-adopts what it made under them. */
+export const legacyBridgeName = (subnet: number) => `slwbr${subnet}`;
+export const legacyNetns = (subnet: number, host: number) => `slw-${subnet}-${host}`;
 export const netnsPath = (name: string) => `/run/netns/${name}`;
 export const hostAddress = (net: Supernet, subnet: number, host: number) =>
   `${net.prefix[0]}.${net.prefix[1]}.${subnet}.${host}`;
@@ -62,44 +81,64 @@ export const bridgeMac = (net: Supernet, subnet: number) =>
       .map((octet) => Number(octet).toString(16).padStart(2, '0')),
   ].join(':');
 
-/** The workspace's bridge, with the host's address on it (layer 2 only: nothing is routed through the host). */
-export function bridgeUp(ipPath: string, net: Supernet, subnet: number): Command[] {
-  const br = bridgeName(subnet);
+/**
+ * No IPv6 address on the host's side of a link, not even a link-local one: a namespace on the bridge would reach the
+ * host's listeners bound to [::] through it. Only where the machine gives new links IPv6 (else the command fails).
+ */
+const noIPv6 = (link: string) => [['link', 'set', link, 'addrgenmode', 'none']];
+
+/** The workspace's bridge, named `name`, with the host's address on it (layer 2 only: nothing is routed through the host). */
+export function bridgeUp(ipPath: string, net: Supernet, subnet: number, name: string, ipv6: boolean): Command[] {
   return [
     ipBatch(ipPath, undefined, [
-      ['link', 'add', br, 'type', 'bridge'],
-      ['link', 'set', br, 'address', bridgeMac(net, subnet)],
-      ['addr', 'add', `${gatewayAddress(net, subnet)}/24`, 'dev', br],
-      ['link', 'set', br, 'up'],
+      ['link', 'add', name, 'type', 'bridge'],
+      ['link', 'set', name, 'address', bridgeMac(net, subnet)],
+      ...(ipv6 ? noIPv6(name) : []),
+      ['addr', 'add', `${gatewayAddress(net, subnet)}/24`, 'dev', name],
+      ['link', 'set', name, 'up'],
     ]),
   ];
 }
 
-export const pinBridgeMac = (ipPath: string, net: Supernet, subnet: number): Command =>
-  ip(ipPath, 'link', 'set', bridgeName(subnet), 'address', bridgeMac(net, subnet));
+/**
+ * A bridge made by an earlier Slipway, re-adopted: its MAC pinned (made before bridgeMac) and its IPv6 link-local
+ * address gone (made before noIPv6). The same again changes nothing; what fails (a link gone meanwhile) is skipped.
+ */
+export const settleBridge = (ipPath: string, net: Supernet, subnet: number, name: string, ipv6: boolean): Command => ({
+  ...ipBatch(ipPath, undefined, [
+    ['link', 'set', name, 'address', bridgeMac(net, subnet)],
+    ...(ipv6 ? [...noIPv6(name), ['addr', 'flush', 'dev', name, 'scope', 'link']] : []),
+  ]),
+  args: ['-force', '-batch', '-'],
+});
 export const linkDel = (ipPath: string, name: string): Command => ip(ipPath, 'link', 'del', name);
-export const bridgeDown = (ipPath: string, subnet: number): Command => linkDel(ipPath, bridgeName(subnet));
 
 /**
- * A namespace of its own for one instance (or datastore server), plugged into its workspace's bridge as eth0.
- * The rest of the supernet is unreachable from inside: without that route, a packet for another workspace's
- * subnet would leave through slirp4netns, which connects from the host, where every bridge is directly reachable.
+ * A namespace of its own for one instance (or datastore server), plugged into its workspace's bridge as eth0: `host`
+ * makes the namespace and the veth pair, `inside` addresses it. The rest of the supernet is unreachable from inside:
+ * without that route, a packet for another workspace's subnet would leave through slirp4netns, which connects from
+ * the host, where every bridge is directly reachable (the egress filter refuses it too).
  */
-export function instanceUp(ipPath: string, net: Supernet, subnet: number, host: number): Command[] {
-  const ns = instanceNetns(subnet, host);
-  const veth = vethName(subnet, host);
-  return [
-    ipBatch(ipPath, undefined, [
+export function instanceUp(
+  ipPath: string,
+  net: Supernet,
+  at: { subnet: number; host: number; bridge: string; ipv6: boolean },
+): { host: Command; inside: Command } {
+  const ns = instanceNetns(net, at.subnet, at.host);
+  const veth = vethName(net, at.subnet, at.host);
+  return {
+    host: ipBatch(ipPath, undefined, [
       ['netns', 'add', ns],
       ['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns],
-      ['link', 'set', veth, 'master', bridgeName(subnet), 'up'],
+      ...(at.ipv6 ? noIPv6(veth) : []),
+      ['link', 'set', veth, 'master', at.bridge, 'up'],
     ]),
-    ipBatch(ipPath, ns, [
-      ['addr', 'add', `${hostAddress(net, subnet, host)}/24`, 'dev', 'eth0'],
+    inside: ipBatch(ipPath, ns, [
+      ['addr', 'add', `${hostAddress(net, at.subnet, at.host)}/24`, 'dev', 'eth0'],
       ['link', 'set', 'eth0', 'up'],
       ...isolation(net),
     ]),
-  ];
+  };
 }
 
 /** What every namespace gets: loopback up; the supernet unreachable, and link-local (cloud metadata credentials at 169.254.169.254). */
@@ -109,10 +148,10 @@ const isolation = (net: Supernet) => [
   ['route', 'add', 'unreachable', '169.254.0.0/16'],
 ];
 /** A namespace with no interface but loopback (a build's, before slirp4netns gives it a way out). */
-export const isolatedNetns = (ipPath: string, ns: string, net: Supernet): Command[] => [
-  ip(ipPath, 'netns', 'add', ns),
-  ipBatch(ipPath, ns, isolation(net)),
-];
+export const isolatedNetns = (ipPath: string, ns: string, net: Supernet) => ({
+  host: ip(ipPath, 'netns', 'add', ns),
+  inside: ipBatch(ipPath, ns, isolation(net)),
+});
 
 /** Deleting the namespace destroys the veth inside it, and with it the host's end. */
 export const netnsDel = (ipPath: string, ns: string): Command => ip(ipPath, 'netns', 'del', ns);
