@@ -13,6 +13,8 @@ import { FIXTURES, finished } from './helpers/apps.js';
 import { signUp, type Client, type TestUser } from './helpers/client.js';
 import { sleep, waitFor } from './helpers/process.js';
 import { useServer } from './helpers/server.js';
+import { hostAddresses } from './helpers/network.js';
+import { spawn } from 'node:child_process';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'slipway-git-sandbox-'));
 chmodSync(scratch, 0o755); // the builds' user reads the local repos below
@@ -77,12 +79,44 @@ async function silentServer() {
   };
 }
 
+/** The host's own address (not loopback): where a "private" git server listens for the opt-in below. */
+const hostAddress = hostAddresses()[0]!;
+
 describe('git in the sandbox (namespaces where the machine has them)', () => {
   const t = useServer({
     SLIPWAY_GIT_ALLOW_LOCAL: '1',
     SLIPWAY_GIT_POLL_INTERVAL_MS: '300',
     SLIPWAY_BUILD_DISK_MB: '64',
+    SLIPWAY_EGRESS_ALLOW: `${hostAddress}/32`,
   });
+
+  it('reaches a private git server the operator allowed (SLIPWAY_EGRESS_ALLOW)', async () => {
+    makeRepo('served');
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const daemon = spawn('git', [
+      'daemon',
+      '--export-all',
+      `--base-path=${scratch}`,
+      `--listen=${hostAddress}`,
+      `--port=${port}`,
+      '--reuseaddr',
+      scratch,
+    ]);
+    try {
+      await waitFor('git daemon', () => {
+        const s = net.connect(port, hostAddress);
+        return new Promise<boolean | undefined>((resolve) => {
+          s.once('connect', () => (s.destroy(), resolve(true)));
+          s.once('error', () => resolve(undefined));
+        });
+      });
+      const owner = await signUp(t.api);
+      const { service, deployId } = await gitService(t.api, owner, `git://${hostAddress}:${port}/served`);
+      expect((await finished(t.api, owner, service.id, deployId)).status).toBe('live');
+    } finally {
+      daemon.kill();
+    }
+  }, 120_000);
 
   it("never reaches the host's loopback: neither a deploy's clone nor autoDeploy's polls", async () => {
     const server = await loopbackServer(200, 'hello');
