@@ -12,10 +12,13 @@ export interface BuildNamespace {
   release(): Promise<void>;
 }
 
+/** Kept ready: a deploy from git clones in one and builds in another (the sandbox of each is its own). */
+const SPARES = 2;
+
 /**
  * Builds' namespaces: loopback and a way out (slirp4netns), no bridge, the egress filter (no host, no private range:
- * git runs here too). One is kept ready, so a deploy's build does not wait for `ip` and slirp4netns; each is used by
- * one build and removed after it.
+ * git runs here too). Two are kept ready, so a deploy's clone and build do not wait for `ip` and slirp4netns; each is
+ * used by one build (or one git command) and removed after it.
  */
 export function createBuildNamespaces(opts: {
   owner: string;
@@ -29,7 +32,7 @@ export function createBuildNamespaces(opts: {
   const { owner, files } = opts;
   /** Made by this process and not removed yet (the spare and those in use): a sweep leaves them alone. */
   const held = new Set<string>();
-  let spare: Promise<BuildNamespace | undefined> | undefined;
+  const spares: Array<Promise<BuildNamespace | undefined>> = [];
   let closed = false;
 
   async function make(): Promise<BuildNamespace> {
@@ -66,27 +69,25 @@ export function createBuildNamespaces(opts: {
     isHeld: (name: string) => held.has(name),
 
     /**
-     * The ready one if there is one (taken at once, so two builds never share it). The next is made when this one is
-     * released: never beside a build starting, and never for a probe that failed (nothing would remove it).
+     * A ready one if there is one (taken at once, so two builds never share it). More are made when one is released:
+     * never beside a build starting, and never for a probe that failed (nothing would remove it).
      */
     async attach(): Promise<BuildNamespace> {
-      const ready = spare;
-      spare = undefined;
-      const ns = (await ready) ?? (await make());
+      const ns = (await spares.shift()) ?? (await make());
       return {
         ...ns,
         release: async () => {
           await ns.release();
-          if (!closed && !spare) spare = make().catch(() => undefined); // a failure shows on the next build's make()
+          // A failure shows on the next build's make().
+          while (!closed && spares.length < SPARES) spares.push(make().catch(() => undefined));
         },
       };
     },
 
     async close(): Promise<void> {
       closed = true;
-      const ready = spare;
-      spare = undefined;
-      await (await ready)?.release();
+      const ready = spares.splice(0);
+      for (const ns of ready) await (await ns)?.release();
     },
   };
 }
