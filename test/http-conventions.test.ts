@@ -229,3 +229,116 @@ describe('global rate limit', () => {
     }
   });
 });
+
+// Issue 29: startTime=0000-01-01T00:00:00Z on usage, audit logs, events and deploys, and a huge resolutionSeconds,
+// answered 500. Every date the API takes, found in its own OpenAPI document, must be a validated range.
+describe('dates and ranges: a 400 naming the field, never a 500', () => {
+  interface DateInput {
+    op: string;
+    method: string;
+    path: string;
+    where: 'query' | 'body';
+    name: string;
+    /** Other required query parameters (the metrics history's `metric`). */
+    required: Record<string, string>;
+  }
+  /** Every date-time query parameter and JSON body field of every operation. */
+  function dateInputs(doc: any): DateInput[] {
+    const inputs: DateInput[] = [];
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const method of ['get', 'post', 'put', 'patch']) {
+        const op = item[method];
+        if (!op) continue;
+        const params: any[] = [...(item.parameters ?? []), ...(op.parameters ?? [])];
+        const required = Object.fromEntries(
+          params.filter((p) => p.in === 'query' && p.required).map((p) => [p.name, p.name === 'metric' ? 'cpu' : 'x']),
+        );
+        const base = { op: `${method.toUpperCase()} ${path}`, method: method.toUpperCase(), path, required };
+        for (const p of params)
+          if (p.in === 'query' && p.schema?.format === 'date-time')
+            inputs.push({ ...base, where: 'query', name: p.name });
+        const body = op.requestBody?.content?.['application/json']?.schema;
+        for (const [name, s] of Object.entries<any>(body?.properties ?? {}))
+          if (s.format === 'date-time' || s.anyOf?.some((a: any) => a.format === 'date-time'))
+            inputs.push({ ...base, where: 'body', name });
+      }
+    }
+    return inputs;
+  }
+
+  it('refuses year 0, a leap second and dates past 9999 on every route that takes a date', async () => {
+    const doc = (await api.get('/v1/openapi.json')).body;
+    const service = await api.post('/v1/services', { type: 'web_service', name: 'dates', autoDeploy: 'no' }, { token });
+    expect(service.status).toBe(201);
+    const webhook = await api.post(
+      '/v1/webhooks',
+      { name: 'dates', url: 'https://hooks.example.com/x', enabled: false },
+      { token },
+    );
+    const ids: Record<string, string> = {
+      serviceId: service.body.service.id,
+      webhookId: webhook.body.id,
+      ownerId: owner.workspaceId,
+      postgresId: 'dpg-00000000000000000000',
+      keyValueId: 'red-00000000000000000000',
+    };
+    const inputs = dateInputs(doc);
+    // The sweep finds what the issue named, and more: it cannot pass by finding nothing.
+    expect(inputs.map((i) => `${i.op} ${i.name}`)).toEqual(
+      expect.arrayContaining([
+        'GET /v1/usage startTime',
+        'GET /v1/audit-logs startTime',
+        'GET /v1/services/{serviceId}/events startTime',
+        'GET /v1/services/{serviceId}/deploys createdAfter',
+        'GET /v1/metrics/{serviceId}/cpu startTime',
+        'GET /v1/logs endTime',
+        'GET /v1/services updatedBefore',
+        'GET /v1/webhooks/{webhookId}/events sentAfter',
+        'POST /v1/api-keys expiresAt',
+      ]),
+    );
+    const failures: string[] = [];
+    for (const input of inputs) {
+      const url = input.path.replace(/\{(\w+)\}/g, (_, p: string) => ids[p] ?? 'x');
+      for (const value of ['0000-01-01T00:00:00Z', '2016-12-31T23:59:60Z', '9999-12-31T23:59:59-01:00']) {
+        const res =
+          input.where === 'query'
+            ? await api.call(
+                input.method,
+                `${url}?${new URLSearchParams({ ...input.required, [input.name]: value })}`,
+                {
+                  token,
+                },
+              )
+            : await api.call(input.method, url, { token, body: { name: 'dates', [input.name]: value } });
+        const named = res.body?.details?.some((d: { field: string }) => d.field === input.name);
+        if (res.status !== 400 || res.body?.code !== 'validation_failed' || !named)
+          failures.push(`${input.op} ${input.name}=${value}: ${res.status} ${res.text.slice(0, 160)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    // Dates inside the range still work.
+    const within = await api.get(`/v1/audit-logs?startTime=1970-01-01T00:00:00Z&endTime=9999-12-31T23:59:59Z`, {
+      token,
+    });
+    expect(within.status).toBe(200);
+    expect(within.body.length).toBeGreaterThan(0);
+    const month = await api.get(`/v1/usage?startTime=1970-01-01T00:00:00Z&endTime=1970-02-01T00:00:00Z`, { token });
+    expect(month.status).toBe(200);
+  });
+
+  it('refuses a metrics resolutionSeconds past a year', async () => {
+    const service = await api.post('/v1/services', { type: 'web_service', name: 'res', autoDeploy: 'no' }, { token });
+    const id = service.body.service.id;
+    for (const url of [
+      `/v1/metrics/${id}/cpu?resolutionSeconds=99999999999999999999`,
+      `/v1/metrics/${id}/memory?resolutionSeconds=31536001`,
+      `/v1/services/${id}/metrics/history?metric=cpu&resolutionSeconds=1e300`,
+    ]) {
+      const res = await api.get(url, { token });
+      expectError(res, 400, 'validation_failed');
+      expect(res.body.details, url).toEqual([expect.objectContaining({ field: 'resolutionSeconds' })]);
+    }
+    expect((await api.get(`/v1/metrics/${id}/cpu?resolutionSeconds=31536000`, { token })).status).toBe(200);
+  });
+});

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { DATE_RANGE_MESSAGE } from '../../lib/date-range.js';
 import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../../lib/errors.js';
 
 const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
@@ -19,11 +20,13 @@ const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
 
 function validationDetails(err: FastifyError): ErrorDetail[] {
   return (err.validation ?? []).map((v) => {
-    const params = v.params as { missingProperty?: string; additionalProperty?: string };
+    const params = v.params as { missingProperty?: string; additionalProperty?: string; format?: string };
     const path = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
     const named = params.missingProperty ?? params.additionalProperty;
     const field = [path, named].filter(Boolean).join('.') || err.validationContext || 'body';
-    return { field, message: params.additionalProperty ? 'is not a field of this body' : (v.message ?? 'is invalid') };
+    if (params.additionalProperty) return { field, message: 'is not a field of this body' };
+    if (v.keyword === 'format' && params.format === 'date-time') return { field, message: DATE_RANGE_MESSAGE };
+    return { field, message: v.message ?? 'is invalid' };
   });
 }
 
