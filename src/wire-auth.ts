@@ -40,5 +40,5 @@ export function wireAuth(deps: {
     team,
   });
   const devices = createDeviceCookies({ box: deps.box });
-  return { auth, devices, team, oauth, apiKeys: createApiKeys(repos.apiKeys, principals) };
+  return { auth, devices, team, oauth, apiKeys: createApiKeys(repos.apiKeys, principals, repos.workspaces) };
 }
