@@ -4,14 +4,14 @@ import { readsSecrets } from '../../core/principal.js';
 import type { EnvGroupRow } from '../../store/repos/env-groups.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { IdParam, ListQuery, NoContent, StringList, Timestamp, listWindow } from '../schemas/common.js';
+import { IdParam, ListQuery, Name, NoContent, StringList, Timestamp, listWindow } from '../schemas/common.js';
 import { EnvGroupBody, envGroupBody, EnvGroupMeta, envGroupMetaBody } from '../schemas/env-groups.js';
 import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/services.js';
 
 const GroupParams = Type.Object({ envGroupId: IdParam });
 const KeyParams = Type.Object({ envGroupId: IdParam, envVarKey: Type.String({ minLength: 1, maxLength: 256 }) });
 const LinkParams = Type.Object({ envGroupId: IdParam, serviceId: IdParam });
-const GroupName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
+
 const EnvVar = EnvVarBody;
 
 /** Env groups (Render's routes, plus PUT …/env-vars to replace the set). */
@@ -37,7 +37,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       audit: 'CreateEnvGroupEvent',
       schema: {
         body: Type.Object({
-          name: GroupName,
+          name: Name,
           ownerId: Type.Optional(Type.String({ maxLength: 64 })),
           envVars: EnvVarInputArray,
           serviceIds: Type.Optional(Type.Array(IdParam, { maxItems: 100 })),
@@ -107,7 +107,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       tags: ['Env groups'],
       access: 'developer',
       audit: 'UpdateEnvGroupEvent',
-      schema: { params: GroupParams, body: Type.Object({ name: GroupName }), response: { 200: EnvGroupBody } },
+      schema: { params: GroupParams, body: Type.Object({ name: Name }), response: { 200: EnvGroupBody } },
       handler: async (req) => {
         const { group, reveal } = await load(req, req.params.envGroupId);
         return body(await envGroups.rename(group, req.body.name), reveal);
