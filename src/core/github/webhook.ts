@@ -17,6 +17,17 @@ interface PushPayload {
   repository?: { html_url?: string; clone_url?: string; default_branch?: string };
   commits?: Array<{ added?: string[]; modified?: string[]; removed?: string[] }>;
 }
+/** A delivery's headers: X-Hub-Signature-256, X-GitHub-Delivery, X-GitHub-Event. */
+interface Headers {
+  signature?: string;
+  deliveryId?: string;
+  event?: string;
+}
+const SIGNATURE = /^sha256=[0-9a-f]{64}$/i;
+/** GitHub's are GUIDs; redelivery tools and GHES add nothing stranger. */
+const DELIVERY_ID = /^[A-Za-z0-9._:-]{1,100}$/;
+/** The events Slipway acts on (and `ping`, sent when the App's webhook is set up). */
+const EVENTS = new Set(['push', 'pull_request', 'installation', 'installation_repositories', 'ping']);
 interface InstallationPayload {
   action?: string;
   installation?: { id?: number; repository_selection?: string };
@@ -117,17 +128,26 @@ export function createGitHubWebhook(deps: {
       await deps.repo.update(id, { repositorySelection: p.installation.repository_selection });
   }
 
+  /**
+   * What can be refused from a delivery's headers alone, before its body (up to 25 MB) is read: an App not configured,
+   * no well-formed signature, no delivery id, an event Slipway does not take.
+   */
+  function precheck(headers: Headers) {
+    if (!deps.verify) throw notConfigured();
+    if (!headers.signature || !SIGNATURE.test(headers.signature))
+      throw unauthorized('the X-Hub-Signature-256 header does not match this App’s webhook secret');
+    if (!headers.deliveryId || !DELIVERY_ID.test(headers.deliveryId) || !headers.event)
+      throw badRequest('X-GitHub-Delivery and X-GitHub-Event are required');
+    if (!EVENTS.has(headers.event))
+      throw badRequest(`Slipway does not take ${headers.event} events: it takes ${[...EVENTS].join(', ')}`);
+  }
+
   return {
+    precheck,
     /** The signature is checked over `rawBody`; only then is the body parsed (`payload`). */
-    async receive(input: {
-      rawBody: string;
-      payload(rawBody: string): unknown;
-      signature?: string;
-      deliveryId?: string;
-      event?: string;
-    }) {
-      if (!deps.verify) throw notConfigured();
-      if (!input.signature || !(await deps.verify(input.rawBody, input.signature)))
+    async receive(input: Headers & { rawBody: string; payload(rawBody: string): unknown }) {
+      precheck(input);
+      if (!(await deps.verify!(input.rawBody, input.signature!)))
         throw unauthorized('the X-Hub-Signature-256 header does not match this App’s webhook secret');
       if (!input.deliveryId || !input.event) throw badRequest('X-GitHub-Delivery and X-GitHub-Event are required');
       const payload = input.payload(input.rawBody); // a 400 before the delivery counts as seen

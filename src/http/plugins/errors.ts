@@ -108,8 +108,7 @@ export function sendClientError(err: NodeJS.ErrnoException, socket: Duplex) {
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof AppError) {
-      if (err.code === 'rate_limited' && err.retryAfterSeconds)
-        reply.header('Retry-After', String(err.retryAfterSeconds));
+      if (err.retryAfterSeconds) reply.header('Retry-After', String(err.retryAfterSeconds));
       return sendError(request, reply, err.code, err.message, err.details);
     }
     if (err.validation) {
