@@ -430,6 +430,59 @@ describe('unverified webhook bodies', () => {
   });
 });
 
+// Issue 29 (first round, still open): GitHub signs only the body, so a captured push replayed under a new
+// X-GitHub-Delivery passed the HMAC and deployed again (an old one: production back to an old commit).
+describe('replayed deliveries', () => {
+  it('a signed push sent again under a new delivery id deploys nothing; a new push of the same commits does', async () => {
+    const owner = await signUp(api);
+    expect((await install(owner, 43)).reply.status).toBe(200);
+    const created = await api.post(
+      '/v1/services',
+      {
+        type: 'web_service',
+        name: 'gh-replay',
+        repo: `${gh.url}/globex/other.git`,
+        branch: 'main',
+        autoDeploy: 'no',
+        serviceDetails: { runtime: 'node' },
+      },
+      owner,
+    );
+    const id = created.body.service.id;
+    expect((await api.patch(`/v1/services/${id}`, { autoDeploy: 'yes' }, owner)).status).toBe(200);
+    const now = Math.floor(Date.now() / 1000);
+    const push = (after: string, pushedAt: number) => ({
+      ref: 'refs/heads/main',
+      before: 'b'.repeat(40),
+      after,
+      installation: { id: 43 },
+      repository: {
+        id: 4343,
+        html_url: `${gh.url}/globex/other`,
+        default_branch: 'main',
+        pushed_at: pushedAt,
+      },
+      commits: [{ id: after, added: [], modified: ['VERSION'], removed: [] }],
+    });
+    const deploysOf = async () => (await api.get(`/v1/services/${id}/deploys?limit=50`, owner)).body.length;
+
+    const first = await gh.deliver(server.url, 'push', push('c'.repeat(40), now));
+    expect(first.body.deploys).toHaveLength(1);
+    // The same signed body under a new delivery id (gh.deliver makes one each time).
+    const replay = await gh.deliver(server.url, 'push', push('c'.repeat(40), now));
+    expect(replay.deliveryId).not.toBe(first.deliveryId);
+    expect(replay).toMatchObject({ status: 200, body: { duplicate: true } });
+    expect(await deploysOf()).toBe(1);
+    // Pushing the same commits again later (force-pushed away and back) is a new push: it deploys.
+    const again = await gh.deliver(server.url, 'push', push('c'.repeat(40), now + 5));
+    expect(again.body.deploys).toHaveLength(1);
+    // A push from more than a week ago is one whose replay Slipway no longer remembers: never deployed.
+    const old = await gh.deliver(server.url, 'push', push('d'.repeat(40), now - 8 * 86_400));
+    expect(old).toMatchObject({ status: 200, body: { duplicate: true } });
+    expect(await deploysOf()).toBe(2);
+  });
+});
+
 describe('installation tokens', () => {
   it('are cached until 5 minutes before they expire, then renewed', async () => {
     for (const [ttlMinutes, expected] of [

@@ -1,5 +1,6 @@
 import { badRequest, unauthorized } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
+import { hashToken } from '../../lib/tokens.js';
 import type { DeployTriggerRepo } from '../../store/repos/deploy-triggers.js';
 import type { GitHubRepo } from '../../store/repos/github.js';
 import type { ServiceRow } from '../../store/repos/services.js';
@@ -14,9 +15,27 @@ interface PushPayload {
   after?: string;
   deleted?: boolean;
   installation?: { id?: number };
-  repository?: { html_url?: string; clone_url?: string; default_branch?: string };
+  repository?: {
+    html_url?: string;
+    clone_url?: string;
+    default_branch?: string;
+    /** When this push happened: Unix seconds in push events (an ISO string in other events). */
+    pushed_at?: number | string;
+  };
   commits?: Array<{ added?: string[]; modified?: string[]; removed?: string[] }>;
 }
+/**
+ * How long delivery ids and bodies are remembered (jobs/maintenance.ts deletes them after): GitHub redelivers on
+ * request, for days at most.
+ */
+export const DELIVERY_MEMORY_MS = 7 * 24 * 3_600_000;
+/** A push made before the memory began: a replay of it could no longer be recognised, so none is taken. */
+function pushedBeforeMemory(p: PushPayload, now = Date.now()): boolean {
+  const at = p.repository?.pushed_at;
+  const ms = typeof at === 'number' ? at * 1000 : typeof at === 'string' ? Date.parse(at) : NaN;
+  return Number.isFinite(ms) && ms < now - DELIVERY_MEMORY_MS;
+}
+
 /** A delivery's headers: X-Hub-Signature-256, X-GitHub-Delivery, X-GitHub-Event. */
 interface Headers {
   signature?: string;
@@ -152,6 +171,17 @@ export function createGitHubWebhook(deps: {
       if (!input.deliveryId || !input.event) throw badRequest('X-GitHub-Delivery and X-GitHub-Event are required');
       const payload = input.payload(input.rawBody); // a 400 before the delivery counts as seen
       if (!(await deps.repo.firstDelivery(input.deliveryId))) return { duplicate: true };
+      // GitHub signs the body alone: the same body under another delivery id is a replay, not a new event (two real
+      // pushes differ at least in repository.pushed_at). Remembered as long as delivery ids are.
+      const bodyKey = `body:${hashToken(input.rawBody)}`;
+      if (!(await deps.repo.firstDelivery(bodyKey))) return { duplicate: true };
+      if (input.event === 'push' && pushedBeforeMemory(payload as PushPayload)) {
+        deps.log.warn(
+          { deliveryId: input.deliveryId },
+          'a push older than the deliveries Slipway remembers: not deployed',
+        );
+        return { duplicate: true };
+      }
       try {
         if (input.event === 'push') return { duplicate: false, ...(await push(payload as PushPayload)) };
         if (input.event === 'pull_request')
@@ -162,6 +192,7 @@ export function createGitHubWebhook(deps: {
       } catch (err) {
         // Not handled: GitHub's redelivery of this id must be handled, not skipped as a repeat.
         await deps.repo.forgetDelivery(input.deliveryId).catch(() => undefined);
+        await deps.repo.forgetDelivery(bodyKey).catch(() => undefined);
         throw err;
       }
     },
