@@ -414,6 +414,7 @@ describe('unverified webhook bodies', () => {
       const admitted = flood.filter((_, i) => states[i] === PENDING);
       await Promise.all(admitted.map((d) => d.rest()));
       for (const d of admitted) expect((await d.answered).status).toBe(401);
+      clearInterval(sampler);
       const after = heldDelivery(
         { 'x-hub-signature-256': wellFormed, 'x-github-event': 'push', 'x-github-delivery': 'after-flood' },
         24 * MB,

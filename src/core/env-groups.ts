@@ -59,10 +59,10 @@ export function createEnvGroups(deps: {
       throw isUniqueViolation(err) ? conflict(`an env group named "${name}" already exists in this workspace`) : err;
     };
 
-  /** The group with its linked services, in link order (Render's envGroupMeta, unserialized). */
   /** `reveal` false: the values masked, the keys and references shown (principal.ts readsSecrets). */
   const masked = <T extends { value: string }>(v: T, reveal: boolean): T =>
     reveal ? v : { ...v, value: MASKED_VALUE };
+  /** The group with its linked services, in link order (Render's envGroupMeta, unserialized). */
   const metaView = async (group: EnvGroupRow): Promise<EnvGroupMetaView> => ({
     group,
     serviceLinks: await repos.envGroups.linkedServices(group.id),

@@ -151,47 +151,45 @@ export function createGitHubWebhook(deps: {
    * What can be refused from a delivery's headers alone, before its body (up to 25 MB) is read: an App not configured,
    * no well-formed signature, no delivery id, an event Slipway does not take.
    */
-  function precheck(headers: Headers) {
-    if (!deps.verify) throw notConfigured();
-    if (!headers.signature || !SIGNATURE.test(headers.signature))
+  function precheck({ signature, deliveryId, event }: Headers) {
+    const verify = deps.verify;
+    if (!verify) throw notConfigured();
+    if (!signature || !SIGNATURE.test(signature))
       throw unauthorized('the X-Hub-Signature-256 header does not match this App’s webhook secret');
-    if (!headers.deliveryId || !DELIVERY_ID.test(headers.deliveryId) || !headers.event)
+    if (!deliveryId || !DELIVERY_ID.test(deliveryId) || !event)
       throw badRequest('X-GitHub-Delivery and X-GitHub-Event are required');
-    if (!EVENTS.has(headers.event))
-      throw badRequest(`Slipway does not take ${headers.event} events: it takes ${[...EVENTS].join(', ')}`);
+    if (!EVENTS.has(event))
+      throw badRequest(`Slipway does not take ${event} events: it takes ${[...EVENTS].join(', ')}`);
+    return { verify, signature, deliveryId, event };
   }
 
   return {
     precheck,
     /** The signature is checked over `rawBody`; only then is the body parsed (`payload`). */
     async receive(input: Headers & { rawBody: string; payload(rawBody: string): unknown }) {
-      precheck(input);
-      if (!(await deps.verify!(input.rawBody, input.signature!)))
+      const { verify, signature, deliveryId, event } = precheck(input);
+      if (!(await verify(input.rawBody, signature)))
         throw unauthorized('the X-Hub-Signature-256 header does not match this App’s webhook secret');
-      if (!input.deliveryId || !input.event) throw badRequest('X-GitHub-Delivery and X-GitHub-Event are required');
       const payload = input.payload(input.rawBody); // a 400 before the delivery counts as seen
-      if (!(await deps.repo.firstDelivery(input.deliveryId))) return { duplicate: true };
+      if (!(await deps.repo.firstDelivery(deliveryId))) return { duplicate: true };
       // GitHub signs the body alone: the same body under another delivery id is a replay, not a new event (two real
       // pushes differ at least in repository.pushed_at). Remembered as long as delivery ids are.
       const bodyKey = `body:${hashToken(input.rawBody)}`;
       if (!(await deps.repo.firstDelivery(bodyKey))) return { duplicate: true };
-      if (input.event === 'push' && pushedBeforeMemory(payload as PushPayload)) {
-        deps.log.warn(
-          { deliveryId: input.deliveryId },
-          'a push older than the deliveries Slipway remembers: not deployed',
-        );
+      if (event === 'push' && pushedBeforeMemory(payload as PushPayload)) {
+        deps.log.warn({ deliveryId }, 'a push older than the deliveries Slipway remembers: not deployed');
         return { duplicate: true };
       }
       try {
-        if (input.event === 'push') return { duplicate: false, ...(await push(payload as PushPayload)) };
-        if (input.event === 'pull_request')
+        if (event === 'push') return { duplicate: false, ...(await push(payload as PushPayload)) };
+        if (event === 'pull_request')
           return { duplicate: false, previews: await pullRequest(payload as PullRequestPayload) };
-        if (input.event === 'installation' || input.event === 'installation_repositories')
-          await installation(input.event, payload as InstallationPayload);
+        if (event === 'installation' || event === 'installation_repositories')
+          await installation(event, payload as InstallationPayload);
         return { duplicate: false };
       } catch (err) {
         // Not handled: GitHub's redelivery of this id must be handled, not skipped as a repeat.
-        await deps.repo.forgetDelivery(input.deliveryId).catch(() => undefined);
+        await deps.repo.forgetDelivery(deliveryId).catch(() => undefined);
         await deps.repo.forgetDelivery(bodyKey).catch(() => undefined);
         throw err;
       }

@@ -11,7 +11,6 @@ import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/servi
 const GroupParams = Type.Object({ envGroupId: IdParam });
 const KeyParams = Type.Object({ envGroupId: IdParam, envVarKey: Type.String({ minLength: 1, maxLength: 256 }) });
 const LinkParams = Type.Object({ envGroupId: IdParam, serviceId: IdParam });
-
 const EnvVar = EnvVarBody;
 
 /** Env groups (Render's routes, plus PUT …/env-vars to replace the set). */
