@@ -5,6 +5,7 @@
  * 2. Webhook handling at 100 deliveries/s (pushes to a branch no service follows, so each is verified, recorded and
  *    matched, but deploys nothing): every delivery answered 200 and recorded once (no loss), and its p99.
  */
+import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -73,11 +74,13 @@ try {
   log(`${PUSHES} pushes, interleaved with as many API triggers`);
   const viaPush: number[] = [];
   const viaApi: number[] = [];
+  // Each a push of its own, as GitHub's are: the same body again is a replay, and deploys nothing.
   const payload = (branch: string) => ({
     ref: `refs/heads/${branch}`,
+    before: randomBytes(20).toString('hex'),
     after: head,
     installation: { id: 42 },
-    repository: { html_url: `${gh.url}/acme/app`, default_branch: 'main' },
+    repository: { html_url: `${gh.url}/acme/app`, default_branch: 'main', pushed_at: Math.floor(Date.now() / 1000) },
     commits: [{ id: head, modified: ['server.js'] }],
   });
   for (let i = 0; i < PUSHES; i++) {

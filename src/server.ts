@@ -370,7 +370,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
     });
     await blueprints.recover(store.kind === 'pglite');
     cleanup.push(() => blueprints.close());
-    const { auth, team, oauth, apiKeys } = wireAuth({
+    const { auth, devices, team, oauth, apiKeys } = wireAuth({
       config,
       repos,
       transact,
@@ -384,6 +384,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
         access,
         guard: createGuard(access),
         auth,
+        devices,
         oauth,
         apiKeys,
         team,

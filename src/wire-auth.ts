@@ -1,6 +1,7 @@
 import type { Config } from './config.js';
 import { createApiKeys } from './core/api-keys.js';
 import { createAuth } from './core/auth.js';
+import { createDeviceCookies } from './core/device-cookies.js';
 import { createOAuth } from './core/oauth.js';
 import type { PrincipalCache } from './core/principal-cache.js';
 import { createTeam } from './core/team.js';
@@ -38,5 +39,6 @@ export function wireAuth(deps: {
     auth,
     team,
   });
-  return { auth, team, oauth, apiKeys: createApiKeys(repos.apiKeys, principals) };
+  const devices = createDeviceCookies({ box: deps.box });
+  return { auth, devices, team, oauth, apiKeys: createApiKeys(repos.apiKeys, principals, repos.workspaces) };
 }

@@ -64,7 +64,7 @@ export function wireBlueprints(deps: {
     },
     envGroups: {
       create: (ws, input) => deps.envGroups.create(ws, input),
-      vars: async (group) => (await deps.envGroups.view(group)).envVars,
+      vars: async (group) => (await deps.envGroups.view(group, true)).envVars, // the sync compares values
       putVar: (group, input) => deps.envGroups.putVar(group, input),
     },
     datastores: {

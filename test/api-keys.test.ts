@@ -87,6 +87,39 @@ describe('API keys', () => {
     );
   });
 
+  // Issue 29 (first round, still open): an admin could delete the owner's API key.
+  it("an admin cannot revoke a key of a member ranked above them; owners and the key's own user can", async () => {
+    const owner = await signUp(t.api);
+    const ownerKey = await createApiKey(t.api, owner);
+    const admin = await addMember(t.api, owner, 'admin');
+    const other = await addMember(t.api, owner, 'admin');
+    const dev = await addMember(t.api, owner, 'developer');
+    const inOwner = (name: string, by: typeof admin) =>
+      t.api.post('/v1/api-keys', { name, ownerId: owner.workspaceId }, by).then((r) => r.body);
+    const othersKey = await inOwner('other admin', other);
+    const adminsKey = await inOwner('admin', admin);
+
+    const refused = await t.api.delete(`/v1/api-keys/${ownerKey.id}`, admin);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ code: 'forbidden', message: expect.stringMatching(/owner/) });
+    // Not through an API key of the admin's either.
+    expect((await t.api.delete(`/v1/api-keys/${ownerKey.id}`, { token: adminsKey.token })).status).toBe(403);
+    expect((await t.api.get('/v1/users', { token: ownerKey.token })).status).toBe(200);
+
+    // An admin revokes an admin's key (the same rank) and their own; an owner any; the developer none.
+    expect((await t.api.delete(`/v1/api-keys/${othersKey.id}`, dev)).status).toBe(403);
+    expect((await t.api.delete(`/v1/api-keys/${othersKey.id}`, admin)).status).toBe(204);
+    expect((await t.api.delete(`/v1/api-keys/${adminsKey.id}`, admin)).status).toBe(204);
+    const again = await inOwner('admin again', admin);
+    expect((await t.api.delete(`/v1/api-keys/${again.id}`, owner)).status).toBe(204);
+    expect((await t.api.delete(`/v1/api-keys/${ownerKey.id}`, owner)).status).toBe(204);
+    // A key whose user was promoted above the admin is out of the admin's reach too.
+    const promoted = await inOwner('to be owner', other);
+    expect((await t.api.patch(`/v1/team-members/${other.id}`, { role: 'owner' }, owner)).status).toBe(200);
+    expect((await t.api.delete(`/v1/api-keys/${promoted.id}`, admin)).status).toBe(403);
+    expect((await t.api.delete(`/v1/api-keys/${promoted.id}`, { token: OPERATOR_TOKEN })).status).toBe(204);
+  });
+
   it("another workspace's key answers 404", async () => {
     const a = await signUp(t.api);
     const b = await signUp(t.api);

@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
-import { bootServer, useServer } from './helpers/server.js';
-import { client, sessionCookie, signUp, uniqueEmail } from './helpers/client.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bootServer, useServer, type TestServer } from './helpers/server.js';
+import { client, sessionCookie, signUp, uniqueEmail, type Client, type Reply } from './helpers/client.js';
 
 const t = useServer();
 
@@ -157,4 +157,91 @@ describe('brute-force limits on login', () => {
       await strict.close();
     }
   });
+});
+
+/** The device cookie a sign-in sets (OWASP's "device cookies"), as a Cookie header. */
+function deviceCookie(reply: Reply): string {
+  const match = /slipway_device=([^;]+)/.exec(reply.headers.get('set-cookie') ?? '');
+  if (!match) throw new Error(`no device cookie in ${reply.status} ${reply.text}`);
+  return `slipway_device=${match[1]}`;
+}
+
+const login = (api: Client, email: string, password: string, cookie?: string) =>
+  api.post('/v1/auth/login', { email, password }, cookie ? { headers: { cookie } } : undefined);
+
+// Issue 29: ten wrong logins from anyone kept the owner's right password out (429) for ten minutes, again and again.
+describe('device cookies: a browser that signed in before is not locked out by guesses from elsewhere', () => {
+  let strict: TestServer;
+  let api: Client;
+  beforeAll(async () => {
+    strict = await bootServer({ SLIPWAY_AUTH_ACCOUNT_ATTEMPTS_PER_10_MINUTES: '3' });
+    api = client(strict.url);
+  }, 120_000);
+  afterAll(() => strict?.close());
+
+  it('signs the owner in from a known device while the account is locked to every other client', async () => {
+    const email = uniqueEmail();
+    const password = 'correct horse battery';
+    const registered = await api.post('/v1/auth/register', { email, password, name: 'Owner' }); // attempt 1
+    expect(registered.status).toBe(201);
+    const device = deviceCookie(registered);
+    const setCookie = registered.headers.get('set-cookie')!;
+    expect(setCookie).toMatch(/slipway_device=[^;]+; Path=\/v1\/auth; Expires=[^;]+; HttpOnly; SameSite=Strict/);
+    const other = await signUp(api);
+    const othersDevice = deviceCookie(await login(api, other.email, other.password));
+
+    // Someone else guesses: the account locks for every client without its device cookie.
+    expect((await login(api, email, 'wrong password')).status).toBe(401);
+    expect((await login(api, email, 'wrong password')).status).toBe(401);
+    const locked = await login(api, email, password);
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get('set-cookie')).toBeNull();
+    // Another account's device cookie, or a forged one, is no device of this account.
+    expect((await login(api, email, password, othersDevice)).status).toBe(429);
+    const middle = Math.floor(device.length / 2);
+    const forged = device.slice(0, middle) + (device[middle] === 'A' ? 'B' : 'A') + device.slice(middle + 1);
+    expect((await login(api, email, password, forged)).status).toBe(429);
+
+    // The owner's browser signs in, and gets a new device cookie.
+    const owner = await login(api, email.toUpperCase(), password, device);
+    expect(owner.status).toBe(200);
+    expect((await api.get('/v1/users', { cookie: sessionCookie(owner) })).body.email).toBe(email);
+    expect(deviceCookie(owner)).not.toBe(device);
+    // The lock still holds for everyone else.
+    expect((await login(api, email, password)).status).toBe(429);
+  });
+
+  it('limits a known device by its own count: a stolen cookie buys a few guesses, and another device is not held', async () => {
+    const user = await signUp(api);
+    const laptop = deviceCookie(await login(api, user.email, user.password));
+    const phone = deviceCookie(await login(api, user.email, user.password)); // the account's count is now spent
+    const guesses = [];
+    for (let i = 0; i < 4; i++) guesses.push((await login(api, user.email, 'wrong password', laptop)).status);
+    expect(guesses).toEqual([401, 401, 401, 429]);
+    const held = await login(api, user.email, user.password, laptop);
+    expect(held.status).toBe(429);
+    expect(Number(held.headers.get('retry-after'))).toBeGreaterThan(60); // the device's 10-minute window
+    expect((await login(api, user.email, user.password, phone)).status).toBe(200);
+  });
+});
+
+describe('device cookies and the per-IP limit', () => {
+  it('a known device is not held by the limit other clients at its address ran into', async () => {
+    const strict = await bootServer({ SLIPWAY_AUTH_RATE_LIMIT_PER_MINUTE: '3' });
+    try {
+      const api = client(strict.url);
+      const email = uniqueEmail();
+      const password = 'correct horse battery';
+      const device = deviceCookie(await api.post('/v1/auth/register', { email, password, name: 'Owner' }));
+      const sprayed = [];
+      for (let i = 0; i < 4; i++) sprayed.push((await login(api, uniqueEmail(), 'wrong password')).status);
+      expect(sprayed).toEqual([401, 401, 401, 429]);
+      expect((await login(api, email, password)).status).toBe(429);
+      const owner = await login(api, email, password, device);
+      expect(owner.status).toBe(200);
+      expect(owner.headers.get('ratelimit-limit')).toBe('1000'); // the device's own count (the helper's setting)
+    } finally {
+      await strict.close();
+    }
+  }, 90_000);
 });

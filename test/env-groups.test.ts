@@ -81,6 +81,59 @@ describe('env groups', () => {
     expect((await t.api.get(`/v1/env-groups/${group.id}`, owner)).status).toBe(404);
   });
 
+  // Issue 29 (first round, still open): developers read env-group secret values in GET /v1/env-groups/:id, which the
+  // resolved view masks for them.
+  it("masks a group's values below admin on every read, as the resolved view does; developers still write them", async () => {
+    const owner = await signUp(t.api);
+    const developer = await addMember(t.api, owner, 'developer');
+    const admin = await addMember(t.api, owner, 'admin');
+    const made = await t.api.post(
+      '/v1/env-groups',
+      { name: 'prod-secrets', ownerId: owner.workspaceId, envVars: [{ key: 'DB_PASSWORD', value: 's3cret-value' }] },
+      developer,
+    );
+    expect(made.status).toBe(201);
+    expect(made.body.envVars).toEqual([{ key: 'DB_PASSWORD', value: '********' }]);
+    const id = made.body.id;
+    const valuesOf = (res: { body: any }) => JSON.stringify(res.body);
+
+    const reads = [
+      await t.api.get(`/v1/env-groups/${id}`, developer),
+      await t.api.get(`/v1/env-groups/${id}/env-vars/DB_PASSWORD`, developer),
+      await t.api.patch(`/v1/env-groups/${id}`, { name: 'prod-secrets-2' }, developer),
+      await t.api.put(`/v1/env-groups/${id}/env-vars/API_TOKEN`, { value: 'tok-123456' }, developer),
+    ];
+    for (const res of reads) {
+      expect(res.status).toBe(200);
+      expect(valuesOf(res)).not.toMatch(/s3cret-value|tok-123456/);
+      expect(valuesOf(res)).toContain('********');
+    }
+    expect(reads[0]!.body.envVars.map((v: any) => v.key)).toEqual(['DB_PASSWORD']);
+    expect(reads[1]!.body).toEqual({ key: 'DB_PASSWORD', value: '********' });
+
+    // Writing the mask back would replace every secret with it: refused.
+    const back = await t.api.put(`/v1/env-groups/${id}/env-vars`, reads[3]!.body.envVars, developer);
+    expect(back.status).toBe(400);
+    expect(back.body).toMatchObject({
+      code: 'validation_failed',
+      details: [
+        expect.objectContaining({ field: 'envVars[0].value' }),
+        expect.objectContaining({ field: 'envVars[1].value' }),
+      ],
+    });
+
+    // Admins and owners read the values.
+    for (const who of [admin, owner]) {
+      const full = await t.api.get(`/v1/env-groups/${id}`, who);
+      expect(full.body.envVars).toEqual(
+        expect.arrayContaining([
+          { key: 'DB_PASSWORD', value: 's3cret-value' },
+          { key: 'API_TOKEN', value: 'tok-123456' },
+        ]),
+      );
+    }
+  });
+
   it('resolves a service that never deployed with the same precedence: platform < groups in link order < its own', async () => {
     const owner = await signUp(t.api);
     const { service } = (

@@ -4,6 +4,8 @@
  * private repo → a signed push → that commit live, with its commit statuses sent.
  */
 import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
+import http from 'node:http';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -317,6 +319,168 @@ describe('the GitHub App', () => {
     // Uninstalling on GitHub unlinks it.
     await gh.deliver(server.url, 'installation', { action: 'deleted', installation: { id: 42 } });
     expect((await api.get('/v1/github/status', owner)).body).toMatchObject({ configured: true, installed: false });
+  });
+});
+
+/** One MiB of spaces: every body below is written from it, so the test's own memory stays out of the figure. */
+const CHUNK = Buffer.alloc(1024 * 1024, 0x20);
+/** A POST to the webhook declaring `total` bytes, of which only `first` (at most a MiB) are sent until `rest()`. */
+function heldDelivery(headers: Record<string, string>, total: number, first = 64 * 1024) {
+  const url = new URL(`${server.url}/v1/github/webhook`);
+  const req = http.request({
+    host: url.hostname,
+    port: url.port,
+    path: url.pathname,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'content-length': String(total), ...headers },
+  });
+  req.on('error', () => undefined); // a refused body's connection may close under the rest of it
+  const answered = new Promise<{ status: number; retryAfter?: string; body: any }>((resolve) =>
+    req.on('response', (res) => {
+      let text = '';
+      res
+        .setEncoding('utf8')
+        .on('data', (c: string) => (text += c))
+        .on('end', () =>
+          resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'], body: JSON.parse(text) }),
+        );
+    }),
+  );
+  req.write(CHUNK.subarray(0, first));
+  async function rest() {
+    for (let left = total - first; left > 0; left -= CHUNK.length)
+      if (!req.write(CHUNK.subarray(0, Math.min(left, CHUNK.length)))) await once(req, 'drain');
+    req.end();
+  }
+  return { answered, rest, abort: () => req.destroy() };
+}
+const PENDING = Symbol('pending');
+const within = <T>(promise: Promise<T>, ms: number) =>
+  Promise.race([promise, new Promise<typeof PENDING>((r) => setTimeout(() => r(PENDING), ms))]);
+const wellFormed = `sha256=${'0'.repeat(64)}`; // the right shape, the wrong HMAC
+const MB = 1024 * 1024;
+
+// Issue 29: unsigned 25 MB bodies were buffered before the signature check; 8 in parallel took RSS +215 MB.
+describe('unverified webhook bodies', () => {
+  it('are refused from the headers alone, before the body is read', async () => {
+    const cases: Array<[Record<string, string>, number, RegExp]> = [
+      [{ 'x-github-event': 'push', 'x-github-delivery': 'd-1' }, 401, /X-Hub-Signature-256/],
+      [{ 'x-hub-signature-256': 'sha256=abc', 'x-github-event': 'push', 'x-github-delivery': 'd-2' }, 401, /Signature/],
+      [
+        { 'x-hub-signature-256': wellFormed, 'x-github-event': 'check_run', 'x-github-delivery': 'd-3' },
+        400,
+        /check_run/,
+      ],
+      [{ 'x-hub-signature-256': wellFormed, 'x-github-event': 'push' }, 400, /X-GitHub-Delivery/],
+    ];
+    for (const [headers, status, message] of cases) {
+      const delivery = heldDelivery(headers, 24 * MB);
+      try {
+        // Only 64 KiB of the 24 MiB were sent: an answer now was given from the headers.
+        const answer = await within(delivery.answered, 5000);
+        expect(answer, JSON.stringify(headers)).not.toBe(PENDING);
+        expect(answer).toMatchObject({ status, body: { message: expect.stringMatching(message) } });
+      } finally {
+        delivery.abort();
+      }
+    }
+  });
+
+  it('are held to one budget: past it, 503 with Retry-After before reading; a signed delivery still gets through', async () => {
+    const rssBefore = process.memoryUsage().rss;
+    let rssPeak = rssBefore;
+    const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 20);
+    const flood = Array.from({ length: 8 }, (_, i) =>
+      heldDelivery(
+        { 'x-hub-signature-256': wellFormed, 'x-github-event': 'push', 'x-github-delivery': `flood-${i}` },
+        24 * MB,
+        MB,
+      ),
+    );
+    try {
+      const states = flood.map(() => PENDING as typeof PENDING | { status: number; retryAfter?: string });
+      flood.forEach((d, i) => void d.answered.then((a) => (states[i] = a)));
+      await waitFor('six of the eight refused', async () => states.filter((a) => a !== PENDING).length >= 6, 10_000);
+      await new Promise((r) => setTimeout(r, 300)); // no seventh comes
+      const refused = states.filter((a) => a !== PENDING);
+      expect(refused).toHaveLength(6); // 64 MiB holds two bodies of 24 MiB
+      for (const a of refused) expect(a).toMatchObject({ status: 503, retryAfter: expect.stringMatching(/^\d+$/) });
+
+      // Two bodies hold 48 MiB of the budget: a real (small, signed) delivery still fits.
+      const signed = await gh.deliver(server.url, 'ping', { zen: 'Keep it logically awesome.', hook_id: 1 });
+      expect(signed).toMatchObject({ status: 200, body: { duplicate: false } });
+
+      // The two admitted bodies, once whole, fail their signature; then the budget is free again.
+      const admitted = flood.filter((_, i) => states[i] === PENDING);
+      await Promise.all(admitted.map((d) => d.rest()));
+      for (const d of admitted) expect((await d.answered).status).toBe(401);
+      clearInterval(sampler);
+      const after = heldDelivery(
+        { 'x-hub-signature-256': wellFormed, 'x-github-event': 'push', 'x-github-delivery': 'after-flood' },
+        24 * MB,
+      );
+      await after.rest();
+      expect((await after.answered).status).toBe(401);
+    } finally {
+      clearInterval(sampler);
+      for (const d of flood) d.abort();
+    }
+    const grew = Math.round((rssPeak - rssBefore) / MB);
+    console.log(`eight 24 MiB unsigned bodies at once: RSS +${grew} MiB`);
+    expect(grew).toBeLessThan(200); // two bodies (chunks, the text, its HMAC input), not eight: about 310 before
+  });
+});
+
+// Issue 29 (first round, still open): GitHub signs only the body, so a captured push replayed under a new
+// X-GitHub-Delivery passed the HMAC and deployed again (an old one: production back to an old commit).
+describe('replayed deliveries', () => {
+  it('a signed push sent again under a new delivery id deploys nothing; a new push of the same commits does', async () => {
+    const owner = await signUp(api);
+    expect((await install(owner, 43)).reply.status).toBe(200);
+    const created = await api.post(
+      '/v1/services',
+      {
+        type: 'web_service',
+        name: 'gh-replay',
+        repo: `${gh.url}/globex/other.git`,
+        branch: 'main',
+        autoDeploy: 'no',
+        serviceDetails: { runtime: 'node' },
+      },
+      owner,
+    );
+    const id = created.body.service.id;
+    expect((await api.patch(`/v1/services/${id}`, { autoDeploy: 'yes' }, owner)).status).toBe(200);
+    const now = Math.floor(Date.now() / 1000);
+    const push = (after: string, pushedAt: number) => ({
+      ref: 'refs/heads/main',
+      before: 'b'.repeat(40),
+      after,
+      installation: { id: 43 },
+      repository: {
+        id: 4343,
+        html_url: `${gh.url}/globex/other`,
+        default_branch: 'main',
+        pushed_at: pushedAt,
+      },
+      commits: [{ id: after, added: [], modified: ['VERSION'], removed: [] }],
+    });
+    const deploysOf = async () => (await api.get(`/v1/services/${id}/deploys?limit=50`, owner)).body.length;
+
+    const first = await gh.deliver(server.url, 'push', push('c'.repeat(40), now));
+    expect(first.body.deploys).toHaveLength(1);
+    // The same signed body under a new delivery id (gh.deliver makes one each time).
+    const replay = await gh.deliver(server.url, 'push', push('c'.repeat(40), now));
+    expect(replay.deliveryId).not.toBe(first.deliveryId);
+    expect(replay).toMatchObject({ status: 200, body: { duplicate: true } });
+    expect(await deploysOf()).toBe(1);
+    // Pushing the same commits again later (force-pushed away and back) is a new push: it deploys.
+    const again = await gh.deliver(server.url, 'push', push('c'.repeat(40), now + 5));
+    expect(again.body.deploys).toHaveLength(1);
+    // A push from more than a week ago is one whose replay Slipway no longer remembers: never deployed.
+    const old = await gh.deliver(server.url, 'push', push('d'.repeat(40), now - 8 * 86_400));
+    expect(old).toMatchObject({ status: 200, body: { duplicate: true } });
+    expect(await deploysOf()).toBe(2);
   });
 });
 

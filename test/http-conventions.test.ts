@@ -229,3 +229,237 @@ describe('global rate limit', () => {
     }
   });
 });
+
+// Issue 29: startTime=0000-01-01T00:00:00Z on usage, audit logs, events and deploys, and a huge resolutionSeconds,
+// answered 500. Every date the API takes, found in its own OpenAPI document, must be a validated range.
+describe('dates and ranges: a 400 naming the field, never a 500', () => {
+  interface DateInput {
+    op: string;
+    method: string;
+    path: string;
+    where: 'query' | 'body';
+    name: string;
+    /** Other required query parameters (the metrics history's `metric`). */
+    required: Record<string, string>;
+  }
+  /** Every date-time query parameter and JSON body field of every operation. */
+  function dateInputs(doc: any): DateInput[] {
+    const inputs: DateInput[] = [];
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const method of ['get', 'post', 'put', 'patch']) {
+        const op = item[method];
+        if (!op) continue;
+        const params: any[] = [...(item.parameters ?? []), ...(op.parameters ?? [])];
+        const required = Object.fromEntries(
+          params.filter((p) => p.in === 'query' && p.required).map((p) => [p.name, p.name === 'metric' ? 'cpu' : 'x']),
+        );
+        const base = { op: `${method.toUpperCase()} ${path}`, method: method.toUpperCase(), path, required };
+        for (const p of params)
+          if (p.in === 'query' && p.schema?.format === 'date-time')
+            inputs.push({ ...base, where: 'query', name: p.name });
+        const body = op.requestBody?.content?.['application/json']?.schema;
+        for (const [name, s] of Object.entries<any>(body?.properties ?? {}))
+          if (s.format === 'date-time' || s.anyOf?.some((a: any) => a.format === 'date-time'))
+            inputs.push({ ...base, where: 'body', name });
+      }
+    }
+    return inputs;
+  }
+
+  it('refuses year 0, a leap second and dates past 9999 on every route that takes a date', async () => {
+    const doc = (await api.get('/v1/openapi.json')).body;
+    const service = await api.post('/v1/services', { type: 'web_service', name: 'dates', autoDeploy: 'no' }, { token });
+    expect(service.status).toBe(201);
+    const webhook = await api.post(
+      '/v1/webhooks',
+      { name: 'dates', url: 'https://hooks.example.com/x', enabled: false },
+      { token },
+    );
+    const ids: Record<string, string> = {
+      serviceId: service.body.service.id,
+      webhookId: webhook.body.id,
+      ownerId: owner.workspaceId,
+      postgresId: 'dpg-00000000000000000000',
+      keyValueId: 'red-00000000000000000000',
+    };
+    const inputs = dateInputs(doc);
+    // The sweep finds what the issue named, and more: it cannot pass by finding nothing.
+    expect(inputs.map((i) => `${i.op} ${i.name}`)).toEqual(
+      expect.arrayContaining([
+        'GET /v1/usage startTime',
+        'GET /v1/audit-logs startTime',
+        'GET /v1/services/{serviceId}/events startTime',
+        'GET /v1/services/{serviceId}/deploys createdAfter',
+        'GET /v1/metrics/{serviceId}/cpu startTime',
+        'GET /v1/logs endTime',
+        'GET /v1/services updatedBefore',
+        'GET /v1/webhooks/{webhookId}/events sentAfter',
+        'POST /v1/api-keys expiresAt',
+      ]),
+    );
+    const failures: string[] = [];
+    for (const input of inputs) {
+      const url = input.path.replace(/\{(\w+)\}/g, (_, p: string) => ids[p] ?? 'x');
+      for (const value of ['0000-01-01T00:00:00Z', '2016-12-31T23:59:60Z', '9999-12-31T23:59:59-01:00']) {
+        const res =
+          input.where === 'query'
+            ? await api.call(
+                input.method,
+                `${url}?${new URLSearchParams({ ...input.required, [input.name]: value })}`,
+                {
+                  token,
+                },
+              )
+            : await api.call(input.method, url, { token, body: { name: 'dates', [input.name]: value } });
+        const named = res.body?.details?.some((d: { field: string }) => d.field === input.name);
+        if (res.status !== 400 || res.body?.code !== 'validation_failed' || !named)
+          failures.push(`${input.op} ${input.name}=${value}: ${res.status} ${res.text.slice(0, 160)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    // Dates inside the range still work.
+    const within = await api.get(`/v1/audit-logs?startTime=1970-01-01T00:00:00Z&endTime=9999-12-31T23:59:59Z`, {
+      token,
+    });
+    expect(within.status).toBe(200);
+    expect(within.body.length).toBeGreaterThan(0);
+    const month = await api.get(`/v1/usage?startTime=1970-01-01T00:00:00Z&endTime=1970-02-01T00:00:00Z`, { token });
+    expect(month.status).toBe(200);
+  });
+
+  it('refuses a metrics resolutionSeconds past a year', async () => {
+    const service = await api.post('/v1/services', { type: 'web_service', name: 'res', autoDeploy: 'no' }, { token });
+    const id = service.body.service.id;
+    for (const url of [
+      `/v1/metrics/${id}/cpu?resolutionSeconds=99999999999999999999`,
+      `/v1/metrics/${id}/memory?resolutionSeconds=31536001`,
+      `/v1/services/${id}/metrics/history?metric=cpu&resolutionSeconds=1e300`,
+    ]) {
+      const res = await api.get(url, { token });
+      expectError(res, 400, 'validation_failed');
+      expect(res.body.details, url).toEqual([expect.objectContaining({ field: 'resolutionSeconds' })]);
+    }
+    expect((await api.get(`/v1/metrics/${id}/cpu?resolutionSeconds=31536000`, { token })).status).toBe(200);
+  });
+});
+
+// Issue 29 (first round, still open): names accepted CR/LF, BEL, RLO and HTML.
+describe('names: one rule on every route that takes one', () => {
+  const BAD = [
+    'two\r\nlines',
+    'bell\u0007',
+    'tab\tname',
+    'next\u0085line',
+    'evil\u202Egnp.exe',
+    'iso\u2066late',
+    ' \u2028 ',
+  ];
+
+  /** Every `name` property of a request body (nested ones too), with its path, in every operation that writes. */
+  function bodyNames(doc: any): Array<{ op: string; field: string; schema: any }> {
+    const resolve = (s: any): any =>
+      s?.$ref
+        ? resolve(
+            s.$ref
+              .slice(2)
+              .split('/')
+              .reduce((o: any, k: string) => o[k], doc),
+          )
+        : s;
+    const found: Array<{ op: string; field: string; schema: any }> = [];
+    const walk = (op: string, schema: any, path: string) => {
+      const s = resolve(schema);
+      if (!s) return;
+      for (const sub of [...(s.anyOf ?? []), ...(s.allOf ?? []), ...(s.oneOf ?? [])]) walk(op, sub, path);
+      if (s.items) walk(op, s.items, `${path}0.`);
+      for (const [key, prop] of Object.entries<any>(s.properties ?? {})) {
+        if (key === 'name') found.push({ op, field: `${path}name`, schema: resolve(prop) });
+        walk(op, prop, `${path}${key}.`);
+      }
+    };
+    for (const [path, item] of Object.entries<any>(doc.paths))
+      for (const method of ['post', 'put', 'patch']) {
+        const content = item[method]?.requestBody?.content ?? {};
+        for (const type of Object.keys(content)) walk(`${method.toUpperCase()} ${path}`, content[type].schema, '');
+      }
+    return found;
+  }
+
+  it('every body name uses the shared schema (a hostname and an HTTP header name are not names)', async () => {
+    const doc = (await api.get('/v1/openapi.json')).body;
+    const names = bodyNames(doc).filter(
+      (n) => !/custom-domains|\/headers/.test(n.op), // a domain name, a response header's name: their own rules
+    );
+    const shared = names.find((n) => n.op === 'POST /v1/services')!.schema;
+    expect(names.length).toBeGreaterThan(15);
+    const other = names.filter((n) => n.schema.pattern !== shared.pattern || n.schema.maxLength !== shared.maxLength);
+    expect(other.map((n) => `${n.op} ${n.field}`)).toEqual([]);
+    expect(names.map((n) => n.op)).toEqual(
+      expect.arrayContaining([
+        'POST /v1/services',
+        'PATCH /v1/services/{serviceId}',
+        'POST /v1/postgres',
+        'POST /v1/key-value',
+        'POST /v1/env-groups',
+        'POST /v1/projects',
+        'POST /v1/environments',
+        'POST /v1/webhooks',
+        'POST /v1/api-keys',
+        'POST /v1/auth/register',
+        'POST /v1/blueprints',
+      ]),
+    );
+  });
+
+  it('refuses control characters and bidirectional controls with a 400 naming the field, on create and update', async () => {
+    const service = await api.post('/v1/services', { type: 'web_service', name: 'named', autoDeploy: 'no' }, { token });
+    const group = await api.post('/v1/env-groups', { name: 'named', envVars: [] }, { token });
+    const project = await api.post(
+      '/v1/projects',
+      { name: 'named', environments: [{ name: 'production' }] },
+      { token },
+    );
+    const webhook = await api.post(
+      '/v1/webhooks',
+      { name: 'named', url: 'https://hooks.example.com/x', enabled: false },
+      { token },
+    );
+    expect([service.status, group.status, project.status, webhook.status]).toEqual([201, 201, 201, 201]);
+    const calls: Array<[string, string, (name: string) => object, string?]> = [
+      ['POST', '/v1/services', (name) => ({ type: 'web_service', name, autoDeploy: 'no' })],
+      ['PATCH', `/v1/services/${service.body.service.id}`, (name) => ({ name })],
+      ['POST', '/v1/postgres', (name) => ({ name, plan: 'no-such-plan' })], // a wrong plan too: nothing is made
+      ['PATCH', '/v1/postgres/dpg-00000000000000000000', (name) => ({ name })],
+      ['POST', '/v1/key-value', (name) => ({ name, plan: 'no-such-plan' })],
+      ['PATCH', '/v1/key-value/red-00000000000000000000', (name) => ({ name })],
+      ['POST', '/v1/env-groups', (name) => ({ name, envVars: [] })],
+      ['PATCH', `/v1/env-groups/${group.body.id}`, (name) => ({ name })],
+      ['POST', '/v1/projects', (name) => ({ name, environments: [{ name: 'production' }] })],
+      ['POST', '/v1/projects', (name) => ({ name: 'p', environments: [{ name }] }), 'environments.0.name'],
+      ['PATCH', `/v1/projects/${project.body.id}`, (name) => ({ name })],
+      ['POST', '/v1/environments', (name) => ({ name, projectId: project.body.id })],
+      ['PATCH', `/v1/environments/${project.body.environmentIds[0]}`, (name) => ({ name })],
+      ['POST', '/v1/webhooks', (name) => ({ name, url: 'https://hooks.example.com/y', enabled: false })],
+      ['PATCH', `/v1/webhooks/${webhook.body.id}`, (name) => ({ name })],
+      ['POST', '/v1/api-keys', (name) => ({ name })],
+      ['PATCH', '/v1/blueprints/exs-00000000000000000000', (name) => ({ name })],
+      ['POST', '/v1/auth/register', (name) => ({ email: 'named@example.com', password: 'long enough pw', name })],
+    ];
+    const failures: string[] = [];
+    for (const [method, url, body, field = 'name'] of calls)
+      for (const name of BAD) {
+        const res = await api.call(method, url, { token, body: body(name) });
+        const detail = res.body?.details?.find((d: { field: string }) => d.field === field);
+        if (res.status !== 400 || res.body.code !== 'validation_failed' || !/control characters/.test(detail?.message))
+          failures.push(`${method} ${url} ${JSON.stringify(name)}: ${res.status} ${res.text.slice(0, 160)}`);
+      }
+    expect(failures).toEqual([]);
+  });
+
+  it("keeps anything printable, <, > and emoji included: escaping is the renderer's job", async () => {
+    const name = 'Staging <eu> & "prod" 👩‍💻 café';
+    const made = await api.post('/v1/services', { type: 'web_service', name, autoDeploy: 'no' }, { token });
+    expect(made.status).toBe(201);
+    expect(made.body.service.name).toBe(name);
+  });
+});

@@ -3,7 +3,9 @@
  * behind it for everything else. Real nginx, real deploys, real requests through the router port.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { once } from 'node:events';
 import http from 'node:http';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nginxFiles, installConfig, nginxBinary, runningMaster } from '../src/router/nginx/process.js';
 import { isLive, readStat } from '../src/runtime/local/proc.js';
@@ -153,6 +155,54 @@ describe.skipIf(!binary)('nginx as the data plane', () => {
     expect(reply.headers.server).toMatch(/^nginx/);
   }, 60_000);
 
+  // Issue 29: `GET http://b…/` with `Host: a…` went to B with `Host: a…`; a client's X-Real-IP and Forwarded reached
+  // apps unchanged.
+  describe('what the app is told about the request', () => {
+    let a: { id: string; slug: string };
+    let b: { id: string; slug: string };
+    beforeAll(async () => {
+      a = (await deployFixture(api, as, 'node-web')).service;
+      b = (await deployFixture(api, as, 'node-web')).service;
+    }, 120_000);
+
+    it('refuses an absolute-form target whose Host names another host (400); one that agrees reaches its app', async () => {
+      const port = server.slipway.routerPort;
+      const [hostA, hostB] = [`${a.slug}.localhost:${port}`, `${b.slug}.localhost:${port}`];
+      for (const target of [`http://${hostB}/x`, `http://${b.slug}.localhost/x`, 'http://no-such.localhost/x']) {
+        const refused = await rawRequest(port, [`GET ${target} HTTP/1.1`, `Host: ${hostA}`]);
+        expect(refused.status, target).toBe(400);
+        expect(refused.head, target).toMatch(/^server: nginx/im);
+      }
+      const agreeing = await rawRequest(port, [`GET http://${hostB.toUpperCase()}/x?y=1 HTTP/1.1`, `Host: ${hostB}`]);
+      expect(agreeing.status).toBe(200);
+      const body = JSON.parse(agreeing.body);
+      expect(body.env.SLIPWAY_SERVICE_ID).toBe(b.id);
+      expect(body.headers).toMatchObject({ host: hostB, 'x-forwarded-host': hostB });
+    });
+
+    it('sets X-Real-IP to the client address and adds its own element to Forwarded, as to X-Forwarded-For', async () => {
+      const port = server.slipway.routerPort;
+      const host = `${a.slug}.localhost:${port}`;
+      const spoofed = await rawRequest(port, [
+        'GET / HTTP/1.1',
+        `Host: ${host}`,
+        'X-Real-IP: 6.6.6.6',
+        'Forwarded: for=6.6.6.6;proto=https',
+        'X-Forwarded-For: 6.6.6.6',
+      ]);
+      expect(JSON.parse(spoofed.body).headers).toMatchObject({
+        'x-real-ip': '127.0.0.1',
+        forwarded: `for=6.6.6.6;proto=https, for=127.0.0.1;host="${host}";proto=http`,
+        'x-forwarded-for': '6.6.6.6, 127.0.0.1',
+      });
+      const plain = await rawRequest(port, ['GET / HTTP/1.1', `Host: ${host}`]);
+      expect(JSON.parse(plain.body).headers).toMatchObject({
+        'x-real-ip': '127.0.0.1',
+        forwarded: `for=127.0.0.1;host="${host}";proto=http`,
+      });
+    });
+  });
+
   it('keeps the running configuration when nginx -t refuses a new one', async () => {
     const files = nginxFiles(server.dataDir);
     const before = readFileSync(files.conf, 'utf8');
@@ -193,6 +243,30 @@ function browserGet(
       reject(err);
     });
   });
+}
+
+/** Sends `lines` as one raw request (Connection: close): its status, head and (de-chunked) body. */
+async function rawRequest(port: number, lines: string[]): Promise<{ status: number; head: string; body: string }> {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.write(`${[...lines, 'Connection: close'].join('\r\n')}\r\n\r\n`);
+  const chunks: Buffer[] = [];
+  socket.on('data', (c: Buffer) => chunks.push(c));
+  await once(socket, 'close');
+  const text = Buffer.concat(chunks).toString();
+  const [head = '', ...rest] = text.split('\r\n\r\n');
+  let body = rest.join('\r\n\r\n');
+  if (/^transfer-encoding: chunked/im.test(head)) {
+    let decoded = '';
+    for (let at = 0; ;) {
+      const eol = body.indexOf('\r\n', at);
+      const size = parseInt(body.slice(at, eol), 16);
+      if (!size) break;
+      decoded += body.slice(eol + 2, eol + 2 + size);
+      at = eol + 2 + size + 2;
+    }
+    body = decoded;
+  }
+  return { status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0), head, body };
 }
 
 /** Whether `pid` runs (not a zombie awaiting its parent). */

@@ -223,6 +223,24 @@ describe('routing by Host', () => {
     });
   });
 
+  // Issue 29: a client's X-Real-IP and Forwarded reached apps as it sent them.
+  it('sets X-Real-IP to the client address and adds its own element to Forwarded, as to X-Forwarded-For', async () => {
+    const a = await startUpstream('a');
+    routes.set('real-ip.localhost', instances('svc-real-ip', [a]));
+    const spoofed = { 'x-real-ip': '6.6.6.6', forwarded: 'for=6.6.6.6;proto=https', 'x-forwarded-for': '6.6.6.6' };
+    expect((await request('/', { host: 'real-ip.localhost:8080', headers: spoofed })).status).toBe(200);
+    expect(a.seen[0]?.headers).toMatchObject({
+      'x-real-ip': '127.0.0.1',
+      forwarded: 'for=6.6.6.6;proto=https, for=127.0.0.1;host="real-ip.localhost:8080";proto=http',
+      'x-forwarded-for': '6.6.6.6,127.0.0.1',
+    });
+    expect((await request('/', { host: 'real-ip.localhost' })).status).toBe(200);
+    expect(a.seen[1]?.headers).toMatchObject({
+      'x-real-ip': '127.0.0.1',
+      forwarded: 'for=127.0.0.1;host="real-ip.localhost";proto=http',
+    });
+  });
+
   it('drops the headers a Connection header names, both ways, however many it names', async () => {
     const app = await startUpstream('hop', (_req, res) => {
       res.writeHead(200, { connection: 'x-app-hop', 'x-app-hop': 'private', 'x-app-kept': 'yes' }).end('ok');
@@ -250,6 +268,50 @@ describe('routing by Host', () => {
     expect(res.status).toBe(200);
     expect(a.seen[0]).toMatchObject({ method: 'PUT', body: 'hello' });
     expect(a.seen[0]?.headers.expect).toBeUndefined();
+  });
+});
+
+/** Sends `lines` as one raw HTTP request (Connection: close) and returns the status line's code and the whole reply. */
+async function rawRequest(lines: string[]): Promise<{ status: number; text: string }> {
+  const connection = rawConnection(router.port);
+  connection.socket.write(`${[...lines, 'Connection: close'].join('\r\n')}\r\n\r\n`);
+  await connection.closed;
+  const text = (await connection.receivedWhen(() => true)).toString();
+  return { status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0), text };
+}
+
+// Issue 29: `GET http://b.localhost/…` with `Host: a.localhost` went to B with `Host: a.localhost`.
+describe('absolute-form request targets (RFC 9112 §3.2.2)', () => {
+  it('refuses one whose Host names another host with 400; neither app hears of it', async () => {
+    const [a, b] = [await startUpstream('abs-a'), await startUpstream('abs-b')];
+    routes.set('abs-a.localhost', instances('svc-abs-a', [a]));
+    routes.set('abs-b.localhost', instances('svc-abs-b', [b]));
+    for (const target of ['http://abs-b.localhost/x', 'http://abs-b.localhost:8080/x', 'http://nobody.localhost/x']) {
+      const res = await rawRequest([`GET ${target} HTTP/1.1`, 'Host: abs-a.localhost']);
+      expect(res.status, target).toBe(400);
+    }
+    const upgrade = await rawRequest([
+      'GET http://abs-b.localhost/socket HTTP/1.1',
+      'Host: abs-a.localhost',
+      'Upgrade: websocket',
+      'Connection: Upgrade',
+      `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`,
+      'Sec-WebSocket-Version: 13',
+    ]);
+    expect(upgrade.status).toBe(400);
+    expect([a.seen, b.seen]).toEqual([[], []]);
+  });
+
+  it('routes one whose Host agrees, passing the app the origin form and the Host as sent', async () => {
+    const b = await startUpstream('abs-ok');
+    routes.set('abs-ok.localhost', instances('svc-abs-ok', [b]));
+    const res = await rawRequest(['GET http://ABS-OK.localhost:8080/x?y=1 HTTP/1.1', 'Host: abs-ok.localhost:8080']);
+    expect(res.status).toBe(200);
+    expect(b.seen[0]).toMatchObject({ url: '/x?y=1', headers: { host: 'abs-ok.localhost:8080' } });
+    // HTTP/1.0 may leave Host out: the target's authority is the host, and the app is told it.
+    const old = await rawRequest(['GET http://abs-ok.localhost/ HTTP/1.0']);
+    expect(old.status).toBe(200);
+    expect(b.seen[1]).toMatchObject({ url: '/', headers: { host: 'abs-ok.localhost' } });
   });
 });
 

@@ -30,6 +30,11 @@ describe('webhooks: the SSRF guard', () => {
       'http://[fd00::1]/',
       'http://[::ffff:127.0.0.1]/',
       'http://[::ffff:169.254.169.254]/',
+      // Issue 29: the URL parser writes these as [::7f00:1] and [::a9fe:a9fe], which ipaddr.js calls unicast.
+      'http://[::127.0.0.1]/',
+      'http://[::169.254.169.254]/',
+      'http://[64:ff9b::127.0.0.1]/', // NAT64 of loopback
+      'http://[2002:a9fe:a9fe::1]/', // 6to4 of the metadata address
     ]) {
       const res = await t.api.post('/v1/webhooks', { name: 'ssrf', url }, owner);
       expect(res.status, url).toBe(400);
@@ -61,5 +66,29 @@ describe('webhooks: the SSRF guard', () => {
       expect(isPublicAddress(a), a).toBe(false);
     for (const a of ['::ffff:10.0.0.1', '::ffff:7f00:1', 'fe80::1', 'fc00::1', 'ff02::1', 'not an ip'])
       expect(isPublicAddress(a), a).toBe(false);
+  });
+
+  // Issue 29: `http://[::127.0.0.1]/` passed the guard: ipaddr.js calls ::/96 (IPv4-compatible) unicast.
+  it('judges an IPv6 address that carries an IPv4 one by that IPv4 address, and refuses the reserved rest', () => {
+    const refused = [
+      '::7f00:1', // ::127.0.0.1, IPv4-compatible (deprecated), as the URL parser writes it
+      '::a9fe:a9fe', // ::169.254.169.254
+      '::808:808', // IPv4-compatible, even of a public address: deprecated, nothing routes it
+      '::1:2:3:4', // the rest of ::/8, reserved
+      '::ffff:0:7f00:1', // IPv4-translated (RFC 6145)
+      '64:ff9b::7f00:1', // NAT64 (RFC 6052) of 127.0.0.1
+      '64:ff9b::a00:1', // NAT64 of 10.0.0.1
+      '64:ff9b::a9fe:a9fe', // NAT64 of the metadata address
+      '64:ff9b:1::808:808', // NAT64's local-use prefix (RFC 8215)
+      '2002:7f00:1::1', // 6to4 of 127.0.0.1
+      '2002:c0a8:101::1', // 6to4 of 192.168.1.1
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
+      '2001:db8::1', // documentation
+      '4000::1', // outside IANA's global unicast 2000::/3
+    ];
+    for (const a of refused) expect(isPublicAddress(a), a).toBe(false);
+    // A DNS64 network gives v4-only receivers NAT64 addresses: public ones stay reachable.
+    for (const a of ['64:ff9b::808:808', '2002:808:808::1', '::ffff:8.8.8.8', '2a00:1450:4001::1'])
+      expect(isPublicAddress(a), a).toBe(true);
   });
 });

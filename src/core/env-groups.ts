@@ -5,6 +5,7 @@ import { isUniqueViolation } from '../store/db.js';
 import type { EnvGroupQuery, EnvGroupRepo, EnvGroupRow } from '../store/repos/env-groups.js';
 import type { Repos, Transact } from '../store/repos/index.js';
 import { createEnvVars, type EnvVarInput, type EnvVars, type RefPort } from './services/env-vars.js';
+import { MASKED_VALUE } from './services/env-view.js';
 
 /** One layer of a service's environment, in precedence order (later wins). */
 export interface EnvLayer {
@@ -58,6 +59,9 @@ export function createEnvGroups(deps: {
       throw isUniqueViolation(err) ? conflict(`an env group named "${name}" already exists in this workspace`) : err;
     };
 
+  /** `reveal` false: the values masked, the keys and references shown (principal.ts readsSecrets). */
+  const masked = <T extends { value: string }>(v: T, reveal: boolean): T =>
+    reveal ? v : { ...v, value: MASKED_VALUE };
   /** The group with its linked services, in link order (Render's envGroupMeta, unserialized). */
   const metaView = async (group: EnvGroupRow): Promise<EnvGroupMetaView> => ({
     group,
@@ -86,7 +90,8 @@ export function createEnvGroups(deps: {
     rename: async (group: EnvGroupRow, name: string) =>
       (await repos.envGroups.update(group.id, { name }).catch(named<undefined>(name)))!,
     remove: (group: EnvGroupRow) => repos.envGroups.delete(group.id),
-    getVar: (group: EnvGroupRow, key: string) => groupVars.get(group.id, key),
+    getVar: async (group: EnvGroupRow, key: string, reveal: boolean) =>
+      masked(await groupVars.get(group.id, key), reveal),
     // Every change to a group's variables or links bumps its updatedAt; each returns the group as it is now.
     replaceVars: (group: EnvGroupRow, inputs: EnvVarInput[]) => changed(group, () => groupVars.replace(group, inputs)),
     putVar: (group: EnvGroupRow, input: EnvVarInput) => changed(group, () => groupVars.put(group, input)),
@@ -98,10 +103,10 @@ export function createEnvGroups(deps: {
         if (!(await repos.envGroups.unlink(group.id, serviceId))) throw notFound(`link to service ${serviceId}`);
       }),
     metaView,
-    /** The group with its linked services and its (opened) variables (Render's envGroup, unserialized). */
-    view: async (group: EnvGroupRow): Promise<EnvGroupView> => ({
+    /** The group with its linked services and its variables, opened or masked (Render's envGroup, unserialized). */
+    view: async (group: EnvGroupRow, reveal: boolean): Promise<EnvGroupView> => ({
       ...(await metaView(group)),
-      envVars: await groupVars.list(group.id),
+      envVars: (await groupVars.list(group.id)).map((v) => masked(v, reveal)),
     }),
     /** A service's variables below the platform's: its groups in link order, then its own. */
     async layersOf(serviceId: string): Promise<EnvLayer[]> {

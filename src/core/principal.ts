@@ -14,6 +14,11 @@ export type { Role };
 /** viewer 0 … owner 3: ROLES lists the highest first. */
 export const roleRank = (role: Role) => ROLES.length - 1 - ROLES.indexOf(role);
 export const roleAtLeast = (role: Role, min: Role) => roleRank(role) >= roleRank(min);
+/**
+ * Who reads secret values that are not their service's own (README, "Env groups"): an env group's variables, and
+ * the resolved view of a service's environment. Below admin they read as MASKED_VALUE (core/services/env-view.ts).
+ */
+export const readsSecrets = (role: Role) => roleAtLeast(role, 'admin');
 
 export function principalUser(p: Principal): UserRow | undefined {
   return p.kind === 'operator' ? undefined : p.user;

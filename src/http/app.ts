@@ -2,6 +2,7 @@ import cookie from '@fastify/cookie';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import ajvFormats from 'ajv-formats';
+import { isAcceptedDate } from '../lib/date-range.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { levels } from 'pino';
 import type { HttpDeps } from './deps.js';
@@ -52,6 +53,8 @@ function createAjv(coerceTypes: boolean | 'array') {
   const ajv = new Ajv({ coerceTypes, useDefaults: true, allErrors: true, strict: false });
   // ajv-formats is CommonJS: its module object is the function.
   (ajvFormats as unknown as typeof ajvFormats.default)(ajv);
+  // Every date the API takes is held to one range (lib/date-range.ts), whichever route takes it.
+  ajv.addFormat('date-time', { type: 'string', validate: isAcceptedDate });
   return ajv;
 }
 

@@ -3,6 +3,7 @@ import type { Access } from '../core/access.js';
 import type { ApiKeys } from '../core/api-keys.js';
 import type { AuditLog } from '../core/audit.js';
 import type { Auth } from '../core/auth.js';
+import type { DeviceCookies } from '../core/device-cookies.js';
 import type { OAuth } from '../core/oauth.js';
 import type { Team } from '../core/team.js';
 import type { DeployEngine } from '../core/deploys/engine.js';
@@ -37,6 +38,8 @@ export interface HttpDeps {
   access: Access;
   guard: Guard;
   auth: Auth;
+  /** Device cookies: a browser that signed in before is not locked out by others' guesses. */
+  devices: DeviceCookies;
   /** Sign-in with GitHub, Google and Apple. */
   oauth: OAuth;
   apiKeys: ApiKeys;

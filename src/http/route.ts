@@ -77,6 +77,11 @@ export interface RouteSpec<S extends FastifySchema = FastifySchema> {
    */
   formFile?: boolean;
   schema: S;
+  /**
+   * Runs before the body is read: what can be refused from the headers is refused without buffering it (GitHub's
+   * webhook, whose 25 MB bodies are unverified until read).
+   */
+  beforeBody?: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
   handler: (req: Request<S>, reply: Reply<S>) => Promise<unknown>;
   /**
    * A WebSocket route (GET): `handler` runs first, before the upgrade (so auth, validation and
@@ -125,6 +130,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
         ...(spec.access === 'public' ? { security: [] } : {}),
         'x-slipway-access': spec.access,
       },
+      ...(spec.beforeBody ? { onRequest: [spec.beforeBody] } : {}),
       preValidation: [
         ...(spec.formFile ? [readFormFields] : []),
         // An optional body (Type.Optional): a POST without one is an empty object, as Render takes it.

@@ -4,6 +4,7 @@ import type { InviteRepo } from '../store/repos/invites.js';
 import type { SessionRepo } from '../store/repos/sessions.js';
 import type { GitHubRepo } from '../store/repos/github.js';
 import type { WebhookRepo } from '../store/repos/webhooks.js';
+import { DELIVERY_MEMORY_MS } from '../core/github/webhook.js';
 import { schedulePeriodic } from './queue.js';
 
 const MAINTENANCE_QUEUE = 'maintenance';
@@ -11,8 +12,6 @@ const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 /** Sent (or given-up) webhook deliveries are kept a week, the delivery log a month. */
 const WEBHOOK_DELIVERY_TTL_MS = 7 * 24 * 3_600_000;
 const WEBHOOK_LOG_TTL_MS = 30 * 24 * 3_600_000;
-/** GitHub's delivery ids are remembered a week: GitHub redelivers on request, for days at most. */
-const GITHUB_DELIVERY_TTL_MS = 7 * 24 * 3_600_000;
 
 interface MaintenanceDeps {
   sessions: Pick<SessionRepo, 'deleteExpired'>;
@@ -40,7 +39,7 @@ export async function runMaintenance(deps: MaintenanceDeps) {
       new Date(now.getTime() - WEBHOOK_DELIVERY_TTL_MS),
       new Date(now.getTime() - WEBHOOK_LOG_TTL_MS),
     ),
-    githubDeliveries: await deps.github.deleteDeliveriesBefore(new Date(now.getTime() - GITHUB_DELIVERY_TTL_MS)),
+    githubDeliveries: await deps.github.deleteDeliveriesBefore(new Date(now.getTime() - DELIVERY_MEMORY_MS)),
   };
   await deps.analyze();
   return removed;

@@ -24,7 +24,7 @@ export interface ErrorDetail {
 /** An error core code throws on purpose; the HTTP layer renders it as the error body. */
 export class AppError extends Error {
   readonly statusCode: number;
-  /** For `rate_limited`: seconds until the client may retry. */
+  /** For `rate_limited` and `unavailable`: seconds until the client may retry (Retry-After). */
   retryAfterSeconds?: number;
   constructor(
     readonly code: ErrorCode,

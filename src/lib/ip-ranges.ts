@@ -1,17 +1,38 @@
 import ipaddr from 'ipaddr.js';
 
 /**
- * ipaddr.js range names a webhook may not reach: loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7),
- * link-local (169.254/16 with cloud metadata, fe80::/10), CGNAT (100.64/10), multicast, unspecified, and the other
- * special-purpose blocks. Only `unicast` (public) is allowed.
+ * Whether a webhook may reach `address` (README, "Webhooks"). IPv4: only ipaddr.js's `unicast` (public), so not
+ * loopback, private (10/8, 172.16/12, 192.168/16), link-local (169.254/16, cloud metadata), CGNAT (100.64/10),
+ * multicast, unspecified or the other special-purpose blocks. IPv6: an address that carries an IPv4 address is judged
+ * by it (v4-mapped `::ffff:0:0/96`, NAT64's well-known `64:ff9b::/96`, 6to4 `2002::/16`); otherwise only IANA's global
+ * unicast block `2000::/3` minus its special ranges (Teredo, documentation, benchmarking, ORCHID…). So `::/8`, where
+ * the deprecated IPv4-compatible `::a.b.c.d` lives and which ipaddr.js calls `unicast`, is refused, as are ULAs
+ * (fc00::/7), link-local (fe80::/10), multicast and NAT64's local-use `64:ff9b:1::/48`.
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  let parsed = ipaddr.parse(address);
-  // ::ffff:127.0.0.1 is 127.0.0.1: judge the IPv4 address it carries.
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress())
-    parsed = (parsed as ipaddr.IPv6).toIPv4Address();
-  return parsed.range() === 'unicast';
+  const parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv4') return parsed.range() === 'unicast';
+  const v6 = parsed as ipaddr.IPv6;
+  const carried = carriedIPv4(v6);
+  if (carried) return carried.range() === 'unicast';
+  return (v6.parts[0]! & 0xe000) === 0x2000 && v6.range() === 'unicast';
+}
+
+/** The IPv4 address an IPv6 address stands for, where it carries one in a known place. */
+function carriedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const [, b, , , , , g, h] = v6.parts as [number, number, number, number, number, number, number, number];
+  const v4 = (high: number, low: number) => new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+  switch (v6.range()) {
+    case 'ipv4Mapped':
+      return v4(g, h);
+    case 'rfc6052': // 64:ff9b::/96 ends with the IPv4 address; 64:ff9b:1::/48 (local use) falls through, refused
+      return b === 0xff9b && v6.parts.slice(2, 6).every((part) => part === 0) ? v4(g, h) : undefined;
+    case '6to4':
+      return v4(b, v6.parts[2]!);
+    default:
+      return undefined;
+  }
 }
 
 /** A URL host that is a literal IP address (IPv6 without its brackets), else undefined. */

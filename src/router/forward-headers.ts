@@ -66,27 +66,54 @@ const append = (existing: string | string[] | undefined, value: string) =>
   existing === undefined || existing === '' ? value : `${String(existing)},${value}`;
 
 /** The headers the router writes itself: taken from the request's parsed ones, not passed on raw. */
-const REPLACED = new Set(['host', 'x-forwarded-for', 'x-forwarded-port', 'x-forwarded-proto', 'x-forwarded-host']);
+const REPLACED = new Set([
+  'host',
+  'x-forwarded-for',
+  'x-forwarded-port',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'x-real-ip',
+  'forwarded',
+]);
 
-/** The request's end-to-end headers, with the X-Forwarded-* the app reads (RFC 7239's de facto forms), as a flat list. */
-export function forwardedHeaders(req: IncomingRequest, encrypted: boolean): string[] {
+/** RFC 7239 §6: an IPv6 node is bracketed and quoted. */
+const forwardedNode = (address: string) => (address.includes(':') ? `"[${address}]"` : address);
+/** RFC 7230's quoted-string: `"` and `\` escaped. */
+const quoted = (value: string) => `"${value.replace(/["\\]/g, '\\$&')}"`;
+
+/**
+ * The request's end-to-end headers, with what the app reads about the client as a flat list: X-Forwarded-* (their
+ * de facto forms) and RFC 7239's Forwarded get the router's own entry after whatever the client sent (an app takes the
+ * last, the one it can trust), X-Real-IP is the client's address (a client's own is dropped). `behindProxy`: nginx in
+ * front set X-Real-IP and Forwarded itself, and they are passed on as it set them.
+ */
+export function forwardedHeaders(req: IncomingRequest, via: { encrypted: boolean; behindProxy?: boolean }): string[] {
   const headers = passableRaw(req.rawHeaders, REPLACED);
   const given = req.headers;
   const host = String(given[':authority'] ?? given.host ?? '');
+  const proto = via.encrypted ? 'https' : 'http';
+  const client = req.socket.remoteAddress ?? '';
   // The port the client asked for (Host's, or the scheme's), not the listener's: a forwarded 443 says 443.
-  const port = /:(\d+)$/.exec(host)?.[1] ?? (encrypted ? '443' : '80');
+  const port = /:(\d+)$/.exec(host)?.[1] ?? (via.encrypted ? '443' : '80');
   headers.push(
     'host',
     host,
     'x-forwarded-for',
-    append(given['x-forwarded-for'], req.socket.remoteAddress ?? ''),
+    append(given['x-forwarded-for'], client),
     'x-forwarded-port',
     append(given['x-forwarded-port'], port),
     'x-forwarded-proto',
-    append(given['x-forwarded-proto'], encrypted ? 'https' : 'http'),
+    append(given['x-forwarded-proto'], proto),
     'x-forwarded-host',
     append(given['x-forwarded-host'], host),
   );
+  if (via.behindProxy) {
+    for (const name of ['x-real-ip', 'forwarded'])
+      if (typeof given[name] === 'string') headers.push(name, given[name] as string);
+  } else {
+    const own = `for=${forwardedNode(client)};host=${quoted(host)};proto=${proto}`;
+    headers.push('x-real-ip', client, 'forwarded', given.forwarded ? `${String(given.forwarded)}, ${own}` : own);
+  }
   // A body-less DELETE or OPTIONS says so, or some servers wait for a body.
   if ((req.method === 'DELETE' || req.method === 'OPTIONS') && given['content-length'] === undefined)
     if (given['transfer-encoding'] === undefined && req.httpVersionMajor < 2) headers.push('content-length', '0');

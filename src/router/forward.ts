@@ -88,7 +88,7 @@ export function forward(
   req: IncomingRequest,
   res: OutgoingResponse,
   upstream: { host: string; port: number },
-  opts: { pools: UpstreamPools; encrypted: boolean },
+  opts: { pools: UpstreamPools; encrypted: boolean; behindProxy?: boolean },
   failed: (err: NodeJS.ErrnoException) => void,
 ): () => void {
   let abort: ((err?: Error) => void) | undefined;
@@ -129,7 +129,7 @@ export function forward(
     {
       path: req.url ?? '/',
       method: req.method as Dispatcher.HttpMethod,
-      headers: forwardedHeaders(req, opts.encrypted),
+      headers: forwardedHeaders(req, opts),
       body,
     },
     handler,
@@ -150,17 +150,11 @@ export function forwardUpgrade(
   socket: Duplex,
   head: Buffer,
   upstream: { host: string; port: number },
-  opts: { upstreamTimeoutMs: number; encrypted: boolean },
+  opts: { upstreamTimeoutMs: number; encrypted: boolean; behindProxy?: boolean },
   answered: (status: number) => void,
   failed: (err: NodeJS.ErrnoException) => void,
 ): void {
-  const headers = [
-    ...forwardedHeaders(req, opts.encrypted),
-    'connection',
-    'Upgrade',
-    'upgrade',
-    req.headers.upgrade ?? '',
-  ];
+  const headers = [...forwardedHeaders(req, opts), 'connection', 'Upgrade', 'upgrade', req.headers.upgrade ?? ''];
   const outgoing = http.request({
     host: upstream.host,
     port: upstream.port,

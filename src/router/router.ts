@@ -6,6 +6,7 @@ import { DEFAULT_TIMEOUT_SECONDS, serverTimeouts, type ConnectionTimeouts } from
 import { rawPageResponse, sendPage, type PageKind } from './pages.js';
 import { createUpstreamPools, forward, forwardUpgrade, UPSTREAM_TIMEOUT } from './forward.js';
 import { hasNoBody } from './forward-headers.js';
+import { hostnameOf, toOriginForm } from './request-target.js';
 import { serveStatic } from './static.js';
 import type { CompiledRules } from './static-rules.js';
 import type { CertificateStore } from './tls.js';
@@ -103,14 +104,6 @@ function countBody(res: http.ServerResponse): () => number {
   return () => bytes;
 }
 
-/** Host header → the name resolve() knows: lowercased, without port or trailing dot; IPv6 literals keep their brackets. */
-function hostnameOf(hostHeader: string | undefined): string {
-  const host = (hostHeader ?? '').trim().toLowerCase();
-  const end = host.startsWith('[') ? host.indexOf(']') + 1 : host.indexOf(':');
-  const name = end > 0 ? host.slice(0, end) : host;
-  return name.endsWith('.') ? name.slice(0, -1) : name;
-}
-
 /** Only a request without a body can be sent a second time: its body stream has nothing left to replay. */
 const isReplayable = (req: http.IncomingMessage) => BODYLESS_METHODS.has(req.method ?? '') && hasNoBody(req);
 
@@ -186,6 +179,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
 
   function handleRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
     const socket = req.socket;
+    const sameHost = toOriginForm(req); // before the exchange: it may give an HTTP/1.0 request its Host
     const exchange = startExchange(req, socket);
     const replayable = isReplayable(req);
     const encrypted = isEncryptedRequest(req);
@@ -233,7 +227,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       exchange.upstream = upstreamName(upstream);
       exchange.instanceId = upstream.instanceId;
 
-      exchange.cancel = forward(req, res, upstream, { pools, encrypted }, (err) => {
+      const via = { pools, encrypted, behindProxy: options.behindProxy };
+      exchange.cancel = forward(req, res, upstream, via, (err) => {
         if (res.destroyed || res.writableEnded) return; // the client left, or this was already answered
         if (!failed && !res.headersSent && RETRYABLE_CONNECT_ERRORS.has(err.code ?? '') && replayable) {
           log.warn(
@@ -253,6 +248,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       sendPage(res, 'internalError', exchange.hostname);
     }
 
+    if (!sameHost) return sendPage(res, 'badRequest', exchange.hostname);
     const token = req.url?.startsWith(ACME_CHALLENGE) ? req.url.slice(ACME_CHALLENGE.length) : '';
     // An ACME token is base64url (RFC 8555 §8.3): anything else is not looked up, so it costs the store nothing.
     if (options.acmeAnswer && ACME_TOKEN.test(token)) {
@@ -280,6 +276,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   function handleUpgrade(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
     // Node stops listening for errors on a socket it hands over for an upgrade; a reset must not crash the process.
     socket.on('error', () => socket.destroy());
+    const sameHost = toOriginForm(req);
     const exchange = startExchange(req, socket);
     socket.once('close', () =>
       report(
@@ -297,6 +294,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       socket.end(response, () => socket.destroy());
     };
 
+    if (!sameHost) return reject('badRequest');
     let target: RouteTarget | undefined;
     try {
       target = exchange.hostname ? options.resolve(exchange.hostname) : undefined;
@@ -318,7 +316,11 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       socket,
       head,
       upstream,
-      { upstreamTimeoutMs: timeouts.upstreamTimeoutMs, encrypted: isEncryptedRequest(req) },
+      {
+        upstreamTimeoutMs: timeouts.upstreamTimeoutMs,
+        encrypted: isEncryptedRequest(req),
+        behindProxy: options.behindProxy,
+      },
       (status) => upgradeStatuses.set(socket, status),
       (err) => {
         log.warn(

@@ -1,5 +1,6 @@
 import { badRequest, unauthorized } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
+import { hashToken } from '../../lib/tokens.js';
 import type { DeployTriggerRepo } from '../../store/repos/deploy-triggers.js';
 import type { GitHubRepo } from '../../store/repos/github.js';
 import type { ServiceRow } from '../../store/repos/services.js';
@@ -14,9 +15,38 @@ interface PushPayload {
   after?: string;
   deleted?: boolean;
   installation?: { id?: number };
-  repository?: { html_url?: string; clone_url?: string; default_branch?: string };
+  repository?: {
+    html_url?: string;
+    clone_url?: string;
+    default_branch?: string;
+    /** When this push happened: Unix seconds in push events (an ISO string in other events). */
+    pushed_at?: number | string;
+  };
   commits?: Array<{ added?: string[]; modified?: string[]; removed?: string[] }>;
 }
+/**
+ * How long delivery ids and bodies are remembered (jobs/maintenance.ts deletes them after): GitHub redelivers on
+ * request, for days at most.
+ */
+export const DELIVERY_MEMORY_MS = 7 * 24 * 3_600_000;
+/** A push made before the memory began: a replay of it could no longer be recognised, so none is taken. */
+function pushedBeforeMemory(p: PushPayload, now = Date.now()): boolean {
+  const at = p.repository?.pushed_at;
+  const ms = typeof at === 'number' ? at * 1000 : typeof at === 'string' ? Date.parse(at) : NaN;
+  return Number.isFinite(ms) && ms < now - DELIVERY_MEMORY_MS;
+}
+
+/** A delivery's headers: X-Hub-Signature-256, X-GitHub-Delivery, X-GitHub-Event. */
+interface Headers {
+  signature?: string;
+  deliveryId?: string;
+  event?: string;
+}
+const SIGNATURE = /^sha256=[0-9a-f]{64}$/i;
+/** GitHub's are GUIDs; redelivery tools and GHES add nothing stranger. */
+const DELIVERY_ID = /^[A-Za-z0-9._:-]{1,100}$/;
+/** The events Slipway acts on (and `ping`, sent when the App's webhook is set up). */
+const EVENTS = new Set(['push', 'pull_request', 'installation', 'installation_repositories', 'ping']);
 interface InstallationPayload {
   action?: string;
   installation?: { id?: number; repository_selection?: string };
@@ -117,31 +147,50 @@ export function createGitHubWebhook(deps: {
       await deps.repo.update(id, { repositorySelection: p.installation.repository_selection });
   }
 
+  /**
+   * What can be refused from a delivery's headers alone, before its body (up to 25 MB) is read: an App not configured,
+   * no well-formed signature, no delivery id, an event Slipway does not take.
+   */
+  function precheck({ signature, deliveryId, event }: Headers) {
+    const verify = deps.verify;
+    if (!verify) throw notConfigured();
+    if (!signature || !SIGNATURE.test(signature))
+      throw unauthorized('the X-Hub-Signature-256 header does not match this App’s webhook secret');
+    if (!deliveryId || !DELIVERY_ID.test(deliveryId) || !event)
+      throw badRequest('X-GitHub-Delivery and X-GitHub-Event are required');
+    if (!EVENTS.has(event))
+      throw badRequest(`Slipway does not take ${event} events: it takes ${[...EVENTS].join(', ')}`);
+    return { verify, signature, deliveryId, event };
+  }
+
   return {
+    precheck,
     /** The signature is checked over `rawBody`; only then is the body parsed (`payload`). */
-    async receive(input: {
-      rawBody: string;
-      payload(rawBody: string): unknown;
-      signature?: string;
-      deliveryId?: string;
-      event?: string;
-    }) {
-      if (!deps.verify) throw notConfigured();
-      if (!input.signature || !(await deps.verify(input.rawBody, input.signature)))
+    async receive(input: Headers & { rawBody: string; payload(rawBody: string): unknown }) {
+      const { verify, signature, deliveryId, event } = precheck(input);
+      if (!(await verify(input.rawBody, signature)))
         throw unauthorized('the X-Hub-Signature-256 header does not match this App’s webhook secret');
-      if (!input.deliveryId || !input.event) throw badRequest('X-GitHub-Delivery and X-GitHub-Event are required');
       const payload = input.payload(input.rawBody); // a 400 before the delivery counts as seen
-      if (!(await deps.repo.firstDelivery(input.deliveryId))) return { duplicate: true };
+      if (!(await deps.repo.firstDelivery(deliveryId))) return { duplicate: true };
+      // GitHub signs the body alone: the same body under another delivery id is a replay, not a new event (two real
+      // pushes differ at least in repository.pushed_at). Remembered as long as delivery ids are.
+      const bodyKey = `body:${hashToken(input.rawBody)}`;
+      if (!(await deps.repo.firstDelivery(bodyKey))) return { duplicate: true };
+      if (event === 'push' && pushedBeforeMemory(payload as PushPayload)) {
+        deps.log.warn({ deliveryId }, 'a push older than the deliveries Slipway remembers: not deployed');
+        return { duplicate: true };
+      }
       try {
-        if (input.event === 'push') return { duplicate: false, ...(await push(payload as PushPayload)) };
-        if (input.event === 'pull_request')
+        if (event === 'push') return { duplicate: false, ...(await push(payload as PushPayload)) };
+        if (event === 'pull_request')
           return { duplicate: false, previews: await pullRequest(payload as PullRequestPayload) };
-        if (input.event === 'installation' || input.event === 'installation_repositories')
-          await installation(input.event, payload as InstallationPayload);
+        if (event === 'installation' || event === 'installation_repositories')
+          await installation(event, payload as InstallationPayload);
         return { duplicate: false };
       } catch (err) {
         // Not handled: GitHub's redelivery of this id must be handled, not skipped as a repeat.
-        await deps.repo.forgetDelivery(input.deliveryId).catch(() => undefined);
+        await deps.repo.forgetDelivery(deliveryId).catch(() => undefined);
+        await deps.repo.forgetDelivery(bodyKey).catch(() => undefined);
         throw err;
       }
     },

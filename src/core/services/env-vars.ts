@@ -3,6 +3,7 @@ import { AppError, notFound } from '../../lib/errors.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import type { EnvVarRepo, SealedVar } from '../../store/repos/env-vars.js';
 import type { EnvVarRef } from '../../store/schema.js';
+import { MASKED_VALUE } from './env-view.js';
 
 type RefInput = { id: string; property: EnvVarRef['property'] };
 /** Render's envVarInput: a value, or `generateValue: true` for a random secret; or a datastore reference (Render's blueprint `fromDatabase`). */
@@ -45,6 +46,12 @@ export function checkEnvVars(inputs: EnvVarInput[]): CheckedVar[] {
     if ('value' in input) {
       if (input.value.length > MAX_VALUE_LENGTH)
         details.push({ field: `envVars[${i}].value`, message: `longer than ${MAX_VALUE_LENGTH} characters` });
+      // A masked read written back (a developer's PUT of the whole set) would replace every secret with the mask.
+      if (input.value === MASKED_VALUE)
+        details.push({
+          field: `envVars[${i}].value`,
+          message: `${MASKED_VALUE} is how a secret reads below admin, not a value: send the value, or change one variable with PUT …/env-vars/<key>`,
+        });
       return { key: input.key, value: input.value };
     }
     if (input.generateValue !== true)

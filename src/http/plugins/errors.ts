@@ -2,7 +2,9 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { DATE_RANGE_MESSAGE } from '../../lib/date-range.js';
 import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../../lib/errors.js';
+import { NAME_PATTERN, NAME_RULE } from '../../lib/names.js';
 
 const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
   400: 'bad_request',
@@ -19,11 +21,19 @@ const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
 
 function validationDetails(err: FastifyError): ErrorDetail[] {
   return (err.validation ?? []).map((v) => {
-    const params = v.params as { missingProperty?: string; additionalProperty?: string };
+    const params = v.params as {
+      missingProperty?: string;
+      additionalProperty?: string;
+      format?: string;
+      pattern?: string;
+    };
     const path = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
     const named = params.missingProperty ?? params.additionalProperty;
     const field = [path, named].filter(Boolean).join('.') || err.validationContext || 'body';
-    return { field, message: params.additionalProperty ? 'is not a field of this body' : (v.message ?? 'is invalid') };
+    if (params.additionalProperty) return { field, message: 'is not a field of this body' };
+    if (v.keyword === 'format' && params.format === 'date-time') return { field, message: DATE_RANGE_MESSAGE };
+    if (v.keyword === 'pattern' && params.pattern === NAME_PATTERN) return { field, message: NAME_RULE };
+    return { field, message: v.message ?? 'is invalid' };
   });
 }
 
@@ -98,8 +108,7 @@ export function sendClientError(err: NodeJS.ErrnoException, socket: Duplex) {
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof AppError) {
-      if (err.code === 'rate_limited' && err.retryAfterSeconds)
-        reply.header('Retry-After', String(err.retryAfterSeconds));
+      if (err.retryAfterSeconds) reply.header('Retry-After', String(err.retryAfterSeconds));
       return sendError(request, reply, err.code, err.message, err.details);
     }
     if (err.validation) {

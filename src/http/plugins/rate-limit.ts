@@ -1,5 +1,5 @@
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../lib/errors.js';
 import { SESSION_COOKIE } from './authenticate.js';
 
@@ -39,5 +39,40 @@ export function accountLimiter(app: FastifyInstance, max: number, timeWindow: st
   return async (request: FastifyRequest) => {
     const result = await check(request);
     if (!result.isAllowed && result.isExceeded) throw rateLimited(result.ttlInSeconds);
+  };
+}
+
+/**
+ * Password logins (README, "Sign-in limits"): a device that signed in to the account before (its device cookie,
+ * `deviceOf`) is limited by its own count only, so guesses from anywhere else lock it out of nothing; any other client
+ * is limited per IP and per account (`perAccount`, shared with registration). The deciding count's `RateLimit-*`
+ * headers go on the reply.
+ */
+export function loginLimiter(
+  app: FastifyInstance,
+  limits: { perIpPerMinute: number; perDevicePer10Minutes: number },
+  perAccount: (request: FastifyRequest) => Promise<void>,
+  deviceOf: (request: FastifyRequest) => string | undefined,
+) {
+  const perIp = app.createRateLimit({
+    max: limits.perIpPerMinute,
+    timeWindow: '1 minute',
+    keyGenerator: (req) => `auth-ip:${req.ip}`,
+  });
+  const perDevice = app.createRateLimit({
+    max: limits.perDevicePer10Minutes,
+    timeWindow: '10 minutes',
+    keyGenerator: (req) => `device:${deviceOf(req) ?? ''}`,
+  });
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const trusted = deviceOf(request) !== undefined;
+    const result = await (trusted ? perDevice : perIp)(request);
+    if (!result.isAllowed) {
+      if (result.isExceeded) throw rateLimited(result.ttlInSeconds);
+      reply.header('RateLimit-Limit', result.max);
+      reply.header('RateLimit-Remaining', result.remaining);
+      reply.header('RateLimit-Reset', result.ttlInSeconds);
+    }
+    if (!trusted) await perAccount(request);
   };
 }

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../core/auth.js';
+import { principalUser } from '../../core/principal.js';
 import { badRequest, notFound } from '../../lib/errors.js';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
@@ -80,8 +81,8 @@ export function apiKeyRoutes({ apiKeys, guard }: HttpDeps) {
       handler: async (req, reply) => {
         const key = await apiKeys.get(req.params.apiKeyId);
         if (!key) throw notFound('API key');
-        await guard.resource(req, key.workspaceId, 'API key');
-        await apiKeys.revoke(key.id);
+        const { role } = await guard.resource(req, key.workspaceId, 'API key');
+        await apiKeys.revoke(key, { userId: principalUser(principalOf(req))?.id, role });
         return reply.code(204).send(null);
       },
     }),

@@ -5,9 +5,9 @@ import { OAUTH_PROVIDERS } from '../../config-integrations.js';
 import type { HttpDeps } from '../deps.js';
 import { principalOf } from '../guard.js';
 import { SESSION_COOKIE } from '../plugins/authenticate.js';
-import { accountLimiter } from '../plugins/rate-limit.js';
+import { accountLimiter, loginLimiter } from '../plugins/rate-limit.js';
 import { defineRoute } from '../route.js';
-import { setSessionCookie } from '../session-cookie.js';
+import { DEVICE_COOKIE, setDeviceCookie, setSessionCookie } from '../session-cookie.js';
 import { Email, Name, NoContent } from '../schemas/common.js';
 import { OwnerBody, UserBody, ownerBody, userBody } from '../schemas/bodies.js';
 
@@ -18,16 +18,25 @@ const InviteToken = Type.Optional(
 const PROVIDER_NAMES = { github: 'GitHub', google: 'Google', apple: 'Apple' } as const;
 
 export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
-  const { auth, team, workspaces, config } = deps;
+  const { auth, devices, team, workspaces, config } = deps;
   const perIp = {
     max: config.authRateLimitPerMinute,
     timeWindow: '1 minute',
     keyGenerator: (req: { ip: string }) => `auth-ip:${req.ip}`,
   };
   const perAccount = accountLimiter(app, config.authAccountAttemptsPer10Minutes, '10 minutes');
+  const loginLimits = loginLimiter(
+    app,
+    { perIpPerMinute: config.authRateLimitPerMinute, perDevicePer10Minutes: config.authAccountAttemptsPer10Minutes },
+    perAccount,
+    (req) => devices.trusted(req.cookies[DEVICE_COOKIE], (req.body as { email: string }).email),
+  );
 
-  const setSession = (reply: FastifyReply, session: { token: string; expiresAt: Date }) =>
+  /** A signed-in browser gets its session, and a new device cookie for the account. */
+  const signedIn = (reply: FastifyReply, session: { token: string; expiresAt: Date }, email: string) => {
     setSessionCookie(reply, session, config.publicUrl);
+    setDeviceCookie(reply, devices.issue(email), config.publicUrl);
+  };
 
   return [
     defineRoute({
@@ -50,7 +59,7 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
         req.principal = { kind: 'user', user, sessionId: '' };
         req.auditInfo.workspaceId = workspaceId;
         req.auditInfo.target = workspaceId;
-        setSession(reply, session);
+        signedIn(reply, session, user.email);
         return reply.code(201).send({ user: userBody(user), workspace: ownerBody(await workspaces.get(workspaceId)) });
       },
     }),
@@ -61,7 +70,7 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
       tags: ['Auth'],
       access: 'public',
       audit: 'LoginEvent',
-      rateLimit: perIp,
+      // Limited in the handler, once the body says which account (loginLimiter).
       schema: {
         body: Type.Object({
           email: Email,
@@ -71,7 +80,7 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
         response: { 200: Type.Object({ user: UserBody }) },
       },
       handler: async (req, reply) => {
-        await perAccount(req);
+        await loginLimits(req, reply);
         req.auditInfo.actorEmail = req.body.email.trim().toLowerCase();
         const invite = req.body.inviteToken ? await team.checkInvite(req.body.inviteToken, req.body.email) : undefined;
         const { user, session } = await auth.login(req.body).catch(async (err: unknown) => {
@@ -83,7 +92,7 @@ export function authRoutes(deps: HttpDeps, app: FastifyInstance) {
         req.principal = { kind: 'user', user, sessionId: '' };
         req.auditInfo.workspaceId = user.defaultWorkspaceId;
         if (invite) await team.accept(invite, user);
-        setSession(reply, session);
+        signedIn(reply, session, user.email);
         return { user: userBody(user) };
       },
     }),

@@ -1,27 +1,30 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
+import { readsSecrets } from '../../core/principal.js';
+import type { EnvGroupRow } from '../../store/repos/env-groups.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { IdParam, ListQuery, NoContent, StringList, Timestamp, listWindow } from '../schemas/common.js';
+import { IdParam, ListQuery, Name, NoContent, StringList, Timestamp, listWindow } from '../schemas/common.js';
 import { EnvGroupBody, envGroupBody, EnvGroupMeta, envGroupMetaBody } from '../schemas/env-groups.js';
 import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/services.js';
 
 const GroupParams = Type.Object({ envGroupId: IdParam });
 const KeyParams = Type.Object({ envGroupId: IdParam, envVarKey: Type.String({ minLength: 1, maxLength: 256 }) });
 const LinkParams = Type.Object({ envGroupId: IdParam, serviceId: IdParam });
-const GroupName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 const EnvVar = EnvVarBody;
 
 /** Env groups (Render's routes, plus PUT …/env-vars to replace the set). */
 export function envGroupRoutes(deps: HttpDeps) {
   const { guard, envGroups } = deps;
-  const body = async (group: Parameters<typeof envGroups.view>[0]) => envGroupBody(await envGroups.view(group));
+  /** The group, 404 unless the caller may see it; `reveal`: its values unmasked for this caller (readsSecrets). */
   async function load(req: FastifyRequest, id: string) {
     const group = await envGroups.get(id);
-    await guard.resource(req, group.workspaceId, 'env group');
+    const { role } = await guard.resource(req, group.workspaceId, 'env group');
     req.auditInfo.target = group.id;
-    return group;
+    return { group, reveal: readsSecrets(role) };
   }
+  /** The group's body: values masked below admin, as in a service's resolved environment. */
+  const body = async (group: EnvGroupRow, reveal: boolean) => envGroupBody(await envGroups.view(group, reveal));
 
   return [
     defineRoute({
@@ -33,7 +36,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       audit: 'CreateEnvGroupEvent',
       schema: {
         body: Type.Object({
-          name: GroupName,
+          name: Name,
           ownerId: Type.Optional(Type.String({ maxLength: 64 })),
           envVars: EnvVarInputArray,
           serviceIds: Type.Optional(Type.Array(IdParam, { maxItems: 100 })),
@@ -42,10 +45,10 @@ export function envGroupRoutes(deps: HttpDeps) {
         response: { 201: EnvGroupBody },
       },
       handler: async (req, reply) => {
-        const { workspaceId } = await guard.context(req, req.body.ownerId);
+        const { workspaceId, role } = await guard.context(req, req.body.ownerId);
         const group = await envGroups.create(workspaceId, req.body);
         req.auditInfo.target = group.id;
-        return reply.code(201).send(await body(group));
+        return reply.code(201).send(await body(group, readsSecrets(role)));
       },
     }),
     defineRoute({
@@ -92,8 +95,8 @@ export function envGroupRoutes(deps: HttpDeps) {
       access: 'developer',
       schema: { params: GroupParams, response: { 200: EnvGroupBody } },
       handler: async (req) => {
-        const group = await load(req, req.params.envGroupId);
-        return { ...(await body(group)), blueprint: await deps.blueprints.managerOf(group.id) };
+        const { group, reveal } = await load(req, req.params.envGroupId);
+        return { ...(await body(group, reveal)), blueprint: await deps.blueprints.managerOf(group.id) };
       },
     }),
     defineRoute({
@@ -103,8 +106,11 @@ export function envGroupRoutes(deps: HttpDeps) {
       tags: ['Env groups'],
       access: 'developer',
       audit: 'UpdateEnvGroupEvent',
-      schema: { params: GroupParams, body: Type.Object({ name: GroupName }), response: { 200: EnvGroupBody } },
-      handler: async (req) => body(await envGroups.rename(await load(req, req.params.envGroupId), req.body.name)),
+      schema: { params: GroupParams, body: Type.Object({ name: Name }), response: { 200: EnvGroupBody } },
+      handler: async (req) => {
+        const { group, reveal } = await load(req, req.params.envGroupId);
+        return body(await envGroups.rename(group, req.body.name), reveal);
+      },
     }),
     defineRoute({
       method: 'DELETE',
@@ -115,7 +121,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       audit: 'DeleteEnvGroupEvent',
       schema: { params: GroupParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
-        await envGroups.remove(await load(req, req.params.envGroupId));
+        await envGroups.remove((await load(req, req.params.envGroupId)).group);
         return reply.code(204).send(null);
       },
     }),
@@ -128,7 +134,8 @@ export function envGroupRoutes(deps: HttpDeps) {
       audit: 'UpdateEnvGroupEvent',
       schema: { params: GroupParams, body: EnvVarInputArray, response: { 200: EnvGroupBody } },
       handler: async (req) => {
-        return body(await envGroups.replaceVars(await load(req, req.params.envGroupId), req.body));
+        const { group, reveal } = await load(req, req.params.envGroupId);
+        return body(await envGroups.replaceVars(group, req.body), reveal);
       },
     }),
     defineRoute({
@@ -138,7 +145,10 @@ export function envGroupRoutes(deps: HttpDeps) {
       tags: ['Env groups'],
       access: 'developer',
       schema: { params: KeyParams, response: { 200: EnvVar } },
-      handler: async (req) => envGroups.getVar(await load(req, req.params.envGroupId), req.params.envVarKey),
+      handler: async (req) => {
+        const { group, reveal } = await load(req, req.params.envGroupId);
+        return envGroups.getVar(group, req.params.envVarKey, reveal);
+      },
     }),
     defineRoute({
       method: 'PUT',
@@ -153,12 +163,9 @@ export function envGroupRoutes(deps: HttpDeps) {
         response: { 200: EnvGroupBody },
       },
       handler: async (req) => {
-        const group = await load(req, req.params.envGroupId);
-        return body(
-          await envGroups.putVar(group, { key: req.params.envVarKey, ...req.body } as Parameters<
-            typeof envGroups.putVar
-          >[1]),
-        );
+        const { group, reveal } = await load(req, req.params.envGroupId);
+        const input = { key: req.params.envVarKey, ...req.body } as Parameters<typeof envGroups.putVar>[1];
+        return body(await envGroups.putVar(group, input), reveal);
       },
     }),
     defineRoute({
@@ -170,7 +177,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       audit: 'UpdateEnvGroupEvent',
       schema: { params: KeyParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
-        await envGroups.deleteVar(await load(req, req.params.envGroupId), req.params.envVarKey);
+        await envGroups.deleteVar((await load(req, req.params.envGroupId)).group, req.params.envVarKey);
         return reply.code(204).send(null);
       },
     }),
@@ -183,7 +190,8 @@ export function envGroupRoutes(deps: HttpDeps) {
       audit: 'LinkEnvGroupEvent',
       schema: { params: LinkParams, response: { 200: EnvGroupBody } },
       handler: async (req) => {
-        return body(await envGroups.link(await load(req, req.params.envGroupId), req.params.serviceId));
+        const { group, reveal } = await load(req, req.params.envGroupId);
+        return body(await envGroups.link(group, req.params.serviceId), reveal);
       },
     }),
     defineRoute({
@@ -195,7 +203,7 @@ export function envGroupRoutes(deps: HttpDeps) {
       audit: 'UnlinkEnvGroupEvent',
       schema: { params: LinkParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
-        await envGroups.unlink(await load(req, req.params.envGroupId), req.params.serviceId);
+        await envGroups.unlink((await load(req, req.params.envGroupId)).group, req.params.serviceId);
         return reply.code(204).send(null);
       },
     }),

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { readsSecrets } from '../../core/principal.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { IdParam, NoContent } from '../schemas/common.js';
@@ -38,7 +39,7 @@ export function envVarRoutes(deps: HttpDeps) {
         if (!req.query.resolved) return withCursors(await envVars.list(service.id));
         // Group and service values are secrets: shown to admins and owners, masked for developers.
         const { role } = await deps.guard.resource(req, service.workspaceId, 'service');
-        const resolved = await envView.resolved(service, role === 'owner' || role === 'admin');
+        const resolved = await envView.resolved(service, readsSecrets(role));
         return resolved.map(({ key, value, source }) => ({ ...withCursors([{ key, value }])[0]!, source }));
       },
     }),

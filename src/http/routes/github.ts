@@ -1,5 +1,7 @@
 import { signedBody } from '../plugins/text-input.js';
 import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import { bodyBudget } from '../body-budget.js';
 import { badRequest } from '../../lib/errors.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
@@ -36,8 +38,26 @@ function afterId(cursor: string | undefined): number | undefined {
   return Number(raw);
 }
 
+/** GitHub caps a payload at 25 MB. */
+const MAX_PAYLOAD = 25 * 1024 * 1024;
+/** Unverified webhook bodies held at once: two and a half of the largest; GitHub's pushes are mostly a few KB. */
+const UNVERIFIED_BUDGET = 64 * 1024 * 1024;
+
+function deliveryHeaders(req: FastifyRequest) {
+  const header = (name: string) => {
+    const v = req.headers[name];
+    return typeof v === 'string' ? v : undefined;
+  };
+  return {
+    signature: header('x-hub-signature-256'),
+    deliveryId: header('x-github-delivery'),
+    event: header('x-github-event'),
+  };
+}
+
 /** The GitHub App (README, "GitHub"): install, its callback, status, repositories, and GitHub's webhook. */
 export function githubRoutes({ github, githubWebhook, guard }: HttpDeps) {
+  const unverified = bodyBudget(UNVERIFIED_BUDGET);
   return [
     defineRoute({
       method: 'GET',
@@ -117,8 +137,16 @@ export function githubRoutes({ github, githubWebhook, guard }: HttpDeps) {
       access: 'public',
       audit: 'GitHubWebhookEvent',
       rawBody: true,
-      // GitHub caps a payload at 25 MB.
-      bodyLimit: 25 * 1024 * 1024,
+      bodyLimit: MAX_PAYLOAD,
+      // Refused from the headers before a byte of the body is read, then held to the budget while it is.
+      beforeBody: async (req, reply) => {
+        const headers = deliveryHeaders(req);
+        req.auditInfo.system = 'github';
+        req.auditInfo.workspaceId = null;
+        req.auditInfo.target = headers.deliveryId;
+        githubWebhook.precheck(headers);
+        unverified.reserve(req, reply);
+      },
       schema: {
         body: Type.Object({}),
         response: {
@@ -133,22 +161,8 @@ export function githubRoutes({ github, githubWebhook, guard }: HttpDeps) {
           }),
         },
       },
-      handler: async (req) => {
-        req.auditInfo.system = 'github';
-        req.auditInfo.workspaceId = null;
-        const header = (name: string) => {
-          const v = req.headers[name];
-          return typeof v === 'string' ? v : undefined;
-        };
-        req.auditInfo.target = header('x-github-delivery');
-        return githubWebhook.receive({
-          rawBody: req.rawBody ?? '',
-          payload: signedBody,
-          signature: header('x-hub-signature-256'),
-          deliveryId: header('x-github-delivery'),
-          event: header('x-github-event'),
-        });
-      },
+      handler: async (req) =>
+        githubWebhook.receive({ ...deliveryHeaders(req), rawBody: req.rawBody ?? '', payload: signedBody }),
     }),
   ];
 }

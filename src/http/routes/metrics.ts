@@ -45,7 +45,11 @@ const Range = {
   startTime: Type.Optional(Timestamp),
   endTime: Type.Optional(Timestamp),
   resolutionSeconds: Type.Optional(
-    Type.Integer({ minimum: 1, description: 'Bucket size; at least the sampling interval; default 60' }),
+    Type.Integer({
+      minimum: 1,
+      maximum: 31_536_000,
+      description: 'Bucket size in seconds: at least the sampling interval, at most a year (365 days); default 60',
+    }),
   ),
 };
 

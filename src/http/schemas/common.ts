@@ -1,6 +1,7 @@
 import { Type, type SchemaOptions, type TSchema } from '@sinclair/typebox';
 import { decodeCursor } from '../../lib/cursor.js';
 import { badRequest } from '../../lib/errors.js';
+import { NAME_PATTERN } from '../../lib/names.js';
 import { ROLES } from '../../store/enums.js';
 
 export const ErrorBody = Type.Object(
@@ -52,7 +53,8 @@ export const literalUnion = <T extends string>(values: readonly T[], options?: S
   );
 export const Role = literalUnion(ROLES);
 export const Email = Type.String({ format: 'email', maxLength: 254 });
-export const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
+/** Every name a client gives (lib/names.ts): one schema for every route that takes one. */
+export const Name = Type.String({ minLength: 1, maxLength: 100, pattern: NAME_PATTERN });
 /** Path ids: unknown or malformed ids both answer 404 from the lookup. */
 export const IdParam = Type.String({ minLength: 1, maxLength: 64 });
 export const OwnerIdQuery = Type.Optional(

@@ -4,9 +4,8 @@ import { KEY_VALUE_PLANS, MAXMEMORY_POLICIES, POSTGRES_PLANS } from '../../core/
 import type { DatastoreRow } from '../../store/repos/datastores.js';
 import type { WorkspaceRow } from '../../store/repos/workspaces.js';
 import { OwnerBody, ownerBody } from './bodies.js';
-import { literalUnion, ManagedBy, Timestamp } from './common.js';
+import { literalUnion, ManagedBy, Name, Timestamp } from './common.js';
 
-const DatastoreName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 const IpAllowList = Type.Array(
   Type.Object({
     cidrBlock: Type.String({ minLength: 1, maxLength: 64 }),
@@ -24,7 +23,7 @@ export const MaxmemoryPolicy = literalUnion(MAXMEMORY_POLICIES);
 /** Render's postgresPOSTInput (ownerId optional: your default workspace; version optional: the newest available). */
 export const PostgresPOST = Type.Object(
   {
-    name: DatastoreName,
+    name: Name,
     ownerId: OwnerId,
     plan: literalUnion(POSTGRES_PLANS),
     version: Type.Optional(literalUnion(['11', '12', '13', '14', '15', '16', '17', '18'])),
@@ -38,7 +37,7 @@ export const PostgresPOST = Type.Object(
 );
 export const PostgresPATCH = Type.Object(
   {
-    name: Type.Optional(DatastoreName),
+    name: Type.Optional(Name),
     plan: Type.Optional(literalUnion(POSTGRES_PLANS)),
     ipAllowList: Type.Optional(IpAllowList),
   },
@@ -46,7 +45,7 @@ export const PostgresPATCH = Type.Object(
 );
 export const KeyValuePOST = Type.Object(
   {
-    name: DatastoreName,
+    name: Name,
     ownerId: OwnerId,
     plan: literalUnion(KEY_VALUE_PLANS),
     maxmemoryPolicy: Type.Optional(MaxmemoryPolicy),
@@ -58,7 +57,7 @@ export const KeyValuePOST = Type.Object(
 );
 export const KeyValuePATCH = Type.Object(
   {
-    name: Type.Optional(DatastoreName),
+    name: Type.Optional(Name),
     plan: Type.Optional(literalUnion(KEY_VALUE_PLANS)),
     maxmemoryPolicy: Type.Optional(MaxmemoryPolicy),
     ipAllowList: Type.Optional(IpAllowList),

@@ -4,12 +4,11 @@ import type { AppUrls } from '../../core/deploys/env.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { AUTO_DEPLOY, ENV_VAR_REF_PROPERTIES, SUSPENDED } from '../../store/enums.js';
-import { literalUnion, ManagedBy, Timestamp } from './common.js';
+import { literalUnion, ManagedBy, Name, Timestamp } from './common.js';
 
 const Enum = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 const Command = Type.String({ maxLength: 4096 });
 
-export const ServiceName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 export const AutoDeploy = literalUnion(AUTO_DEPLOY);
 const GitUrl = Type.String({ minLength: 1, maxLength: 2048 });
 const RootDir = Type.String({ maxLength: 1024 });
@@ -84,7 +83,7 @@ export const BuildFilter = Type.Object(
 
 export const ServicePOST = Type.Object({
   type: Enum(SERVICE_TYPES),
-  name: ServiceName,
+  name: Name,
   ownerId: Type.Optional(Type.String({ maxLength: 64 })),
   repo: Type.Optional(GitUrl),
   branch: Type.Optional(Type.String({ maxLength: 255 })),
@@ -100,7 +99,7 @@ export type ServicePOST = Static<typeof ServicePOST>;
 /** Closed: a field in the wrong place (a top-level `plan`) is a 400, not a 200 that changed nothing. */
 export const ServicePATCH = Type.Object(
   {
-    name: Type.Optional(ServiceName),
+    name: Type.Optional(Name),
     repo: Type.Optional(Type.String({ maxLength: 2048 })),
     branch: Type.Optional(Type.String({ maxLength: 255 })),
     rootDir: Type.Optional(RootDir),

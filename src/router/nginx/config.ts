@@ -68,6 +68,9 @@ export function renderNginxConfig(
     s.httpsPort ? `ssl_certificate ${pair.cert};\n    ssl_certificate_key ${pair.key};` : '';
   const redirectPort = s.redirectPort ?? s.httpsPort;
   const toFallback = 'location /.well-known/acme-challenge/ { proxy_pass http://slipway_fallback; }';
+  // RFC 9112 §3.2.2: nginx routes an absolute-form target (`GET http://b…/`) by its own host; a Host naming another is
+  // refused, so no app (nor the Node router behind) is handed a Host other than the name the request was routed by.
+  const sameHost = 'if ($slipway_host_mismatch) { return 400; }';
 
   const servers: string[] = [];
   const routed = new Set<string>();
@@ -75,7 +78,8 @@ export function renderNginxConfig(
     const names = site.names.map((n) => n.toLowerCase()).filter((n) => SAFE_NAME.test(n));
     if (names.length === 0 || !SAFE_ID.test(site.serviceId)) continue;
     names.forEach((n) => routed.add(n));
-    const proxied = `set $slipway_service ${site.serviceId};
+    const proxied = `${sameHost}
+    set $slipway_service ${site.serviceId};
     access_log ${files.accessLog} slipway if=$slipway_logged;
     ${toFallback}
     location / { proxy_pass http://slipway_services; }`;
@@ -94,6 +98,7 @@ export function renderNginxConfig(
       servers.push(`server {
     ${listen(s.httpPort)}
     server_name ${name};
+    ${sameHost}
     ${toFallback}
     location / { return 301 https://$host${redirectPort === 443 ? '' : `:${redirectPort}`}$request_uri; }
   }
@@ -113,6 +118,7 @@ export function renderNginxConfig(
     ${httpsListen()}
     server_name ${name};
     ${certLines(files.certificateOf(name)!)}
+    ${sameHost}
     location / { proxy_pass http://slipway_fallback; }
   }`);
 
@@ -147,12 +153,22 @@ http {
   proxy_next_upstream error;
   proxy_next_upstream_tries 2;
   map $http_upgrade $slipway_connection { default upgrade; '' ''; }
-  map "$http_host:$scheme" $slipway_forwarded_port { "~:(?<p>[0-9]+):https?$" $p; "~:https$" 443; default 80; }
-  proxy_set_header Host $http_host;
+  # $host is the request line's host when the target is in absolute form, else Host's (lowercased, without port or
+  # trailing dot). A Host that names another host is a mismatch (each server answers it 400); none at all (HTTP/1.0)
+  # is not, and the app is then told $host.
+  map "$host $http_host" $slipway_host_mismatch { "~*^(\\S*) (\\1\\.?(:[0-9]+)?)?$" 0; default 1; }
+  map $http_host $slipway_host { "" $host; default $http_host; }
+  map "$slipway_host:$scheme" $slipway_forwarded_port { "~:(?<p>[0-9]+):https?$" $p; "~:https$" 443; default 80; }
+  # RFC 7239: this hop's element after the client's (an app takes the last), IPv6 bracketed and quoted.
+  map $remote_addr $slipway_forwarded_for { "~:" "\\"[$remote_addr]\\""; default $remote_addr; }
+  map $http_forwarded $slipway_forwarded_before { "" ""; default "$http_forwarded, "; }
+  proxy_set_header Host $slipway_host;
   proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
   proxy_set_header X-Forwarded-Proto $scheme;
-  proxy_set_header X-Forwarded-Host $http_host;
+  proxy_set_header X-Forwarded-Host $slipway_host;
   proxy_set_header X-Forwarded-Port $slipway_forwarded_port;
+  proxy_set_header X-Real-IP $remote_addr;
+  proxy_set_header Forwarded "\${slipway_forwarded_before}for=$slipway_forwarded_for;host=\\"$slipway_host\\";proto=$scheme";
   proxy_set_header Upgrade $http_upgrade;
   proxy_set_header Connection $slipway_connection;
   log_format slipway escape=json '{"service":"$slipway_service","method":"$request_method","path":"$request_uri",'
@@ -172,6 +188,7 @@ http {
     ${listen(s.httpPort, ' default_server')}
     ${httpsListen(' default_server')}
     ${certLines(files.appsCertificate)}
+    ${sameHost}
     set $slipway_service "";
     location / { proxy_pass http://slipway_fallback; }
   }
