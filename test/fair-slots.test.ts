@@ -31,7 +31,7 @@ describe('fair slots (builds and git polls)', () => {
     expect(order).toEqual(['a1', 'a2', 'a3', 'b1', 'a4', 'a5']);
   });
 
-  it("holds each key to its share, and to the weight (memory) budget, but lets one piece of work run alone", async () => {
+  it('holds each key to its share, and to the weight (memory) budget, but lets one piece of work run alone', async () => {
     const slots = createFairSlots({ slots: 3, perKey: 1, capacity: 4096 });
     const a = await slots.acquire('a', { weight: 2048 });
     let a2: Release | undefined;
