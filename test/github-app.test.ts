@@ -16,6 +16,7 @@ import { syncEnded } from './helpers/blueprints.js';
 import { client, signUp, type Client, type TestUser } from './helpers/client.js';
 import { createGitHubApp } from '../src/integrations/github.js';
 import { startFakeGitHub, type FakeGitHub } from './helpers/fake-github.js';
+import { hostAddresses } from './helpers/network.js';
 import { waitFor } from './helpers/process.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 
@@ -38,13 +39,15 @@ function pushCommit(files: Record<string, string>, message: string, branch = 'ma
   return commit;
 }
 
+/** GitHub is public to builds; this fake is on the host, which builds reach only where the operator allows. */
+const hostAddress = hostAddresses()[0]!;
 let gh: FakeGitHub;
 let server: TestServer;
 let api: Client;
 const logged: string[] = [];
 
 beforeAll(async () => {
-  gh = await startFakeGitHub(root);
+  gh = await startFakeGitHub(root, { host: hostAddress });
   gh.addInstallation(42, 'acme', ['private-app', 'docs', 'api', 'web', 'infra']);
   gh.addInstallation(43, 'globex', ['other']);
   const bare = path.join(root, 'acme', 'private-app.git');
@@ -59,6 +62,7 @@ beforeAll(async () => {
   server = await bootServer(
     {
       ...gh.appEnv(),
+      SLIPWAY_EGRESS_ALLOW: `${hostAddress}/32`,
       SLIPWAY_GIT_POLL_INTERVAL_MS: '0',
     },
     undefined,

@@ -142,7 +142,10 @@ for (const router of ROUTERS)
           readdirSync(dir).flatMap((f) => {
             const p = path.join(dir, f);
             const stat = statSync(p);
-            return stat.isDirectory() ? files(p) : stat.isFile() ? [p] : []; // not the router process's sockets
+            // Not the router process's sockets, nor the services' build disks (sparse images of the tenant's own
+            // build tree, 8 GiB long: Slipway writes nothing of its own there).
+            if (stat.isFile() && /\/build-disk\.img$/.test(p)) return [];
+            return stat.isDirectory() ? files(p) : stat.isFile() ? [p] : [];
           });
         const pem = files(dataDir).filter(
           // The copies the proxy reads (nginx's files, the Node router process's last update) are files readable by

@@ -73,7 +73,15 @@ function verifyJwt(jwt: string, publicKey: string, appId: string): boolean {
   );
 }
 
-export async function startFakeGitHub(root: string, opts: { tokenTtlMs?: number } = {}): Promise<FakeGitHub> {
+/**
+ * `host` is where it listens (loopback by default). Builds clone from GitHub in their own namespaces, which reach
+ * public addresses only: a test that deploys from it listens on one of the host's addresses and lets Slipway's
+ * builds reach it (SLIPWAY_EGRESS_ALLOW, as an operator would for a private git server).
+ */
+export async function startFakeGitHub(
+  root: string,
+  opts: { tokenTtlMs?: number; host?: string } = {},
+): Promise<FakeGitHub> {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', {
     modulusLength: 2048,
     privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
@@ -312,8 +320,9 @@ export async function startFakeGitHub(root: string, opts: { tokenTtlMs?: number 
       else gitHttp(req, res, url, body);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const host = opts.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const base = `http://${host}:${(server.address() as AddressInfo).port}`;
   const apiBase = `${base}/api`;
 
   return {
