@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { createFairSlots } from '../../lib/fair-slots.js';
 import type { Logger } from '../../lib/logger.js';
 import type { DeployTriggerRepo } from '../../store/repos/deploy-triggers.js';
@@ -42,6 +43,8 @@ export function createGitPoller(deps: {
   let round = 0;
   /** Aborted on stop: a poll under way ends at once rather than at its timeout. */
   const stopping = new AbortController();
+  // Every poll waiting or running listens to it (one per service due): not a leak.
+  setMaxListeners(0, stopping.signal);
 
   /** One service: true when a deploy was started. */
   async function check(s: Pollable) {

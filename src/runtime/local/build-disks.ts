@@ -1,4 +1,13 @@
-import { mkdirSync, readFileSync, rmSync, statfsSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { run, type Command } from '../../lib/exec.js';
 import type { BuildDisk } from '../types.js';
@@ -90,9 +99,11 @@ export async function sweepBuildDisks(dataDir: string): Promise<void> {
 /**
  * Build disks (README, "Build limits"): each service's builds write to an ext4 image of their own, loop-mounted for
  * the build, so a build can fill at most its own disk. Without the tools or loop devices, `dir` is a plain dir of the
- * host's disk (capped: false), which capabilities report.
+ * host's disk (capped: false), which capabilities report. The first disk that cannot be mounted at all (a machine
+ * whose loop devices refuse us) turns them off for this process, told once through `onUnusable`.
  */
-export function createBuildDisks(tools: DiskTools | undefined) {
+export function createBuildDisks(found: DiskTools | undefined, onUnusable?: (reason: string) => void) {
+  let tools = found;
   async function makeImage(image: string, sizeMb: number): Promise<void> {
     rmSync(image, { force: true });
     mkdirSync(path.dirname(image), { recursive: true });
@@ -100,48 +111,49 @@ export function createBuildDisks(tools: DiskTools | undefined) {
     truncateSync(image, sizeMb * MIB); // sparse: only what is written takes room
     await runOrThrow(mkfsCommand(tools!, image), 'mkfs.ext4');
   }
+  const plainDir = (dir: string): BuildDisk => {
+    mkdirSync(dir, { recursive: true });
+    return { dir, capped: false, space: () => space(dir), release: async () => undefined };
+  };
 
   return async function mountBuildDisk(opts: { image: string; dir: string; sizeMb: number }): Promise<BuildDisk> {
     const { image, dir, sizeMb } = opts;
-    if (!tools) {
-      mkdirSync(dir, { recursive: true });
-      return { dir, capped: false, space: () => space(dir), release: async () => undefined };
-    }
+    if (!tools) return plainDir(dir);
     await unmountAll(tools, dir);
     mkdirSync(dir, { recursive: true });
     const size = statSync(image, { throwIfNoEntry: false })?.size;
     if (size !== sizeMb * MIB) await makeImage(image, sizeMb);
     const mounted = await run(mountCommand(tools, image, dir), { timeoutMs: TIMEOUT_MS });
     if (mounted.exitCode !== 0) {
-      // An image a crash left unusable holds only a cache: made again.
+      // An image a crash left unusable holds only a cache: made again. A fresh one that cannot be mounted either
+      // means this machine cannot loop-mount.
       await makeImage(image, sizeMb);
-      await runOrThrow(mountCommand(tools, image, dir), 'mounting the build disk');
+      const again = await run(mountCommand(tools, image, dir), { timeoutMs: TIMEOUT_MS });
+      if (again.exitCode !== 0) {
+        tools = undefined;
+        rmSync(image, { force: true });
+        onUnusable?.(`a loop-mounted disk could not be made here (${again.output.trim().split('\n')[0]})`);
+        return plainDir(dir);
+      }
     }
     return {
       dir,
       capped: true,
       space: () => space(dir),
-      release: () => unmountAll(tools, dir),
+      release: () => unmountAll(tools!, dir),
     };
   };
 }
 
-/** The programs build disks need, or why they cannot be made here (checked by mounting one). */
-export async function detectDiskTools(scratchDir: string): Promise<DiskTools | string> {
+/**
+ * The programs build disks need, or why they cannot be made here. Not proven by a mount at start (a mount and its
+ * umount contend with the start's namespaces for the kernel's mount lock): the first build's mount is the proof.
+ */
+export function detectDiskTools(): DiskTools | string {
   if (process.getuid?.() !== 0) return 'Slipway is not running as root, so it cannot mount build disks';
   const tools = { mkfs: findProgram('mkfs.ext4'), mount: findProgram('mount'), umount: findProgram('umount') };
   if (!tools.mkfs || !tools.mount || !tools.umount)
     return 'mkfs.ext4, mount or umount not found (Debian: e2fsprogs, mount)';
-  const found = tools as DiskTools;
-  const image = path.join(scratchDir, 'probe.img');
-  const dir = path.join(scratchDir, 'probe');
-  try {
-    const disk = await createBuildDisks(found)({ image, dir, sizeMb: 16 });
-    await disk.release();
-    return found;
-  } catch (err) {
-    return `a loop-mounted disk could not be made here (${(err as Error).message.split('\n')[0]})`;
-  } finally {
-    rmSync(scratchDir, { recursive: true, force: true });
-  }
+  if (!existsSync('/dev/loop-control')) return 'this machine has no loop devices (/dev/loop-control is missing)';
+  return tools as DiskTools;
 }

@@ -61,11 +61,7 @@ async function chooseNetwork(
   // The whole way once (netns, slirp4netns's tap device, routes): `ip netns add` alone passes where /dev/net/tun is missing.
   // Twice at most: on a loaded machine slirp4netns can miss its readiness deadline once, and falling back to the shared
   // network for the whole life of this process would be the wrong answer to that.
-  const probe = () =>
-    networks.attachBuild().then(
-      (ns) => ns.release(),
-      (err: Error) => err.message,
-    );
+  const probe = () => networks.probeBuild();
   let failure = await probe();
   if (failure) {
     await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -105,26 +101,26 @@ export async function createLocalRuntime(options: {
   log?: Pick<Logger, 'info' | 'warn'>;
 }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir, options.sandbox);
-  // Both probes make and remove something (a namespace, a mounted disk): at once.
   await sweepBuildDisks(options.dataDir);
-  const [networks, disks] = await Promise.all([
-    chooseNetwork(
-      {
-        dataDir: options.dataDir,
-        mode: options.network ?? 'auto',
-        cidr: options.networkCidr ?? DEFAULT_NETWORK_CIDR,
-        egressAllow: options.egressAllow ?? [],
-      },
-      capabilities,
-    ),
-    detectDiskTools(path.join(options.dataDir, `.disk-probe-${process.pid}`)),
-  ]);
-  if (typeof disks === 'string')
-    capabilities.notes.push(
-      `builds write to the host's disk without a size limit (SLIPWAY_BUILD_DISK_MB cannot apply): ${disks}`,
-    );
+  const networks = await chooseNetwork(
+    {
+      dataDir: options.dataDir,
+      mode: options.network ?? 'auto',
+      cidr: options.networkCidr ?? DEFAULT_NETWORK_CIDR,
+      egressAllow: options.egressAllow ?? [],
+    },
+    capabilities,
+  );
+  const noDiskLimit = (why: string) =>
+    `builds write to the host's disk without a size limit (SLIPWAY_BUILD_DISK_MB cannot apply): ${why}`;
+  const disks = detectDiskTools();
+  if (typeof disks === 'string') capabilities.notes.push(noDiskLimit(disks));
   capabilities.limits.buildDisk = typeof disks !== 'string';
-  const mountBuildDisk = createBuildDisks(typeof disks === 'string' ? undefined : disks);
+  const mountBuildDisk = createBuildDisks(typeof disks === 'string' ? undefined : disks, (why) => {
+    capabilities.limits.buildDisk = false;
+    capabilities.notes.push(noDiskLimit(why));
+    options.log?.warn({ note: noDiskLimit(why) }, `runtime: ${noDiskLimit(why)}`);
+  });
   const { log } = options;
   cgroups?.sweepEmpty();
   const oom = createOomRecord(cgroups);

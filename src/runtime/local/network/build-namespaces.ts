@@ -84,6 +84,19 @@ export function createBuildNamespaces(opts: {
       };
     },
 
+    /**
+     * Proves a build namespace can be made here (the whole way: netns, filter, slirp4netns), and keeps it as the first
+     * spare: the start makes one namespace, not one to throw away and two more. The error's message if it cannot.
+     */
+    async probe(): Promise<string | undefined> {
+      try {
+        spares.push(Promise.resolve(await make()));
+        return undefined;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    },
+
     async close(): Promise<void> {
       closed = true;
       const ready = spares.splice(0);

@@ -31,6 +31,8 @@ export interface Networks {
   attach(id: string, workspaceId: string, hostnames: string[], kind?: LeaseKind): Promise<Attachment>;
   /** A namespace with only a way out, for one build; `release` removes it. */
   attachBuild(): Promise<{ netnsPath: string; resolvConf: string; release(): Promise<void> }>;
+  /** Makes a build namespace and keeps it ready for the first build: undefined, or why one cannot be made here. */
+  probeBuild(): Promise<string | undefined>;
   /** Removes `id`'s namespace and address (no-op when it has none). */
   release(id: string): Promise<void>;
   addressOf(id: string): string | undefined;
@@ -246,6 +248,7 @@ export function createNetworks(opts: {
       }),
 
     attachBuild: () => builds.attach(),
+    probeBuild: () => builds.probe(),
 
     release: (id) => serial(() => releaseLocked(id)),
 
