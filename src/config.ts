@@ -122,6 +122,9 @@ export interface Config {
   logMaxBytesPerService: number;
   /** Bytes queued for one /v1/logs/subscribe client before it is closed with 4008. */
   logStreamBufferBytes: number;
+  /** A filtered GET /v1/logs reads for at most this long and this many message bytes, then answers what it found (hasMore). */
+  logQueryMs: number;
+  logQueryBytes: number;
   /** How often instances' output files are checked for new lines. */
   logPollMs: number;
   /** App log lines a second each service may store; past it (and the burst), lines are dropped and reported. */
@@ -360,6 +363,8 @@ export function loadConfig(env: Env = process.env): Config {
     logRetentionDays: Math.max(1, int(env, 'SLIPWAY_LOG_RETENTION_DAYS', 7)),
     logMaxBytesPerService: int(env, 'SLIPWAY_LOG_MAX_BYTES_PER_SERVICE', 100 * 1024 * 1024),
     logStreamBufferBytes: Math.max(1024, int(env, 'SLIPWAY_LOG_STREAM_BUFFER_BYTES', 1024 * 1024)),
+    logQueryMs: secondsAsMs(env, 'SLIPWAY_LOG_QUERY_SECONDS', 2),
+    logQueryBytes: Math.max(1, int(env, 'SLIPWAY_LOG_QUERY_SCAN_MB', 64)) * 1024 * 1024,
     logPollMs: Math.max(10, int(env, 'SLIPWAY_LOG_POLL_MS', 50)),
     logRateLines: Math.max(1, int(env, 'SLIPWAY_LOG_RATE_LINES', 2000)),
     logBurstLines: Math.max(1, int(env, 'SLIPWAY_LOG_BURST_LINES', 10_000)),

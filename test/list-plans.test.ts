@@ -112,6 +112,36 @@ describe('list queries', () => {
   });
 });
 
+// Log pages are keyset pages on time: a workspace's, one service's, or several services' (one walk each, merged).
+const window = (backward: boolean) => ({ startUs: 0, endUs: Date.now() * 1000, backward, limit: 200 });
+const LOG_PAGES: Array<[string, string, (r: Repos) => Promise<unknown>]> = [
+  ['a workspace', 'logs_workspace_time_idx', (r) => r.logs.page({ workspaceId: W }, window(true))],
+  ['one service', 'logs_resource_time_idx', (r) => r.logs.page({ workspaceId: W, resourceIds: [S] }, window(true))],
+  [
+    'three services',
+    'logs_resource_time_idx',
+    (r) => r.logs.page({ workspaceId: W, resourceIds: [S, `${S}1`, `${S}2`] }, window(true)),
+  ],
+  [
+    'three services, forward',
+    'logs_resource_time_idx',
+    (r) => r.logs.page({ workspaceId: W, resourceIds: [S, `${S}1`, `${S}2`] }, window(false)),
+  ],
+];
+
+describe('log pages', () => {
+  // Walking the time index instead (and filtering by service) would read every other service's rows on the way.
+  it.each(LOG_PAGES)('logs of %s: walks %s in time order, no scan or sort', async (_name, index, read) => {
+    const nodes = await planOf(() => read(repos));
+    const types = nodes.map((n) => `${n['Node Type']}${n['Relation Name'] ? ` on ${n['Relation Name']}` : ''}`);
+    expect(types.filter((t) => t.startsWith('Seq Scan') || t === 'Sort' || t.startsWith('Bitmap'))).toEqual([]);
+    expect(types[0]).toBe('Limit');
+    const indexes = nodes.filter((n) => n['Index Name']).map((n) => n['Index Name']);
+    expect(indexes.length).toBeGreaterThan(0);
+    expect(new Set(indexes)).toEqual(new Set([index]));
+  });
+});
+
 describe('list pages as tables grow, planned with real statistics', () => {
   const ctx = useServer();
 
