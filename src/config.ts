@@ -83,6 +83,9 @@ export interface Config {
   webhooks: WebhookSettings;
   /** A running blueprint sync whose process stopped beating this long is failed by the next sync or start. */
   blueprintSyncStaleMs: number;
+  /** Reading one render.yaml (in a worker thread) may take this long and this much heap, else 413. */
+  blueprintParseMs: number;
+  blueprintParseMemoryMb: number;
   /** auto: a network namespace per instance, build and datastore where this machine can make them; namespaces: required; shared: the host's network (one team only). */
   network: 'auto' | 'namespaces' | 'shared';
   /** The /16 the workspaces' private networks are cut from (a /24 each). */
@@ -322,6 +325,8 @@ export function loadConfig(env: Env = process.env): Config {
     crashCheckMs: Math.max(100, int(env, 'SLIPWAY_CRASH_CHECK_MS', 1000)),
     crashBackoffMs: int(env, 'SLIPWAY_CRASH_BACKOFF_MS', 1000),
     blueprintSyncStaleMs: Math.max(300, int(env, 'SLIPWAY_BLUEPRINT_SYNC_STALE_MS', 30_000)),
+    blueprintParseMs: secondsAsMs(env, 'SLIPWAY_BLUEPRINT_PARSE_SECONDS', 10),
+    blueprintParseMemoryMb: Math.max(64, int(env, 'SLIPWAY_BLUEPRINT_PARSE_MEMORY_MB', 512)),
     webhooks: {
       allowPrivate: env.SLIPWAY_WEBHOOK_ALLOW_PRIVATE === '1' || env.SLIPWAY_WEBHOOK_ALLOW_PRIVATE === 'true',
       timeoutMs: Math.max(100, int(env, 'SLIPWAY_WEBHOOK_TIMEOUT_MS', 15_000)),
