@@ -51,16 +51,17 @@ export function createWorkerPool(opts: WorkerPoolOptions) {
       kept.worker.ref();
       return kept.worker;
     }
-    return spawn(opts.entry, { maxOldGenerationSizeMb: opts.memoryMb });
+    const worker = spawn(opts.entry, { maxOldGenerationSizeMb: opts.memoryMb });
+    worker.on('exit', () => {
+      const at = idle.findIndex((w) => w.worker === worker);
+      if (at >= 0) clearTimeout(idle.splice(at, 1)[0]!.timer);
+    });
+    return worker;
   }
 
   function keep(worker: Worker) {
     worker.unref(); // an idle worker never keeps the process alive
-    const timer = setTimeout(() => {
-      const at = idle.findIndex((w) => w.worker === worker);
-      if (at >= 0) idle.splice(at, 1);
-      void worker.terminate();
-    }, opts.idleMs ?? 30_000);
+    const timer = setTimeout(() => void worker.terminate(), opts.idleMs ?? 30_000); // its exit takes it off the list
     timer.unref();
     idle.push({ worker, timer });
   }
@@ -124,14 +125,22 @@ export function createWorkerPool(opts: WorkerPoolOptions) {
 }
 export type WorkerPool = ReturnType<typeof createWorkerPool>;
 
+/** A worker thread's CPU priority (nice): below the API's, so a busy worker slows down before the event loop does. */
+const NICE = 10;
+
 /**
- * A worker on `entry`. Run from the TypeScript sources (dev, tests: the entry is a .ts file), the worker registers
- * tsx's loader before importing it, as the main thread did (a worker does not inherit `--import tsx`).
+ * A worker on `entry`, at a lower CPU priority (Linux: its thread is reniced; elsewhere it keeps the process's). Run
+ * from the TypeScript sources (dev, tests: the entry is a .ts file), the worker registers tsx's loader before
+ * importing it, as the main thread did (a worker does not inherit `--import tsx`).
  */
 function spawn(entry: URL, resourceLimits: { maxOldGenerationSizeMb: number }): Worker {
-  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { resourceLimits });
-  const boot = `import(${JSON.stringify(tsxApi())}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(boot, { eval: true, resourceLimits });
+  const renice = `try { require('node:os').setPriority(Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()), ${NICE}); } catch {}`;
+  const load = entry.pathname.endsWith('.ts')
+    ? `import(${JSON.stringify(tsxApi())}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`
+    : `import(${JSON.stringify(entry.href)})`;
+  const worker = new Worker(`${renice}\n${load};`, { eval: true, resourceLimits });
+  worker.on('error', () => undefined); // a task's own listener reports it; an idle worker's death only ends it
+  return worker;
 }
 
 /** tsx's ESM API (`tsx/esm/api`, whose `register()` installs its loader), by its package's own exports. */
