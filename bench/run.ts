@@ -9,8 +9,15 @@ import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // start-timing.ts is measureNpmStart, which bench/builds.ts reports; blueprint-sync.ts is measureSync (bench/blueprints.ts);
-// webhook-backlog.ts is a case for the abuse bench.
-const notBenches = new Set(['run.ts', 'lib.ts', 'start-timing.ts', 'blueprint-sync.ts', 'webhook-backlog.ts']);
+// webhook-backlog.ts and abuse-cases.ts are the abuse bench's cases.
+const notBenches = new Set([
+  'run.ts',
+  'lib.ts',
+  'start-timing.ts',
+  'blueprint-sync.ts',
+  'webhook-backlog.ts',
+  'abuse-cases.ts',
+]);
 const benches = readdirSync(here)
   .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !notBenches.has(f))
   .sort();
