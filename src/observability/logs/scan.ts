@@ -10,7 +10,7 @@ export const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(res
  * A clock for work done in slices: `due()` says a slice is over; `rest()` gives the event loop back for as long as the
  * slice took (a timer, so pending I/O and other requests' queries go first), so a scan uses at most about half of the
  * loop and of the embedded store, whatever else is waiting. Measured with the issue's query: /api/health p99 47–77 ms
- * on a loaded 2-core machine, against 72–103 ms yielding only with setImmediate.
+ * on a loaded 2-core machine, against 101–156 ms yielding only with setImmediate.
  */
 export function slicer(sliceMs = SLICE_MS) {
   let started = performance.now();
