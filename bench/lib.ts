@@ -56,7 +56,12 @@ export async function signUp(url: string) {
   const cookie = /slipway_session=([^;]+)/.exec(register.headers.get('set-cookie') ?? '')![1]!;
   const { workspace } = (await register.json()) as { workspace: { id: string } };
   const headers = { cookie: `slipway_session=${cookie}`, 'x-requested-with': 'bench' };
-  const call = async (method: string, path: string, body?: unknown, raw?: Buffer) => {
+  return { headers, workspaceId: workspace.id, call: callerFor(url, headers) };
+}
+
+/** A JSON caller of the Slipway at `url` with these session headers (a signUp's, again after a restart on a new port). */
+export function callerFor(url: string, headers: Record<string, string>) {
+  return async (method: string, path: string, body?: unknown, raw?: Buffer) => {
     const contentType: Record<string, string> = raw
       ? { 'content-type': 'application/gzip' }
       : body !== undefined
@@ -71,7 +76,6 @@ export async function signUp(url: string) {
     if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
     return json as any;
   };
-  return { headers, workspaceId: workspace.id, call };
 }
 export type BenchCaller = Awaited<ReturnType<typeof signUp>>['call'];
 

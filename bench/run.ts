@@ -9,13 +9,14 @@ import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // start-timing.ts is measureNpmStart, which bench/builds.ts reports; blueprint-sync.ts is measureSync (bench/blueprints.ts);
-// webhook-backlog.ts, abuse-git.ts and abuse-builds.ts are cases for the abuse bench.
+// abuse-cases.ts, webhook-backlog.ts, abuse-git.ts and abuse-builds.ts are the abuse bench's cases.
 const notBenches = new Set([
   'run.ts',
   'lib.ts',
   'start-timing.ts',
   'blueprint-sync.ts',
   'webhook-backlog.ts',
+  'abuse-cases.ts',
   'abuse-git.ts',
   'abuse-builds.ts',
 ]);

@@ -83,6 +83,9 @@ export interface Config {
   webhooks: WebhookSettings;
   /** A running blueprint sync whose process stopped beating this long is failed by the next sync or start. */
   blueprintSyncStaleMs: number;
+  /** Reading one render.yaml (in a worker thread) may take this long and this much heap, else 413. */
+  blueprintParseMs: number;
+  blueprintParseMemoryMb: number;
   /** auto: a network namespace per instance, build and datastore where this machine can make them; namespaces: required; shared: the host's network (one team only). */
   network: 'auto' | 'namespaces' | 'shared';
   /** The /16 the workspaces' private networks are cut from (a /24 each). */
@@ -122,6 +125,9 @@ export interface Config {
   logMaxBytesPerService: number;
   /** Bytes queued for one /v1/logs/subscribe client before it is closed with 4008. */
   logStreamBufferBytes: number;
+  /** A filtered GET /v1/logs reads for at most this long and this many message bytes, then answers what it found (hasMore). */
+  logQueryMs: number;
+  logQueryBytes: number;
   /** How often instances' output files are checked for new lines. */
   logPollMs: number;
   /** App log lines a second each service may store; past it (and the burst), lines are dropped and reported. */
@@ -319,6 +325,8 @@ export function loadConfig(env: Env = process.env): Config {
     crashCheckMs: Math.max(100, int(env, 'SLIPWAY_CRASH_CHECK_MS', 1000)),
     crashBackoffMs: int(env, 'SLIPWAY_CRASH_BACKOFF_MS', 1000),
     blueprintSyncStaleMs: Math.max(300, int(env, 'SLIPWAY_BLUEPRINT_SYNC_STALE_MS', 30_000)),
+    blueprintParseMs: secondsAsMs(env, 'SLIPWAY_BLUEPRINT_PARSE_SECONDS', 10),
+    blueprintParseMemoryMb: Math.max(64, int(env, 'SLIPWAY_BLUEPRINT_PARSE_MEMORY_MB', 512)),
     webhooks: {
       allowPrivate: env.SLIPWAY_WEBHOOK_ALLOW_PRIVATE === '1' || env.SLIPWAY_WEBHOOK_ALLOW_PRIVATE === 'true',
       timeoutMs: Math.max(100, int(env, 'SLIPWAY_WEBHOOK_TIMEOUT_MS', 15_000)),
@@ -360,6 +368,8 @@ export function loadConfig(env: Env = process.env): Config {
     logRetentionDays: Math.max(1, int(env, 'SLIPWAY_LOG_RETENTION_DAYS', 7)),
     logMaxBytesPerService: int(env, 'SLIPWAY_LOG_MAX_BYTES_PER_SERVICE', 100 * 1024 * 1024),
     logStreamBufferBytes: Math.max(1024, int(env, 'SLIPWAY_LOG_STREAM_BUFFER_BYTES', 1024 * 1024)),
+    logQueryMs: secondsAsMs(env, 'SLIPWAY_LOG_QUERY_SECONDS', 2),
+    logQueryBytes: Math.max(1, int(env, 'SLIPWAY_LOG_QUERY_SCAN_MB', 64)) * 1024 * 1024,
     logPollMs: Math.max(10, int(env, 'SLIPWAY_LOG_POLL_MS', 50)),
     logRateLines: Math.max(1, int(env, 'SLIPWAY_LOG_RATE_LINES', 2000)),
     logBurstLines: Math.max(1, int(env, 'SLIPWAY_LOG_BURST_LINES', 10_000)),

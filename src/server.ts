@@ -53,7 +53,6 @@ import { createUsage } from './observability/usage/index.js';
 import { observeDeploy } from './observability/prometheus.js';
 import { createLocalRuntime } from './runtime/local/index.js';
 import { createRepos, inTransaction } from './store/repos/index.js';
-import { LOG_QUERY_TIMEOUT_MS } from './store/repos/logs.js';
 import { logMachineReport, type StartupFacts } from './startup-summary.js';
 
 export interface Slipway {
@@ -119,9 +118,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
     cleanup.push(() => probed);
     const store = await openStore(config);
     cleanup.push(() => store.close());
-    const repos = createRepos(store.db, {
-      logQueryTimeoutMs: store.kind === 'postgres' ? LOG_QUERY_TIMEOUT_MS : undefined,
-    });
+    const repos = createRepos(store.db);
     const transact = <T>(work: Parameters<typeof inTransaction<T>>[1]) => inTransaction(store.db, work);
 
     let app: FastifyInstance | undefined;
@@ -153,6 +150,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
         flushMs: 5,
         streamBufferBytes: config.logStreamBufferBytes,
         pingMs: 30_000,
+        queryBudget: { ms: config.logQueryMs, bytes: config.logQueryBytes },
         rateLines: config.logRateLines,
         burstLines: config.logBurstLines,
         requestRateLines: config.requestLogRateLines,

@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { Config } from './config.js';
 import type { AuditLog } from './core/audit.js';
 import { createBlueprints } from './core/blueprints/blueprints.js';
+import { createBlueprintParser } from './core/blueprints/parse.js';
 import type { SyncDeps } from './core/blueprints/sync.js';
 import type { Datastores } from './core/datastores/datastores.js';
 import type { Deploys } from './core/deploys/deploys.js';
@@ -113,6 +114,10 @@ export function wireBlueprints(deps: {
       mountDisk: (disk) => deps.runtime.mountBuildDisk(disk),
       diskMb: deps.config.builds.diskMb,
     },
+    parser: createBlueprintParser({
+      timeoutMs: deps.config.blueprintParseMs,
+      memoryMb: deps.config.blueprintParseMemoryMb,
+    }),
     heartbeatMs: Math.max(100, Math.floor(deps.config.blueprintSyncStaleMs / 3)),
     staleMs: deps.config.blueprintSyncStaleMs,
   });

@@ -83,9 +83,10 @@ describe('parseLogFilter', () => {
     );
   });
 
-  it("sends plain substrings as strpos, not LIKE, and bounds the total size of a query's values", () => {
-    const { filter, matches } = parseLogFilter('tea-a', { text: ['50%_done'] });
-    expect(filter.text).toMatchObject({ contains: ['50%_done'], like: [] });
+  it("matches plain substrings literally, and bounds the total size of a query's values", () => {
+    const { matches, narrows } = parseLogFilter('tea-a', { text: ['50%_done'] });
+    expect(narrows).toBe(true);
+    expect(parseLogFilter('tea-a', { resource: ['srv-a'] }).narrows).toBe(false);
     expect([matches(row('at 50%_done now')), matches(row('at 50x done'))]).toEqual([true, false]);
     const many = Array.from({ length: 5 }, (_, i) => `${i}`.padEnd(500, 'x'));
     expect(() => parseLogFilter('tea-a', { text: many })).toThrow(/total at most 2048 characters \(got 2500\)/);

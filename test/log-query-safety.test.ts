@@ -1,12 +1,11 @@
 /**
  * Issue 10, finding 1: a log filter pattern must never exhaust the database. Hostile patterns are
  * 400s naming the rule (for viewers too, in bursts, without touching other workspaces or the
- * health check); useful ones still filter; Postgres reads run under statement_timeout; and a
+ * health check); useful ones still filter (in memory: no statement runs a pattern); and a
  * PGlite instance that fails anyway is reopened while Slipway answers 503.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { AppError } from '../src/lib/errors.js';
 import { createLogRepo, type NewLogEntry } from '../src/store/repos/logs.js';
 import { addMember, client, signUp, type Client, type TestUser } from './helpers/client.js';
 import { waitFor } from './helpers/process.js';
@@ -196,40 +195,6 @@ describe('useful log patterns', () => {
     } finally {
       ws.terminate();
     }
-  });
-});
-
-describe('statement time limit', () => {
-  it.runIf(TEST_DATABASE_URL)('a log read over the limit on Postgres is a 503 unavailable, not a 500', async () => {
-    const workspaceId = 'tea-timeoutprobe0000000';
-    const line = 'abcdefghij'.repeat(200);
-    const repo = createLogRepo(server.slipway.store.db);
-    for (let batch = 0; batch < 5; batch++) {
-      await repo.insertBatch(
-        Array.from({ length: 2000 }, () => ({
-          workspaceId,
-          resourceId: 'srv-timeoutprobe',
-          type: 'app' as const,
-          level: 'info',
-          message: line,
-          timeMs: Date.now(),
-        })),
-        [],
-        true,
-      );
-    }
-    const filter = { workspaceId, text: { regex: ['[a-j]{40}q'] } };
-    const range = { startUs: (Date.now() - 600_000) * 1000, endUs: Date.now() * 1000, backward: true, limit: 10 };
-    const err = await createLogRepo(server.slipway.store.db, { queryTimeoutMs: 1 })
-      .page(filter, range)
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(AppError);
-    expect(err).toMatchObject({
-      code: 'unavailable',
-      statusCode: 503,
-      message: expect.stringMatching(/did not finish within/),
-    });
-    expect(await repo.page(filter, range)).toEqual([]); // the default limit is ample for it
   });
 });
 

@@ -38,6 +38,7 @@ describe('request records handed on in a burst', () => {
         flushMs: 5,
         streamBufferBytes: 1 << 20,
         pingMs: 30_000,
+        queryBudget: { ms: 2000, bytes: 64 << 20 },
         rateLines: 100,
         burstLines: 100,
         requestRateLines: 100,

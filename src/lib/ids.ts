@@ -46,6 +46,11 @@ export function newId(kind: IdKind, now = Date.now()): string {
   return `${ID_PREFIXES[kind]}-${time}${rand}`;
 }
 
+/** The smallest id of `kind` made at `ms` (time chars, then the lowest random ones): a bound for a time window. */
+export function firstIdAt(kind: IdKind, ms: number): string {
+  return newId(kind, Math.max(0, Math.floor(ms))).slice(0, 14) + '0'.repeat(10);
+}
+
 const ID_PATTERN = /^[a-z]{3}-[0-9a-v]{20}$/;
 export function isId(kind: IdKind, value: string): boolean {
   return ID_PATTERN.test(value) && value.startsWith(`${ID_PREFIXES[kind]}-`);

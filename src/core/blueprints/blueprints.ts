@@ -9,7 +9,8 @@ import type { BlueprintQuery, BlueprintRepo, BlueprintRow, BlueprintSyncRow } fr
 import type { AuditLog } from '../audit.js';
 import { receiveArchive } from '../deploys/sources.js';
 import type { Events } from '../events.js';
-import { overLimits, readBlueprint } from './model.js';
+import { overLimits } from './model.js';
+import type { BlueprintParser } from './parse.js';
 import { checkBlueprintPath, readBlueprintFile, type BlueprintSource, type RepoReader } from './source.js';
 import { applyBlueprint, type SyncDeps, type SyncResult } from './sync.js';
 
@@ -55,6 +56,8 @@ export function createBlueprints(deps: {
   limits: { maxUploadBytes: number; archive: ArchiveLimits };
   /** git and a disk for a repo's clone (source.ts). */
   repos: Omit<RepoReader, 'disk'> & { diskMb: number };
+  /** Reads files in worker threads, within their limits (parse.ts). */
+  parser: BlueprintParser;
   /** A running sync beats this often; one whose beat stopped for `staleMs` is failed by the next sync or start. */
   heartbeatMs: number;
   staleMs: number;
@@ -116,7 +119,7 @@ export function createBlueprints(deps: {
         },
       });
       await repo.saveResults(sync.id, { commitId });
-      const { validation, model } = readBlueprint(text);
+      const { validation, model } = await deps.parser.read(bp.workspaceId, text);
       if (!model) {
         const first = validation.errors
           .slice(0, 5)
@@ -297,8 +300,11 @@ export function createBlueprints(deps: {
       for (const sync of ended) await repo.update(sync.blueprintId, { status: 'error' });
       return ended.length;
     },
+    /** Render's validation of an uploaded render.yaml (POST /v1/blueprints/validate), off the event loop. */
+    validate: (workspaceId: string, file: Uint8Array) => deps.parser.validate(workspaceId, file),
     async close() {
       await Promise.allSettled([...running]);
+      await deps.parser.close();
     },
   };
 }

@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { Readable } from 'node:stream';
 import { MAX_BLUEPRINT_BYTES } from '../../core/blueprints/source.js';
-import { validateBlueprint } from '../../core/blueprints/validate.js';
 import { AppError, badRequest } from '../../lib/errors.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
@@ -12,8 +11,8 @@ import { blueprintManagementRoutes } from './blueprint-management.js';
 const tooLarge = () =>
   new AppError('payload_too_large', `the Blueprint file is over ${MAX_BLUEPRINT_BYTES / 1024 / 1024} MB`);
 
-/** The uploaded render.yaml as text, read up to MAX_BLUEPRINT_BYTES. */
-async function readFile(file: Readable): Promise<string> {
+/** The uploaded render.yaml's bytes, read up to MAX_BLUEPRINT_BYTES (a worker decodes and parses them). */
+async function readFile(file: Readable): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of file as AsyncIterable<Buffer>) {
@@ -25,11 +24,11 @@ async function readFile(file: Readable): Promise<string> {
     chunks.push(chunk);
   }
   if ((file as Readable & { truncated?: boolean }).truncated) throw tooLarge();
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 export function blueprintRoutes(deps: HttpDeps) {
-  const { guard } = deps;
+  const { guard, blueprints } = deps;
   return [
     ...blueprintManagementRoutes(deps),
     defineRoute({
@@ -53,11 +52,11 @@ export function blueprintRoutes(deps: HttpDeps) {
           if (req.query.ownerId && ownerId && ownerId !== req.query.ownerId)
             throw badRequest('ownerId differs between the query and the form');
           // Authorized before anything else, the file included, is read.
-          await guard.context(req, req.query.ownerId ?? ownerId);
+          const { workspaceId } = await guard.context(req, req.query.ownerId ?? ownerId);
           if (!req.isMultipart())
             throw new AppError('unsupported_media_type', 'send multipart/form-data with ownerId and file');
           if (!file) throw badRequest('the multipart body has no file field (the render.yaml)');
-          const { valid, errors, plan } = validateBlueprint(await readFile(file));
+          const { valid, errors, plan } = await blueprints.validate(workspaceId, await readFile(file));
           return valid ? { valid, plan } : { valid, errors };
         } finally {
           file?.resume();

@@ -1,7 +1,7 @@
 import { badRequest } from '../../lib/errors.js';
 import { compileRegex, compileWildcard, PATTERN_LIMITS } from './patterns.js';
 import { LOG_TYPES } from '../../store/enums.js';
-import type { LogFilter, LogRow, Pattern } from '../../store/repos/logs.js';
+import type { LogRow, LogScope } from '../../store/repos/logs.js';
 
 /** Render's filters as query parameters (each may repeat; values of one filter are ORed). */
 export interface LogQuery {
@@ -16,47 +16,43 @@ export interface LogQuery {
   host?: string[];
 }
 
-const escapeLike = (v: string) => v.replace(/[\\%_]/g, (c) => `\\${c}`);
-
 type Matcher = (v: string) => boolean;
 
 /**
  * One filter value: `/…/` is a regular expression, a value with `*` a wildcard, anything
  * else exact (for `text`, a substring). Patterns must follow the rules of patterns.ts (400
- * naming the rule broken); in memory they run on RE2, in linear time.
+ * naming the rule broken); they run in memory on RE2, in linear time (never in SQL).
  */
 function parsePattern(
   name: string,
   values: string[] | undefined,
   substring = false,
-): { sql: Pattern; test: (v: string | null | undefined) => boolean } | undefined {
+): ((v: string | null | undefined) => boolean) | undefined {
   if (!values?.length) return undefined;
-  const sql: Pattern = { exact: [], contains: [], like: [], regex: [] };
   const tests: Matcher[] = [];
   for (const value of values) {
     const re = /^\/(.+)\/$/s.exec(value);
     if (re) {
       const compiled = compileRegex(name, value, re[1]!);
       tests.push((v) => compiled.test(v));
-      sql.regex!.push(re[1]!);
     } else if (value.includes('*')) {
       const compiled = compileWildcard(name, value, substring);
       tests.push((v) => compiled.test(v));
-      sql.like!.push((substring ? '%' : '') + value.split('*').map(escapeLike).join('%') + (substring ? '%' : ''));
     } else if (substring) {
       tests.push((v) => v.includes(value));
-      sql.contains!.push(value);
     } else {
       tests.push((v) => v === value);
-      sql.exact!.push(value);
     }
   }
-  return { sql, test: (v) => v !== null && v !== undefined && tests.some((t) => t(v)) };
+  return (v) => v !== null && v !== undefined && tests.some((t) => t(v));
 }
 
 export interface ParsedLogFilter {
-  filter: LogFilter;
-  /** The same filter, for entries already in memory (the live tail). */
+  /** What SQL narrows to (the workspace and its services): reads stay index walks (store/repos/logs.ts). */
+  scope: LogScope;
+  /** Whether `matches` filters anything more than `scope` does (else every row read is an answer). */
+  narrows: boolean;
+  /** The whole filter, run in memory on each row read (and on the live tail). */
   matches(row: LogRow): boolean;
 }
 
@@ -89,34 +85,25 @@ export function parseLogFilter(workspaceId: string, q: LogQuery): ParsedLogFilte
   const statusCode = parsePattern('statusCode', q.statusCode);
   const path = parsePattern('path', q.path);
   const host = parsePattern('host', q.host);
-  const filter: LogFilter = {
-    workspaceId,
-    resourceIds: q.resource,
-    instanceIds: q.instance,
-    types: q.type,
-    level: level?.sql,
-    text: text?.sql,
-    method: method?.sql,
-    statusCode: statusCode?.sql,
-    path: path?.sql,
-    host: host?.sql,
-  };
   const inList = (list: string[] | undefined, v: string | null | undefined) =>
     !list?.length || (v !== null && v !== undefined && list.includes(v));
+  const narrows =
+    [q.instance, q.type].some((v) => v?.length) || [level, text, method, statusCode, path, host].some(Boolean);
   return {
-    filter,
+    scope: { workspaceId, resourceIds: q.resource },
+    narrows,
     matches: (row) =>
       row.workspaceId === workspaceId &&
       inList(q.resource, row.resourceId) &&
       inList(q.instance, row.instanceId) &&
       inList(q.type, row.type) &&
-      (!level || level.test(row.level)) &&
-      (!text || text.test(row.message)) &&
-      (!method || method.test(row.method)) &&
+      (!level || level(row.level)) &&
+      (!text || text(row.message)) &&
+      (!method || method(row.method)) &&
       (!statusCode ||
-        statusCode.test(row.statusCode === null || row.statusCode === undefined ? null : String(row.statusCode))) &&
-      (!path || path.test(row.path)) &&
-      (!host || host.test(row.host)),
+        statusCode(row.statusCode === null || row.statusCode === undefined ? null : String(row.statusCode))) &&
+      (!path || path(row.path)) &&
+      (!host || host(row.host)),
   };
 }
 

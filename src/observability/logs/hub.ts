@@ -1,7 +1,9 @@
 import type { LogRepo, LogRow } from '../../store/repos/logs.js';
 import type { Logger } from '../../lib/logger.js';
+import { yieldToLoop } from './scan.js';
 
-const READ_PAGE = 1000;
+/** Rows per read: a short statement (PGlite runs in this process), with the event loop given back between reads. */
+const READ_PAGE = 200;
 
 export interface LogHubDeps {
   repo: Pick<LogRepo, 'after' | 'maxId'>;
@@ -46,6 +48,8 @@ export function createLogHub(deps: LogHubDeps) {
         const rows = await deps.repo.after(lastId, READ_PAGE);
         deliver(rows);
         if (rows.length < READ_PAGE) break;
+        // PGlite answers in microtasks: without this, a backlog is read in one stretch, with no I/O between reads.
+        await yieldToLoop();
       }
     } while (dirty);
   }

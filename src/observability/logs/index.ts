@@ -6,6 +6,7 @@ import { createLogCollector, type TailedInstance } from './collector.js';
 import type { ParsedLogFilter } from './filters.js';
 import { createLogHub } from './hub.js';
 import { createLineSplitter, levelOf } from './lines.js';
+import type { QueryBudget } from './query.js';
 import { createLogReader } from './read.js';
 import { createRequestLog } from './requests.js';
 import { createLogSink } from './sink.js';
@@ -25,6 +26,8 @@ export interface LogsDeps {
     flushMs: number;
     streamBufferBytes: number;
     pingMs: number;
+    /** What one filtered GET /v1/logs may read (query.ts). */
+    queryBudget: QueryBudget;
     /** Per service: app lines a second, and the burst above it (SLIPWAY_LOG_RATE_LINES / SLIPWAY_LOG_BURST_LINES). */
     rateLines: number;
     burstLines: number;
@@ -97,7 +100,7 @@ export function createLogs(deps: LogsDeps) {
     pollMs: settings.pollMs,
     log: deps.log,
   });
-  const reader = createLogReader({ repo, workspaceOf: deps.workspaceOf });
+  const reader = createLogReader({ repo, workspaceOf: deps.workspaceOf, budget: settings.queryBudget });
 
   return {
     hub,

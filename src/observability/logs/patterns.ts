@@ -3,23 +3,21 @@ import RE2 from 're2';
 import { badRequest } from '../../lib/errors.js';
 
 /**
- * The rules a log filter's `/regex/` and `*` wildcard values must follow. The same text is run
- * by Postgres (or PGlite, in this process, with no statement timeout and a stack it can overflow)
- * and by the live tail, so only patterns whose cost is bounded by their size are accepted:
+ * The rules a log filter's `/regex/` and `*` wildcard values must follow. Patterns run only in memory, on RE2 (linear
+ * in the text it reads; no statement runs one: observability/logs/query.ts), for stored entries and the live tail
+ * alike; the rules were made when Postgres ran them too, and are kept: they bound each pattern's size, so what a query
+ * costs per byte it reads, and keep one reading of a pattern whatever Slipway version answered before:
  * - at most 256 characters, and a valid JavaScript regular expression in Unicode mode (no
  *   flags: the value is what stands between the slashes);
  * - no nested quantifiers: a repeated part (`*`, `+`, `?`, `{n,m}`) contains no quantifier
  *   itself (`(a+)+`, `(ab*)?`, `((x{2}){3})` are refused; `(ab)+`, `[a-z]+\d*` are fine);
  * - at most 256 characters and classes once repetitions are written out (`x{n,m}` counts as m
- *   copies of `x`, `x*` and `x+` as one): Postgres compiles `{n,m}` into copies, and its matching
- *   time per character grows with their number;
- * - no backreferences (`\1`, `\k<name>`) and no lookarounds (`(?=`, `(?!`, `(?<=`, `(?<!`):
- *   they make Postgres backtrack;
+ *   copies of `x`, `x*` and `x+` as one): RE2's time per character grows with their number too;
+ * - no backreferences (`\1`, `\k<name>`) and no lookarounds (`(?=`, `(?!`, `(?<=`, `(?<!`);
  * - groups nested at most 10 deep;
- * - at most 10 regular expressions in one query (Postgres caches 32 compiled ones; more would
- *   be recompiled for every row), and at most 10 `*` in one wildcard value.
- * In memory (the live tail) patterns run on RE2, whose time is linear in the input, so even an
- * accepted pattern like `\d*\d*x` cannot stall the event loop as JavaScript's engine would.
+ * - at most 10 regular expressions in one query, and at most 10 `*` in one wildcard value.
+ * A query's reading is also bounded in time and bytes (query.ts), so even the slowest accepted filter (about 5 MB/s
+ * with ten long patterns) answers within its budget, with `hasMore`.
  */
 export const PATTERN_LIMITS = {
   length: 256,

@@ -1,18 +1,34 @@
-import { badRequest, notFound } from '../../lib/errors.js';
-import { pgCode } from '../../store/db.js';
+import { AppError, notFound } from '../../lib/errors.js';
+import { createFairSlots } from '../../lib/fair-slots.js';
 import type { LogRepo } from '../../store/repos/logs.js';
 import { parseLogFilter, type LogQuery, type ParsedLogFilter } from './filters.js';
-import { queryLogs } from './query.js';
+import { queryLogs, type QueryBudget } from './query.js';
 
-/** Postgres refused a regular expression JS accepted (their dialects differ slightly): 2201B. */
-const isBadRegex = (err: unknown) => pgCode(err) === '2201B';
+/**
+ * Filtered queries (matched in memory) at once in this process, and per workspace: two, so a third request, a health
+ * check included, always finds the event loop and the store between their slices; one per workspace, so a tenant's
+ * burst waits behind itself, not in front of other tenants.
+ */
+const SCANS = { slots: 2, perKey: 1 };
+/** A workspace's filtered queries waiting for their turn; more are refused with 429. */
+const MAX_WAITING = 4;
 
 /** Reading a workspace's logs (Render's GET /logs and /logs/subscribe), once the caller may read the workspace. */
 export function createLogReader(deps: {
   repo: Pick<LogRepo, 'page'>;
   /** The workspace of a service; undefined when there is no such service. */
   workspaceOf(serviceId: string): Promise<string | undefined>;
+  budget: QueryBudget;
 }) {
+  const scans = createFairSlots(SCANS);
+  const busy = () => {
+    const err = new AppError(
+      'rate_limited',
+      `this workspace's filtered log queries are busy (each reads for up to ${deps.budget.ms / 1000} s); retry shortly`,
+    );
+    err.retryAfterSeconds = Math.max(1, Math.ceil(deps.budget.ms / 1000));
+    return err;
+  };
   return {
     /** The validated filter; a `resource` that is not a service of the workspace answers 404, as if it did not exist. */
     async filterFor(workspaceId: string, q: LogQuery): Promise<ParsedLogFilter> {
@@ -21,13 +37,18 @@ export function createLogReader(deps: {
       }
       return parseLogFilter(workspaceId, q);
     },
-    /** One page of entries (observability/logs/query.ts). */
+    /** One page of entries (observability/logs/query.ts); a filtered query waits its turn (at most its time budget). */
     async page(parsed: ParsedLogFilter, q: Parameters<typeof queryLogs>[2]) {
+      if (!parsed.narrows) return queryLogs(deps.repo, parsed, q, deps.budget);
+      const key = parsed.scope.workspaceId;
+      if (scans.waiting(key) >= MAX_WAITING) throw busy();
+      const release = await scans.acquire(key, { signal: AbortSignal.timeout(deps.budget.ms) }).catch(() => {
+        throw busy();
+      });
       try {
-        return await queryLogs(deps.repo, parsed, q);
-      } catch (err) {
-        if (isBadRegex(err)) throw badRequest(`invalid regular expression: ${(err as Error).message}`);
-        throw err;
+        return await queryLogs(deps.repo, parsed, q, deps.budget);
+      } finally {
+        release();
       }
     },
   };

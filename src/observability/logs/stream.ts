@@ -3,17 +3,20 @@ import type { LogRepo, LogRow } from '../../store/repos/logs.js';
 import { logSubscribers } from '../prometheus.js';
 import type { ParsedLogFilter } from './filters.js';
 import { writeEntries } from './frames.js';
+import { matchInSlices, slicer } from './scan.js';
 import type { LogHub } from './hub.js';
 
 /** Close code for a subscriber that does not read fast enough: reconnect with `afterId` = the last id received. */
 export const SLOW_CONSUMER_CLOSE = 4008;
-const REPLAY_PAGE = 500;
+const REPLAY_PAGE = 200;
+/** The replay's window has no end: it reads up to the newest entry. */
+const NO_END_US = Number.MAX_SAFE_INTEGER;
 /** How long a replay waits for the client to read what was sent before giving up on it. */
 const DRAIN_WAIT_MS = 2000;
 
 export interface LogStreamDeps {
   hub: LogHub;
-  repo: Pick<LogRepo, 'after' | 'idBefore'>;
+  repo: Pick<LogRepo, 'page' | 'tsFrom' | 'idBefore'>;
   /** Bytes queued for one subscriber before it is closed with SLOW_CONSUMER_CLOSE. */
   bufferBytes: number;
   pingMs: number;
@@ -56,12 +59,12 @@ export function openLogStream(deps: LogStreamDeps, socket: WebSocket, start: Log
   };
   const tooSlow = () => close(SLOW_CONSUMER_CLOSE, `slow consumer: reconnect with afterId=${lastSent ?? cursor}`);
 
-  /** Sends the entries past the cursor that match, in one write; then checks the backlog. */
-  function sendBatch(rows: LogRow[]) {
+  /** Sends the entries past the cursor that match (`matched`: already checked), in one write; then checks the backlog. */
+  function sendBatch(rows: LogRow[], matched = false) {
     if (closed) return;
     const pastEnd = start.endUs !== undefined && rows.some((row) => row.tsUs > start.endUs!);
     if (pastEnd) rows = rows.filter((row) => row.tsUs <= start.endUs!);
-    const matching = rows.filter((row) => row.id > cursor && parsed.matches(row));
+    const matching = rows.filter((row) => row.id > cursor && (matched || parsed.matches(row)));
     cursor = Math.max(cursor, rows.at(-1)?.id ?? 0);
     if (matching.length) {
       lastSent = String(matching.at(-1)!.id);
@@ -86,13 +89,36 @@ export function openLogStream(deps: LogStreamDeps, socket: WebSocket, start: Log
     return !closed;
   }
 
+  /**
+   * Replays stored entries: pages of the scope's index walk in time order (the same order as ids: LogRepo), the
+   * filter matched in slices (scan.ts), so a replay over a large store never holds the event loop or the store.
+   */
   async function catchUp() {
     cursor = start.afterId ?? (start.startUs !== undefined ? await repo.idBefore(start.startUs) : hub.lastId);
+    let fromUs: number | undefined;
+    const slice = slicer();
     while (!closed) {
       const mark = hub.lastId;
-      const page = await repo.after(cursor, REPLAY_PAGE, { ...parsed.filter, startUs: start.startUs });
-      sendBatch(page);
+      // Where the entries after the cursor start (found again until there is one).
+      if (fromUs === undefined) {
+        const next = await repo.tsFrom(cursor + 1);
+        if (next !== undefined) fromUs = Math.max(next, start.startUs ?? 0);
+      }
+      const page =
+        fromUs === undefined
+          ? []
+          : await repo.page(parsed.scope, {
+              startUs: fromUs,
+              endUs: start.endUs ?? NO_END_US,
+              backward: false,
+              limit: REPLAY_PAGE,
+            });
+      if (page.length) fromUs = page.at(-1)!.tsUs + 1;
+      const matching = await matchInSlices(page, parsed.matches, slice);
+      sendBatch(matching, true);
+      if (slice.due()) await slice.rest();
       if (page.length === REPLAY_PAGE) {
+        cursor = Math.max(cursor, page.at(-1)!.id);
         if (!(await drained())) return tooSlow();
         continue;
       }

@@ -1,7 +1,7 @@
 import { and, desc, eq, lt } from 'drizzle-orm';
 import type { Db } from '../db.js';
 import { auditLogs } from '../schema.js';
-import { within } from './filters.js';
+import { idsWithin, within } from './filters.js';
 
 export type AuditRow = typeof auditLogs.$inferSelect;
 
@@ -28,6 +28,7 @@ export function createAuditRepo(db: Db) {
           and(
             q.workspaceId ? eq(auditLogs.workspaceId, q.workspaceId) : undefined,
             within(auditLogs.createdAt, q.startTime, q.endTime),
+            idsWithin(auditLogs.id, 'audit', q.startTime, q.endTime),
             q.beforeId ? lt(auditLogs.id, q.beforeId) : undefined,
           ),
         )

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
 import { rowsOf, type Db } from '../db.js';
 import { events } from '../schema.js';
-import { within } from './filters.js';
+import { idsWithin, within } from './filters.js';
 
 export type EventRow = typeof events.$inferSelect;
 
@@ -48,6 +48,7 @@ export function createEventRepo(db: Db) {
             'serviceId' in about ? eq(events.serviceId, about.serviceId) : eq(events.datastoreId, about.datastoreId),
             opts.types?.length ? inArray(events.type, opts.types) : undefined,
             within(events.createdAt, opts.startTime, opts.endTime),
+            idsWithin(events.id, 'event', opts.startTime, opts.endTime),
             opts.beforeId ? lt(events.id, opts.beforeId) : undefined,
           ),
         )

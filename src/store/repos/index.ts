@@ -28,8 +28,7 @@ import { createWebhookRepo } from './webhooks.js';
 import { createWorkspaceRepo } from './workspaces.js';
 
 /** Every repository over one database handle (the pool, or a transaction). */
-/** `logQueryTimeoutMs`: the statement time limit of filtered log reads (Postgres only: PGlite ignores it). */
-export function createRepos(db: Db, options: { logQueryTimeoutMs?: number } = {}) {
+export function createRepos(db: Db) {
   return {
     users: createUserRepo(db),
     workspaces: createWorkspaceRepo(db),
@@ -48,7 +47,7 @@ export function createRepos(db: Db, options: { logQueryTimeoutMs?: number } = {}
     events: createEventRepo(db),
     projects: createProjectRepo(db),
     datastores: createDatastoreRepo(db),
-    logs: createLogRepo(db, { queryTimeoutMs: options.logQueryTimeoutMs }),
+    logs: createLogRepo(db),
     metrics: createMetricRepo(db),
     usage: createUsageRepo(db),
     notices: createNoticeRepo(db),

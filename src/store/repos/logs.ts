@@ -1,7 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { toStorableText } from '../../lib/text.js';
-import { AppError } from '../../lib/errors.js';
-import { pgCode, rowsOf, type Db } from '../db.js';
+import { rowsOf, type Db } from '../db.js';
 import type { LOG_TYPES } from '../enums.js';
 
 /**
@@ -35,27 +34,15 @@ export interface LogRow extends Omit<NewLogEntry, 'timeMs'> {
   tsUs: number;
 }
 
-/** A match on one column: values are ORed; `/re/` is a regex, `*` a wildcard, otherwise exact. */
-export interface Pattern {
-  exact?: string[];
-  /** Substrings: strpos, linear in the text (LIKE '%…%' costs its length times the pattern's). */
-  contains?: string[];
-  like?: string[];
-  regex?: string[];
-}
-
-export interface LogFilter {
+/**
+ * What a read narrows to in SQL: only what an index walks in time order, so every statement reads at most the rows it
+ * returns (plus one per resource). Every other filter (instance, type, level, text, …) is matched in memory, in
+ * observability/logs: a statement never runs a pattern, nor scans rows it does not return.
+ */
+export interface LogScope {
   workspaceId: string;
+  /** Services of the workspace (the caller checks): when given, only their rows are read. */
   resourceIds?: string[];
-  instanceIds?: string[];
-  types?: string[];
-  level?: Pattern;
-  /** On message; plain values are substrings. */
-  text?: Pattern;
-  method?: Pattern;
-  statusCode?: Pattern;
-  path?: Pattern;
-  host?: Pattern;
 }
 
 /** Serializes writers across processes, so ids (and timestamps) become visible in order: a reader that saw id N never later finds a smaller new one. */
@@ -71,39 +58,6 @@ const COLUMNS = sql.raw(
   `id::text as id, workspace_id as "workspaceId", resource_id as "resourceId", instance_id as "instanceId", deploy_id as "deployId", type, level, message,
    method, path, status_code as "statusCode", host, duration_ms as "durationMs", bytes::text as bytes`,
 );
-
-function patternSql(column: SQL, p: Pattern | undefined): SQL | undefined {
-  if (!p) return undefined;
-  const parts: SQL[] = [
-    ...(p.exact ?? []).map((v) => sql`${column} = ${v}`),
-    ...(p.contains ?? []).map((v) => sql`strpos(${column}, ${v}) > 0`),
-    ...(p.like ?? []).map((v) => sql`${column} like ${v}`),
-    ...(p.regex ?? []).map((v) => sql`${column} ~ ${v}`),
-  ];
-  return parts.length ? sql`(${sql.join(parts, sql` or `)})` : undefined;
-}
-
-function whereSql(f: LogFilter, extra: SQL[]): SQL {
-  const list = (values: string[]) =>
-    sql.join(
-      values.map((v) => sql`${v}`),
-      sql`, `,
-    );
-  const parts = [
-    sql`workspace_id = ${f.workspaceId}`,
-    f.resourceIds?.length ? sql`resource_id in (${list(f.resourceIds)})` : undefined,
-    f.instanceIds?.length ? sql`instance_id in (${list(f.instanceIds)})` : undefined,
-    f.types?.length ? sql`type in (${list(f.types)})` : undefined,
-    patternSql(sql`level`, f.level),
-    patternSql(sql`message`, f.text),
-    patternSql(sql`method`, f.method),
-    patternSql(sql`status_code::text`, f.statusCode),
-    patternSql(sql`path`, f.path),
-    patternSql(sql`host`, f.host),
-    ...extra,
-  ].filter((p): p is SQL => p !== undefined);
-  return sql.join(parts, sql` and `);
-}
 
 /**
  * What an app prints, as Postgres text takes it: NUL and lone surrogates become U+FFFD.
@@ -175,40 +129,17 @@ function insertSql(entries: LogRow[], offsets: Array<{ stream: string; offset: n
 }
 
 function toRow(r: Record<string, unknown>): LogRow {
+  const { at: _at, ...row } = r; // the merge's sort key
   return {
-    ...(r as unknown as LogRow),
+    ...(row as unknown as LogRow),
     id: Number(r.id),
     tsUs: Number(r.tsUs),
     bytes: r.bytes === null || r.bytes === undefined ? null : Number(r.bytes),
   };
 }
 
-/**
- * How long a read with user filters may run on Postgres. PGlite (0.3) ignores statement_timeout:
- * there the pattern rules (observability/logs/patterns.ts) are what bound a query's work.
- */
-export const LOG_QUERY_TIMEOUT_MS = 5000;
-
-/** `queryTimeoutMs`: filtered reads run under this statement_timeout (Postgres; unset on PGlite, which ignores it). */
-export function createLogRepo(db: Db, options: { queryTimeoutMs?: number } = {}) {
+export function createLogRepo(db: Db) {
   const rows = async (query: SQL) => rowsOf(await db.execute(query));
-  const timeoutMs = options.queryTimeoutMs;
-  /** A filtered read under statement_timeout (SET LOCAL: only this transaction); a timeout is a 503. */
-  const limitedRows = async (query: SQL) => {
-    if (timeoutMs === undefined) return rows(query); // no transaction around a setting that does nothing
-    try {
-      return await db.transaction(async (tx) => {
-        await tx.execute(sql.raw(`set local statement_timeout = ${Math.floor(timeoutMs)}`));
-        return rowsOf(await tx.execute(query));
-      });
-    } catch (err) {
-      if (pgCode(err) !== '57014') throw err;
-      throw new AppError(
-        'unavailable',
-        `the log query did not finish within ${timeoutMs / 1000} s; narrow the time range or the filters`,
-      );
-    }
-  };
   const maxId = async (): Promise<number> =>
     Number((await rows(sql`select coalesce(max(id), 0)::text as id from logs`))[0]!.id);
   /** Deletes the entries `where` picks and takes their bytes off log_sizes, in one statement; returns how many went. */
@@ -277,34 +208,44 @@ export function createLogRepo(db: Db, options: { queryTimeoutMs?: number } = {})
       );
       return new Map(found.map((r) => [r.stream as string, Number(r.offset)]));
     },
-    /** Keyset page on (timestamp) within [startUs, endUs]; newest first when backward. */
+    /**
+     * Keyset page of `scope` on (timestamp) within [startUs, endUs], newest first when backward: at most `limit` rows,
+     * read along an index in time order. Several resources are one index walk each, merged (MergeAppend): the
+     * statement reads at most `limit` + one row per resource, however rare the resources' rows are in the table.
+     */
     async page(
-      f: LogFilter,
+      scope: LogScope,
       opts: { startUs: number; endUs: number; backward: boolean; limit: number },
     ): Promise<LogRow[]> {
-      const range = [sql`timestamp >= ${usToTimestamp(opts.startUs)}`, sql`timestamp <= ${usToTimestamp(opts.endUs)}`];
+      const range = sql`timestamp >= ${usToTimestamp(opts.startUs)} and timestamp <= ${usToTimestamp(opts.endUs)}`;
       // logs.id, not id: a bare name in ORDER BY means the output column, which is id::text.
       const order = opts.backward ? sql`logs.timestamp desc, logs.id desc` : sql`logs.timestamp asc, logs.id asc`;
+      const walk = (owner: SQL) =>
+        sql`select ${COLUMNS}, ${TS_US} as "tsUs", logs.timestamp as at from logs
+          where ${owner} and ${range} order by ${order} limit ${opts.limit}`;
+      const resources = [...new Set(scope.resourceIds ?? [])];
+      if (!resources.length) return (await rows(walk(sql`workspace_id = ${scope.workspaceId}`))).map(toRow);
+      // A service's rows are its workspace's (observability/logs/read.ts checks the ids): its own index, nothing else.
+      const walks = resources.map((id) => sql`(${walk(sql`resource_id = ${id}`)})`);
+      if (walks.length === 1) return (await rows(walks[0]!)).map(toRow);
       return (
-        await limitedRows(
-          sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${whereSql(f, range)} order by ${order} limit ${opts.limit}`,
+        await rows(
+          sql`select * from (${sql.join(walks, sql` union all `)}) w order by at ${opts.backward ? sql`desc` : sql`asc`} limit ${opts.limit}`,
         )
       ).map(toRow);
     },
-    /** Entries after `afterId` in id order, optionally filtered (the live tail and resumes). */
-    async after(afterId: number, limit: number, f?: LogFilter & { startUs?: number }): Promise<LogRow[]> {
-      const extra = [sql`id > ${afterId}`, ...(f?.startUs ? [sql`timestamp >= ${usToTimestamp(f.startUs)}`] : [])];
-      if (!f)
-        return (
-          await rows(
-            sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${sql.join(extra, sql` and `)} order by logs.id limit ${limit}`,
-          )
-        ).map(toRow);
+    /** Entries after `afterId` in id order (the hub's tail of new rows). */
+    async after(afterId: number, limit: number): Promise<LogRow[]> {
       return (
-        await limitedRows(
-          sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where ${whereSql(f, extra)} order by logs.id limit ${limit}`,
+        await rows(
+          sql`select ${COLUMNS}, ${TS_US} as "tsUs" from logs where id > ${afterId} order by logs.id limit ${limit}`,
         )
       ).map(toRow);
+    },
+    /** The timestamp of entry `id`, or of the first one after it when it is gone; undefined when there is none. */
+    async tsFrom(id: number): Promise<number | undefined> {
+      const [r] = await rows(sql`select ${TS_US} as "tsUs" from logs where id >= ${id} order by logs.id limit 1`);
+      return r ? Number(r.tsUs) : undefined;
     },
     /** The id just before the first entry at or after `us` (where a replay from a time starts). */
     async idBefore(us: number): Promise<number> {

@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, lt, ne, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
 import { rowsOf } from '../db.js';
 import { webhookAttempts, webhookDeliveries, webhooks } from '../schema.js';
-import { within, type ListWindow } from './filters.js';
+import { idsWithin, within, type ListWindow } from './filters.js';
 
 export type WebhookRow = typeof webhooks.$inferSelect;
 export type WebhookAttemptRow = typeof webhookAttempts.$inferSelect;
@@ -214,6 +214,7 @@ export function createWebhookRepo(db: Db) {
           and(
             eq(webhookAttempts.webhookId, webhookId),
             within(webhookAttempts.sentAt, q.sentAfter, q.sentBefore),
+            idsWithin(webhookAttempts.id, 'webhookEvent', q.sentAfter, q.sentBefore),
             q.beforeId ? lt(webhookAttempts.id, q.beforeId) : undefined,
           ),
         )

@@ -1,0 +1,171 @@
+/**
+ * Issue 29 §2, "no request holds the event loop": what one tenant's worst inputs (bench/abuse-cases.ts) do to everyone
+ * else. For each case, on one Slipway (PGlite, its own process) and against a quiet phase of the same run: /api/health
+ * p50/p99, then another workspace's deploy (trigger -> live, the fixture app, no build) and webhook delivery (test
+ * ping -> receipt) latency, while the abuse goes on. Targets: health p99 <= 100 ms; each median within 2x of quiet.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../src/config.js';
+import { startSlipway as startInProcess } from '../src/server.js';
+import { killProcessesUnder } from '../test/helpers/kill-under.js';
+import { CASES, type AbuseCase } from './abuse-cases.js';
+import { fixtureArchive, log, percentile, signUp, sleep, startSlipway, table } from './lib.js';
+import { webhookVictim } from './webhook-backlog.js';
+
+const SMOKE = process.env.BENCH_SMOKE === '1';
+/** How long each phase measures health, then the victim's latencies. */
+const SECONDS = Number(process.env.BENCH_ABUSE_SECONDS || (SMOKE ? 6 : 20));
+/** The abuse runs this long before its phase is measured. */
+const WARM_UP_MS = 1000;
+const round = (n: number) => Number(n.toFixed(1));
+
+/** The store gets what the cases prepare (in process, before the measured Slipway starts on the same data dir). */
+async function prepare(dataDir: string, cases: AbuseCase[]) {
+  const slipway = await startInProcess(
+    loadConfig({
+      SLIPWAY_DATA_DIR: dataDir,
+      SLIPWAY_PORT: '0',
+      SLIPWAY_ROUTER_PORT: '0',
+      SLIPWAY_ROUTER_HTTPS_PORT: '0',
+      DATABASE_URL: '',
+    }),
+    { log: false },
+  );
+  try {
+    for (const c of cases)
+      await c.prepare?.({ url: slipway.url, executeSql: (t, v) => slipway.store.executeSql(t, v) });
+  } finally {
+    await slipway.close();
+    killProcessesUnder(dataDir); // its router process: the measured Slipway starts its own
+  }
+}
+
+/** Another workspace: a live web service to redeploy, and a webhook to a receiver that answers. */
+async function startVictim(url: string) {
+  const { call } = await signUp(url);
+  const waitLive = async (serviceId: string, deployId: string) => {
+    for (;;) {
+      const d = await call('GET', `/v1/services/${serviceId}/deploys/${deployId}`);
+      if (d.status === 'live') return;
+      if (['build_failed', 'update_failed', 'canceled', 'pre_deploy_failed'].includes(d.status))
+        throw new Error(`deploy ${deployId} ended ${d.status}: ${d.failureReason}`);
+      await sleep(20);
+    }
+  };
+  const { service } = await call('POST', '/v1/services', {
+    type: 'web_service',
+    name: 'victim',
+    serviceDetails: { runtime: 'node', healthCheckPath: '/healthz', numInstances: 1 },
+  });
+  const first = await call(
+    'POST',
+    `/v1/services/${service.id}/source/upload`,
+    undefined,
+    await fixtureArchive('node-web'),
+  );
+  await waitLive(service.id, first.deployId);
+  const webhook = await webhookVictim(url);
+  return {
+    async deploy(): Promise<number> {
+      const started = performance.now();
+      await waitLive(service.id, (await call('POST', `/v1/services/${service.id}/deploys`, {})).id);
+      return performance.now() - started;
+    },
+    webhook,
+  };
+}
+type Victim = Awaited<ReturnType<typeof startVictim>>;
+
+/** Repeats `work` (then a pause) for `seconds`: the samples it returned. */
+async function during(seconds: number, work: () => Promise<number>, pauseMs: number) {
+  const samples: number[] = [];
+  for (const until = Date.now() + seconds * 1000; Date.now() < until;) {
+    samples.push(await work());
+    await sleep(pauseMs);
+  }
+  return samples;
+}
+
+/**
+ * /api/health alone for SECONDS (the victim's deploys load the machine too: measured apart, health would be theirs as
+ * much as the abuse's), then the victim's deploys and webhook deliveries side by side for SECONDS.
+ */
+async function measure(url: string, victim: Victim) {
+  let healthFailures = 0;
+  const health = await during(
+    SECONDS,
+    async () => {
+      const started = performance.now();
+      const res = await fetch(`${url}/api/health`);
+      await res.arrayBuffer();
+      if (res.status !== 200) healthFailures++;
+      return performance.now() - started;
+    },
+    20,
+  );
+  const [deploys, webhooks] = await Promise.all([
+    during(SECONDS, () => victim.deploy(), 200),
+    during(SECONDS, () => victim.webhook.measure(), 200),
+  ]);
+  return {
+    health: { n: health.length, p50: round(percentile(health, 50)), p99: round(percentile(health, 99)) },
+    healthFailures,
+    deployMs: { n: deploys.length, median: round(percentile(deploys, 50)) },
+    webhookMs: { n: webhooks.length, median: round(percentile(webhooks, 50)), p99: round(percentile(webhooks, 99)) },
+  };
+}
+type Phase = Awaited<ReturnType<typeof measure>>;
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-abuse-'));
+const results: Array<{ name: string; phase: Phase; statuses?: Record<string, number> }> = [];
+try {
+  await prepare(dataDir, CASES);
+  const slipway = await startSlipway({ SLIPWAY_ROUTER_PORT: '0', SLIPWAY_WEBHOOK_ALLOW_PRIVATE: '1' }, { dataDir });
+  try {
+    const victim = await startVictim(slipway.url);
+    log(`quiet: ${SECONDS} s`);
+    results.push({ name: 'quiet', phase: await measure(slipway.url, victim) });
+    for (const c of CASES) {
+      log(`${c.name}: ${SECONDS} s`);
+      const abuse = await c.start(slipway.url);
+      await sleep(WARM_UP_MS);
+      const phase = await measure(slipway.url, victim);
+      await abuse.stop();
+      results.push({ name: c.name, phase, statuses: abuse.statuses() });
+    }
+    await victim.webhook.stop();
+  } finally {
+    await slipway.stop();
+  }
+} finally {
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
+const quiet = results[0]!.phase;
+const rows = results.map(({ name, phase, statuses }) => {
+  const deployRatio = round(phase.deployMs.median / quiet.deployMs.median);
+  const webhookRatio = round(phase.webhookMs.median / quiet.webhookMs.median);
+  const met = phase.health.p99 <= 100 && deployRatio <= 2 && webhookRatio <= 2 && phase.healthFailures === 0;
+  return { name, ...phase, deployRatio, webhookRatio, met, statuses };
+});
+console.log(
+  table(
+    ['case', 'health p50', 'health p99', 'deploy median', 'x quiet', 'webhook median', 'x quiet', 'targets met'],
+    rows.map((r) => [
+      r.name,
+      r.health.p50,
+      r.health.p99,
+      r.deployMs.median,
+      r.deployRatio,
+      r.webhookMs.median,
+      r.webhookRatio,
+      r.met ? 'yes' : 'NO',
+    ]),
+  ),
+);
+console.log('(ms; targets: health p99 <= 100, deploy and webhook medians within 2x of quiet)');
+console.log(
+  JSON.stringify({ bench: 'abuse', smoke: SMOKE, seconds: SECONDS, cases: rows, met: rows.every((r) => r.met) }),
+);

@@ -1,0 +1,153 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { createFairSlots } from './fair-slots.js';
+
+/** Why a task was not done: over its time or memory limit, or too many of its key's tasks waiting already. */
+export class WorkerLimitError extends Error {
+  constructor(
+    readonly limit: 'time' | 'memory' | 'busy',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What a worker entry posts back for each message: its result, or the message of what it threw. */
+export type WorkerReply<T> = { result: T } | { error: string };
+
+export interface WorkerPoolOptions {
+  /** The module each worker runs: it answers every message with one WorkerReply. */
+  entry: URL;
+  /** Workers busy at once, and per key (a workspace). */
+  slots: number;
+  perKey: number;
+  /** A key's tasks waiting for a slot; past it, run() fails with `busy` at once. */
+  maxWaiting: number;
+  /** A task running longer has its worker terminated. */
+  timeoutMs: number;
+  /** The worker's heap limit (V8's old generation): past it the worker dies, not the process. */
+  memoryMb: number;
+  /** An idle worker is kept this long for the next task (starting one costs tens of ms). */
+  idleMs?: number;
+}
+
+/**
+ * Work that could hold the event loop or the process's memory (parsing what a tenant uploads), run in worker threads
+ * with a time and a heap limit, a few at a time, shared fairly between keys (lib/fair-slots.ts). A worker that ran
+ * out of time or memory is thrown away; one that answered is kept for the next task.
+ */
+export function createWorkerPool(opts: WorkerPoolOptions) {
+  const slots = createFairSlots({ slots: opts.slots, perKey: opts.perKey });
+  const idle: Array<{ worker: Worker; timer: NodeJS.Timeout }> = [];
+  const busy = new Set<Worker>();
+
+  function take(): Worker {
+    const kept = idle.pop();
+    if (kept) {
+      clearTimeout(kept.timer);
+      kept.worker.ref();
+      return kept.worker;
+    }
+    const worker = spawn(opts.entry, { maxOldGenerationSizeMb: opts.memoryMb });
+    worker.on('exit', () => {
+      const at = idle.findIndex((w) => w.worker === worker);
+      if (at >= 0) clearTimeout(idle.splice(at, 1)[0]!.timer);
+    });
+    return worker;
+  }
+
+  function keep(worker: Worker) {
+    worker.unref(); // an idle worker never keeps the process alive
+    const timer = setTimeout(() => void worker.terminate(), opts.idleMs ?? 30_000); // its exit takes it off the list
+    timer.unref();
+    idle.push({ worker, timer });
+  }
+
+  function runOn<T>(worker: Worker, input: unknown): Promise<T> {
+    busy.add(worker);
+    return new Promise<T>((resolve, reject) => {
+      let healthy = false;
+      const done = (settle: () => void) => {
+        clearTimeout(timer);
+        worker.off('message', onMessage).off('error', onError).off('exit', onExit);
+        busy.delete(worker);
+        if (healthy) keep(worker);
+        else void worker.terminate();
+        settle();
+      };
+      const timer = setTimeout(
+        () =>
+          done(() =>
+            reject(new WorkerLimitError('time', `did not finish within ${Math.round(opts.timeoutMs / 100) / 10} s`)),
+          ),
+        opts.timeoutMs,
+      );
+      const onMessage = (reply: WorkerReply<T>) => {
+        healthy = true;
+        done(() => ('error' in reply ? reject(new Error(reply.error)) : resolve(reply.result)));
+      };
+      const onError = (err: Error & { code?: string }) =>
+        done(() =>
+          reject(
+            err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+              ? new WorkerLimitError('memory', `needed more than ${opts.memoryMb} MB`)
+              : err,
+          ),
+        );
+      const onExit = (code: number) => done(() => reject(new Error(`the worker exited with code ${code}`)));
+      worker.on('message', onMessage).on('error', onError).on('exit', onExit);
+      worker.postMessage(input);
+    });
+  }
+
+  return {
+    /** Runs one task for `key` once a slot is free; rejects with WorkerLimitError past a limit. */
+    async run<T>(key: string, input: unknown): Promise<T> {
+      if (slots.waiting(key) >= opts.maxWaiting)
+        throw new WorkerLimitError('busy', `${slots.waiting(key) + slots.running(key)} tasks already under way`);
+      const release = await slots.acquire(key);
+      try {
+        return await runOn<T>(take(), input);
+      } finally {
+        release();
+      }
+    },
+    async close() {
+      const all = [...idle.map((w) => w.worker), ...busy];
+      for (const w of idle) clearTimeout(w.timer);
+      idle.length = 0;
+      await Promise.all(all.map((w) => w.terminate()));
+    },
+  };
+}
+export type WorkerPool = ReturnType<typeof createWorkerPool>;
+
+/** A worker thread's CPU priority (nice): below the API's, so a busy worker slows down before the event loop does. */
+const NICE = 10;
+
+/**
+ * A worker on `entry`, at a lower CPU priority (Linux: its thread is reniced; elsewhere it keeps the process's). Run
+ * from the TypeScript sources (dev, tests: the entry is a .ts file), the worker registers tsx's loader before
+ * importing it, as the main thread did (a worker does not inherit `--import tsx`).
+ */
+function spawn(entry: URL, resourceLimits: { maxOldGenerationSizeMb: number }): Worker {
+  const renice = `try { require('node:os').setPriority(Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()), ${NICE}); } catch {}`;
+  const load = entry.pathname.endsWith('.ts')
+    ? `import(${JSON.stringify(tsxApi())}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`
+    : `import(${JSON.stringify(entry.href)})`;
+  const worker = new Worker(`${renice}\n${load};`, { eval: true, resourceLimits });
+  worker.on('error', () => undefined); // a task's own listener reports it; an idle worker's death only ends it
+  return worker;
+}
+
+/** tsx's ESM API (`tsx/esm/api`, whose `register()` installs its loader), by its package's own exports. */
+function tsxApi(): string {
+  const pkg = createRequire(import.meta.url).resolve('tsx/package.json');
+  const exports = (
+    JSON.parse(readFileSync(pkg, 'utf8')) as { exports: Record<string, { import: { default: string } }> }
+  ).exports;
+  return pathToFileURL(path.join(path.dirname(pkg), exports['./esm/api']!.import.default)).href;
+}
