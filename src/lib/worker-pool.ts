@@ -110,7 +110,12 @@ export function createWorkerPool(opts: WorkerPoolOptions) {
         throw new WorkerLimitError('busy', `${slots.waiting(key) + slots.running(key)} tasks already under way`);
       const release = await slots.acquire(key);
       try {
-        return await runOn<T>(take(), input);
+        const worker = take();
+        await booting.get(worker)?.catch((err: Error) => {
+          void worker.terminate();
+          throw err;
+        });
+        return await runOn<T>(worker, input);
       } finally {
         release();
       }
@@ -125,23 +130,41 @@ export function createWorkerPool(opts: WorkerPoolOptions) {
 }
 export type WorkerPool = ReturnType<typeof createWorkerPool>;
 
-/** A worker thread's CPU priority (nice): below the API's, so a busy worker slows down before the event loop does. */
-const NICE = 10;
+/** A new worker's time to load its entry (not counted against its first task's limit). */
+const BOOT_TIMEOUT_MS = 60_000;
 
 /**
- * A worker on `entry`, at a lower CPU priority (Linux: its thread is reniced; elsewhere it keeps the process's). Run
- * from the TypeScript sources (dev, tests: the entry is a .ts file), the worker registers tsx's loader before
- * importing it, as the main thread did (a worker does not inherit `--import tsx`).
+ * A worker on `entry`, which says `ready` once its entry is loaded. Run from the TypeScript sources (dev, tests: the
+ * entry is a .ts file), the worker registers tsx's loader before importing it, as the main thread did (a worker does
+ * not inherit `--import tsx`). It keeps the process's CPU priority: a lower one let any other load on the machine
+ * starve it past its time limit on the smallest file.
  */
 function spawn(entry: URL, resourceLimits: { maxOldGenerationSizeMb: number }): Worker {
-  const renice = `try { require('node:os').setPriority(Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()), ${NICE}); } catch {}`;
   const load = entry.pathname.endsWith('.ts')
     ? `import(${JSON.stringify(tsxApi())}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`
     : `import(${JSON.stringify(entry.href)})`;
-  const worker = new Worker(`${renice}\n${load};`, { eval: true, resourceLimits });
+  const ready = `.then(() => require('node:worker_threads').parentPort.postMessage('ready'))`;
+  const worker = new Worker(`${load}${ready};`, { eval: true, resourceLimits });
   worker.on('error', () => undefined); // a task's own listener reports it; an idle worker's death only ends it
+  booting.set(
+    worker,
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the worker did not start in time')), BOOT_TIMEOUT_MS);
+      const settle = (err?: Error) => {
+        clearTimeout(timer);
+        worker.off('message', onReady).off('error', settle).off('exit', onExit);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onReady = (message: unknown) => message === 'ready' && settle();
+      const onExit = (code: number) => settle(new Error(`the worker exited with code ${code} while starting`));
+      worker.on('message', onReady).on('error', settle).on('exit', onExit);
+    }),
+  );
   return worker;
 }
+/** Workers that are still loading their entry: settled once they said ready. */
+const booting = new WeakMap<Worker, Promise<void>>();
 
 /** tsx's ESM API (`tsx/esm/api`, whose `register()` installs its loader), by its package's own exports. */
 function tsxApi(): string {
