@@ -5,6 +5,8 @@
  * repositories, 3 builds at once, …), write one more AbuseCase and add it to CASES.
  */
 import { log, signUp } from './lib.js';
+import { startHeavyBuilds } from './abuse-builds.js';
+import { hostAddress, startDeadGitRepos } from './abuse-git.js';
 import { startWebhookBacklog } from './webhook-backlog.js';
 
 export interface PrepareContext {
@@ -121,4 +123,26 @@ function webhookBacklog(): AbuseCase {
   };
 }
 
-export const CASES: AbuseCase[] = [logRegex(), blueprintFile(), webhookBacklog()];
+/** One workspace's 12 autoDeploy services on git servers that never answer (bench/abuse-git.ts). */
+function deadGitRepos(): AbuseCase {
+  return {
+    name: '12 dead git repos',
+    async start(url) {
+      const dead = await startDeadGitRepos(url, hostAddress());
+      return { stop: async () => dead.stop(), statuses: () => ({}) };
+    },
+  };
+}
+
+/** One workspace's 3 builds of 1 GiB each at once (bench/abuse-builds.ts). */
+function heavyBuilds(): AbuseCase {
+  return {
+    name: '3 builds of 1 GiB at once',
+    async start(url) {
+      const builds = await startHeavyBuilds(url, { builds: 3, mb: 1024 });
+      return { stop: () => builds.stop(), statuses: () => ({}) };
+    },
+  };
+}
+
+export const CASES: AbuseCase[] = [logRegex(), blueprintFile(), webhookBacklog(), deadGitRepos(), heavyBuilds()];

@@ -1,8 +1,8 @@
 /**
  * Issue 29 §2, "no request holds the event loop": what one tenant's worst inputs (bench/abuse-cases.ts) do to everyone
  * else. For each case, on one Slipway (PGlite, its own process) and against a quiet phase of the same run: /api/health
- * p50/p99, then another workspace's deploy (trigger -> live, the fixture app, no build) and webhook delivery (test
- * ping -> receipt) latency, while the abuse goes on. Targets: health p99 <= 100 ms; each median within 2x of quiet.
+ * p50/p99, then another workspace's deploy (trigger -> live, the fixture app, no build), git deploy (a new commit ->
+ * live, through autoDeploy's polls) and webhook delivery (test ping -> receipt) latency, while the abuse goes on. Targets: health p99 <= 100 ms; each median within 2x of quiet.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +14,7 @@ import { killProcessesUnder } from '../test/helpers/kill-under.js';
 import { CASES, type AbuseCase } from './abuse-cases.js';
 import { fixtureArchive, log, percentile, signUp, sleep, startSlipway, table } from './lib.js';
 import { webhookVictim } from './webhook-backlog.js';
+import { gitEnv, gitVictim, hostAddress } from './abuse-git.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 /** How long each phase measures health, then the victim's latencies. */
@@ -44,7 +45,7 @@ async function prepare(dataDir: string, cases: AbuseCase[]) {
 }
 
 /** Another workspace: a live web service to redeploy, and a webhook to a receiver that answers. */
-async function startVictim(url: string) {
+async function startVictim(url: string, host: string) {
   const { call } = await signUp(url);
   const waitLive = async (serviceId: string, deployId: string) => {
     for (;;) {
@@ -68,7 +69,9 @@ async function startVictim(url: string) {
   );
   await waitLive(service.id, first.deployId);
   const webhook = await webhookVictim(url);
+  const git = await gitVictim(url, host);
   return {
+    git,
     async deploy(): Promise<number> {
       const started = performance.now();
       await waitLive(service.id, (await call('POST', `/v1/services/${service.id}/deploys`, {})).id);
@@ -117,9 +120,10 @@ async function measure(url: string, victim: Victim) {
     },
     20,
   );
-  const [deploys, webhooks] = await Promise.all([
+  const [deploys, webhooks, gits] = await Promise.all([
     during(SECONDS, () => victim.deploy(), 200),
     during(SECONDS, () => victim.webhook.measure(), 200),
+    during(SECONDS, () => victim.git.measure(), 200),
   ]);
   const stats = (values: number[]) =>
     values.length ? { p50: round(percentile(values, 50)), p99: round(percentile(values, 99)) } : { p50: NaN, p99: NaN };
@@ -127,7 +131,8 @@ async function measure(url: string, victim: Victim) {
     health: { n: health.samples.length, ...stats(health.samples) },
     deployMs: { n: deploys.samples.length, median: stats(deploys.samples).p50 },
     webhookMs: { n: webhooks.samples.length, median: stats(webhooks.samples).p50, p99: stats(webhooks.samples).p99 },
-    failed: { health: health.failed, deploys: deploys.failed, webhooks: webhooks.failed },
+    gitMs: { n: gits.samples.length, median: stats(gits.samples).p50 },
+    failed: { health: health.failed, deploys: deploys.failed, webhooks: webhooks.failed, git: gits.failed },
   };
 }
 type Phase = Awaited<ReturnType<typeof measure>>;
@@ -136,9 +141,14 @@ const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-abuse-'));
 const results: Array<{ name: string; phase: Phase; statuses?: Record<string, number> }> = [];
 try {
   await prepare(dataDir, CASES);
-  const slipway = await startSlipway({ SLIPWAY_ROUTER_PORT: '0', SLIPWAY_WEBHOOK_ALLOW_PRIVATE: '1' }, { dataDir });
+  // The git servers (the victim's and the dead ones) listen on one of the host's addresses, which builds may reach.
+  const host = hostAddress();
+  const slipway = await startSlipway(
+    { SLIPWAY_ROUTER_PORT: '0', SLIPWAY_WEBHOOK_ALLOW_PRIVATE: '1', ...gitEnv(host) },
+    { dataDir },
+  );
   try {
-    const victim = await startVictim(slipway.url);
+    const victim = await startVictim(slipway.url, host);
     log(`quiet: ${SECONDS} s`);
     results.push({ name: 'quiet', phase: await measure(slipway.url, victim) });
     for (const c of CASES) {
@@ -150,6 +160,7 @@ try {
       results.push({ name: c.name, phase, statuses: abuse.statuses() });
     }
     await victim.webhook.stop();
+    victim.git.stop();
   } finally {
     await slipway.stop();
   }
@@ -162,9 +173,10 @@ const quiet = results[0]!.phase;
 const rows = results.map(({ name, phase, statuses }) => {
   const deployRatio = round(phase.deployMs.median / quiet.deployMs.median);
   const webhookRatio = round(phase.webhookMs.median / quiet.webhookMs.median);
-  const failed = phase.failed.health + phase.failed.deploys + phase.failed.webhooks;
-  const met = phase.health.p99 <= 100 && deployRatio <= 2 && webhookRatio <= 2 && failed === 0;
-  return { name, ...phase, deployRatio, webhookRatio, failedCount: failed, met, statuses };
+  const gitRatio = round(phase.gitMs.median / quiet.gitMs.median);
+  const failed = phase.failed.health + phase.failed.deploys + phase.failed.webhooks + phase.failed.git;
+  const met = phase.health.p99 <= 100 && deployRatio <= 2 && webhookRatio <= 2 && gitRatio <= 2 && failed === 0;
+  return { name, ...phase, deployRatio, webhookRatio, gitRatio, failedCount: failed, met, statuses };
 });
 console.log(
   table(
@@ -175,6 +187,8 @@ console.log(
       'deploy median',
       'x quiet',
       'webhook median',
+      'x quiet',
+      'git median',
       'x quiet',
       'failed',
       'targets met',
@@ -187,12 +201,14 @@ console.log(
       r.deployRatio,
       r.webhookMs.median,
       r.webhookRatio,
+      r.gitMs.median,
+      r.gitRatio,
       r.failedCount,
       r.met ? 'yes' : 'NO',
     ]),
   ),
 );
-console.log('(ms; targets: health p99 <= 100, deploy and webhook medians within 2x of quiet)');
+console.log('(ms; targets: health p99 <= 100, deploy, webhook and git medians within 2x of quiet)');
 console.log(
   JSON.stringify({ bench: 'abuse', smoke: SMOKE, seconds: SECONDS, cases: rows, met: rows.every((r) => r.met) }),
 );

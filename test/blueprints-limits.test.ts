@@ -63,7 +63,8 @@ describe('a Blueprint file over the time limit', () => {
     expect(res.status).toBe(413);
     expect(res.body).toMatchObject({ id: expect.any(String), code: 'payload_too_large' });
     expect(res.body.message).toMatch(LIMIT);
-    expect(res.ms).toBeLessThan(3000 + 2000);
+    // 3 s of the worker's own CPU time; by the wall clock at most five times that, when other load starves it.
+    expect(res.ms).toBeLessThan(5 * 3000 + 2000);
   });
 
   it("a workspace's burst past its turn is a 429, and another workspace's file is read meanwhile", async () => {
@@ -75,7 +76,7 @@ describe('a Blueprint file over the time limit', () => {
     expect(meanwhile.status).toBe(200);
     expect(meanwhile.body.valid).toBe(true);
     const replies = await burst;
-    // Read beside the burst's file, not after it: answered before the file being read reached its 3 s limit.
+    // Read beside the burst's file, not after it: answered before the file being read reached its limit.
     const cut = replies.filter((r) => r.status === 413);
     expect(cut.length).toBeGreaterThan(0);
     expect(meanwhile.at).toBeLessThan(Math.min(...cut.map((r) => r.at)));
@@ -83,7 +84,7 @@ describe('a Blueprint file over the time limit', () => {
     const refused = replies.find((r) => r.status === 429)!;
     expect(refused.body).toMatchObject({ code: 'rate_limited', message: expect.stringMatching(/being read/) });
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-  }, 60_000);
+  }, 120_000);
 
   it("fails a sync of such a file with the limit's reason", async () => {
     const owner = await signUp(t.api);

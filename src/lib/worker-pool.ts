@@ -71,20 +71,29 @@ export function createWorkerPool(opts: WorkerPoolOptions) {
     return new Promise<T>((resolve, reject) => {
       let healthy = false;
       const done = (settle: () => void) => {
-        clearTimeout(timer);
+        clearInterval(timer);
         worker.off('message', onMessage).off('error', onError).off('exit', onExit);
         busy.delete(worker);
         if (healthy) keep(worker);
         else void worker.terminate();
         settle();
       };
-      const timer = setTimeout(
-        () =>
+      // The limit is the worker's own CPU time where Linux tells it (a worker that other load starves is not cut
+      // short), with the wall clock as a backstop; the wall clock alone elsewhere.
+      const tid = threadIds.get(worker);
+      const cpuAtStart = tid === undefined ? undefined : threadCpuMs(tid);
+      const started = Date.now();
+      const overLimit = () =>
+        cpuAtStart === undefined
+          ? Date.now() - started >= opts.timeoutMs
+          : (threadCpuMs(tid!) ?? Infinity) - cpuAtStart >= opts.timeoutMs ||
+            Date.now() - started >= opts.timeoutMs * WALL_BACKSTOP;
+      const timer = setInterval(() => {
+        if (overLimit())
           done(() =>
             reject(new WorkerLimitError('time', `did not finish within ${Math.round(opts.timeoutMs / 100) / 10} s`)),
-          ),
-        opts.timeoutMs,
-      );
+          );
+      }, CHECK_MS);
       const onMessage = (reply: WorkerReply<T>) => {
         healthy = true;
         done(() => ('error' in reply ? reject(new Error(reply.error)) : resolve(reply.result)));
@@ -132,19 +141,36 @@ export type WorkerPool = ReturnType<typeof createWorkerPool>;
 
 /** A new worker's time to load its entry (not counted against its first task's limit). */
 const BOOT_TIMEOUT_MS = 60_000;
+/** How often a task's time is checked, and how many times its limit it may take by the wall clock. */
+const CHECK_MS = 100;
+const WALL_BACKSTOP = 5;
+/** Linux's clock ticks per second (USER_HZ), the unit of /proc's CPU times. */
+const TICKS_PER_SECOND = 100;
+
+/** The CPU time (ms) a thread of this process has used, from /proc; undefined where there is none. */
+function threadCpuMs(tid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // from field 3 (state) on
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND; // utime + stime
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * A worker on `entry`, which says `ready` once its entry is loaded. Run from the TypeScript sources (dev, tests: the
  * entry is a .ts file), the worker registers tsx's loader before importing it, as the main thread did (a worker does
- * not inherit `--import tsx`). It keeps the process's CPU priority: a lower one let any other load on the machine
- * starve it past its time limit on the smallest file.
+ * not inherit `--import tsx`).
  */
 function spawn(entry: URL, resourceLimits: { maxOldGenerationSizeMb: number }): Worker {
   const load = entry.pathname.endsWith('.ts')
     ? `import(${JSON.stringify(tsxApi())}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`
     : `import(${JSON.stringify(entry.href)})`;
-  const ready = `.then(() => require('node:worker_threads').parentPort.postMessage('ready'))`;
-  const worker = new Worker(`${load}${ready};`, { eval: true, resourceLimits });
+  // Reniced below the API (Linux), and its thread id told with `ready`, so its own CPU time can be read.
+  const renice = `let tid; try { tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()); require('node:os').setPriority(tid, ${NICE}); } catch {}`;
+  const ready = `.then(() => require('node:worker_threads').parentPort.postMessage({ ready: true, tid }))`;
+  const worker = new Worker(`${renice}\n${load}${ready};`, { eval: true, resourceLimits });
   worker.on('error', () => undefined); // a task's own listener reports it; an idle worker's death only ends it
   booting.set(
     worker,
@@ -156,7 +182,12 @@ function spawn(entry: URL, resourceLimits: { maxOldGenerationSizeMb: number }): 
         if (err) reject(err);
         else resolve();
       };
-      const onReady = (message: unknown) => message === 'ready' && settle();
+      const onReady = (message: { ready?: boolean; tid?: number }) => {
+        if (!message?.ready) return;
+        if (typeof message.tid === 'number' && threadCpuMs(message.tid) !== undefined)
+          threadIds.set(worker, message.tid);
+        settle();
+      };
       const onExit = (code: number) => settle(new Error(`the worker exited with code ${code} while starting`));
       worker.on('message', onReady).on('error', settle).on('exit', onExit);
     }),
@@ -165,6 +196,10 @@ function spawn(entry: URL, resourceLimits: { maxOldGenerationSizeMb: number }): 
 }
 /** Workers that are still loading their entry: settled once they said ready. */
 const booting = new WeakMap<Worker, Promise<void>>();
+/** Each worker's thread id (Linux), where its CPU time is read. */
+const threadIds = new WeakMap<Worker, number>();
+/** A worker thread's CPU priority (nice): below the API's, so a file being parsed slows down before the API does. */
+const NICE = 10;
 
 /** tsx's ESM API (`tsx/esm/api`, whose `register()` installs its loader), by its package's own exports. */
 function tsxApi(): string {
