@@ -2,8 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { run, type RunResult } from '../../lib/exec.js';
+import { run, type Command, type RunResult } from '../../lib/exec.js';
 import type { BuildSpec, Limits, ToolSpec } from '../types.js';
+import { findProgram } from './capabilities.js';
 import { oomKilled } from './cgroups.js';
 import { openWayTo } from './host-paths.js';
 import { giveTo, giveTreeCommand, type LocalDeps } from './instances.js';
@@ -17,6 +18,15 @@ async function attachNetwork(deps: LocalDeps, name: string, network: BuildSpec['
   const attached = await networks.attach(name, network.workspaceId, []);
   return { ...attached, release: () => networks.release(name) };
 }
+
+/**
+ * Builds and tools run below Slipway's CPU priority: on a busy machine a tenant's build slows down before the API's
+ * requests do (`nice` execs the sandbox, so its pid and process group stay the ones `run` stops).
+ */
+const BUILD_NICE = 10;
+const nicePath = findProgram('nice');
+const niced = (cmd: Command): Command =>
+  nicePath ? { ...cmd, file: nicePath, args: ['-n', String(BUILD_NICE), cmd.file, ...cmd.args] } : cmd;
 
 /** What runs in a build's sandbox: a build command, or a tool (git) run for a tenant. */
 interface Job {
@@ -86,7 +96,7 @@ async function runJob(deps: LocalDeps, job: Job): Promise<RunResult> {
         ...(policy.bwrap ? { hostsFile: network.hostsFile, resolvConf: network.resolvConf } : {}),
       },
     });
-    const result = await run(command, {
+    const result = await run(niced(command), {
       timeoutMs: job.timeoutMs,
       idleTimeoutMs: job.idleTimeoutMs,
       signal: job.signal,
