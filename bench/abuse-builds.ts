@@ -1,10 +1,8 @@
 /**
  * The builds case of issue 29 for bench/abuse.ts: one workspace keeps `builds` builds going at once, each holding
- * `mb` MiB of memory for `seconds`; another workspace's deploys are timed meanwhile (deployVictim).
+ * `mb` MiB of memory for `seconds`; bench/abuse.ts times another workspace's deploys meanwhile.
  */
-import { fixtureArchive, signUp, sleep } from './lib.js';
-
-const ENDED = ['build_failed', 'update_failed', 'canceled', 'pre_deploy_failed'];
+import { fixtureArchive, signUp } from './lib.js';
 
 /**
  * The attacker: `builds` builds started at once, each filling `mb` MiB and holding it for `seconds` (longer than the
@@ -29,35 +27,6 @@ export async function startHeavyBuilds(url: string, opts: { builds?: number; mb?
     stop: async () => {
       for (const { serviceId, deployId } of started)
         await call('POST', `/v1/services/${serviceId}/deploys/${deployId}/cancel`).catch(() => undefined);
-    },
-  };
-}
-
-/** The victim: a workspace's service from an upload; `measure()` is one deploy's ms from trigger to live. */
-export async function deployVictim(url: string) {
-  const { call } = await signUp(url);
-  const { service } = await call('POST', '/v1/services', {
-    type: 'web_service',
-    name: 'deploy-victim',
-    serviceDetails: { runtime: 'node', healthCheckPath: '/healthz' },
-  });
-  const live = async (deployId: string) => {
-    for (;;) {
-      const d = await call('GET', `/v1/services/${service.id}/deploys/${deployId}`);
-      if (d.status === 'live') return;
-      if (ENDED.includes(d.status)) throw new Error(`victim's deploy ended ${d.status}: ${d.failureReason}`);
-      await sleep(20);
-    }
-  };
-  await live(
-    (await call('POST', `/v1/services/${service.id}/source/upload`, undefined, await fixtureArchive('node-web')))
-      .deployId,
-  );
-  return {
-    async measure(): Promise<number> {
-      const started = performance.now();
-      await live((await call('POST', `/v1/services/${service.id}/deploys`, {})).id);
-      return performance.now() - started;
     },
   };
 }

@@ -9,7 +9,7 @@ import { chmodSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort, repoRoot, signUp, sleep } from './lib.js';
+import { freePort, repoRoot, signUp, sleep, waitLive } from './lib.js';
 
 /** One of this machine's own IPv4 addresses (not loopback, not a Slipway bridge): where the git servers listen. */
 export function hostAddress(): string {
@@ -23,8 +23,6 @@ export function hostAddress(): string {
 
 /** Slipway's settings for these cases: builds may reach `host`, and repos are polled every second. */
 export const gitEnv = (host: string) => ({ SLIPWAY_EGRESS_ALLOW: `${host}/32`, SLIPWAY_GIT_POLL_INTERVAL_MS: '1000' });
-
-const ENDED = ['build_failed', 'update_failed', 'canceled', 'pre_deploy_failed'];
 
 /** The attacker: `repos` autoDeploy services whose repo is a TCP server that accepts and never says a word. */
 export async function startDeadGitRepos(url: string, host: string, opts: { repos?: number } = {}) {
@@ -95,14 +93,7 @@ export async function gitVictim(url: string, host: string) {
     autoDeploy: 'yes',
     serviceDetails: { runtime: 'node' },
   });
-  const live = async (id: string) => {
-    for (;;) {
-      const d = await call('GET', `/v1/services/${service.id}/deploys/${id}`);
-      if (d.status === 'live') return;
-      if (ENDED.includes(d.status)) throw new Error(`git victim's deploy ended ${d.status}: ${d.failureReason}`);
-      await sleep(50);
-    }
-  };
+  const live = (id: string) => waitLive(call, service.id, id, 50);
   await live(deployId);
   let n = 0;
   return {

@@ -12,7 +12,7 @@ import { startSlipway as startInProcess } from '../src/server.js';
 import { sweepBuildDisks } from '../src/runtime/local/build-disks.js';
 import { killProcessesUnder } from '../test/helpers/kill-under.js';
 import { CASES, type AbuseCase } from './abuse-cases.js';
-import { fixtureArchive, log, percentile, signUp, sleep, startSlipway, table } from './lib.js';
+import { liveFixtureService, log, percentile, signUp, sleep, startSlipway, table, waitLive } from './lib.js';
 import { webhookVictim } from './webhook-backlog.js';
 import { gitEnv, gitVictim, hostAddress } from './abuse-git.js';
 
@@ -47,34 +47,14 @@ async function prepare(dataDir: string, cases: AbuseCase[]) {
 /** Another workspace: a live web service to redeploy, and a webhook to a receiver that answers. */
 async function startVictim(url: string, host: string) {
   const { call } = await signUp(url);
-  const waitLive = async (serviceId: string, deployId: string) => {
-    for (;;) {
-      const d = await call('GET', `/v1/services/${serviceId}/deploys/${deployId}`);
-      if (d.status === 'live') return;
-      if (['build_failed', 'update_failed', 'canceled', 'pre_deploy_failed'].includes(d.status))
-        throw new Error(`deploy ${deployId} ended ${d.status}: ${d.failureReason}`);
-      await sleep(20);
-    }
-  };
-  const { service } = await call('POST', '/v1/services', {
-    type: 'web_service',
-    name: 'victim',
-    serviceDetails: { runtime: 'node', healthCheckPath: '/healthz', numInstances: 1 },
-  });
-  const first = await call(
-    'POST',
-    `/v1/services/${service.id}/source/upload`,
-    undefined,
-    await fixtureArchive('node-web'),
-  );
-  await waitLive(service.id, first.deployId);
+  const { service } = await liveFixtureService(call, 'victim');
   const webhook = await webhookVictim(url);
   const git = await gitVictim(url, host);
   return {
     git,
     async deploy(): Promise<number> {
       const started = performance.now();
-      await waitLive(service.id, (await call('POST', `/v1/services/${service.id}/deploys`, {})).id);
+      await waitLive(call, service.id, (await call('POST', `/v1/services/${service.id}/deploys`, {})).id);
       return performance.now() - started;
     },
     webhook,

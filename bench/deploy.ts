@@ -8,7 +8,7 @@
 import autocannon from 'autocannon';
 import http from 'node:http';
 import { namespaceAddress } from '../test/helpers/network.js';
-import { fixtureArchive, freePort, log, median, percentile, signUp, sleep, startSlipway, table } from './lib.js';
+import { freePort, liveFixtureService, log, median, percentile, signUp, startSlipway, table, waitLive } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const DEPLOYS = SMOKE ? 3 : 20;
@@ -30,28 +30,9 @@ async function setUp(network: Network) {
   const slipway = await startSlipway({ SLIPWAY_ROUTER_PORT: String(routerPort), SLIPWAY_NETWORK: network });
   try {
     const { call } = await signUp(slipway.url);
-    const waitLive = async (serviceId: string, deployId: string) => {
-      for (;;) {
-        const d = await call('GET', `/v1/services/${serviceId}/deploys/${deployId}`);
-        if (d.status === 'live') return;
-        if (['build_failed', 'update_failed', 'canceled', 'pre_deploy_failed'].includes(d.status))
-          throw new Error(`deploy ${deployId} ended ${d.status}: ${d.failureReason}`);
-        await sleep(10);
-      }
-    };
-    const { service } = await call('POST', '/v1/services', {
-      type: 'web_service',
-      name: 'bench-app',
-      serviceDetails: { runtime: 'node', healthCheckPath: '/healthz', numInstances: 1 },
-    });
-    const first = await call(
-      'POST',
-      `/v1/services/${service.id}/source/upload`,
-      undefined,
-      await fixtureArchive('node-web'),
-    );
-    await waitLive(service.id, first.deployId);
-    return { network, slipway, routerPort, call, waitLive, service, deployIds: [first.deployId as string] };
+    const live = (serviceId: string, deployId: string) => waitLive(call, serviceId, deployId, 10);
+    const { service, deployId } = await liveFixtureService(call, 'bench-app', 10);
+    return { network, slipway, routerPort, call, waitLive: live, service, deployIds: [deployId] };
   } catch (err) {
     await slipway.stop();
     throw err;

@@ -79,6 +79,34 @@ export function callerFor(url: string, headers: Record<string, string>) {
 }
 export type BenchCaller = Awaited<ReturnType<typeof signUp>>['call'];
 
+/** A web service of the node-web fixture in `call`'s workspace, from an upload, live: it and its first deploy's id. */
+export async function liveFixtureService(call: BenchCaller, name: string, pollMs = 20) {
+  const { service } = await call('POST', '/v1/services', {
+    type: 'web_service',
+    name,
+    serviceDetails: { runtime: 'node', healthCheckPath: '/healthz', numInstances: 1 },
+  });
+  const first = await call(
+    'POST',
+    `/v1/services/${service.id}/source/upload`,
+    undefined,
+    await fixtureArchive('node-web'),
+  );
+  await waitLive(call, service.id, first.deployId, pollMs);
+  return { service: service as { id: string; slug: string }, deployId: first.deployId as string };
+}
+
+/** Polls a deploy until it is live; throws when it ends any other way. */
+export async function waitLive(call: BenchCaller, serviceId: string, deployId: string, pollMs = 20): Promise<void> {
+  for (;;) {
+    const d = await call('GET', `/v1/services/${serviceId}/deploys/${deployId}`);
+    if (d.status === 'live') return;
+    if (['build_failed', 'update_failed', 'canceled', 'pre_deploy_failed'].includes(d.status))
+      throw new Error(`deploy ${deployId} ended ${d.status}: ${d.failureReason}`);
+    await sleep(pollMs);
+  }
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
