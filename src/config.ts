@@ -13,7 +13,7 @@ import {
 import type { BuildPlan } from './store/enums.js';
 import { buildSettings, type BuildSettings } from './config-builds.js';
 
-/** Every setting Slipway reads, typed, with its embedded default (docs/architecture.md, "Configuration"; README lists them). */
+/** Every setting Slipway reads, typed, with its embedded default (docs/architecture.md, "Configuration"; docs/configuration.md lists them). */
 export interface Config {
   host: string;
   port: number;
@@ -48,7 +48,7 @@ export interface Config {
   readCacheMs: number;
   /** How stale an API key's lastUsedAt may get: it is written at most once per this interval. */
   apiKeyTouchMs: number;
-  /** Sign-in providers (README, "Sign in with GitHub, Google or Apple"): only fully configured ones. */
+  /** Sign-in providers (docs/configuration.md, the SLIPWAY_OAUTH_* settings): only fully configured ones. */
   oauth: OAuthSettings;
   /** Interface the app router listens on. */
   routerHost: string;
@@ -79,7 +79,7 @@ export interface Config {
   crashCheckMs: number;
   /** First restart delay after a crash; it doubles per crash in the window (max 60 s). */
   crashBackoffMs: number;
-  /** Webhook delivery (README "Webhooks"). */
+  /** Webhook delivery (docs/webhooks.md "Webhooks"). */
   webhooks: WebhookSettings;
   /** A running blueprint sync whose process stopped beating this long is failed by the next sync or start. */
   blueprintSyncStaleMs: number;
@@ -143,7 +143,7 @@ export interface Config {
   usageIntervalMs: number;
   /** SLIPWAY_PRICE_CATALOG: a YAML or JSON price catalog replacing the built-in one (core/billing/catalog.ts). */
   priceCatalogPath?: string;
-  /** Billing through Stripe (README, "Billing"): on when `secretKey` is set. Keys are never logged. */
+  /** Billing through Stripe (docs/observability.md, "Billing (Stripe)"): on when `secretKey` is set. Keys are never logged. */
   stripe: {
     /** SLIPWAY_STRIPE_SECRET_KEY. */
     secretKey?: string;
@@ -160,7 +160,7 @@ export interface Config {
     /** How often closed periods are looked for and their usage reported (SLIPWAY_BILLING_METER_INTERVAL_SECONDS). */
     meterIntervalMs: number;
   };
-  /** The GitHub App (README, "GitHub"): on when every SLIPWAY_GITHUB_* setting it needs is set. */
+  /** The GitHub App (docs/deploys.md, "GitHub pushes"): on when every SLIPWAY_GITHUB_* setting it needs is set. */
   github?: GitHubAppConfig;
   /** The router's HTTPS listener and ACME certificates (config-integrations.ts). */
   https: HttpsSettings;

@@ -21,7 +21,7 @@ import { useServer } from './helpers/server.js';
 
 const t = useServer({ SLIPWAY_GIT_ALLOW_LOCAL: '1' });
 const scratch = mkdtempSync(path.join(tmpdir(), 'slipway-bp-'));
-chmodSync(scratch, 0o755); // git runs as the builds' user, which must read a local repo (README, "Git")
+chmodSync(scratch, 0o755); // git runs as the builds' user, which must read a local repo (docs/deploys.md, "Git")
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const WEB = (secret = true) => `

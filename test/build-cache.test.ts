@@ -1,5 +1,5 @@
 /**
- * The dependency cache (README, "Builds"): a service's next build with the same lockfile and package.json restores
+ * The dependency cache (docs/deploys.md, "Builds"): a service's next build with the same lockfile and package.json restores
  * node_modules instead of installing from nothing; a changed lockfile, `clearCache: "clear"` and another service all
  * miss; another service's build cannot even see it; past SLIPWAY_BUILD_CACHE_MB (1 MiB here) it is trimmed.
  */

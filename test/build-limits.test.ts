@@ -1,5 +1,5 @@
 /**
- * Build limits (README, "Build limits"): each service's builds write to a disk of capped size, an artifact has a
+ * Build limits (docs/deploys.md, "Build limits"): each service's builds write to a disk of capped size, an artifact has a
  * largest size, and builds run a few at a time, shared fairly between workspaces, the rest `queued`.
  */
 import { execFileSync } from 'node:child_process';

@@ -18,7 +18,7 @@ let server: TestServer;
 let api: Client;
 const logged: string[] = [];
 const repoDir = mkdtempSync(path.join(tmpdir(), 'slipway-hook-'));
-chmodSync(repoDir, 0o755); // git runs as the builds' user, which must read a local repo (README, "Git")
+chmodSync(repoDir, 0o755); // git runs as the builds' user, which must read a local repo (docs/deploys.md, "Git")
 const git = (...args: string[]) =>
   execFileSync('git', ['-C', repoDir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
     encoding: 'utf8',

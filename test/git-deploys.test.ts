@@ -11,7 +11,7 @@ import { bootServer, useServer } from './helpers/server.js';
 
 const t = useServer({ SLIPWAY_GIT_ALLOW_LOCAL: '1' });
 const repoDir = mkdtempSync(path.join(tmpdir(), 'slipway-git-'));
-chmodSync(repoDir, 0o755); // git runs as the builds' user, which must read a local repo (README, "Git")
+chmodSync(repoDir, 0o755); // git runs as the builds' user, which must read a local repo (docs/deploys.md, "Git")
 afterAll(() => rmSync(repoDir, { recursive: true, force: true }));
 const git = (...args: string[]) =>
   execFileSync('git', ['-C', repoDir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {

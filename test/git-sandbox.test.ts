@@ -1,5 +1,5 @@
 /**
- * git runs for tenants in the builds' sandbox (README, "Git"): never on the host's network, never as root, onto a
+ * git runs for tenants in the builds' sandbox (docs/deploys.md, "Git"): never on the host's network, never as root, onto a
  * disk of capped size, stopped when its transport hangs, and its failures summarized without the remote's words.
  */
 import { execFileSync } from 'node:child_process';

@@ -15,7 +15,7 @@ export type { Role };
 export const roleRank = (role: Role) => ROLES.length - 1 - ROLES.indexOf(role);
 export const roleAtLeast = (role: Role, min: Role) => roleRank(role) >= roleRank(min);
 /**
- * Who reads secret values that are not their service's own (README, "Env groups"): an env group's variables, and
+ * Who reads secret values that are not their service's own (docs/datastores.md, "Env groups"): an env group's variables, and
  * the resolved view of a service's environment. Below admin they read as MASKED_VALUE (core/services/env-view.ts).
  */
 export const readsSecrets = (role: Role) => roleAtLeast(role, 'admin');

@@ -1,7 +1,7 @@
 import ajvFormats from 'ajv-formats';
 
 /**
- * The dates the API takes (README, "API conventions"): RFC 3339 date-times from the Unix epoch to the end of year
+ * The dates the API takes (docs/api.md, "API conventions"): RFC 3339 date-times from the Unix epoch to the end of year
  * 9999. ajv-formats' `date-time` alone let through year 0 (Postgres has none: a 500), a leap second (23:59:60, no
  * JavaScript Date: a 500) and, through an offset, year 10000.
  */

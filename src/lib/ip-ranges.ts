@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 
 /**
- * Whether a webhook may reach `address` (README, "Webhooks"). IPv4: only ipaddr.js's `unicast` (public), so not
+ * Whether a webhook may reach `address` (docs/webhooks.md, "Webhooks"). IPv4: only ipaddr.js's `unicast` (public), so not
  * loopback, private (10/8, 172.16/12, 192.168/16), link-local (169.254/16, cloud metadata), CGNAT (100.64/10),
  * multicast, unspecified or the other special-purpose blocks. IPv6: an address that carries an IPv4 address is judged
  * by it (v4-mapped `::ffff:0:0/96`, NAT64's well-known `64:ff9b::/96`, 6to4 `2002::/16`); otherwise only IANA's global

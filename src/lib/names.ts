@@ -1,6 +1,6 @@
 /**
  * What a name (of a service, datastore, env group, project, environment, webhook, API key, blueprint, or a user, whose
- * name also names their workspace) may hold (README, "API conventions"): anything printable, and not only spaces.
+ * name also names their workspace) may hold (docs/api.md, "API conventions"): anything printable, and not only spaces.
  * Refused: control characters (C0 such as CR, LF, TAB and BEL, DEL, C1), the bidirectional controls that make text
  * read in another order than it is stored (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069) and the line and
  * paragraph separators (U+2028, U+2029): in a log line, a terminal or a list they forge or hide what follows.

@@ -3,7 +3,7 @@ import { parse } from 'yaml';
 
 /**
  * What every plan costs, in integer minor units of `currency` (cents for usd). Monthly prices are for a 30-day month
- * and are prorated by the second, as Render bills. README, "Cost": the defaults and how to replace them.
+ * and are prorated by the second, as Render bills. docs/observability.md, "Cost": the defaults and how to replace them.
  */
 export interface PriceCatalog {
   version: string;
@@ -18,7 +18,7 @@ export interface PriceCatalog {
   bandwidth: { includedGBPerMonth: number; perGB: number };
 }
 
-/** Render's public list prices in US cents, as its pricing pages gave them (README, "Cost", gives the date). */
+/** Render's public list prices in US cents, as its pricing pages gave them (docs/observability.md, "Cost", gives the date). */
 export const DEFAULT_CATALOG: PriceCatalog = {
   version: 'render-list-prices-2025-09',
   currency: 'usd',

@@ -40,7 +40,7 @@ export interface CostEstimate {
 
 function byPlan(figures: Record<string, number>, prices: Record<string, number>, item: LineItem['item']): LineItem[] {
   return Object.entries(figures).map(([plan, hours]) => {
-    const unitPrice = prices[plan] ?? 0; // a plan the catalog does not price is free (README says so)
+    const unitPrice = prices[plan] ?? 0; // a plan the catalog does not price is free (docs/observability.md, "Cost", says so)
     const amount = roundDiv(whole(hours, 3600) * BigInt(unitPrice), MONTH_SECONDS);
     return { item, plan, quantity: hours, unit: 'hours', amount, unitPrice };
   });

@@ -3,7 +3,7 @@ import { PLANS } from '../services/details.js';
 
 /**
  * Render's Blueprint specification (render.yaml) as data: the keys each object takes, the allowed values, and what
- * this Slipway cannot run (warnings, never errors: a valid file is never refused for it). README, "Blueprints".
+ * this Slipway cannot run (warnings, never errors: a valid file is never refused for it). docs/blueprints.md.
  */
 
 export const SERVICE_TYPES = ['web', 'pserv', 'worker', 'cron', 'keyvalue', 'workflow', 'redis'] as const;

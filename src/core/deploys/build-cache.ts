@@ -54,7 +54,7 @@ export async function sizeOf(dir: string): Promise<number> {
 }
 
 /**
- * A service's dependency cache (README, "Builds"), on its build disk (`layout.cacheDir`, only there while the disk is
+ * A service's dependency cache (docs/deploys.md, "Builds"), on its build disk (`layout.cacheDir`, only there while the disk is
  * mounted, during the service's build), so no other service's build ever sees it and it counts against that disk:
  * - `store`: the package managers' own caches and Corepack's downloads, bound read-write into its builds;
  * - `modules/<key>`: the node_modules of its last successful build, by the dependency key (lockfile, package.json,

@@ -38,7 +38,7 @@ function memoryHint(plan: BuildPlan, plans: Record<BuildPlan, Limits>): string {
 }
 
 /**
- * The build command in `workDir` (README, "Builds"): the service's own, else install + build with the project's
+ * The build command in `workDir` (docs/deploys.md, "Builds"): the service's own, else install + build with the project's
  * package manager; around it the dependency cache (restored before, saved after a successful build).
  * Its output goes to the build log and the deploy's buildOutput, with `==>` lines saying what Slipway did.
  * Throws the DeployFailure when the command fails. Returns the node_modules to keep in the cache once the artifact

@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import path from 'node:path';
 
 /**
- * How a Node project installs its dependencies, read the standard way (README, "Builds"): the `packageManager` field
+ * How a Node project installs its dependencies, read the standard way (docs/deploys.md, "Builds"): the `packageManager` field
  * first (Corepack runs that exact version), else the lockfile present, else npm. Yarn 2+ ("berry") is told from
  * classic by that field, a `.yarnrc.yml`, or its lockfile's `__metadata` header.
  */

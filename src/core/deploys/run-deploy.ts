@@ -25,7 +25,7 @@ export function createDeployRunner(deps: {
   events: Events;
   lifecycle: Lifecycle;
   limits: { buildTimeoutMs: number; buildPlans: Record<'starter' | 'performance', Limits> };
-  /** Builds at once, shared fairly between workspaces (README, "Build limits"). */
+  /** Builds at once, shared fairly between workspaces (docs/deploys.md, "Build limits"). */
   buildSlots: FairSlots;
   log: Logger;
   build: ReturnType<typeof createBuilder>;

@@ -23,7 +23,7 @@ export const dnsRecordsFor = (
 ];
 
 /**
- * Custom domains (README, "Custom domains"): names unique per workspace, routable only once their DNS points at
+ * Custom domains (docs/routing.md, "Custom domains"): names unique per workspace, routable only once their DNS points at
  * Slipway and proves the workspace owns them (ownership.ts), in one workspace at most. Checked on demand (`verify`)
  * and in the background (`checkDue`): unverified ones with backoff, verified ones daily; a change is an event and
  * re-routes at once (`onRoutesChanged`).

@@ -14,7 +14,7 @@ export interface Claimant {
 export type Verdict = { verified: true; from?: CustomDomainRow } | { verified: false; reason: string };
 
 /**
- * Who may serve a name (README, "Custom domains"; docs/architecture.md, "Custom domains"). A name must point at
+ * Who may serve a name (docs/routing.md, "Custom domains"; docs/architecture.md, "Custom domains"). A name must point at
  * Slipway, and its DNS must prove the claiming workspace owns it: a CNAME chain that reaches the claiming service's
  * own `<slug>.<apps domain>`, or a TXT record `_slipway-challenge.<name>` holding the workspace's token. Addresses at
  * the router alone prove nothing: the router is shared, so anyone's name may point at it. A name verified elsewhere

@@ -29,7 +29,7 @@ function count(counts: Map<string, number>, key: string, by: number) {
 
 /**
  * Sends the outbox (webhook_deliveries): claims due rows under a lease, taking turns between workspaces within the
- * per-process, per-workspace and per-webhook limits (README "Webhooks"), sends each off the request path, logs every
+ * per-process, per-workspace and per-webhook limits (docs/webhooks.md "Webhooks"), sends each off the request path, logs every
  * attempt, and reschedules or settles the row in the same statement as its log entry.
  * A process killed mid-send leaves the lease to expire: the row is sent again, with the same webhook-id.
  */

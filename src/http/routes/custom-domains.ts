@@ -33,7 +33,7 @@ const CustomDomainBody = Type.Object(
   { title: 'customDomain' },
 );
 
-/** Custom domains of a service, in Render's routes and bodies (README, "Custom domains"). */
+/** Custom domains of a service, in Render's routes and bodies (docs/routing.md, "Custom domains"). */
 export function customDomainRoutes(deps: HttpDeps) {
   const { domains } = deps;
   const body = (d: CustomDomainRow, service: ServiceRow) => ({

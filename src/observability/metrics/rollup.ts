@@ -1,7 +1,7 @@
 import type { MetricRepo } from '../../store/repos/metrics.js';
 
 /**
- * How long each resolution is kept (README, "Metrics"): raw samples for an hour (a day of them
+ * How long each resolution is kept (docs/observability.md, "Metrics"): raw samples for an hour (a day of them
  * made a day's history a scan of 432,000 rows at 50 instances), then 60 s roll-ups until 7 days,
  * then 3600 s roll-ups until 30 days, then nothing.
  */

@@ -97,7 +97,7 @@ export async function sweepBuildDisks(dataDir: string): Promise<void> {
 }
 
 /**
- * Build disks (README, "Build limits"): each service's builds write to an ext4 image of their own, loop-mounted for
+ * Build disks (docs/deploys.md, "Build limits"): each service's builds write to an ext4 image of their own, loop-mounted for
  * the build, so a build can fill at most its own disk. Without the tools or loop devices, `dir` is a plain dir of the
  * host's disk (capped: false), which capabilities report. The first disk that cannot be mounted at all (a machine
  * whose loop devices refuse us) turns them off for this process, told once through `onUnusable`.

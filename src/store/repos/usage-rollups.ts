@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Db } from '../db.js';
 
 /**
- * The ledger's roll-ups into UTC days and hours (README, "Usage"). A report reads its whole days from `usage_daily`,
+ * The ledger's roll-ups into UTC days and hours (docs/observability.md, "Usage"). A report reads its whole days from `usage_daily`,
  * the whole hours of its first and last day from `usage_hourly`, and raw entries only for the partial hours at its two
  * ends and for entries not rolled up yet: a few thousand rows rather than one per source per meter interval (4.75
  * million for 110 resources over 30 days).
