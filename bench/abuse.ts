@@ -7,12 +7,21 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../src/config.js';
 import { startSlipway as startInProcess } from '../src/server.js';
 import { sweepBuildDisks } from '../src/runtime/local/build-disks.js';
 import { killProcessesUnder } from '../test/helpers/kill-under.js';
 import { CASES, type AbuseCase } from './abuse-cases.js';
-import { liveFixtureService, log, percentile, signUp, sleep, startSlipway, table, waitLive } from './lib.js';
+import {
+  inProcessConfig,
+  liveFixtureService,
+  log,
+  percentile,
+  signUp,
+  sleep,
+  startSlipway,
+  table,
+  waitLive,
+} from './lib.js';
 import { webhookVictim } from './webhook-backlog.js';
 import { gitEnv, gitVictim, hostAddress } from './abuse-git.js';
 
@@ -25,16 +34,7 @@ const round = (n: number) => Number(n.toFixed(1));
 
 /** The store gets what the cases prepare (in process, before the measured Slipway starts on the same data dir). */
 async function prepare(dataDir: string, cases: AbuseCase[]) {
-  const slipway = await startInProcess(
-    loadConfig({
-      SLIPWAY_DATA_DIR: dataDir,
-      SLIPWAY_PORT: '0',
-      SLIPWAY_ROUTER_PORT: '0',
-      SLIPWAY_ROUTER_HTTPS_PORT: '0',
-      DATABASE_URL: '',
-    }),
-    { log: false },
-  );
+  const slipway = await startInProcess(inProcessConfig(dataDir), { log: false });
   try {
     for (const c of cases)
       await c.prepare?.({ url: slipway.url, executeSql: (t, v) => slipway.store.executeSql(t, v) });

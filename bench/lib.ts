@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import * as tar from 'tar';
-import { DEFAULT_NETWORK_CIDR } from '../src/config.js';
+import { DEFAULT_NETWORK_CIDR, loadConfig } from '../src/config.js';
 import { findProgram } from '../src/runtime/local/capabilities.js';
 import { removeNetworksOf } from '../src/runtime/local/network/index.js';
 import { killProcessesUnder } from '../test/helpers/kill-under.js';
@@ -118,6 +118,17 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** The config of a Slipway a bench starts in its own process (on free ports, PGlite unless `extra` says otherwise). */
+export const inProcessConfig = (dataDir: string, extra: Record<string, string> = {}) =>
+  loadConfig({
+    SLIPWAY_DATA_DIR: dataDir,
+    SLIPWAY_PORT: '0',
+    SLIPWAY_ROUTER_PORT: '0',
+    SLIPWAY_ROUTER_HTTPS_PORT: '0',
+    DATABASE_URL: '',
+    ...extra,
+  });
 
 export interface RunningSlipway {
   url: string;

@@ -10,10 +10,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { loadConfig } from '../src/config.js';
 import { startSlipway as startInProcess } from '../src/server.js';
 import { killProcessesUnder } from '../test/helpers/kill-under.js';
-import { fixtureArchive, log, percentile, signUp, sleep, startSlipway, table } from './lib.js';
+import { fixtureArchive, inProcessConfig, log, percentile, signUp, sleep, startSlipway, table } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const RATE = SMOKE ? 2000 : 5000;
@@ -123,11 +122,7 @@ async function streaming() {
 async function querying() {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-logq-'));
   const slipway = await startInProcess(
-    loadConfig({
-      SLIPWAY_DATA_DIR: dataDir,
-      SLIPWAY_PORT: '0',
-      SLIPWAY_ROUTER_PORT: '0',
-      SLIPWAY_ROUTER_HTTPS_PORT: '0',
+    inProcessConfig(dataDir, {
       DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '',
       SLIPWAY_RATE_LIMIT_PER_MINUTE: '100000000',
     }),

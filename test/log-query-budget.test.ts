@@ -4,6 +4,7 @@
  * not read, while /api/health stays fast; paging on finds every match once; a burst from one workspace waits its turn
  * (or gets 429) without delaying another's; the live tail's replay of the same filter does not hold the loop either.
  */
+import { createIdleService } from './helpers/logs.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { addMember, client, signUp, type Client, type TestUser } from './helpers/client.js';
@@ -41,15 +42,7 @@ const timed = async <T>(work: () => Promise<T>) => {
 };
 const numberOf = (e: { message: string }) => Number(e.message.split(' ')[0]);
 
-async function createService(as: TestUser, name: string): Promise<string> {
-  const res = await api.post(
-    '/v1/services',
-    { type: 'web_service', name, autoDeploy: 'no', serviceDetails: { runtime: 'node' } },
-    as,
-  );
-  expect(res.status).toBe(201);
-  return res.body.service.id;
-}
+const createService = (as: TestUser, name: string) => createIdleService(api, as, name);
 
 beforeAll(async () => {
   server = await bootServer({ SLIPWAY_LOG_QUERY_SECONDS: String(BUDGET_SECONDS) });

@@ -4,6 +4,7 @@
  * health check); useful ones still filter (in memory: no statement runs a pattern); and a
  * PGlite instance that fails anyway is reopened while Slipway answers 503.
  */
+import { createIdleService } from './helpers/logs.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createLogRepo, type NewLogEntry } from '../src/store/repos/logs.js';
@@ -35,15 +36,7 @@ const health = async () => {
   return { ...res, ms: performance.now() - started };
 };
 
-async function createService(as: TestUser, name: string): Promise<string> {
-  const res = await api.post(
-    '/v1/services',
-    { type: 'web_service', name, autoDeploy: 'no', serviceDetails: { runtime: 'node' } },
-    as,
-  );
-  expect(res.status).toBe(201);
-  return res.body.service.id;
-}
+const createService = (as: TestUser, name: string) => createIdleService(api, as, name);
 
 beforeAll(async () => {
   server = await bootServer();

@@ -19,3 +19,14 @@ export async function outNumbers(api: Client, as: TestUser, serviceId: string): 
     start = res.body.nextStartTime;
   }
 }
+
+/** A web service that is never deployed (its logs are written straight to the store): its id. */
+export async function createIdleService(api: Client, as: TestUser, name: string): Promise<string> {
+  const res = await api.post(
+    '/v1/services',
+    { type: 'web_service', name, autoDeploy: 'no', serviceDetails: { runtime: 'node' } },
+    as,
+  );
+  expect(res.status).toBe(201);
+  return res.body.service.id;
+}

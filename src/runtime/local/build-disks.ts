@@ -119,6 +119,8 @@ export function createBuildDisks(found: DiskTools | undefined, onUnusable?: (rea
   return async function mountBuildDisk(opts: { image: string; dir: string; sizeMb: number }): Promise<BuildDisk> {
     const { image, dir, sizeMb } = opts;
     if (!tools) return plainDir(dir);
+    // This disk's own: a later one that cannot be mounted turns `tools` off, and this one must still be unmounted.
+    const mountedWith = tools;
     await unmountAll(tools, dir);
     mkdirSync(dir, { recursive: true });
     const size = statSync(image, { throwIfNoEntry: false })?.size;
@@ -140,7 +142,7 @@ export function createBuildDisks(found: DiskTools | undefined, onUnusable?: (rea
       dir,
       capped: true,
       space: () => space(dir),
-      release: () => unmountAll(tools!, dir),
+      release: () => unmountAll(mountedWith, dir),
     };
   };
 }
