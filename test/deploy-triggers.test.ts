@@ -4,6 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -12,8 +13,12 @@ import { FIXTURES, finished, viaRouter } from './helpers/apps.js';
 import { addMember, client, signUp, type Client, type TestUser } from './helpers/client.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/process.js';
+import { hostAddresses } from './helpers/network.js';
+import { serveGitHttp } from './helpers/git-http.js';
 
 const POLL_MS = 300;
+/** Builds reach the host only where the operator allows: the held git server below listens on it. */
+const hostAddress = hostAddresses()[0]!;
 let server: TestServer;
 let api: Client;
 const logged: string[] = [];
@@ -34,7 +39,11 @@ beforeAll(async () => {
   const stream = new PassThrough();
   stream.on('data', (chunk: Buffer) => logged.push(chunk.toString()));
   server = await bootServer(
-    { SLIPWAY_GIT_ALLOW_LOCAL: '1', SLIPWAY_GIT_POLL_INTERVAL_MS: String(POLL_MS) },
+    {
+      SLIPWAY_GIT_ALLOW_LOCAL: '1',
+      SLIPWAY_GIT_POLL_INTERVAL_MS: String(POLL_MS),
+      SLIPWAY_EGRESS_ALLOW: `${hostAddress}/32`,
+    },
     undefined,
     { stream, level: 'info' },
   );
@@ -185,5 +194,85 @@ describe('polling a git branch for new commits', () => {
     commit('v4');
     await sleep(POLL_MS * 4);
     expect(await deploysOf(owner, service.id)).toHaveLength(2);
+  });
+});
+
+/** A repo served over git's smart HTTP whose ref listing can be held: a poll that asked for the head waits there. */
+async function heldGitServer(root: string) {
+  let gate: Promise<void> | undefined;
+  let open = () => undefined as void;
+  let asked = 0;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const url = new URL(req.url!, 'http://x');
+      void (async () => {
+        if (url.pathname.endsWith('/info/refs')) {
+          asked++;
+          await gate;
+        }
+        serveGitHttp(req, res, {
+          root,
+          pathInfo: url.pathname,
+          query: url.search.slice(1),
+          body: Buffer.concat(chunks),
+        });
+      })();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, hostAddress, r));
+  return {
+    url: `http://${hostAddress}:${(server.address() as { port: number }).port}/repo/.git`,
+    asked: () => asked,
+    hold: () => {
+      gate = new Promise<void>((r) => (open = r));
+    },
+    release: () => open(),
+    close: () => new Promise((r) => server.close(r)),
+  };
+}
+
+describe('a poll under way when autoDeploy is turned off', () => {
+  it('does not deploy what it finds', async () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'slipway-held-'));
+    const dir = path.join(root, 'repo');
+    cpSync(repoDir, dir, { recursive: true });
+    const inDir = (...args: string[]) =>
+      execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args]);
+    const held = await heldGitServer(root);
+    try {
+      const owner = await signUp(api);
+      const created = await api.post(
+        '/v1/services',
+        {
+          type: 'web_service',
+          name: 'held',
+          repo: held.url,
+          branch: 'main',
+          autoDeploy: 'yes',
+          serviceDetails: { runtime: 'node' },
+        },
+        owner,
+      );
+      expect(created.status).toBe(201);
+      const { service, deployId } = created.body as { service: { id: string }; deployId: string };
+      expect((await finished(api, owner, service.id, deployId)).status).toBe('live');
+
+      // A poll asks for the head and is held; meanwhile a commit lands and autoDeploy goes off.
+      held.hold();
+      const before = held.asked();
+      await waitFor('a poll to ask for the head', async () => held.asked() > before, 10_000);
+      writeFileSync(path.join(dir, 'VERSION'), 'held');
+      inDir('commit', '--quiet', '-am', 'while held');
+      expect((await api.patch(`/v1/services/${service.id}`, { autoDeploy: 'no' }, owner)).status).toBe(200);
+      held.release();
+      await sleep(POLL_MS * 4);
+      expect(await deploysOf(owner, service.id)).toHaveLength(1);
+    } finally {
+      held.release();
+      await held.close();
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

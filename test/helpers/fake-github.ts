@@ -5,10 +5,10 @@
  * themselves served by the real `git http-backend` to a current installation token only (HTTP Basic, as git sends
  * it). GitHub is third-party SaaS; this is the only thing faked.
  */
-import { spawn } from 'node:child_process';
 import { createHash, createHmac, createVerify, generateKeyPairSync, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { serveGitHttp } from './git-http.js';
 
 type Obj = Record<string, any>;
 
@@ -193,38 +193,7 @@ export async function startFakeGitHub(
       res.writeHead(401, { 'www-authenticate': 'Basic realm="GitHub"' });
       return res.end();
     }
-    const cgi = spawn('git', ['http-backend'], {
-      env: {
-        PATH: process.env.PATH,
-        GIT_PROJECT_ROOT: root,
-        GIT_HTTP_EXPORT_ALL: '1',
-        PATH_INFO: `/${m[1]}/${m[2]}.git${m[3]}`,
-        QUERY_STRING: url.search.slice(1),
-        REQUEST_METHOD: req.method,
-        CONTENT_TYPE: req.headers['content-type'] ?? '',
-        CONTENT_LENGTH: String(body.length),
-        REMOTE_USER: 'x-access-token',
-      },
-    });
-    const out: Buffer[] = [];
-    cgi.stdout.on('data', (c: Buffer) => out.push(c));
-    // git http-backend may answer (an error, a client that went away) without reading the whole body: EPIPE here.
-    cgi.stdin.on('error', () => undefined);
-    cgi.stdin.end(body);
-    cgi.on('close', () => {
-      const raw = Buffer.concat(out);
-      const split = raw.indexOf('\r\n\r\n');
-      const head = raw.subarray(0, split).toString().split('\r\n');
-      const headers: Obj = {};
-      let status = 200;
-      for (const line of head) {
-        const [k, ...v] = line.split(':');
-        if (k!.toLowerCase() === 'status') status = Number(v.join(':').trim().split(' ')[0]);
-        else headers[k!] = v.join(':').trim();
-      }
-      res.writeHead(status, headers);
-      res.end(raw.subarray(split + 4));
-    });
+    serveGitHttp(req, res, { root, pathInfo: `/${m[1]}/${m[2]}.git${m[3]}`, query: url.search.slice(1), body });
   }
 
   /** GitHub's OAuth web flow: authorize (approved at once for `oauthUser`), then the code for a token with PKCE. */

@@ -50,6 +50,10 @@ export function createGitPoller(deps: {
   async function check(s: Pollable) {
     if (!s.repo || (await deps.pushed?.(s))) return false;
     const head = await deps.git.lsRemote({ repo: s.repo, branch: s.branch ?? undefined, signal: stopping.signal });
+    // ls-remote takes a while: a user who turned autoDeploy off, suspended the service or moved its branch meanwhile
+    // must not get a deploy of what was asked before, nor a head recorded that the next turn-on would skip.
+    const service = await deps.services.get(s.id);
+    if (!service || !stillPollable(service, s)) return false;
     const source = `${s.repo}#${s.branch ?? ''}`;
     const seen = await repo.headOf(s.id);
     let known = seen?.source === source ? seen.commitId : undefined;
@@ -65,8 +69,6 @@ export function createGitPoller(deps: {
       return false;
     }
     if (!(await repo.moveHead(s.id, seen, { source, commitId: head }))) return false; // another process took it
-    const service = await deps.services.get(s.id);
-    if (!service) return false;
     try {
       await deps.engine.trigger(service, { trigger: 'new_commit', commitId: head });
     } catch (err) {
@@ -141,4 +143,14 @@ export function createGitPoller(deps: {
     },
   };
 }
+/** The service as it is now still asks to be polled for what `asked` polled (see deploy-triggers.ts pollable). */
+function stillPollable(service: ServiceRow, asked: Pollable) {
+  return (
+    service.autoDeploy === 'yes' &&
+    !service.suspenders.includes('user') &&
+    service.repo === asked.repo &&
+    service.branch === asked.branch
+  );
+}
+
 export type GitPoller = ReturnType<typeof createGitPoller>;
