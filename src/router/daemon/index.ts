@@ -111,7 +111,7 @@ async function adoptOrStart(
   log: RouterProcessOptions['log'],
 ): Promise<DaemonStatus & { adopted: boolean }> {
   const pid = runningDaemon(files);
-  const running = pid ? await status(files).catch(() => undefined) : undefined;
+  const running = pid ? await statusOfRunning(files) : undefined;
   // Port 0 asks for any port: the one the running process has will do, kept by a replacement too.
   const settings = {
     ...wanted,
@@ -158,10 +158,24 @@ async function startDaemon(files: DaemonFiles, settings: DaemonSettings): Promis
   throw new Error(`the router process did not start: ${exited ?? 'no answer within 30 s'} (see ${files.output})`);
 }
 
-async function status(files: DaemonFiles): Promise<DaemonStatus> {
-  const reply = await overSocket(files.control, 'GET', '/status', undefined, 2000);
+async function status(files: DaemonFiles, timeoutMs = 2000): Promise<DaemonStatus> {
+  const reply = await overSocket(files.control, 'GET', '/status', undefined, timeoutMs);
   if (reply.status !== 200) throw new Error(`router process status: ${reply.status}`);
   return JSON.parse(reply.text) as DaemonStatus;
+}
+
+/**
+ * The running router's status, asked with more and more patience (2, 4, then 8 s): on a loaded machine a busy router
+ * answers late, and one taken for hung is replaced, which refuses connections while the new one starts. Undefined
+ * when it never answered, or exited meanwhile.
+ */
+async function statusOfRunning(files: DaemonFiles): Promise<DaemonStatus | undefined> {
+  for (const timeoutMs of [2000, 4000, 8000]) {
+    if (!runningDaemon(files)) return undefined;
+    const answer = await status(files, timeoutMs).catch(() => undefined);
+    if (answer) return answer;
+  }
+  return undefined;
 }
 
 /** Answers the router process's http-01 questions from the API's store, on a socket only Slipway's user reaches. */
