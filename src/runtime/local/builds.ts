@@ -55,7 +55,7 @@ interface Job {
 async function runJob(deps: LocalDeps, job: Job): Promise<RunResult> {
   const { policy, cgroups, log } = deps;
   const name = `build-${randomBytes(6).toString('hex')}`;
-  const groupDirs = cgroups?.create(name, job.limits) ?? [];
+  const groupDirs = cgroups?.create(name, job.limits, { background: true }) ?? [];
   // Without bwrap there is no private tmpfs: a throwaway dir under the system tmp dir (the app user reaches it by path).
   const tmpHome =
     job.home === 'tmpfs' && !policy.bwrap ? mkdtempSync(path.join(tmpdir(), `slipway-${name}-`)) : undefined;

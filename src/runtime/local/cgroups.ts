@@ -14,6 +14,11 @@ export interface Hierarchy {
 }
 
 export const CPU_PERIOD_US = 100_000;
+/**
+ * A background group's CPU weight (v2 cpu.weight, 1–10000, default 100; v1 cpu.shares, 2–262144, default 1024):
+ * nice does not reach across groups, so a build's group must itself yield to Slipway's API and to the apps.
+ */
+const BACKGROUND_WEIGHT = { v2: '1', v1: '2' } as const;
 /** Groups live in their own top-level subtree, not under Slipway's cgroup, so a service manager stopping Slipway does not take the apps with it. */
 const PARENT = 'slipway';
 
@@ -22,6 +27,7 @@ export function limitFiles(
   version: 'v1' | 'v2',
   hierarchy: Pick<Hierarchy, 'controllers' | 'swap'>,
   limits: Limits,
+  background = false,
 ): [file: string, value: string][] {
   const memory = String(Math.round(limits.memoryMb * 1024 * 1024));
   const quota = String(Math.max(1000, Math.round((limits.cpuMillicores * CPU_PERIOD_US) / 1000)));
@@ -35,6 +41,7 @@ export function limitFiles(
   if (hierarchy.controllers.includes('cpu')) {
     if (version === 'v2') files.push(['cpu.max', `${quota} ${CPU_PERIOD_US}`]);
     else files.push(['cpu.cfs_period_us', String(CPU_PERIOD_US)], ['cpu.cfs_quota_us', quota]);
+    if (background) files.push([version === 'v2' ? 'cpu.weight' : 'cpu.shares', BACKGROUND_WEIGHT[version]]);
   }
   // Same file in v1 and v2; it counts threads too, so a fork (or thread) bomb gets EAGAIN here.
   if (hierarchy.controllers.includes('pids')) files.push(['pids.max', String(Math.max(1, Math.round(limits.pids)))]);
@@ -55,8 +62,11 @@ export class Cgroups {
     return this.hierarchies.some((h) => h.controllers.includes(controller));
   }
 
-  /** Creates the group in every hierarchy with `limits` applied; returns its dirs (one per hierarchy). */
-  create(name: string, limits: Limits): string[] {
+  /**
+   * Creates the group in every hierarchy with `limits` applied; returns its dirs (one per hierarchy). A `background`
+   * group (a build) gets the least CPU weight: it runs on what the API and the apps leave.
+   */
+  create(name: string, limits: Limits, opts: { background?: boolean } = {}): string[] {
     if (!/^[\w.-]+$/.test(name)) throw new Error(`invalid cgroup name ${JSON.stringify(name)}`);
     const dirs: string[] = [];
     try {
@@ -64,7 +74,7 @@ export class Cgroups {
         const dir = path.join(hierarchy.root, PARENT, name);
         mkdirSync(dir, { recursive: true });
         dirs.push(dir);
-        for (const [file, value] of limitFiles(this.version, hierarchy, limits))
+        for (const [file, value] of limitFiles(this.version, hierarchy, limits, opts.background))
           writeFileSync(path.join(dir, file), value);
       }
       return dirs;
