@@ -28,6 +28,9 @@ import { gitEnv, gitVictim, hostAddress } from './abuse-git.js';
 const SMOKE = process.env.BENCH_SMOKE === '1';
 /** How long each phase measures health, then the victim's latencies. */
 const SECONDS = Number(process.env.BENCH_ABUSE_SECONDS || (SMOKE ? 6 : 20));
+/** BENCH_ABUSE_CASES=builds,git: only the cases whose names contain one of these words (the quiet phase always runs). */
+const PICKED = process.env.BENCH_ABUSE_CASES?.split(',').filter(Boolean);
+const cases = PICKED ? CASES.filter((c) => PICKED.some((word) => c.name.includes(word))) : CASES;
 /** The abuse runs this long before its phase is measured. */
 const WARM_UP_MS = 1000;
 const round = (n: number) => Number(n.toFixed(1));
@@ -120,7 +123,7 @@ type Phase = Awaited<ReturnType<typeof measure>>;
 const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-abuse-'));
 const results: Array<{ name: string; phase: Phase; statuses?: Record<string, number> }> = [];
 try {
-  await prepare(dataDir, CASES);
+  await prepare(dataDir, cases);
   // The git servers (the victim's and the dead ones) listen on one of the host's addresses, which builds may reach.
   const host = hostAddress();
   const slipway = await startSlipway(
@@ -131,7 +134,7 @@ try {
     const victim = await startVictim(slipway.url, host);
     log(`quiet: ${SECONDS} s`);
     results.push({ name: 'quiet', phase: await measure(slipway.url, victim) });
-    for (const c of CASES) {
+    for (const c of cases) {
       log(`${c.name}: ${SECONDS} s`);
       const abuse = await c.start(slipway.url);
       await sleep(WARM_UP_MS);
