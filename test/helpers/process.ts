@@ -11,7 +11,7 @@ import { findProgram } from '../../src/runtime/local/capabilities.js';
 import { removeNetworksOf } from '../../src/runtime/local/network/index.js';
 import { sweepBuildDisks } from '../../src/runtime/local/build-disks.js';
 import { killProcessesUnder } from './kill-under.js';
-import { createTestDatabase, TEST_DATABASE_URL } from './server.js';
+import { createTestDatabase, seedPglite, TEST_DATABASE_URL } from './server.js';
 
 /** The repository root, where `src/main.ts` lives. */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -38,6 +38,7 @@ export async function freshStore(): Promise<{
 }> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-test-'));
   const database = TEST_DATABASE_URL ? await createTestDatabase(TEST_DATABASE_URL) : undefined;
+  if (!database) seedPglite(dataDir);
   return {
     dataDir,
     databaseUrl: database?.url,
