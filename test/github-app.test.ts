@@ -323,7 +323,7 @@ describe('the GitHub App', () => {
     // Uninstalling on GitHub unlinks it.
     await gh.deliver(server.url, 'installation', { action: 'deleted', installation: { id: 42 } });
     expect((await api.get('/v1/github/status', owner)).body).toMatchObject({ configured: true, installed: false });
-  });
+  }, 90_000); // five deploys end to end (two pushes, two previews): 24 s alone on two cores
 });
 
 /** One MiB of spaces: every body below is written from it, so the test's own memory stays out of the figure. */
