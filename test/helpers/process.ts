@@ -156,8 +156,12 @@ export function spawnSlipway(env: Record<string, string>): SlipwayProcess {
   };
 }
 
-/** Waits until GET /api/health answers 200 (each attempt bounded, so a hung server cannot hang the test). */
-export function waitForHealthy(url: string, timeoutMs = 20_000): Promise<Response> {
+/**
+ * Waits until GET /api/health answers 200 (each attempt bounded, so a hung server cannot hang the test). A spawned
+ * Slipway compiles its sources through tsx beside two other files' builds: 20 s was not always enough. How fast
+ * Slipway starts is bench/start-timing.ts's figure, not the tests'.
+ */
+export function waitForHealthy(url: string, timeoutMs = 60_000): Promise<Response> {
   return waitFor(
     `${url}/api/health to answer 200`,
     async () => {
