@@ -272,9 +272,9 @@ describe('sandboxedCommand (pure)', () => {
       ['cpu.cfs_quota_us', '1000'],
     ]);
     expect(limitFiles('v1', { controllers: ['pids'], swap: false }, limits)).toEqual([['pids.max', '100']]);
-    // A build's group (background) takes the least CPU weight: nice does not reach across groups.
-    expect(limitFiles('v1', { controllers: ['cpu'], swap: false }, limits, true)).toContainEqual(['cpu.shares', '2']);
-    expect(limitFiles('v2', { controllers: ['cpu'], swap: false }, limits, true)).toContainEqual(['cpu.weight', '1']);
+    // A build's group (background) takes an eighth of the default CPU weight: nice does not reach across groups.
+    expect(limitFiles('v1', { controllers: ['cpu'], swap: false }, limits, true)).toContainEqual(['cpu.shares', '128']);
+    expect(limitFiles('v2', { controllers: ['cpu'], swap: false }, limits, true)).toContainEqual(['cpu.weight', '12']);
     expect(limitFiles('v2', { controllers: ['memory'], swap: false }, limits, true)).not.toContainEqual([
       'cpu.weight',
       '1',

@@ -16,9 +16,10 @@ export interface Hierarchy {
 export const CPU_PERIOD_US = 100_000;
 /**
  * A background group's CPU weight (v2 cpu.weight, 1–10000, default 100; v1 cpu.shares, 2–262144, default 1024):
- * nice does not reach across groups, so a build's group must itself yield to Slipway's API and to the apps.
+ * nice does not reach across groups, so a build's group must itself yield to Slipway's API and to the apps. An eighth
+ * of an app's weight, not the least: another workspace's busy apps must slow builds down, never starve them.
  */
-const BACKGROUND_WEIGHT = { v2: '1', v1: '2' } as const;
+const BACKGROUND_WEIGHT = { v2: '12', v1: '128' } as const;
 /** Groups live in their own top-level subtree, not under Slipway's cgroup, so a service manager stopping Slipway does not take the apps with it. */
 const PARENT = 'slipway';
 
@@ -64,7 +65,7 @@ export class Cgroups {
 
   /**
    * Creates the group in every hierarchy with `limits` applied; returns its dirs (one per hierarchy). A `background`
-   * group (a build) gets the least CPU weight: it runs on what the API and the apps leave.
+   * group (a build) gets an eighth of the default CPU weight: the API and the apps come first.
    */
   create(name: string, limits: Limits, opts: { background?: boolean } = {}): string[] {
     if (!/^[\w.-]+$/.test(name)) throw new Error(`invalid cgroup name ${JSON.stringify(name)}`);
