@@ -129,7 +129,7 @@ function deadGitRepos(): AbuseCase {
     name: '12 dead git repos',
     async start(url) {
       const dead = await startDeadGitRepos(url, hostAddress());
-      return { stop: async () => dead.stop(), statuses: () => ({}) };
+      return { stop: () => dead.stop(), statuses: () => ({}) };
     },
   };
 }

@@ -35,8 +35,9 @@ export async function startDeadGitRepos(url: string, host: string, opts: { repos
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as net.AddressInfo).port;
   const { call } = await signUp(url);
-  for (let i = 0; i < repos; i++)
-    await call('POST', '/v1/services', {
+  const ids: string[] = [];
+  for (let i = 0; i < repos; i++) {
+    const { service } = await call('POST', '/v1/services', {
       type: 'web_service',
       name: `dead-git-${i}`,
       repo: `git://${host}:${port}/dead-${i}`,
@@ -44,10 +45,14 @@ export async function startDeadGitRepos(url: string, host: string, opts: { repos
       autoDeploy: 'yes',
       serviceDetails: { runtime: 'node' },
     });
+    ids.push(service.id);
+  }
   return {
-    stop: () => {
+    /** Deletes the services too: their polls of a closed port would go on into the next case's measurement. */
+    stop: async () => {
       for (const s of sockets) s.destroy();
       server.close();
+      for (const id of ids) await call('DELETE', `/v1/services/${id}`);
     },
   };
 }

@@ -43,8 +43,13 @@ export async function startWebhookBacklog(url: string, opts: { hooks?: number; p
   for (let i = 0; i < hooks; i++)
     ids.push((await call('POST', '/v1/webhooks', { name: `dead-${i}`, url: receiver.url })).id);
   for (let i = 0; i < pings; i++) await call('POST', `/v1/webhooks/${ids[i % ids.length]}/test`);
-  /** Closes the receiver: the hanging sends end at once. */
-  return { stop: () => receiver.close() };
+  /** Closes the receiver (the hanging sends end at once) and deletes the webhooks: their retries would go on into the next case. */
+  return {
+    stop: async () => {
+      await receiver.close();
+      for (const id of ids) await call('DELETE', `/v1/webhooks/${id}`);
+    },
+  };
 }
 
 /** The victim: a workspace with one webhook to a live receiver; `measure()` is one test ping's ms to arrival. */
