@@ -3,6 +3,7 @@
  * reads it into the model. Whatever the file costs in time or memory is this thread's, within its limits.
  */
 import { parentPort } from 'node:worker_threads';
+import { lowerThreadPriority } from '../../lib/thread-priority.js';
 import type { WorkerReply } from '../../lib/worker-pool.js';
 import { readBlueprint } from './model.js';
 import { validateBlueprint } from './validate.js';
@@ -12,6 +13,9 @@ export interface ParseTask {
   /** The file, as uploaded (UTF-8), or as read from the source. */
   file: Uint8Array | string;
 }
+
+// A 10 MB file keeps this thread busy for seconds: the API and other workspaces' deploys go first (docs/blueprints.md).
+lowerThreadPriority();
 
 parentPort!.on('message', ({ mode, file }: ParseTask) => {
   let reply: WorkerReply<unknown>;
