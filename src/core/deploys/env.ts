@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
+import { PLAN_LIMITS } from '../services/details.js';
 
 export interface AppUrls {
   /** `http://<slug>.<apps domain>:<router port>` for routed services. */
@@ -11,6 +12,25 @@ export interface AppUrls {
 }
 
 const ROUTED = new Set(['web_service', 'static_site']);
+/** RENDER_SERVICE_TYPE's values, as Render documents them. */
+const RENDER_TYPE: Record<ServiceRow['type'], string> = {
+  web_service: 'web',
+  private_service: 'pserv',
+  background_worker: 'worker',
+  cron_job: 'cron',
+  static_site: 'static',
+};
+
+/** `owner/name` of a repo URL (`https://host/owner/name.git`, `git@host:owner/name`), as RENDER_GIT_REPO_SLUG. */
+export function repoSlug(repo: string): string | undefined {
+  const scp = /^[^/@]+@[^:/]+:(.+)$/.exec(repo);
+  let pathname: string;
+  if (scp) pathname = scp[1]!;
+  else if (URL.canParse(repo)) pathname = new URL(repo).pathname;
+  else return undefined;
+  const slug = pathname.replace(/^\/+|\/+$/g, '').replace(/\.git$/, '');
+  return slug || undefined;
+}
 
 /**
  * The variables Slipway injects (docs/architecture.md, "Platform environment"). Per-instance ones (PORT, SLIPWAY_INSTANCE_ID)
@@ -23,18 +43,37 @@ export function platformEnv(
   instance?: { id: string; port?: number },
 ) {
   const routed = ROUTED.has(service.type);
+  const externalUrl = routed ? urls.externalUrl(service.slug) : undefined;
+  const externalHostname = routed ? urls.externalHostname(service.slug) : undefined;
+  const commit = deploy?.commitId ?? undefined;
+  const branch = service.repo ? (service.branch ?? undefined) : undefined;
+  const limits = PLAN_LIMITS[service.details.plan];
   const env: Record<string, string | undefined> = {
     PORT: instance ? (instance.port !== undefined ? String(instance.port) : undefined) : undefined,
+    // Render's names (docs/deploys.md, "Render's environment"), so that apps written for Render run unchanged.
+    RENDER: 'true',
+    IS_PULL_REQUEST: 'false',
+    RENDER_SERVICE_ID: service.id,
+    RENDER_SERVICE_NAME: service.name,
+    RENDER_SERVICE_TYPE: RENDER_TYPE[service.type],
+    RENDER_EXTERNAL_URL: externalUrl ?? '',
+    RENDER_EXTERNAL_HOSTNAME: externalHostname ?? '',
+    RENDER_INSTANCE_ID: instance?.id,
+    RENDER_DISCOVERY_SERVICE: service.slug,
+    RENDER_CPU_COUNT: limits ? String(limits.cpuMillicores / 1000) : undefined,
+    RENDER_GIT_COMMIT: commit,
+    RENDER_GIT_BRANCH: branch,
+    RENDER_GIT_REPO_SLUG: service.repo ? repoSlug(service.repo) : undefined,
     SLIPWAY: 'true',
     SLIPWAY_SERVICE_ID: service.id,
     SLIPWAY_SERVICE_NAME: service.name,
     SLIPWAY_SERVICE_TYPE: service.type,
-    SLIPWAY_EXTERNAL_URL: routed ? urls.externalUrl(service.slug) : undefined,
-    SLIPWAY_EXTERNAL_HOSTNAME: routed ? urls.externalHostname(service.slug) : undefined,
+    SLIPWAY_EXTERNAL_URL: externalUrl,
+    SLIPWAY_EXTERNAL_HOSTNAME: externalHostname,
     SLIPWAY_INSTANCE_ID: instance?.id,
     SLIPWAY_DEPLOY_ID: deploy?.id,
-    SLIPWAY_GIT_COMMIT: deploy?.commitId ?? undefined,
-    SLIPWAY_GIT_BRANCH: service.repo ? (service.branch ?? undefined) : undefined,
+    SLIPWAY_GIT_COMMIT: commit,
+    SLIPWAY_GIT_BRANCH: branch,
   };
   return env;
 }

@@ -154,7 +154,8 @@ export function createBuilder(
       checkInside(src, workDir, `rootDir "${service.rootDir}"`);
 
       const place = { home, diskFull: () => diskFullReason(disk, limits) };
-      ({ save } = await runBuildStep(stepDeps, service, deploy, workDir, place, signal));
+      // The build sees the commit it builds (RENDER_GIT_COMMIT), known only once the source is fetched.
+      ({ save } = await runBuildStep(stepDeps, service, { ...deploy, ...commit }, workDir, place, signal));
       checkInside(src, workDir, `rootDir "${service.rootDir}"`); // the build may have replaced it
       let startCommand: string | undefined;
       if (service.type === 'static_site') {

@@ -7,7 +7,7 @@ import type { EnvLayer } from '../env-groups.js';
 /** What a caller who may not read secrets sees instead of a group's or the service's value. */
 export const MASKED_VALUE = '********';
 /** Platform variables whose value differs per instance: listed without one. */
-const PER_INSTANCE = new Set(['PORT', 'SLIPWAY_INSTANCE_ID']);
+const PER_INSTANCE = new Set(['PORT', 'SLIPWAY_INSTANCE_ID', 'RENDER_INSTANCE_ID']);
 /** Only services that listen get a PORT. */
 
 /**
