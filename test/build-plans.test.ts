@@ -54,7 +54,9 @@ describe('buildPlan', () => {
     expect(bad.body.details).toEqual([expect.objectContaining({ field: 'serviceDetails.buildPlan' })]);
     const misplaced = await t.api.patch(`/v1/services/${id}`, { plan: 'pro' }, owner);
     expect(misplaced.status).toBe(400);
-    expect(misplaced.body.details).toEqual([{ field: 'plan', message: 'is not a field of this body' }]);
+    expect(misplaced.body.details).toEqual([
+      { field: 'plan', message: 'is not a field of this body: it goes in serviceDetails.plan' },
+    ]);
     expect((await t.api.get(`/v1/services/${id}`, owner)).body.serviceDetails).toMatchObject({
       plan: 'starter',
       buildPlan: 'starter',

@@ -19,6 +19,17 @@ const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
   503: 'unavailable',
 };
 
+/**
+ * Where a Render service field goes when a client sends it one level too high (Render's bodies nest them): named in
+ * the error, so that `PATCH {"plan": …}` says `serviceDetails.plan`.
+ */
+const NESTED_FIELD: Record<string, string> = Object.fromEntries(
+  ['plan', 'runtime', 'region', 'numInstances', 'healthCheckPath', 'envSpecificDetails', 'publishPath'].map((f) => [
+    f,
+    `serviceDetails.${f}`,
+  ]),
+);
+
 function validationDetails(err: FastifyError): ErrorDetail[] {
   return (err.validation ?? []).map((v) => {
     const params = v.params as {
@@ -30,7 +41,10 @@ function validationDetails(err: FastifyError): ErrorDetail[] {
     const path = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
     const named = params.missingProperty ?? params.additionalProperty;
     const field = [path, named].filter(Boolean).join('.') || err.validationContext || 'body';
-    if (params.additionalProperty) return { field, message: 'is not a field of this body' };
+    if (params.additionalProperty) {
+      const nested = path === '' ? NESTED_FIELD[params.additionalProperty] : undefined;
+      return { field, message: `is not a field of this body${nested ? `: it goes in ${nested}` : ''}` };
+    }
     if (v.keyword === 'format' && params.format === 'date-time') return { field, message: DATE_RANGE_MESSAGE };
     if (v.keyword === 'pattern' && params.pattern === NAME_PATTERN) return { field, message: NAME_RULE };
     return { field, message: v.message ?? 'is invalid' };
