@@ -30,6 +30,7 @@ describe.concurrent('package managers', () => {
         const { service, deploy } = await deployFixture(t.api, owner, fixture, {}, {});
         expect(deploy.status, deploy.failureReason).toBe('live');
         expect(deploy.buildOutput).toContain(`==> Running build command '${command}'`);
+        expect(deploy.buildOutput).not.toMatch(/Unknown (env|user|project) config/); // another manager's settings
         const res = await viaRouter(t.server.slipway.routerPort, service.slug, '/');
         expect(res.status).toBe(200);
         const body = res.json();

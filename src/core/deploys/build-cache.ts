@@ -83,8 +83,11 @@ export function createBuildCache(deps: { layout: Layout; maxBytes: number; log?:
 
   return {
     enabled: deps.maxBytes > 0,
-    /** The package managers' caches for `serviceId`'s builds, and the variables that point them there. */
-    store(serviceId: string): { dir: string; env: Record<string, string> } {
+    /**
+     * The package managers' caches for `serviceId`'s builds, and the variables that point them there. pnpm's store
+     * only for pnpm projects: npm reads every npm_config_* and warns `Unknown env config "store-dir"`.
+     */
+    store(serviceId: string, manager?: string): { dir: string; env: Record<string, string> } {
       const dir = path.join(layout.cacheDir(serviceId), 'store');
       return {
         dir,
@@ -92,7 +95,7 @@ export function createBuildCache(deps: { layout: Layout; maxBytes: number; log?:
           npm_config_cache: path.join(dir, 'npm'),
           YARN_CACHE_FOLDER: path.join(dir, 'yarn'),
           YARN_GLOBAL_FOLDER: path.join(dir, 'yarn-berry'),
-          npm_config_store_dir: path.join(dir, 'pnpm'),
+          ...(manager === 'pnpm' ? { npm_config_store_dir: path.join(dir, 'pnpm') } : {}),
           COREPACK_HOME: path.join(dir, 'corepack'),
         },
       };
