@@ -144,6 +144,7 @@ describe.skipIf(!hasChallTestSrv())('custom domain ownership', () => {
     const refused = await verify(mine, borrowed);
     expect(refused.verificationStatus).toBe('unverified');
     expect(refused.unverifiedReason).toContain(`${mine.service.slug}.localhost`); // what to create instead
+    expect(refused.unverifiedReason).toContain(`found CNAME ${other.service.slug}.localhost`); // what it found
     expect(await servedBy(borrowed)).toBeUndefined();
 
     const own = `api.${unique()}`;

@@ -73,9 +73,9 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
     expect((await api.post(`/v1/services/${service.id}/custom-domains/${apex}/verify`, undefined, owner)).status).toBe(
       202,
     );
-    expect((await api.get(`/v1/services/${service.id}/custom-domains/${apex}`, owner)).body.verificationStatus).toBe(
-      'unverified',
-    );
+    const unpointed = (await api.get(`/v1/services/${service.id}/custom-domains/${apex}`, owner)).body;
+    expect(unpointed.verificationStatus).toBe('unverified');
+    expect(unpointed.unverifiedReason).toMatch(/does not point here \(no A, AAAA or CNAME record was found.*NXDOMAIN/);
 
     // DNS points at the router (A for the apex): not proof that the name is this workspace's.
     await dns.addA(apex, [ROUTER_IP]);
@@ -83,6 +83,7 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
     const unproven = await api.get(`/v1/services/${service.id}/custom-domains/${apex}`, owner);
     expect(unproven.body.verificationStatus).toBe('unverified');
     expect(unproven.body.unverifiedReason).toMatch(/does not prove/);
+    expect(unproven.body.unverifiedReason).toContain(`no TXT record at _slipway-challenge.${apex}`);
     // With the TXT proof for the apex, and a CNAME to the service for www: verify answers 202 and GET shows it.
     await proveOwnership(dns, main);
     await dns.setCname(`www.${apex}`, `${service.slug}.localhost`);
@@ -108,9 +109,9 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
     await dns.clearA(apex);
     await dns.addA(apex, ['198.51.100.7']);
     await api.post(`/v1/services/${service.id}/custom-domains/${apex}/verify`, undefined, owner);
-    expect((await api.get(`/v1/services/${service.id}/custom-domains/${apex}`, owner)).body.verificationStatus).toBe(
-      'unverified',
-    );
+    const nowhere = (await api.get(`/v1/services/${service.id}/custom-domains/${apex}`, owner)).body;
+    expect(nowhere.verificationStatus).toBe('unverified');
+    expect(nowhere.unverifiedReason).toContain(`${apex} does not point here (found A 198.51.100.7)`);
     expect((await routed(apex)).status).toBe(404);
     const after = await api.get(`/v1/services/${service.id}/events?limit=50`, owner);
     expect(after.body.map((e: { event: { type: string } }) => e.event.type)).toContain('custom_domain_unverified');

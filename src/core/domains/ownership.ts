@@ -1,4 +1,4 @@
-import type { DnsLookup } from '../../integrations/dns.js';
+import type { DnsAnswer, DnsLookup } from '../../integrations/dns.js';
 import type { CustomDomainRepo, CustomDomainRow } from '../../store/repos/custom-domains.js';
 
 /** Where a workspace's proof of ownership goes: a TXT record at `_slipway-challenge.<name>`. */
@@ -20,6 +20,17 @@ export type Verdict = { verified: true; from?: CustomDomainRow } | { verified: f
  * the router alone prove nothing: the router is shared, so anyone's name may point at it. A name verified elsewhere
  * stays there while its DNS still proves it for that workspace; otherwise the new proof takes it over.
  */
+/** What a lookup found, in words, for a reason: the CNAME chain and the addresses, or that there was nothing. */
+function found(answer: DnsAnswer): string {
+  const records = [
+    ...answer.cnames.map((c) => `CNAME ${c}`),
+    ...answer.addresses.map((a) => `${a.includes(':') ? 'AAAA' : 'A'} ${a}`),
+  ];
+  return records.length
+    ? `found ${records.join(', ')}`
+    : 'no A, AAAA or CNAME record was found: the name does not exist (NXDOMAIN) or has none yet';
+}
+
 export function createOwnership(deps: {
   lookup: DnsLookup;
   repo: Pick<CustomDomainRepo, 'verifiedElsewhere'>;
@@ -61,14 +72,23 @@ export function createOwnership(deps: {
       const viaCname = answer.cnames.includes(target);
       const atRouter = answer.addresses.length > 0 && answer.addresses.every((a) => deps.routerIps.includes(a));
       if (!viaCname && !atRouter)
-        return { verified: false, reason: `${domain.name} does not point here: create ${howTo(domain, target)}` };
-      if (!(await proves(claimant)))
+        return {
+          verified: false,
+          reason: `${domain.name} does not point here (${found(answer)}): create ${howTo(domain, target)}`,
+        };
+      if (!(await proves(claimant))) {
+        const values = await txtValues();
+        const txtFound = values.length
+          ? `${values.length} TXT record${values.length > 1 ? 's' : ''} at ${challengeName(domain.name)}, none of them this workspace's value`
+          : `no TXT record at ${challengeName(domain.name)}`;
+        const pointsFound = `${found(answer)}; ${txtFound}`;
         return {
           verified: false,
           reason:
-            `${domain.name} points at this Slipway's router, but its DNS does not prove it is this workspace's: ` +
-            `create ${howTo(domain, target)}`,
+            `${domain.name} points at this Slipway's router, but its DNS does not prove it is this workspace's ` +
+            `(${pointsFound}): create ${howTo(domain, target)}`,
         };
+      }
       const holder = await deps.repo.verifiedElsewhere(domain.name, domain.id);
       const holderClaimant = holder && (await deps.claimantOf(holder.serviceId));
       if (holder && holderClaimant && (await proves(holderClaimant)))
