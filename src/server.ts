@@ -482,7 +482,10 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
         appsDomain: config.appsDomain,
         routerPort,
         routerKind: router.status().kind,
-        ...(router.status().process ? { routerProcess: router.status().process } : {}),
+        // The process that serves the apps: nginx's master when nginx is the data plane, else the Node router's.
+        ...((router.status().nginx ?? router.status().process)
+          ? { routerProcess: router.status().nginx ?? router.status().process }
+          : {}),
         dataDir: config.dataDir,
         storeKind: store.kind,
         runAs: runtime.capabilities.runAsUser?.name,

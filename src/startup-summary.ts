@@ -15,7 +15,7 @@ export interface StartupFacts {
   routerPort: number;
   /** The data plane: the Node router, or nginx in front of it (SLIPWAY_ROUTER). */
   routerKind: 'node' | 'nginx';
-  /** The Node router's own process (SLIPWAY_ROUTER_PROCESS=own), which outlives the API's. */
+  /** The process that serves the apps and outlives the API's: nginx's master, or the Node router's own process. */
   routerProcess?: { pid: number; adopted: boolean };
   dataDir: string;
   storeKind: 'pglite' | 'postgres';

@@ -16,6 +16,8 @@ export interface RouterStatus {
   kind: 'node' | 'nginx';
   /** The Node router's process (SLIPWAY_ROUTER_PROCESS=own): it outlives the API process. */
   process?: { pid: number; adopted: boolean; workers: number };
+  /** nginx's master (SLIPWAY_ROUTER=nginx): the process that carries the apps' traffic, and outlives Slipway. */
+  nginx?: { pid: number; adopted: boolean };
   /** nginx: the last configuration `nginx -t` refused (the one before it kept serving). */
   lastRejected?: { at: string; reason: string };
 }
@@ -165,7 +167,14 @@ export async function wireRouter(deps: {
       await plane.start();
     },
     status: (): RouterStatus =>
-      withProcess({ kind: 'nginx', ...(lastRejected ? { lastRejected } : {}) }, fallback.status()),
+      withProcess(
+        {
+          kind: 'nginx',
+          ...(plane.pid ? { nginx: { pid: plane.pid, adopted: plane.adopted } } : {}),
+          ...(lastRejected ? { lastRejected } : {}),
+        },
+        fallback.status(),
+      ),
     close: async () => {
       plane.close();
       await fallback.close();

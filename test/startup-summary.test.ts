@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nginxBinary, nginxLuaModules } from '../src/router/nginx/process.js';
@@ -147,9 +148,11 @@ describe('Slipway started from a terminal and from a pipe', () => {
       expect(summary).toContain(`  API docs    ${api}/docs`);
       const kind = nginxBinary() && nginxLuaModules() ? 'nginx' : 'node'; // SLIPWAY_ROUTER=auto
       const routerRow = `  Router      ${router} (${kind}, pid `;
-      expect(summary.find((l) => l.startsWith(routerRow))).toMatch(
-        new RegExp(`pid \\d+\\), apps at http://<service>\\.localhost:${new URL(router).port}$`),
-      );
+      const row = summary.find((l) => l.startsWith(routerRow));
+      expect(row).toMatch(new RegExp(`pid \\d+\\), apps at http://<service>\\.localhost:${new URL(router).port}$`));
+      // The pid is the process that serves the apps: nginx's master, or the Node router's own process.
+      const pid = /pid (\d+)/.exec(row!)![1];
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).toMatch(kind === 'nginx' ? /^nginx: master/ : /router/);
       expect(summary).toContain(`  Data dir    ${store.dataDir}`);
       const text = summary.join('\n');
       expect(text).toMatch(/- apps are not isolated from each other: no bubblewrap sandbox \(it is turned off/);
