@@ -26,6 +26,7 @@ import { recoverInstances } from './recovery.js';
 import { createDeployRunner } from './run-deploy.js';
 import { createRollover } from './rollover.js';
 import { createServiceControl } from './service-control.js';
+import { createTrash } from './trash.js';
 import type { RouteTable } from '../../router/route-table.js';
 import { createSupervisor } from './supervisor.js';
 import type { Logger } from '../../lib/logger.js';
@@ -116,7 +117,16 @@ export function createDeployEngine(deps: EngineDeps) {
     releaseOf,
     log,
   });
-  const control = createServiceControl({ ...deps, instances, withServiceLock, refreshRoute, rollOver, stopInstances });
+  const trash = createTrash(layout.trashDir, log);
+  const control = createServiceControl({
+    ...deps,
+    trash,
+    instances,
+    withServiceLock,
+    refreshRoute,
+    rollOver,
+    stopInstances,
+  });
 
   const runDeploy = createDeployRunner({
     ...deps,
@@ -129,7 +139,7 @@ export function createDeployEngine(deps: EngineDeps) {
     envFor,
     releaseOf,
     rollOver,
-    collectGarbage: createGarbageCollector({ repos, layout, keep: deps.limits.keepArtifacts }),
+    collectGarbage: createGarbageCollector({ repos, layout, trash, keep: deps.limits.keepArtifacts }),
   });
 
   /** Runs the newest pending deploy of a service, canceling older pending ones, until none is left. */
@@ -277,6 +287,7 @@ export function createDeployEngine(deps: EngineDeps) {
     ...control,
     /** After a (re)start of Slipway: fail interrupted deploys, re-adopt live instances, resume queues. */
     async recover() {
+      void trash.empty(); // what a crash left in it
       await recoverInstances({ ...deps, instances, stopInstances, refreshRoute });
       await supervisor.check();
       for (const d of await repos.deploys.inStatus(PENDING)) kick(d.serviceId);

@@ -1,7 +1,7 @@
-import { rmSync } from 'node:fs';
 import { IN_PROGRESS, PENDING } from '../../store/repos/deploys.js';
 import type { Repos } from '../../store/repos/index.js';
 import type { Layout } from './layout.js';
+import type { Trash } from './trash.js';
 
 /**
  * Keeps a service's disk bounded: artifacts beyond the newest `keep` (never the live one's, nor
@@ -10,6 +10,7 @@ import type { Layout } from './layout.js';
 export function createGarbageCollector(deps: {
   repos: Pick<Repos, 'services' | 'deploys'>;
   layout: Layout;
+  trash: Trash;
   keep: number;
 }) {
   const { repos, layout } = deps;
@@ -27,11 +28,11 @@ export function createGarbageCollector(deps: {
       (d) => !d.artifactOf && !PENDING.includes(d.status) && !IN_PROGRESS.includes(d.status),
     );
     for (const old of owners.slice(Math.max(0, deps.keep - keep.length))) {
-      rmSync(layout.artifactDir(serviceId, old.id), { recursive: true, force: true });
+      deps.trash.discard(layout.artifactDir(serviceId, old.id));
       await repos.deploys.update(old.id, { artifactDeleted: true });
     }
     for (const source of (await repos.deploys.listSources(serviceId)).slice(deps.keep)) {
-      rmSync(layout.sourceFile(serviceId, source.id), { force: true });
+      deps.trash.discard(layout.sourceFile(serviceId, source.id));
       await repos.deploys.deleteSource(source.id);
     }
   };

@@ -43,6 +43,8 @@ export function createLayout(dataDir: string) {
     /** Where the cache was before it moved to the build disk: removed at the service's next build. */
     legacyCacheDir: (serviceId: string) => path.join(serviceDir(serviceId), 'cache'),
     instanceDir: (serviceId: string, instanceId: string) => path.join(serviceDir(serviceId), 'instances', instanceId),
+    /** Deleted files on their way out (trash.ts): on the data dir's disk, so moving them there is a rename. */
+    trashDir: path.join(dataDir, 'trash'),
     /** Uploads being received and checked; whatever is here when Slipway starts is a crash's leftover. */
     uploadTmp: (serviceId: string) => path.join(serviceDir(serviceId), 'sources', '.incoming'),
   };

@@ -1,4 +1,3 @@
-import { rmSync } from 'node:fs';
 import { conflict, notFound } from '../../lib/errors.js';
 import type { WithKeyedLock } from '../../lib/keyed-locks.js';
 import { PENDING } from '../../store/repos/deploys.js';
@@ -8,6 +7,7 @@ import type { ServiceRow } from '../../store/repos/services.js';
 import type { Events } from '../events.js';
 import type { Instances } from './instances.js';
 import type { Layout } from './layout.js';
+import type { Trash } from './trash.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { RefreshRoute } from './live-route.js';
 import { DeployFailure } from './failures.js';
@@ -21,6 +21,7 @@ export function createServiceControl(deps: {
   repos: Pick<Repos, 'deploys'>;
   events: Events;
   layout: Layout;
+  trash: Trash;
   routeTable: RouteTable;
   instances: Instances;
   lifecycle: Lifecycle;
@@ -77,7 +78,8 @@ export function createServiceControl(deps: {
       return lifecycle.trackWrite(serviceId, work);
     },
     /**
-     * Cancels queued deploys, stops the running one and every instance, then removes the files.
+     * Cancels queued deploys, stops the running one and every instance, then moves the files to the trash (they are
+     * removed in the background).
      * The service stays marked removing for good (ids are never reused): nothing may touch it
      * again, not even a supervisor pass racing the deletion of its row.
      */
@@ -95,7 +97,7 @@ export function createServiceControl(deps: {
         });
         await lifecycle.drained();
         await lifecycle.writesSettled(service.id);
-        rmSync(layout.serviceDir(service.id), { recursive: true, force: true });
+        deps.trash.discard(layout.serviceDir(service.id));
         await deps.onRemoved?.();
       } catch (err) {
         lifecycle.unmarkRemoving(service.id); // the delete failed: the service lives on
