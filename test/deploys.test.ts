@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { readdirSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { deployFixture, finished, packFixture, processesOf, upload, viaRouter } from './helpers/apps.js';
 import { signUp } from './helpers/client.js';
 import { rawTarGz } from './helpers/hostile.js';
@@ -88,11 +90,18 @@ describe('deploys of uploaded archives', () => {
 
   it('serves a static site from its artifact and honours a Procfile web line', async () => {
     const owner = await signUp(t.api);
-    const site = await deployFixture(t.api, owner, 'static-site', {
-      type: 'static_site',
-      serviceDetails: { publishPath: 'public' },
-    });
+    const site = await deployFixture(
+      t.api,
+      owner,
+      'static-site',
+      { type: 'static_site', serviceDetails: { publishPath: 'public' } },
+      { 'src/app.js': 'source, not served', 'node_modules/dep/index.js': 'a dependency' },
+    );
     expect(site.deploy.status).toBe('live');
+    // The artifact holds what the site serves, not its source.
+    const artifact = path.join(t.server.dataDir, 'services', site.service.id, 'artifacts', site.deploy.id);
+    expect(readdirSync(artifact)).toEqual(['public']);
+    expect(readdirSync(path.join(artifact, 'public')).sort()).toEqual(['index.html', 'style.css']);
     const page = await router(site.service.slug, '/');
     expect(page.status).toBe(200);
     expect(page.text).toContain('Hello from a static site');

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { extractArchive } from '../../lib/archive.js';
 import { run } from '../../lib/exec.js';
@@ -108,7 +108,8 @@ export function createBuilder(
    * The built tree becomes the deploy's artifact, on the host's disk: refused past SLIPWAY_ARTIFACT_MAX_MB. It is no
    * bigger than what the build disk holds, so only a disk holding more is measured.
    */
-  async function publish(from: string, to: string, disk: BuildDisk): Promise<void> {
+  /** Copies `from` to `sub` (a relative path) in the artifact dir `to`, which holds nothing else. */
+  async function publish(from: string, to: string, disk: BuildDisk, sub = '.'): Promise<void> {
     const { sizeBytes, freeBytes } = disk.space();
     const bytes = disk.capped && sizeBytes - freeBytes <= limits.artifactMaxMb * MIB ? 0 : await sizeOf(from);
     if (bytes > limits.artifactMaxMb * MIB)
@@ -119,8 +120,9 @@ export function createBuilder(
           'the build command, or write them to /tmp), or the operator raises SLIPWAY_ARTIFACT_MAX_MB',
       );
     await removeTree(to);
-    mkdirSync(path.dirname(to), { recursive: true });
-    const copied = await run(copyTreeCommand(from, to), { timeoutMs: COPY_TIMEOUT_MS });
+    const dest = path.join(to, sub);
+    mkdirSync(path.dirname(dest), { recursive: true });
+    const copied = await run(copyTreeCommand(from, dest), { timeoutMs: COPY_TIMEOUT_MS });
     if (copied.exitCode !== 0) throw new Error(`could not keep the artifact: ${copied.output.trim().slice(-300)}`);
   }
 
@@ -157,18 +159,22 @@ export function createBuilder(
       // The build sees the commit it builds (RENDER_GIT_COMMIT), known only once the source is fetched.
       ({ save } = await runBuildStep(stepDeps, service, { ...deploy, ...commit }, workDir, place, signal));
       checkInside(src, workDir, `rootDir "${service.rootDir}"`); // the build may have replaced it
-      let startCommand: string | undefined;
+      const artifactDir = layout.artifactDir(service.id, deploy.id);
       if (service.type === 'static_site') {
-        checkInside(src, path.join(workDir, details.publishPath), `publishPath "${details.publishPath}"`);
-      } else {
-        startCommand = startCommandFor(workDir, details);
-        if (!startCommand)
-          throw new DeployFailure(
-            'build_failed',
-            'no start command: set envSpecificDetails.startCommand, add a Procfile web: line or an npm start script',
-          );
+        const publishDir = path.join(workDir, details.publishPath);
+        checkInside(src, publishDir, `publishPath "${details.publishPath}"`);
+        // The artifact is what the site serves, at the same place (rootDir/publishPath): not its source and
+        // node_modules, which made a Create React App artifact 485 MB for a 552 KB build/.
+        await publish(realpathSync(publishDir), artifactDir, disk, path.join(service.rootDir, details.publishPath));
+        return { commit };
       }
-      await publish(src, layout.artifactDir(service.id, deploy.id), disk);
+      const startCommand = startCommandFor(workDir, details);
+      if (!startCommand)
+        throw new DeployFailure(
+          'build_failed',
+          'no start command: set envSpecificDetails.startCommand, add a Procfile web: line or an npm start script',
+        );
+      await publish(src, artifactDir, disk);
       return { startCommand, commit };
     } catch (err) {
       save = undefined;
