@@ -1,3 +1,4 @@
+import { outputTail, secretValues } from './output-tail.js';
 import { toStorableText } from '../../lib/text.js';
 import type { Limits, Runtime } from '../../runtime/types.js';
 import type { BuildPlan } from '../../store/enums.js';
@@ -78,11 +79,12 @@ export async function runBuildStep(
     const buildPlan = details.buildPlan ?? 'starter';
     const limits = deps.buildPlans[buildPlan];
     say(`Running build command '${command}' (buildPlan ${buildPlan}: ${limits.memoryMb} MiB)`);
-    const store = cache?.enabled ? cache.store(service.id) : undefined;
+    const store = cache?.enabled ? cache.store(service.id, project?.manager) : undefined;
+    const env = { ...store?.env, ...(await deps.buildEnv(service, deploy)) };
     const result = await deps.runtime.build({
       dir: workDir,
       command,
-      env: { ...store?.env, ...(await deps.buildEnv(service, deploy)) },
+      env,
       cacheDir: store?.dir,
       homeDir: place.home,
       timeoutMs: deps.timeoutMs,
@@ -92,11 +94,16 @@ export async function runBuildStep(
     });
     const full = result.exitCode !== 0 ? place.diskFull() : undefined;
     if (full && !result.canceled) throw new DeployFailure('build_failed', `the build command failed: ${full}`);
-    const failure = commandFailure('build_failed', 'the build command', result, {
-      memoryMb: limits.memoryMb,
-      timeoutMs: deps.timeoutMs,
-      memoryHint: memoryHint(buildPlan, deps.buildPlans),
-    });
+    // The reason ends with the build's last lines (secrets masked) and where the whole output is.
+    const tail = outputTail(output, secretValues(env));
+    const where = `the whole build log: GET /v1/logs?resource=${service.id}&type=build`;
+    const failure = commandFailure(
+      'build_failed',
+      'the build command',
+      result,
+      { memoryMb: limits.memoryMb, timeoutMs: deps.timeoutMs, memoryHint: memoryHint(buildPlan, deps.buildPlans) },
+      tail ? `its last output:\n${tail}\n(${where})` : `it printed nothing (${where})`,
+    );
     if (failure) throw failure;
     if (key) say('Saving node_modules to the build cache, after the build');
     return { save: key ? { key, workDir } : undefined };

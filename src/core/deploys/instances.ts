@@ -12,6 +12,8 @@ import { PLAN_LIMITS } from '../services/details.js';
 import type { Layout } from './layout.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from '../../lib/logger.js';
+import { fileTail } from '../../lib/file-tail.js';
+import { outputTail, secretValues } from './output-tail.js';
 
 /** What an instance runs: the deploy's artifact and start command, with the env built for it. */
 export interface Release {
@@ -40,6 +42,25 @@ interface InstancesDeps {
   onExited?(instanceId: string): void;
 }
 
+/**
+ * A start failure's reason ends with the app's own last lines (its stderr's, else its stdout's; secrets masked) and
+ * where the whole log is: "exited before port 10000 became healthy" alone does not say why.
+ */
+function withOutput(
+  err: unknown,
+  handle: Pick<InstanceHandle, 'stdoutPath' | 'stderrPath'>,
+  env: Record<string, string>,
+  serviceId: string,
+  instanceId: string,
+): unknown {
+  if (!(err instanceof Error)) return err;
+  const secrets = secretValues(env);
+  const tail = outputTail(fileTail(handle.stderrPath), secrets) || outputTail(fileTail(handle.stdoutPath), secrets);
+  const where = `the whole log: GET /v1/logs?resource=${serviceId}&instance=${instanceId}`;
+  err.message = `${err.message}. ${tail ? `The app's last output:\n${tail}\n(${where})` : `The app printed nothing (${where})`}`;
+  return err;
+}
+
 export function createInstances(deps: InstancesDeps) {
   const { repo, runtime, layout } = deps;
 
@@ -54,6 +75,7 @@ export function createInstances(deps: InstancesDeps) {
       ? { ...existing, port: port ?? null, status: 'starting' as const }
       : await repo.insert({ id, serviceId: service.id, deployId: deploy.id, status: 'starting', port: port ?? null });
     let handle: InstanceHandle | undefined;
+    const env = await release.env({ id, port });
     try {
       handle = await runtime.start({
         instanceId: id,
@@ -61,7 +83,7 @@ export function createInstances(deps: InstancesDeps) {
         deployId: deploy.id,
         instanceDir,
         command: release.startCommand,
-        env: await release.env({ id, port }),
+        env,
         sandbox: {
           appDir: release.artifactDir,
           workDir: service.rootDir,
@@ -101,7 +123,7 @@ export function createInstances(deps: InstancesDeps) {
       if (handle) await runtime.stop(handle, 1000);
       await runtime.release(id);
       await repo.update(id, { status: 'failed', stoppedAt: new Date() });
-      throw err;
+      throw handle && !signal?.aborted ? withOutput(err, handle, env, service.id, id) : err;
     }
   }
 

@@ -24,6 +24,11 @@ const MAX_RETRY_MS = 200;
  */
 const STEADY_MS = 2000;
 const PROBE_TIMEOUT_MS = 2000;
+/**
+ * How often a failing check asks `hint` whether the cause is already visible (an app that listens on its loopback
+ * only): then it fails at once, not at the timeout, minutes later.
+ */
+const HINT_EVERY_MS = 1000;
 
 function httpProbe(host: string, port: number, path: string, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -59,6 +64,7 @@ export async function waitHealthy(check: HealthCheck, isAlive: () => boolean): P
   let lastError = 'not probed yet';
   let retryMs = FIRST_RETRY_MS;
   const started = Date.now();
+  let hintAt = started + HINT_EVERY_MS;
   for (;;) {
     check.signal?.throwIfAborted();
     if (!isAlive()) {
@@ -75,6 +81,11 @@ export async function waitHealthy(check: HealthCheck, isAlive: () => boolean): P
       return;
     } catch (err) {
       lastError = (err as Error).message || String(err);
+    }
+    if (check.hint && Date.now() >= hintAt) {
+      const hint = check.hint();
+      if (hint) throw new Error(`${target} cannot be reached (last probe: ${lastError}): ${hint}`);
+      hintAt = Date.now() + HINT_EVERY_MS;
     }
     if (Date.now() >= deadline)
       throw new Error(

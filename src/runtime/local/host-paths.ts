@@ -1,6 +1,7 @@
-import { chmodSync, closeSync, fstatSync, lstatSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
+import { chmodSync, lstatSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { TRAVERSE_ONLY } from '../../lib/paths.js';
+import { fileTail } from '../../lib/file-tail.js';
 
 /** The unprivileged user apps run as. */
 export interface AppUser {
@@ -81,26 +82,9 @@ export function dataDirUnreachable(dataDir: string, user: AppUser): string | und
 
 /** How a file the app user may not read shows in its output (node: MODULE_NOT_FOUND for code it cannot load). */
 const DENIED = /EACCES|EPERM|permission denied|MODULE_NOT_FOUND|Cannot find module/i;
-const TAIL_BYTES = 16 * 1024;
-
-function tailOf(file: string): string {
-  let fd: number | undefined;
-  try {
-    fd = openSync(file, 'r');
-    const size = fstatSync(fd).size;
-    const buffer = Buffer.alloc(Math.min(size, TAIL_BYTES));
-    readSync(fd, buffer, 0, buffer.length, size - buffer.length);
-    return buffer.toString('utf8');
-  } catch {
-    return '';
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
 /** Why an app that exited before it was healthy may have failed for lack of the sandbox, from its stderr; else undefined. */
 export function permissionHint(stderrPath: string, user: AppUser): string | undefined {
-  const line = tailOf(stderrPath)
+  const line = fileTail(stderrPath)
     .split('\n')
     .find((l) => DENIED.test(l));
   if (!line) return undefined;
