@@ -27,7 +27,7 @@ import { gitEnv, gitVictim, hostAddress } from './abuse-git.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 /** How long each phase measures health, then the victim's latencies. */
-const SECONDS = Number(process.env.BENCH_ABUSE_SECONDS || (SMOKE ? 6 : 20));
+const SECONDS = Number(process.env.BENCH_ABUSE_SECONDS || (SMOKE ? 4 : 20));
 /** BENCH_ABUSE_CASES=builds,git: only the cases whose names contain one of these words (the quiet phase always runs). */
 const PICKED = process.env.BENCH_ABUSE_CASES?.split(',').filter(Boolean);
 const cases = PICKED ? CASES.filter((c) => PICKED.some((word) => c.name.includes(word))) : CASES;

@@ -2,7 +2,7 @@
  * bench/cost.ts: GET /v1/workspaces/:id/cost-estimate for a workspace with 100 services and 10 datastores metered every
  * 60 s (the default interval) for 30 days, against GET /v1/usage for the same period in the same run (the estimate is
  * the usage report priced: the ratio is what pricing adds). Target: estimate p99 <= 100 ms on Postgres.
- * BENCH_SMOKE=1: 3 days. BENCH_STORES=postgres measures one store.
+ * BENCH_SMOKE=1: 1 day. BENCH_STORES=postgres measures one store.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { rollUpUsage } from '../src/store/repos/usage-rollups.js';
 import { createDatabase, log, percentile, signUp, startSlipway, table } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
-const DAYS = Number(process.env.BENCH_COST_DAYS ?? (SMOKE ? 3 : 30));
+const DAYS = Number(process.env.BENCH_COST_DAYS ?? (SMOKE ? 1 : 30));
 const SERVICES = 100;
 const DATASTORES = 10;
 const REQUESTS = Number(process.env.BENCH_COST_REQUESTS ?? (SMOKE ? 30 : 100));
