@@ -57,6 +57,13 @@ describe('buildPlan', () => {
     expect(misplaced.body.details).toEqual([
       { field: 'plan', message: 'is not a field of this body: it goes in serviceDetails.plan' },
     ]);
+    // Read from the route's own schema: a field further down is named; one that is nowhere in it is not.
+    const command = await t.api.patch(`/v1/services/${id}`, { startCommand: 'node x.js' }, owner);
+    expect(command.body.details[0].message).toMatch(
+      /: it goes in serviceDetails\.(envSpecificDetails\.)?startCommand$/,
+    );
+    const unknown = await t.api.patch(`/v1/services/${id}`, { nosuchfield: 1 }, owner);
+    expect(unknown.body.details).toEqual([{ field: 'nosuchfield', message: 'is not a field of this body' }]);
     expect((await t.api.get(`/v1/services/${id}`, owner)).body.serviceDetails).toMatchObject({
       plan: 'starter',
       buildPlan: 'starter',

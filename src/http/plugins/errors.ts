@@ -19,18 +19,26 @@ const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
   503: 'unavailable',
 };
 
-/**
- * Where a Render service field goes when a client sends it one level too high (Render's bodies nest them): named in
- * the error, so that `PATCH {"plan": …}` says `serviceDetails.plan`.
- */
-const NESTED_FIELD: Record<string, string> = Object.fromEntries(
-  ['plan', 'runtime', 'region', 'numInstances', 'healthCheckPath', 'envSpecificDetails', 'publishPath'].map((f) => [
-    f,
-    `serviceDetails.${f}`,
-  ]),
-);
+type SchemaNode = { properties?: Record<string, SchemaNode>; anyOf?: SchemaNode[]; oneOf?: SchemaNode[] };
+const propertiesOf = (node: SchemaNode | undefined): Record<string, SchemaNode> =>
+  Object.assign({}, node?.properties, ...[...(node?.anyOf ?? []), ...(node?.oneOf ?? [])].map((n) => n.properties));
 
-function validationDetails(err: FastifyError): ErrorDetail[] {
+/**
+ * Where a field sent at the body's root belongs when the route's body nests it one or two levels down (Render's
+ * service bodies: `plan` in `serviceDetails`, `buildCommand` in `serviceDetails.envSpecificDetails`), read from the
+ * route's own schema: `PATCH {"plan": …}` says `serviceDetails.plan`.
+ */
+function nestedPlace(body: unknown, field: string): string | undefined {
+  for (const [outer, node] of Object.entries(propertiesOf(body as SchemaNode))) {
+    const inner = propertiesOf(node);
+    if (field in inner) return `${outer}.${field}`;
+    for (const [middle, deeper] of Object.entries(inner))
+      if (field in propertiesOf(deeper)) return `${outer}.${middle}.${field}`;
+  }
+  return undefined;
+}
+
+function validationDetails(err: FastifyError, bodySchema: unknown): ErrorDetail[] {
   return (err.validation ?? []).map((v) => {
     const params = v.params as {
       missingProperty?: string;
@@ -42,7 +50,10 @@ function validationDetails(err: FastifyError): ErrorDetail[] {
     const named = params.missingProperty ?? params.additionalProperty;
     const field = [path, named].filter(Boolean).join('.') || err.validationContext || 'body';
     if (params.additionalProperty) {
-      const nested = path === '' ? NESTED_FIELD[params.additionalProperty] : undefined;
+      const nested =
+        path === '' && err.validationContext === 'body'
+          ? nestedPlace(bodySchema, params.additionalProperty)
+          : undefined;
       return { field, message: `is not a field of this body${nested ? `: it goes in ${nested}` : ''}` };
     }
     if (v.keyword === 'format' && params.format === 'date-time') return { field, message: DATE_RANGE_MESSAGE };
@@ -131,7 +142,7 @@ export function registerErrorHandling(app: FastifyInstance) {
         reply,
         'validation_failed',
         `invalid ${err.validationContext ?? 'request'}`,
-        validationDetails(err),
+        validationDetails(err, request.routeOptions.schema?.body),
       );
     }
     if (isStoreOutage(err)) {
