@@ -158,6 +158,19 @@ export async function startSlipway(
   extraEnv: Record<string, string> = {},
   options: { dataDir?: string } = {},
 ): Promise<RunningSlipway> {
+  // A port freePort() found free can be taken before Slipway binds it (an outgoing connection's ephemeral port, in a
+  // CI run on a busy machine): such a start is tried again, on new ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(extraEnv, options);
+    } catch (err) {
+      if (attempt >= 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+      log(`slipway's port was taken before it bound it; starting again (attempt ${attempt + 1})`);
+    }
+  }
+}
+
+async function startOnce(extraEnv: Record<string, string>, options: { dataDir?: string }): Promise<RunningSlipway> {
   // A data dir the caller passes outlives this child (a restart on the same store); the caller removes it.
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'slipway-bench-'));
   const port = await freePort();
