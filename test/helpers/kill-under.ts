@@ -11,7 +11,11 @@ export function killProcessesUnder(dataDir: string) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
       const cwd = readlinkSync(`/proc/${entry}/cwd`);
-      if (`${cwd}/`.startsWith(inside) || readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(inside))
+      if (
+        `${cwd}/`.startsWith(inside) ||
+        readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(inside) ||
+        holdsFileUnder(entry, inside)
+      )
         found.push(Number(entry));
     } catch {
       // gone, or not ours to read
@@ -24,4 +28,19 @@ export function killProcessesUnder(dataDir: string) {
       // already gone
     }
   }
+}
+
+/**
+ * Whether process `pid` has a file under `inside` open: nginx's workers do (its logs), though neither their cwd nor
+ * their command line names the data dir, and they outlive a master killed with SIGKILL.
+ */
+function holdsFileUnder(pid: string, inside: string): boolean {
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      if (readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith(inside)) return true;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return false;
 }
