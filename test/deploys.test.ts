@@ -95,16 +95,24 @@ describe('deploys of uploaded archives', () => {
       owner,
       'static-site',
       { type: 'static_site', serviceDetails: { publishPath: 'public' } },
-      { 'src/app.js': 'source, not served', 'node_modules/dep/index.js': 'a dependency' },
+      {
+        'src/app.js': 'source, not served',
+        'node_modules/dep/index.js': 'a dependency',
+        'public/assets/index-B4xK2a9f.js': 'console.log(1)',
+      },
     );
     expect(site.deploy.status).toBe('live');
     // The artifact holds what the site serves, not its source.
     const artifact = path.join(t.server.dataDir, 'services', site.service.id, 'artifacts', site.deploy.id);
     expect(readdirSync(artifact)).toEqual(['public']);
-    expect(readdirSync(path.join(artifact, 'public')).sort()).toEqual(['index.html', 'style.css']);
+    expect(readdirSync(path.join(artifact, 'public')).sort()).toEqual(['assets', 'index.html', 'style.css']);
+    // A hashed asset may be kept a year; the rest is checked again at every use.
+    const hashed = await router(site.service.slug, '/assets/index-B4xK2a9f.js');
+    expect(hashed.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     const page = await router(site.service.slug, '/');
     expect(page.status).toBe(200);
     expect(page.text).toContain('Hello from a static site');
+    expect(page.headers['cache-control']).toBe('public, max-age=0, must-revalidate');
     expect((await router(site.service.slug, '/style.css')).headers['content-type']).toMatch(/text\/css/);
 
     const proc = await deployFixture(t.api, owner, 'procfile-web');

@@ -132,6 +132,17 @@ function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
   return header.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
 }
 
+/**
+ * A file whose name carries a content hash (Vite's `index-BqXk2a9f.js`, Create React App's `main.3f5e1c2a.chunk.css`):
+ * a new build gives it a new name, so a browser may keep it a year. The token must hold a digit, so that names such as
+ * `react-dom.production.js` are not taken for hashed.
+ */
+const HASHED =
+  /[.-](?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{8,}(\.chunk)?\.(js|mjs|css|map|woff2?|ttf|otf|png|jpe?g|gif|svg|webp|avif|ico)$/i;
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+/** Everything else is checked again at every use (ETag), so a deploy shows at once. */
+const REVALIDATE = 'public, max-age=0, must-revalidate';
+
 function sendFile(
   req: IncomingMessage,
   res: ServerResponse,
@@ -144,6 +155,7 @@ function sendFile(
   res.setHeader('x-content-type-options', 'nosniff');
   res.setHeader('etag', etag);
   res.setHeader('last-modified', file.stats.mtime.toUTCString());
+  res.setHeader('cache-control', status === 200 && HASHED.test(path.basename(file.path)) ? IMMUTABLE : REVALIDATE);
   for (const [name, value] of extra) res.setHeader(name, value); // the site's own rules win
 
   if (status === 200 && matchesIfNoneMatch(req.headers['if-none-match'], etag)) {
