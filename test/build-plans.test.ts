@@ -64,6 +64,8 @@ describe('buildPlan', () => {
     );
     const unknown = await t.api.patch(`/v1/services/${id}`, { nosuchfield: 1 }, owner);
     expect(unknown.body.details).toEqual([{ field: 'nosuchfield', message: 'is not a field of this body' }]);
+    const inherited = await t.api.patch(`/v1/services/${id}`, { constructor: 1 }, owner);
+    expect(inherited.body.details).toEqual([{ field: 'constructor', message: 'is not a field of this body' }]);
     expect((await t.api.get(`/v1/services/${id}`, owner)).body.serviceDetails).toMatchObject({
       plan: 'starter',
       buildPlan: 'starter',

@@ -31,9 +31,10 @@ const propertiesOf = (node: SchemaNode | undefined): Record<string, SchemaNode> 
 function nestedPlace(body: unknown, field: string): string | undefined {
   for (const [outer, node] of Object.entries(propertiesOf(body as SchemaNode))) {
     const inner = propertiesOf(node);
-    if (field in inner) return `${outer}.${field}`;
+    // Own properties only: a client's `{"constructor": 1}` or `{"toString": 1}` is no schema field.
+    if (Object.hasOwn(inner, field)) return `${outer}.${field}`;
     for (const [middle, deeper] of Object.entries(inner))
-      if (field in propertiesOf(deeper)) return `${outer}.${middle}.${field}`;
+      if (Object.hasOwn(propertiesOf(deeper), field)) return `${outer}.${middle}.${field}`;
   }
   return undefined;
 }
