@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 
@@ -29,6 +29,8 @@ const PROBE_TIMEOUT_MS = 2000;
  * only): then it fails at once, not at the timeout, minutes later.
  */
 const HINT_EVERY_MS = 1000;
+/** The most of an app's socket table the hint reads (about 1,700 sockets). */
+const SOCKET_TABLE_BYTES = 256 * 1024;
 
 function httpProbe(host: string, port: number, path: string, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -107,12 +109,12 @@ const hintOf = (check: HealthCheck) => {
  */
 export function loopbackOnlyHint(pid: number, host: string, port: number): string | undefined {
   if (host === '127.0.0.1') return undefined;
-  let table: string;
-  try {
-    table = readFileSync(`/proc/${pid}/net/tcp`, 'utf8') + readFileSync(`/proc/${pid}/net/tcp6`, 'utf8');
-  } catch {
-    return undefined;
-  }
+  const tcp = readCapped(`/proc/${pid}/net/tcp`);
+  const tcp6 = readCapped(`/proc/${pid}/net/tcp6`);
+  // Read every second during a health wait, on the event loop: an app that opened thousands of sockets gets no hint,
+  // rather than megabytes parsed each second.
+  if (!tcp || tcp.length >= SOCKET_TABLE_BYTES || tcp6.length >= SOCKET_TABLE_BYTES) return undefined;
+  const table = tcp + tcp6;
   const portHex = port.toString(16).toUpperCase().padStart(4, '0');
   const loopback = ['0100007F', '00000000000000000000000001000000'].map((a) => `${a}:${portHex}`);
   const listening = table
@@ -122,4 +124,21 @@ export function loopbackOnlyHint(pid: number, host: string, port: number): strin
     .map((c) => c[1]);
   if (!listening.some((a) => a && loopback.includes(a))) return undefined;
   return `the app listens on localhost:${port} only; listen on 0.0.0.0 (all interfaces) so the router can reach it, as on Render`;
+}
+
+/** A /proc file (its size reads as 0, so it is read until its end), at most SOCKET_TABLE_BYTES; '' when unreadable. */
+function readCapped(file: string): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const buffer = Buffer.alloc(SOCKET_TABLE_BYTES);
+    let length = 0;
+    for (let n = 1; n > 0 && length < buffer.length; length += n)
+      n = readSync(fd, buffer, length, buffer.length - length, null);
+    return buffer.toString('utf8', 0, length);
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
