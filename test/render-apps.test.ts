@@ -31,6 +31,65 @@ describe("Render's apps, unchanged", () => {
     expect(Date.now() - started).toBeLessThan(20_000);
   });
 
+  it('hapi-quick-start, with its port hard-coded to 3000, is routed to the port it opened, and an event says so', async () => {
+    const owner = await signUp(t.api);
+    const started = Date.now();
+    const { service, deploy } = await deployFixture(t.api, owner, 'hapi-quick-start');
+    expect(deploy.status, deploy.failureReason).toBe('live');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const res = await viaRouter(t.server.slipway.routerPort, service.slug, '/');
+    expect(res.text).toBe('Hello World!');
+    const events = (await t.api.get(`/v1/services/${service.id}/events?limit=50`, owner)).body.map(
+      (e: { event: { type: string; details: unknown } }) => e.event,
+    );
+    expect(events.find((e: { type: string }) => e.type === 'port_detected')?.details).toMatchObject({
+      port: 3000,
+      expected: 10000,
+    });
+  });
+
+  it('an app whose hard-coded port is on localhost fails within seconds, naming the port and the fix', async () => {
+    const owner = await signUp(t.api);
+    const started = Date.now();
+    const { deploy } = await deployFixture(t.api, owner, 'hapi-quick-start', {
+      serviceDetails: {
+        runtime: 'node',
+        envSpecificDetails: {
+          startCommand: `node -e "require('http').createServer((q, s) => s.end('x')).listen(3000, 'localhost')"`,
+        },
+      },
+    });
+    expect(deploy.status).toBe('update_failed');
+    expect(deploy.failureReason).toMatch(
+      /listens on localhost:3000 only, not on \$PORT \(10000\); listen on 0\.0\.0\.0/,
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("hints at the cause a failed start's output shows: a missing module, file, command or directory", async () => {
+    const owner = await signUp(t.api);
+    const startWith = (startCommand: string) =>
+      deployFixture(t.api, owner, 'fastify-hello-world', {
+        serviceDetails: { runtime: 'node', envSpecificDetails: { startCommand } },
+      });
+    const [moduleMissing, readOnly, commandMissing, dirMissing] = await Promise.all([
+      startWith(`node -e "require('express')"`),
+      startWith(`node -e "require('fs').writeFileSync('uploads.json', '[]')"`),
+      startWith('yarnx start'),
+      startWith('cd backend && node server.js'),
+    ]);
+    for (const { deploy } of [moduleMissing, readOnly, commandMissing, dirMissing])
+      expect(deploy.status).toBe('update_failed');
+    expect(moduleMissing.deploy.failureReason).toContain(
+      `(the module "express" is not installed: add it to package.json's "dependencies"`,
+    );
+    expect(readOnly.deploy.failureReason).toContain("(the app was refused a file: a deploy's files are read-only");
+    expect(commandMissing.deploy.failureReason).toContain(
+      '(command not found: "yarnx" is not installed or not on the PATH)',
+    );
+    expect(dirMissing.deploy.failureReason).toContain('(the directory "backend" is not in the deploy');
+  });
+
   it("ends a start failure's and a build failure's reason with the output's last lines, secrets masked", async () => {
     const owner = await signUp(t.api);
     const secret = { key: 'API_TOKEN', value: 's3cr3t-token-value' };

@@ -133,8 +133,9 @@ export interface Runtime {
   /** SIGTERM to the group, SIGKILL to the group after graceMs, resolves when the group is gone; no-op if already gone. */
   stop(handle: Pick<InstanceHandle, 'pid' | 'startTime'>, graceMs: number): Promise<void>;
   /**
-   * path given: HTTP GET host:port+path until 2xx/3xx; else TCP connect.
-   * Rejects early (clear message) if the process dies; rejects on timeout.
+   * path given: HTTP GET host:port+path until 2xx/3xx; else TCP connect. Resolves with the port that answered: another
+   * one the app opened when it does not open `port`, where the runtime can see its sockets (docs/deploys.md, "Port
+   * detection"). Rejects early (clear message) if the process dies or listens on loopback only; rejects on timeout.
    */
   waitHealthy(opts: {
     /** Its stderrPath, when known, is read for why a process exited before it was healthy. */
@@ -144,7 +145,7 @@ export interface Runtime {
     path?: string;
     timeoutMs: number;
     signal?: AbortSignal;
-  }): Promise<void>;
+  }): Promise<{ port: number }>;
   /** The PORT for a new instance: Render's 10000 in a namespace of its own; a free loopback port on the shared network. */
   instancePort(): Promise<number>;
   /** Where a running (or re-adopted) instance is reached; 127.0.0.1 on the shared network. */

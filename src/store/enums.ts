@@ -157,6 +157,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'service_updated',
   'service_deleted',
   'service_crashlooping',
+  'port_detected',
   'log_lines_dropped',
   'postgres_deleted',
   'postgres_suspended',

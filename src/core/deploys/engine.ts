@@ -84,6 +84,16 @@ export function createDeployEngine(deps: EngineDeps) {
     healthTimeoutMs: deps.limits.healthTimeoutMs,
     onSpawned: deps.onInstanceSpawned,
     onExited: (instanceId) => routeTable.dropInstance(instanceId),
+    onPortDetected: async (service, deployId, detected) => {
+      await events.record({
+        workspaceId: service.workspaceId,
+        serviceId: service.id,
+        deployId,
+        type: 'port_detected',
+        details: detected,
+      });
+      log.info({ serviceId: service.id, ...detected }, 'deploys: routed to the port the instance opened');
+    },
   });
   const envFor = async (service: ServiceRow, deploy: DeployRow | undefined, instance?: { id: string; port?: number }) =>
     mergeEnv(platformEnv(service, deploy, deps.urls, instance), await deps.layersOf(service.id));

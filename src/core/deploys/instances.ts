@@ -13,7 +13,8 @@ import type { Layout } from './layout.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from '../../lib/logger.js';
 import { fileTail } from '../../lib/file-tail.js';
-import { outputTail, secretValues } from './output-tail.js';
+import { masked, outputTail, secretValues } from './output-tail.js';
+import { HINT_SCAN_CHARS, outputHint } from './output-hints.js';
 
 /** What an instance runs: the deploy's artifact and start command, with the env built for it. */
 export interface Release {
@@ -40,6 +41,12 @@ interface InstancesDeps {
   onSpawned?(): void;
   /** Told the moment a process this Slipway started exits (the router drops it before anything could take its place). */
   onExited?(instanceId: string): void;
+  /** Told when an instance answered on another port than its PORT, and is routed there (Render's port detection). */
+  onPortDetected?(
+    service: ServiceRow,
+    deployId: string,
+    detected: { instanceId: string; port: number; expected: number },
+  ): Promise<void>;
 }
 
 /**
@@ -55,9 +62,17 @@ function withOutput(
 ): unknown {
   if (!(err instanceof Error)) return err;
   const secrets = secretValues(env);
-  const tail = outputTail(fileTail(handle.stderrPath), secrets) || outputTail(fileTail(handle.stdoutPath), secrets);
+  const [stderr, stdout] = [fileTail(handle.stderrPath), fileTail(handle.stdoutPath)];
+  const tail = outputTail(stderr, secrets) || outputTail(stdout, secrets);
   const where = `the whole log: GET /v1/logs?resource=${serviceId}&instance=${instanceId}`;
-  err.message = `${err.message}. ${tail ? `The app's last output:\n${tail}\n(${where})` : `The app printed nothing (${where})`}`;
+  // Looked for further back than the tail shown: a stack trace buries "Cannot find module" a dozen lines up.
+  const hint = outputHint(
+    masked(`${stdout.slice(-HINT_SCAN_CHARS)}\n${stderr.slice(-HINT_SCAN_CHARS)}`, secrets),
+    'run',
+  );
+  err.message =
+    `${err.message}${hint ? ` (${hint})` : ''}. ` +
+    (tail ? `The app's last output:\n${tail}\n(${where})` : `The app printed nothing (${where})`);
   return err;
 }
 
@@ -102,24 +117,33 @@ export function createInstances(deps: InstancesDeps) {
         status: 'starting',
       });
       deps.onSpawned?.();
+      let healthyPort = port;
       if (port !== undefined) {
         const timeoutMs = Math.min(deps.healthTimeoutMs, HEALTH_TIMEOUT_CAP_MS);
-        await runtime.waitHealthy({
+        ({ port: healthyPort } = await runtime.waitHealthy({
           handle,
           host: handle.address,
           port,
           path: service.type === 'web_service' ? details.healthCheckPath || undefined : undefined,
           timeoutMs,
           signal,
-        });
+        }));
+        if (healthyPort !== port)
+          await deps.onPortDetected?.(service, deploy.id, { instanceId: id, port: healthyPort, expected: port });
       } else {
         // A worker has no port: being alive a moment after start is its health.
         await new Promise((r) => setTimeout(r, 1000));
         if (!runtime.isAlive(handle)) throw new Error('the process exited right after starting');
       }
-      await repo.update(id, { status: 'running' });
-      return { ...row, pid: handle.pid, startTime: handle.startTime, port: port ?? null, status: 'running' };
+      // The port it answered on is where the router sends its traffic (live-route.ts reads it from the row).
+      await repo.update(id, { status: 'running', port: healthyPort ?? null });
+      return { ...row, pid: handle.pid, startTime: handle.startTime, port: healthyPort ?? null, status: 'running' };
     } catch (err) {
+      // Read before stop(), which removes the instance's cgroup and with it the kernel's count of OOM kills.
+      if (handle && err instanceof Error && runtime.oomKilled?.(id)) {
+        const { memoryMb } = PLAN_LIMITS[details.plan];
+        err.message = `${err.message} (it ran out of memory: the kernel killed it at its plan's limit of ${memoryMb} MiB; choose a larger plan, serviceDetails.plan)`;
+      }
       if (handle) await runtime.stop(handle, 1000);
       await runtime.release(id);
       await repo.update(id, { status: 'failed', stoppedAt: new Date() });

@@ -6,7 +6,8 @@ import { createBuildDisks, detectDiskTools, sweepBuildDisks } from './build-disk
 import { runBuild, runTool } from './builds.js';
 import { detectCapabilities, findProgram, type SandboxMode } from './capabilities.js';
 import { permissionHint } from './host-paths.js';
-import { loopbackOnlyHint, waitHealthy } from './health.js';
+import { waitHealthy } from './health.js';
+import { listenersOf } from './listeners.js';
 import { startInstance, type LocalDeps } from './instances.js';
 import { createNetworks, detectNetworkTools } from './network/index.js';
 import { freePort } from './ports.js';
@@ -159,7 +160,8 @@ export async function createLocalRuntime(options: {
       waitHealthy(
         {
           ...check,
-          hint: () => loopbackOnlyHint(handle.pid, check.host, check.port),
+          // In a namespace of its own, every socket there is the app's; on the shared network they are everyone's.
+          ...(networks ? { listeners: () => listenersOf(handle.pid) } : {}),
           exitHint: () =>
             hostFiles && handle.stderrPath ? permissionHint(handle.stderrPath, hostFiles.user) : undefined,
         },
