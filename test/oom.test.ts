@@ -126,6 +126,23 @@ describe.skipIf(cgroups === 'none')('out-of-memory kills', () => {
     expect(failed.details.reason).not.toHaveProperty('earlyExit');
   }, 120_000);
 
+  it("of an instance while it starts fail the deploy at once, naming the plan's limit", async () => {
+    const owner = await signUp(t.api);
+    const started = Date.now();
+    const { deploy } = await deployFixture(
+      t.api,
+      owner,
+      'node-web',
+      { serviceDetails: { runtime: 'node', plan: 'starter' } },
+      { 'server.js': HOG },
+    );
+    expect(deploy.status).toBe('update_failed');
+    expect(deploy.failureReason).toContain(
+      "it ran out of memory: the kernel killed it at its plan's limit of 512 MiB; choose a larger plan, serviceDetails.plan",
+    );
+    expect(Date.now() - started).toBeLessThan(30_000);
+  }, 60_000);
+
   it('are not claimed for an instance that simply exits', async () => {
     const owner = await signUp(t.api);
     const server = `

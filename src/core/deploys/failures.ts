@@ -1,6 +1,7 @@
 import type { RunResult } from '../../lib/exec.js';
 import { toStorableText } from '../../lib/text.js';
 import type { DeployStatus } from '../../store/repos/deploys.js';
+import { HINT_SCAN_CHARS, outputHint } from './output-hints.js';
 
 /** Why a process failed, in the shape of Render's failure reason (events' `failure`), when known. */
 export type FailureReason =
@@ -66,7 +67,10 @@ export function commandFailure(
     return new DeployFailure(status, `${what} did not finish within ${seconds} s`, { timedOutSeconds: seconds });
   if (result.exitCode === 0) return undefined;
   const missing = result.exitCode === 127 ? missingCommand(result.output) : undefined;
-  const why = missing ? ` (command not found: "${missing}" is not installed or not on the PATH)` : '';
+  const hint = missing
+    ? `command not found: "${missing}" is not installed or not on the PATH`
+    : outputHint(result.output.slice(-HINT_SCAN_CHARS), 'build');
+  const why = hint ? ` (${hint})` : '';
   return new DeployFailure(
     status,
     `${what} exited with ${result.exitCode ?? result.signal}${why}${output ? `: ${output}` : ''}`,

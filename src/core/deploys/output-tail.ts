@@ -20,12 +20,17 @@ export function secretValues(env: Record<string, string>): string[] {
  * most 10 lines and 1,500 characters, each secret value replaced by `********`. Empty when there was no output.
  */
 export function outputTail(text: string, secrets: string[]): string {
-  let masked = text;
-  for (const secret of secrets) masked = masked.split(secret).join('********');
-  const lines = masked.replace(/\r/g, '').split('\n');
+  const lines = masked(text, secrets).replace(/\r/g, '').split('\n');
   const tail = lines
     .filter((line) => line.trim() !== '')
     .slice(-TAIL_LINES)
     .join('\n');
   return tail.length > TAIL_CHARS ? `…${tail.slice(-TAIL_CHARS)}` : tail;
+}
+
+/** `text` with each secret value replaced by `********`. */
+export function masked(text: string, secrets: string[]): string {
+  let out = text;
+  for (const secret of secrets) out = out.split(secret).join('********');
+  return out;
 }
