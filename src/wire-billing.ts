@@ -18,7 +18,13 @@ export function wireBilling(deps: {
   log: Logger;
 }) {
   const { stripe } = deps.config;
-  const base = { usage: deps.usage, catalog: deps.catalog, blockLapsed: stripe.blockLapsed, log: deps.log };
+  const base = {
+    usage: deps.usage,
+    repo: deps.repos.billing,
+    catalog: deps.catalog,
+    blockLapsed: stripe.blockLapsed,
+    log: deps.log,
+  };
   if (!stripe.secretKey) return { billing: createBilling(base), meter: undefined };
   const provider = createStripeProvider({
     secretKey: stripe.secretKey,

@@ -2,6 +2,7 @@ import type { StripePlan } from '../../integrations/stripe.js';
 import { AppError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { UsageReports } from '../../observability/usage/report.js';
+import type { BillingRepo } from '../../store/repos/billing.js';
 import type { PriceCatalog } from './catalog.js';
 import { estimateCost, type CostEstimate } from './estimate.js';
 import type { Subscriptions } from './subscriptions.js';
@@ -34,6 +35,8 @@ const notConfigured = () =>
 /** Cost estimates from the usage ledger and the price catalog, and Stripe billing when it is configured. */
 export function createBilling(deps: {
   usage: UsageReports;
+  /** The workspace's resources as configured now: what the projection prices. */
+  repo: Pick<BillingRepo, 'pricedResources'>;
   catalog: PriceCatalog;
   /** Absent without SLIPWAY_STRIPE_SECRET_KEY. */
   subscriptions?: Subscriptions;
@@ -57,10 +60,17 @@ export function createBilling(deps: {
     return subs;
   };
 
-  /** The cost of `period` up to `now` (a closed period: now = end), from exactly what GET /v1/usage reports for it. */
+  /**
+   * The cost of `period` up to `now` (a closed period: now = end), from exactly what GET /v1/usage reports for it, and
+   * projected to its end from the resources running now.
+   */
   async function costOf(workspaceId: string, period: { start: Date; end: Date }, now = period.end) {
-    const report = await deps.usage.report({ workspaceIds: [workspaceId], start: period.start, end: now });
-    return estimateCost(report, workspaceId, await catalog(), { start: period.start, now, end: period.end });
+    const [report, running, prices] = await Promise.all([
+      deps.usage.report({ workspaceIds: [workspaceId], start: period.start, end: now }),
+      now < period.end ? deps.repo.pricedResources(workspaceId) : undefined,
+      catalog(),
+    ]);
+    return estimateCost(report, workspaceId, prices, { start: period.start, now, end: period.end }, running);
   }
 
   return {

@@ -1,7 +1,14 @@
 import type { UsageFigures, UsageReport } from '../../observability/usage/report.js';
+import type { ServiceType } from '../../store/enums.js';
+import type { PricedResources } from '../../store/repos/billing.js';
 import type { PriceCatalog } from './catalog.js';
 
 const MONTH_SECONDS = 30n * 86_400n;
+/**
+ * Services whose instances run all the time, as Render bills them: a cron job costs only while a run lasts (its runs so
+ * far are in costSoFar, its next ones cannot be known), and a static site has no instances.
+ */
+const ALWAYS_ON: ReadonlySet<ServiceType> = new Set(['web_service', 'private_service', 'background_worker']);
 
 /** round(numerator / denominator) for non-negative integers, in integer arithmetic. */
 const roundDiv = (numerator: bigint, denominator: bigint) =>
@@ -30,12 +37,67 @@ export interface CostEstimate {
   startTime: string;
   endTime: string;
   periodEnd: string;
-  /** Minor units, so far in the period and projected to its end at the rate so far. */
+  /** Minor units: metered so far in the period. */
   costSoFar: number;
+  /** costSoFar plus what the resources running now add by periodEnd (`projection`). */
   projectedCost: number;
   resources: Array<{ resourceId: string; type: string; name?: string; amount: number; lineItems: LineItem[] }>;
   /** Workspace-wide items: build minutes and bandwidth beyond what is included. */
   lineItems: LineItem[];
+  projection: ProjectedItem[];
+}
+
+/** A resource running now, and what it costs from endTime to periodEnd if it keeps running as it is. */
+export interface ProjectedItem {
+  resourceId: string;
+  type: 'service' | 'postgres' | 'key_value';
+  name: string;
+  plan: string;
+  /** Instances billed: the service's numInstances; 1 for a datastore. */
+  instances: number;
+  /** Per instance per 30-day month, minor units. */
+  unitPrice: number;
+  amount: number;
+}
+
+/**
+ * What each resource running now costs from `now` to `end` at its plan's price, prorated as the meter bills (per
+ * instance, a 30-day month's price per second): services that are not suspended and whose type runs all the time, at
+ * numInstances (Slipway has no autoscaling: the supervisor keeps that many running), and datastores that are not
+ * suspended. Free plans run at 0; a plan the catalog does not price is free, as in costSoFar.
+ */
+function project(running: PricedResources, catalog: PriceCatalog, period: { now: Date; end: Date }): ProjectedItem[] {
+  const rest = BigInt(Math.max(0, period.end.getTime() - period.now.getTime()));
+  const item = (i: Omit<ProjectedItem, 'amount'>): ProjectedItem => ({
+    ...i,
+    amount: roundDiv(BigInt(i.unitPrice) * BigInt(i.instances) * rest, MONTH_SECONDS * 1000n),
+  });
+  return [
+    ...running.services
+      .filter((s) => !s.suspended && ALWAYS_ON.has(s.type))
+      .map((s) =>
+        item({
+          resourceId: s.id,
+          type: 'service',
+          name: s.name,
+          plan: s.plan,
+          instances: s.numInstances,
+          unitPrice: catalog.services[s.plan] ?? 0,
+        }),
+      ),
+    ...running.datastores
+      .filter((d) => !d.suspended)
+      .map((d) =>
+        item({
+          resourceId: d.id,
+          type: d.kind === 'postgres' ? 'postgres' : 'key_value',
+          name: d.name,
+          plan: d.plan,
+          instances: 1,
+          unitPrice: (d.kind === 'postgres' ? catalog.postgres : catalog.keyValue)[d.plan] ?? 0,
+        }),
+      ),
+  ];
 }
 
 function byPlan(figures: Record<string, number>, prices: Record<string, number>, item: LineItem['item']): LineItem[] {
@@ -49,12 +111,14 @@ function byPlan(figures: Record<string, number>, prices: Record<string, number>,
 /**
  * The cost of a workspace's usage report, in integer minor units. Quantities are the report's own figures; each amount
  * is computed from the whole seconds (or bytes, or minutes) they stand for, times an integer price, in integers.
+ * `running`: the workspace's resources as configured now, for the projection (none for a closed period).
  */
 export function estimateCost(
   report: UsageReport,
   ownerId: string,
   catalog: PriceCatalog,
   period: { start: Date; now: Date; end: Date },
+  running: PricedResources = { services: [], datastores: [] },
 ): CostEstimate {
   const resources = report.resources.map((r) => {
     const lineItems =
@@ -92,8 +156,7 @@ export function estimateCost(
     },
   ];
   const costSoFar = [...resources, ...lineItems].reduce((sum, x) => sum + x.amount, 0);
-  const elapsed = BigInt(Math.max(1, period.now.getTime() - period.start.getTime()));
-  const whole_ = BigInt(period.end.getTime() - period.start.getTime());
+  const projection = project(running, catalog, period);
   return {
     ownerId,
     currency: catalog.currency,
@@ -102,8 +165,9 @@ export function estimateCost(
     endTime: report.endTime,
     periodEnd: period.end.toISOString(),
     costSoFar,
-    projectedCost: roundDiv(BigInt(costSoFar) * whole_, elapsed),
+    projectedCost: projection.reduce((sum, p) => sum + p.amount, costSoFar),
     resources,
     lineItems,
+    projection,
   };
 }

@@ -23,8 +23,11 @@ export const CostEstimateBody = Type.Object(
     startTime: Type.String({ format: 'date-time', description: 'The period: its start…' }),
     endTime: Type.String({ format: 'date-time', description: '…up to now' }),
     periodEnd: Type.String({ format: 'date-time' }),
-    costSoFar: Type.Integer({ description: 'Minor units' }),
-    projectedCost: Type.Integer({ description: 'Minor units, to periodEnd at the rate so far' }),
+    costSoFar: Type.Integer({ description: 'Minor units, metered from startTime to endTime' }),
+    projectedCost: Type.Integer({
+      description:
+        "Minor units by periodEnd: costSoFar plus what the resources running now cost from endTime to periodEnd at their plans' prices (`projection`)",
+    }),
     resources: Type.Array(
       Type.Object({
         resourceId: Type.String(),
@@ -35,6 +38,21 @@ export const CostEstimateBody = Type.Object(
       }),
     ),
     lineItems: Type.Array(LineItem),
+    projection: Type.Array(
+      Type.Object({
+        resourceId: Type.String(),
+        type: Type.Union([Type.Literal('service'), Type.Literal('postgres'), Type.Literal('key_value')]),
+        name: Type.String(),
+        plan: Type.String(),
+        instances: Type.Integer({ description: "The service's numInstances; 1 for a datastore" }),
+        unitPrice: Type.Integer({ description: 'Minor units per instance per 30-day month' }),
+        amount: Type.Integer({ description: 'Minor units from endTime to periodEnd, prorated by the millisecond' }),
+      }),
+      {
+        description:
+          'Each resource running now (services that are not suspended, but not cron jobs or static sites; datastores that are not suspended) and what it adds to projectedCost',
+      },
+    ),
   },
   { title: 'costEstimate' },
 );

@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, isNull, lte, notExists, or, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { billingAccounts, billingMeterReports, billingStripeEvents } from '../schema.js';
+import type { ServiceType } from '../enums.js';
+import { billingAccounts, billingMeterReports, billingStripeEvents, datastores, services } from '../schema.js';
 
 export type BillingAccountRow = typeof billingAccounts.$inferSelect;
 export type MeterReportRow = typeof billingMeterReports.$inferSelect;
@@ -9,8 +10,49 @@ export type SubscriptionState = Pick<
   'subscriptionId' | 'subscriptionStatus' | 'priceId' | 'currentPeriodEnd' | 'stateAt'
 >;
 
+/** A workspace's services and datastores as configured now, with what prices them (core/billing/estimate.ts decides what runs). */
+export interface PricedResources {
+  services: Array<{
+    id: string;
+    name: string;
+    type: ServiceType;
+    plan: string;
+    numInstances: number;
+    suspended: boolean;
+  }>;
+  datastores: Array<{ id: string; name: string; kind: 'postgres' | 'keyValue'; plan: string; suspended: boolean }>;
+}
+
 export function createBillingRepo(db: Db) {
   return {
+    /** Plans as the meter reads them: a service without one is on starter, with one instance unless it says more. */
+    async pricedResources(workspaceId: string): Promise<PricedResources> {
+      const [s, d] = await Promise.all([
+        db
+          .select({
+            id: services.id,
+            name: services.name,
+            type: services.type,
+            plan: sql<string>`coalesce(${services.details}->>'plan', 'starter')`,
+            numInstances: sql<number>`coalesce((${services.details}->>'numInstances')::int, 1)`,
+            suspended: sql<boolean>`jsonb_array_length(${services.suspenders}) > 0`,
+          })
+          .from(services)
+          .where(eq(services.workspaceId, workspaceId)),
+        db
+          .select({
+            id: datastores.id,
+            name: datastores.name,
+            kind: datastores.kind,
+            plan: datastores.plan,
+            suspended: datastores.suspended,
+          })
+          .from(datastores)
+          .where(eq(datastores.workspaceId, workspaceId)),
+      ]);
+      // PGlite and node-postgres may hand the int back as a string.
+      return { services: s.map((r) => ({ ...r, numInstances: Number(r.numInstances) })), datastores: d };
+    },
     async account(workspaceId: string): Promise<BillingAccountRow | undefined> {
       const [row] = await db.select().from(billingAccounts).where(eq(billingAccounts.workspaceId, workspaceId));
       return row;
