@@ -1,7 +1,8 @@
 /**
  * bench/cost.ts: GET /v1/workspaces/:id/cost-estimate for a workspace with 100 services and 10 datastores metered every
  * 60 s (the default interval) for 30 days, against GET /v1/usage for the same period in the same run (the estimate is
- * the usage report priced: the ratio is what pricing adds). Target: estimate p99 <= 100 ms on Postgres.
+ * the usage report priced, and projected from the 100 services, created through the API and running as configured: the
+ * ratio is what pricing and the projection add). Target: estimate p99 <= 100 ms on Postgres.
  * BENCH_SMOKE=1: 1 day. BENCH_STORES=postgres measures one store.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,12 +20,13 @@ const DATASTORES = 10;
 const REQUESTS = Number(process.env.BENCH_COST_REQUESTS ?? (SMOKE ? 30 : 100));
 
 /** One ledger entry a minute for every resource, ending now, written straight into the stopped Slipway's store. */
-async function seedLedger(env: Record<string, string>, workspaceId: string): Promise<number> {
+async function seedLedger(env: Record<string, string>, workspaceId: string, serviceIds: string[]): Promise<number> {
   const store = await openStore(loadConfig({ ...process.env, ...env }));
   try {
-    // As the meter writes them: every resource's minute, one minute after another (ids follow time).
+    // As the meter writes them: every resource's minute, one minute after another (ids follow time). The datastores
+    // stand for deleted ones (real ones would start 10 servers).
     const resources = [
-      ...Array.from({ length: SERVICES }, (_, i) => `('srv-bench-${i}', 'instance_seconds', 'starter')`),
+      ...serviceIds.map((id) => `('${id}', 'instance_seconds', 'starter')`),
       ...Array.from({ length: DATASTORES / 2 }, (_, i) => `('dpg-bench-${i}', 'datastore_seconds', 'basic_1gb')`),
       ...Array.from({ length: DATASTORES / 2 }, (_, i) => `('red-bench-${i}', 'datastore_seconds', 'starter')`),
     ];
@@ -62,15 +64,29 @@ async function benchStore(store: string, env: Record<string, string>) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-cost-'));
   try {
     const first = await startSlipway(env, { dataDir });
-    const user = await signUp(first.url).finally(() => first.stop());
+    const { user, serviceIds } = await (async () => {
+      const user = await signUp(first.url);
+      const serviceIds: string[] = [];
+      for (let i = 0; i < SERVICES; i++) {
+        const body = { type: 'web_service', name: `bench-${i}`, serviceDetails: { runtime: 'node', plan: 'starter' } };
+        serviceIds.push((await user.call('POST', '/v1/services', body)).service.id as string);
+      }
+      return { user, serviceIds };
+    })().finally(() => first.stop());
     log(`[${store}] writing ${DAYS} days of usage for ${SERVICES + DATASTORES} resources`);
     const started = Date.now();
-    const rows = await seedLedger({ ...env, SLIPWAY_DATA_DIR: dataDir }, user.workspaceId);
+    const rows = await seedLedger({ ...env, SLIPWAY_DATA_DIR: dataDir }, user.workspaceId, serviceIds);
     log(`[${store}] ${rows} ledger entries in ${((Date.now() - started) / 1000).toFixed(1)} s; restarting slipway`);
     const slipway = await startSlipway(env, { dataDir });
     try {
       const estimateUrl = `${slipway.url}/v1/workspaces/${user.workspaceId}/cost-estimate`;
-      const first = (await (await fetch(estimateUrl, { headers: user.headers })).json()) as Record<string, string>;
+      const first = (await (await fetch(estimateUrl, { headers: user.headers })).json()) as {
+        startTime: string;
+        endTime: string;
+        projection: unknown[];
+      };
+      if (first.projection?.length !== SERVICES)
+        throw new Error(`the estimate projects ${first.projection?.length} services, not ${SERVICES}`);
       const usageUrl = `${slipway.url}/v1/usage?ownerId=${user.workspaceId}&startTime=${first.startTime}&endTime=${first.endTime}`;
       const usage: number[] = [];
       const estimate: number[] = [];
