@@ -75,6 +75,8 @@ export interface Config {
   healthCheckTimeoutSeconds: number;
   /** Artifacts (and uploaded sources) kept per service for rollback; older ones are deleted. */
   keepArtifacts: number;
+  /** Per service, what its artifacts, uploads and build disk may take in MiB (SLIPWAY_SERVICE_DISK_MB); older artifacts go first. */
+  serviceDiskMb: number;
   /** How often the supervisor looks for crashed instances. */
   crashCheckMs: number;
   /** First restart delay after a crash; it doubles per crash in the window (max 60 s). */
@@ -322,6 +324,7 @@ export function loadConfig(env: Env = process.env): Config {
     diskLimitMb: optionalPositive(env, 'SLIPWAY_DISK_LIMIT_MB', 1_048_576), // 1 TiB: bwrap's --size takes no exponent notation
     healthCheckTimeoutSeconds: int(env, 'SLIPWAY_HEALTH_CHECK_TIMEOUT_SECONDS', 300),
     keepArtifacts: Math.max(1, int(env, 'SLIPWAY_KEEP_ARTIFACTS', 5)),
+    serviceDiskMb: Math.max(1, int(env, 'SLIPWAY_SERVICE_DISK_MB', 16_384)),
     crashCheckMs: Math.max(100, int(env, 'SLIPWAY_CRASH_CHECK_MS', 1000)),
     crashBackoffMs: int(env, 'SLIPWAY_CRASH_BACKOFF_MS', 1000),
     blueprintSyncStaleMs: Math.max(300, int(env, 'SLIPWAY_BLUEPRINT_SYNC_STALE_MS', 30_000)),

@@ -50,6 +50,7 @@ import { listenChannel } from './store/notify.js';
 import { LOG_CHANNEL } from './store/repos/logs.js';
 import { createMetrics } from './observability/metrics/index.js';
 import { createUsage } from './observability/usage/index.js';
+import { createDiskStatus } from './observability/usage/disk-status.js';
 import { observeDeploy } from './observability/prometheus.js';
 import { createLocalRuntime } from './runtime/local/index.js';
 import { createRepos, inTransaction } from './store/repos/index.js';
@@ -240,6 +241,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
         buildTimeoutMs: config.buildTimeoutSeconds * 1000,
         healthTimeoutMs: config.healthCheckTimeoutSeconds * 1000,
         keepArtifacts: config.keepArtifacts,
+        serviceDiskMb: config.serviceDiskMb,
         crashCheckMs: config.crashCheckMs,
         crashBackoffMs: config.crashBackoffMs,
         archive,
@@ -410,6 +412,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
           storeKind: store.kind,
           runtime: runtime.capabilities,
           router: router.status,
+          disk: createDiskStatus(repos.usage, config.serviceDiskMb * 1024 * 1024),
         },
         logs,
         metrics: metrics.queries,

@@ -1,4 +1,5 @@
 import type { RouterStatus } from '../wire-router.js';
+import type { DiskStatus } from '../observability/usage/disk-status.js';
 import type { Access } from '../core/access.js';
 import type { ApiKeys } from '../core/api-keys.js';
 import type { AuditLog } from '../core/audit.js';
@@ -67,6 +68,8 @@ export interface HttpDeps {
     runtime: RuntimeCapabilities;
     /** Which data plane serves apps (wire-router.ts). */
     router(): RouterStatus;
+    /** Services' disk use against their budget. */
+    disk(): Promise<DiskStatus>;
   };
   logs: Logs;
   metrics: MetricQueries;

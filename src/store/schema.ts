@@ -189,6 +189,8 @@ export const services = pgTable(
     /** Render's `suspenders`: empty when running. */
     suspenders: jsonb('suspenders').$type<Suspender[]>().notNull().default([]),
     liveDeployId: text('live_deploy_id'),
+    /** What its artifacts, uploads and build disk take on the host's disk, hard links once (measured after each deploy). */
+    diskBytes: bigint('disk_bytes', { mode: 'number' }).notNull().default(0),
     createdAt: createdAt(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },

@@ -18,10 +18,10 @@ export const copyTreeCommand = (from: string, to: string): Command => ({
   env: TOOL_ENV,
 });
 
-/** Disk use in KiB, hard links counted once. */
-export const diskUsageCommand = (dir: string): Command => ({
+/** Disk use in KiB, a line per dir, hard links counted once (across the dirs too). */
+export const diskUsageCommand = (...dirs: string[]): Command => ({
   file: 'du',
-  args: ['-s', '-k', '--', dir],
+  args: ['-s', '-k', '--', ...dirs],
   env: TOOL_ENV,
 });
 

@@ -48,6 +48,7 @@ export interface EngineDeps {
     buildQueue: { concurrency: number; perWorkspace: number; memoryMb: number };
     healthTimeoutMs: number;
     keepArtifacts: number;
+    serviceDiskMb: number;
     crashCheckMs: number;
     crashBackoffMs: number;
   };
@@ -107,6 +108,7 @@ export function createDeployEngine(deps: EngineDeps) {
     cache: deps.buildCache,
     git: deps.git,
     gitToken: deps.gitToken,
+    log,
   });
   const withServiceLock = createKeyedLocks();
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -149,7 +151,13 @@ export function createDeployEngine(deps: EngineDeps) {
     envFor,
     releaseOf,
     rollOver,
-    collectGarbage: createGarbageCollector({ repos, layout, trash, keep: deps.limits.keepArtifacts }),
+    collectGarbage: createGarbageCollector({
+      repos,
+      layout,
+      trash,
+      keep: deps.limits.keepArtifacts,
+      budgetBytes: deps.limits.serviceDiskMb * 1024 * 1024,
+    }),
   });
 
   /** Runs the newest pending deploy of a service, canceling older pending ones, until none is left. */

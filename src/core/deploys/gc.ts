@@ -1,17 +1,21 @@
 import { IN_PROGRESS, PENDING } from '../../store/repos/deploys.js';
 import type { Repos } from '../../store/repos/index.js';
+import { serviceDiskBytes } from './disk-usage.js';
 import type { Layout } from './layout.js';
 import type { Trash } from './trash.js';
 
 /**
  * Keeps a service's disk bounded: artifacts beyond the newest `keep` (never the live one's, nor
- * one a queued rollback will start) and uploaded archives beyond the newest `keep` are deleted.
+ * one a queued rollback will start) and uploaded archives beyond the newest `keep` are deleted; then, while the
+ * service takes more than `budgetBytes`, its older uploads and oldest kept artifacts too (docs/deploys.md, "Artifacts and disk").
+ * What it takes then is recorded (usage and /status report it).
  */
 export function createGarbageCollector(deps: {
   repos: Pick<Repos, 'services' | 'deploys'>;
   layout: Layout;
   trash: Trash;
   keep: number;
+  budgetBytes: number;
 }) {
   const { repos, layout } = deps;
   return async function collectGarbage(serviceId: string) {
@@ -27,13 +31,28 @@ export function createGarbageCollector(deps: {
     const owners = (await repos.deploys.withArtifacts(serviceId, keep)).filter(
       (d) => !d.artifactOf && !PENDING.includes(d.status) && !IN_PROGRESS.includes(d.status),
     );
-    for (const old of owners.slice(Math.max(0, deps.keep - keep.length))) {
-      deps.trash.discard(layout.artifactDir(serviceId, old.id));
-      await repos.deploys.update(old.id, { artifactDeleted: true });
+    const discard = async (deployId: string) => {
+      deps.trash.discard(layout.artifactDir(serviceId, deployId));
+      await repos.deploys.update(deployId, { artifactDeleted: true });
+    };
+    const kept = owners.slice(0, Math.max(0, deps.keep - keep.length));
+    for (const old of owners.slice(kept.length)) await discard(old.id);
+    const sources = await repos.deploys.listSources(serviceId);
+    const dropSource = async (id: string) => {
+      deps.trash.discard(layout.sourceFile(serviceId, id));
+      await repos.deploys.deleteSource(id);
+    };
+    for (const source of sources.slice(deps.keep)) await dropSource(source.id);
+    const keptSources = sources.slice(1, deps.keep); // the newest upload stays: a redeploy builds it again
+    let used = await serviceDiskBytes(layout, serviceId);
+    // Newest first in both lists: the oldest go first, uploads (a rollback needs none) before artifacts, and never the
+    // live artifact nor one a queued rollback waits for.
+    while (used !== undefined && used > deps.budgetBytes && keptSources.length + kept.length > 0) {
+      const source = keptSources.pop();
+      if (source) await dropSource(source.id);
+      else await discard(kept.pop()!.id);
+      used = await serviceDiskBytes(layout, serviceId);
     }
-    for (const source of (await repos.deploys.listSources(serviceId)).slice(deps.keep)) {
-      deps.trash.discard(layout.sourceFile(serviceId, source.id));
-      await repos.deploys.deleteSource(source.id);
-    }
+    if (used !== undefined) await repos.services.setDiskBytes(serviceId, used);
   };
 }

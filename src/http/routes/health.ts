@@ -116,6 +116,19 @@ export function healthRoutes({ health, datastores }: HttpDeps) {
                 Type.Object({ pid: Type.Integer(), adopted: Type.Boolean(), workers: Type.Integer() }),
               ),
             }),
+            disk: Type.Optional(
+              Type.Object(
+                {
+                  serviceBudgetBytes: Type.Integer(),
+                  servicesBytes: Type.Integer(),
+                  servicesOverBudget: Type.Integer(),
+                },
+                {
+                  description:
+                    "Services' disk use (artifacts, uploads, build disks) and each one's budget; absent while the store is down",
+                },
+              ),
+            ),
             updatedAt: Timestamp,
           }),
         },
@@ -132,6 +145,7 @@ export function healthRoutes({ health, datastores }: HttpDeps) {
           components: list,
           ...machineStatus(health.runtime, datastores),
           router: health.router(),
+          ...(store.status === 'ok' ? { disk: await health.disk().catch(() => undefined) } : {}),
           updatedAt: new Date().toISOString(),
         };
       },

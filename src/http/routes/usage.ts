@@ -15,6 +15,10 @@ const Figures = {
   bandwidthGB: Type.Number({ description: 'bandwidthBytes in decimal gigabytes (10^9 bytes)' }),
   datastoreHours: Type.Number({ description: 'Postgres and key-value time while not suspended, in hours' }),
   datastoreHoursByPlan: ByPlan,
+  diskBytes: Type.Number({
+    description:
+      "Services' disk use now, whatever the period: artifacts and uploads (hard links once) and build disks; each service's budget is SLIPWAY_SERVICE_DISK_MB",
+  }),
 };
 const UsageBody = Type.Object(
   {

@@ -11,6 +11,8 @@ export interface UsageFigures {
   bandwidthGB: number;
   datastoreHours: number;
   datastoreHoursByPlan: Record<string, number>;
+  /** Services' disk use now (artifacts, uploads, build disk; services.disk_bytes), whatever the period. */
+  diskBytes: number;
 }
 
 export type ResourceType = 'service' | 'postgres' | 'key_value';
@@ -32,6 +34,7 @@ const empty = (): UsageFigures => ({
   bandwidthGB: 0,
   datastoreHours: 0,
   datastoreHoursByPlan: {},
+  diskBytes: 0,
 });
 
 const typeOf = (resourceId: string): ResourceType =>
@@ -60,28 +63,25 @@ function add(f: UsageFigures, row: UsageTotalRow) {
 }
 
 /** Totals of the ledger over a period, per workspace and per resource (GET /v1/usage). */
-export function createUsageReports(repo: Pick<UsageRepo, 'totals' | 'names'>) {
+export function createUsageReports(repo: Pick<UsageRepo, 'totals' | 'names' | 'disk'>) {
   return {
     /** `workspaceIds` undefined: every workspace (the operator). */
     async report(q: { workspaceIds: string[] | undefined; start: Date; end: Date }): Promise<UsageReport> {
-      const rows = await repo.totals(q);
+      const [rows, disk] = await Promise.all([repo.totals(q), repo.disk(q.workspaceIds)]);
       const totals = empty();
       const workspaces = new Map<string, UsageReport['workspaces'][number]>();
       const resources = new Map<string, UsageReport['resources'][number]>();
       for (const ws of q.workspaceIds ?? []) workspaces.set(ws, { ownerId: ws, ...empty() });
-      for (const row of rows) {
-        add(totals, row);
-        let w = workspaces.get(row.workspaceId);
-        if (!w) workspaces.set(row.workspaceId, (w = { ownerId: row.workspaceId, ...empty() }));
-        add(w, row);
-        let r = resources.get(row.resourceId);
+      const figuresOf = (workspaceId: string, resourceId: string) => {
+        let w = workspaces.get(workspaceId);
+        if (!w) workspaces.set(workspaceId, (w = { ownerId: workspaceId, ...empty() }));
+        let r = resources.get(resourceId);
         if (!r)
-          resources.set(
-            row.resourceId,
-            (r = { resourceId: row.resourceId, ownerId: row.workspaceId, type: typeOf(row.resourceId), ...empty() }),
-          );
-        add(r, row);
-      }
+          resources.set(resourceId, (r = { resourceId, ownerId: workspaceId, type: typeOf(resourceId), ...empty() }));
+        return [totals, w, r];
+      };
+      for (const row of rows) for (const f of figuresOf(row.workspaceId, row.resourceId)) add(f, row);
+      for (const s of disk) for (const f of figuresOf(s.workspaceId, s.id)) f.diskBytes += s.diskBytes;
       const names = await repo.names([...resources.keys()]);
       for (const r of resources.values()) {
         const name = names.get(r.resourceId);

@@ -71,6 +71,10 @@ export function createServiceRepo(db: Db) {
         .returning();
       return row;
     },
+    /** The service's measured disk use: not a change the user made, so updatedAt stays. */
+    async setDiskBytes(id: string, diskBytes: number): Promise<void> {
+      await db.update(services).set({ diskBytes }).where(eq(services.id, id));
+    },
     async delete(id: string): Promise<void> {
       await db.delete(services).where(eq(services.id, id));
     },

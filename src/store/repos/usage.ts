@@ -204,6 +204,31 @@ export function createUsageRepo(db: Db) {
       return new Map([...s, ...d].map((r) => [r.id, r.name]));
     },
 
+    /** Services' disk use now (services.disk_bytes), of the given workspaces (undefined: all): a gauge, not a period's sum. */
+    async disk(workspaceIds: string[] | undefined): Promise<{ id: string; workspaceId: string; diskBytes: number }[]> {
+      if (workspaceIds?.length === 0) return [];
+      const rows = await db
+        .select({ id: services.id, workspaceId: services.workspaceId, diskBytes: services.diskBytes })
+        .from(services)
+        .where(
+          workspaceIds
+            ? sql`${inArray(services.workspaceId, workspaceIds)} and ${services.diskBytes} > 0`
+            : sql`${services.diskBytes} > 0`,
+        );
+      return rows;
+    },
+
+    /** All services' disk use, and how many take more than `budgetBytes` (GET /status). */
+    async diskTotals(budgetBytes: number): Promise<{ usedBytes: number; overBudget: number }> {
+      const [row] = await db
+        .select({
+          usedBytes: sql<string>`coalesce(sum(${services.diskBytes}), 0)`,
+          overBudget: sql<string>`count(*) filter (where ${services.diskBytes} > ${budgetBytes})`,
+        })
+        .from(services);
+      return { usedBytes: Number(row?.usedBytes ?? 0), overBudget: Number(row?.overBudget ?? 0) };
+    },
+
     /** Workspaces of services (bandwidth is counted by service id). */
     async serviceWorkspaces(
       ids: string[],

@@ -1,0 +1,1 @@
+ALTER TABLE "services" ADD COLUMN "disk_bytes" bigint DEFAULT 0 NOT NULL;
