@@ -1,3 +1,6 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { deployFixture, viaRouter } from './helpers/apps.js';
 import { signUp } from './helpers/client.js';
@@ -64,6 +67,26 @@ describe("Render's apps, unchanged", () => {
       /listens on localhost:3000 only, not on \$PORT \(10000\); listen on 0\.0\.0\.0/,
     );
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('create-react-app, a static site, goes live with an artifact of its build/ only, its hashed bundles cached for a year', async () => {
+    const owner = await signUp(t.api);
+    const { service, deploy } = await deployFixture(t.api, owner, 'create-react-app', {
+      type: 'static_site',
+      serviceDetails: { buildCommand: 'npm run build', publishPath: 'build' },
+    });
+    expect(deploy.status, deploy.failureReason).toBe('live');
+    const page = await viaRouter(t.server.slipway.routerPort, service.slug, '/');
+    const bundle = /src="(\/static\/js\/main\.[0-9a-f]{8}\.js)"/.exec(page.text)?.[1];
+    expect(bundle).toBeDefined();
+    const js = await viaRouter(t.server.slipway.routerPort, service.slug, bundle!);
+    expect(js.text).toContain('Learn React');
+    expect(js.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    // The build left 16 MiB of cache in node_modules/.cache beside a few KB of build/: the artifact holds build/ only.
+    const artifact = path.join(t.server.dataDir, 'services', service.id, 'artifacts', deploy.id);
+    expect(readdirSync(artifact)).toEqual(['build']);
+    const kib = Number(execFileSync('du', ['-s', '-k', '--', artifact], { encoding: 'utf8' }).split('\t')[0]);
+    expect(kib).toBeLessThan(100);
   });
 
   it("hints at the cause a failed start's output shows: a missing module, file, command or directory", async () => {
