@@ -133,6 +133,7 @@ export const inProcessConfig = (dataDir: string, extra: Record<string, string> =
 export interface RunningSlipway {
   url: string;
   pid: number;
+  dataDir: string;
   /** Stops the child (SIGTERM, then SIGKILL) and removes its temp data dir (not one the caller passed). Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -230,7 +231,7 @@ async function startOnce(extraEnv: Record<string, string>, options: { dataDir?: 
     await stop();
     throw err;
   }
-  return { url, pid: child.pid!, stop };
+  return { url, pid: child.pid!, dataDir, stop };
 }
 
 async function waitForHealth(url: string, child: ChildProcess, output: () => string): Promise<void> {

@@ -31,7 +31,7 @@ const PROBE_TIMEOUT_MS = 2000;
  * How often a failing check reads the app's listeners (docs/deploys.md, "Port detection"): an app on loopback only
  * fails at once, not at the timeout minutes later; one on another port is routed there.
  */
-const LISTENERS_EVERY_MS = 500;
+const LISTENERS_EVERY_MS = 250;
 
 function httpProbe(host: string, port: number, path: string, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {

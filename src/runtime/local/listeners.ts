@@ -15,7 +15,7 @@ const IPV6_LOOPBACK = '00000000000000000000000001000000';
 /**
  * The TCP ports listened on in the network namespace of `pid` (/proc/<pid>/net/tcp and tcp6: in a namespace of the
  * app's own, every socket there is the app's). Undefined when unreadable, or when the table is too large to read on
- * the event loop every half second (an app with thousands of sockets gets no port detection rather than a stall).
+ * the event loop four times a second (an app with thousands of sockets gets no port detection rather than a stall).
  */
 export function listenersOf(pid: number): Listener[] | undefined {
   const tcp = readCapped(`/proc/${pid}/net/tcp`);
