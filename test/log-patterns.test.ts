@@ -2,26 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseLogFilter } from '../src/observability/logs/filters.js';
 import { regexProblem } from '../src/observability/logs/patterns.js';
-import type { LogRow } from '../src/store/repos/logs.js';
-
-const row = (message: string, extra: Partial<LogRow> = {}): LogRow => ({
-  id: 1,
-  tsUs: 1,
-  workspaceId: 'tea-a',
-  resourceId: 'srv-a',
-  instanceId: null,
-  deployId: null,
-  type: 'app',
-  level: 'info',
-  message,
-  method: null,
-  path: null,
-  statusCode: null,
-  host: null,
-  durationMs: null,
-  bytes: null,
-  ...extra,
-});
+import { logRow } from './helpers/log-row.js';
 
 describe('regexProblem', () => {
   it.each([
@@ -65,15 +46,15 @@ describe('regexProblem', () => {
 describe('parseLogFilter', () => {
   it('matches in memory as the rules say, with 400s naming the rule', () => {
     const { matches } = parseLogFilter('tea-a', { text: ['/error|warn/'] });
-    expect([matches(row('an error here')), matches(row('warn: slow')), matches(row('info: fine'))]).toEqual([
+    expect([matches(logRow('an error here')), matches(logRow('warn: slow')), matches(logRow('info: fine'))]).toEqual([
       true,
       true,
       false,
     ]);
-    expect(parseLogFilter('tea-a', { path: ['/api/*'] }).matches(row('x', { path: '/api/v1' }))).toBe(true);
-    expect(parseLogFilter('tea-a', { path: ['/api/*'] }).matches(row('x', { path: '/v1/api/' }))).toBe(false);
-    expect(parseLogFilter('tea-a', { text: ['a*c'] }).matches(row('xxabcxx'))).toBe(true);
-    expect(parseLogFilter('tea-a', { statusCode: ['5*'] }).matches(row('x', { statusCode: 503 }))).toBe(true);
+    expect(parseLogFilter('tea-a', { path: ['/api/*'] }).matches(logRow('x', { path: '/api/v1' }))).toBe(true);
+    expect(parseLogFilter('tea-a', { path: ['/api/*'] }).matches(logRow('x', { path: '/v1/api/' }))).toBe(false);
+    expect(parseLogFilter('tea-a', { text: ['a*c'] }).matches(logRow('xxabcxx'))).toBe(true);
+    expect(parseLogFilter('tea-a', { statusCode: ['5*'] }).matches(logRow('x', { statusCode: 503 }))).toBe(true);
     expect(() => parseLogFilter('tea-a', { text: ['/(a+)+/'] })).toThrow(
       /text: "\/\(a\+\)\+\/" is refused: nested quantifiers/,
     );
@@ -87,16 +68,28 @@ describe('parseLogFilter', () => {
     const { matches, narrows } = parseLogFilter('tea-a', { text: ['50%_done'] });
     expect(narrows).toBe(true);
     expect(parseLogFilter('tea-a', { resource: ['srv-a'] }).narrows).toBe(false);
-    expect([matches(row('at 50%_done now')), matches(row('at 50x done'))]).toEqual([true, false]);
+    expect([matches(logRow('at 50%_done now')), matches(logRow('at 50x done'))]).toEqual([true, false]);
     const many = Array.from({ length: 5 }, (_, i) => `${i}`.padEnd(500, 'x'));
     expect(() => parseLogFilter('tea-a', { text: many })).toThrow(/total at most 2048 characters \(got 2500\)/);
     expect(() => parseLogFilter('tea-a', { text: many.slice(0, 4) })).not.toThrow();
   });
 
+  it("reads JavaScript's escapes as JavaScript does, and refuses with RE2's reason what it cannot run", () => {
+    const matches = (pattern: string, message: string) =>
+      parseLogFilter('tea-a', { text: [`/${pattern}/`] }).matches(logRow(message));
+    expect(matches('\\u0041\\x42\\/', 'xAB/y')).toBe(true);
+    expect(matches('a\\cJb', 'a\nb')).toBe(true);
+    expect(matches('a.b', 'a\nb')).toBe(true); // `.` matches a newline, as in Postgres
+    expect(matches('^.$', '\u{1F600}')).toBe(true); // one code point, as with JavaScript's u flag
+    expect(() => parseLogFilter('tea-a', { text: ['/[\\b]/'] })).toThrow(
+      'text: "/[\\\\b]/" is not supported: invalid escape sequence: \\b', // the value as JSON, so \\ twice
+    );
+  });
+
   it('runs an accepted pattern in linear time (a backtracking engine takes seconds on this)', () => {
     const { matches } = parseLogFilter('tea-a', { text: ['/\\d*\\d*x/', '*1*x'] });
     const started = performance.now();
-    expect(matches(row('1'.repeat(3000)))).toBe(false);
+    expect(matches(logRow('1'.repeat(3000)))).toBe(false);
     expect(performance.now() - started).toBeLessThan(250);
   });
 });

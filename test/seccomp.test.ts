@@ -109,7 +109,7 @@ describe('seccomp filter', () => {
   ] as const)('%s numbers match the kernel headers (skipped where they are not installed)', (arch, header) => {
     const numbers = headerNumbers(header);
     if (!numbers) {
-      // The headers come with the C toolchain CI installs (for re2): missing there, this test would prove nothing.
+      // The headers come with linux-libc-dev, which .ci/run installs: missing there, this test would prove nothing.
       if (process.env.SLIPWAY_REQUIRE_SERVICES === '1') throw new Error(`${header} is missing`);
       return;
     }

@@ -1,12 +1,12 @@
-import RE2 from 're2';
+import { linearRegex, type LinearRegex } from '../../lib/linear-regex.js';
 import type { BuildFilter } from '../services/details.js';
 
 /**
- * A glob as Render's buildFilter writes them (`src/**`, `*.md`, `docs/?`), compiled to RE2: `**` crosses
+ * A glob as Render's buildFilter writes them (`src/**`, `*.md`, `docs/?`), compiled to RE2 (lib/linear-regex.ts): `**` crosses
  * slashes, `*` and `?` do not. RE2 runs in time linear in the path, so no tenant's pattern makes a push expensive
  * (a backtracking glob library could be made to).
  */
-function compileGlob(glob: string): RE2 {
+function compileGlob(glob: string): LinearRegex {
   let source = '^';
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!;
@@ -20,7 +20,7 @@ function compileGlob(glob: string): RE2 {
     else if (c === '?') source += '[^/]';
     else source += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
   }
-  return new RE2(`${source}$`);
+  return linearRegex(`${source}$`);
 }
 
 /**

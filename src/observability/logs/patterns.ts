@@ -1,10 +1,10 @@
 import { RegExpParser, visitRegExpAST, type AST } from '@eslint-community/regexpp';
-import RE2 from 're2';
 import { badRequest } from '../../lib/errors.js';
+import { linearRegex, type LinearRegex } from '../../lib/linear-regex.js';
 
 /**
- * The rules a log filter's `/regex/` and `*` wildcard values must follow. Patterns run only in memory, on RE2 (linear
- * in the text it reads; no statement runs one: observability/logs/query.ts), for stored entries and the live tail
+ * The rules a log filter's `/regex/` and `*` wildcard values must follow. Patterns run only in memory, on RE2
+ * (lib/linear-regex.ts: linear in the text it reads; no statement runs one: observability/logs/query.ts), for stored entries and the live tail
  * alike; the rules were made when Postgres ran them too, and are kept: they bound each pattern's size, so what a query
  * costs per byte it reads, and keep one reading of a pattern whatever Slipway version answered before:
  * - at most 256 characters, and a valid JavaScript regular expression in Unicode mode (no
@@ -104,31 +104,31 @@ function expandedSize(node: AST.Node): number {
   }
 }
 
-/** RE2 for the live tail; `s`: `.` matches a newline, as in Postgres. */
-function re2(source: string, what: string): RE2 {
+/** The in-memory matcher, for stored entries and the live tail; `.` matches a newline, as in Postgres. */
+function matcher(source: string, what: string): LinearRegex {
   try {
-    return new RE2(source, 'su');
+    return linearRegex(source, { dotAll: true });
   } catch (err) {
     throw badRequest(`${what}: ${(err as Error).message}`);
   }
 }
 
 /** A checked `/regex/` value: 400 naming the broken rule, else its in-memory matcher. */
-export function compileRegex(name: string, value: string, source: string): RE2 {
+export function compileRegex(name: string, value: string, source: string): LinearRegex {
   const problem = regexProblem(source);
   if (problem) throw badRequest(`${name}: ${JSON.stringify(value)} is refused: ${problem}`);
-  return re2(source, `${name}: ${JSON.stringify(value)} is not supported`);
+  return matcher(source, `${name}: ${JSON.stringify(value)} is not supported`);
 }
 
 const escapeRegex = (v: string) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** A `*` wildcard value's in-memory matcher (anchored unless `substring`). */
-export function compileWildcard(name: string, value: string, substring: boolean): RE2 {
+export function compileWildcard(name: string, value: string, substring: boolean): LinearRegex {
   const parts = value.split('*');
   if (parts.length - 1 > PATTERN_LIMITS.wildcards)
     throw badRequest(
       `${name}: ${JSON.stringify(value)} is refused: at most ${PATTERN_LIMITS.wildcards} * wildcards per value`,
     );
   const body = parts.map(escapeRegex).join('.*');
-  return re2(substring ? body : `^${body}$`, `${name}: ${JSON.stringify(value)}`);
+  return matcher(substring ? body : `^${body}$`, `${name}: ${JSON.stringify(value)}`);
 }
