@@ -20,7 +20,7 @@ export interface StaticRules {
 /**
  * A path pattern as Render writes them: `*` matches anything (slashes included), `:name` one path segment, the rest
  * literally. Compiled to RE2 (lib/linear-regex.ts), whose time is linear in the path, so no pattern makes a request
- * expensive. Finding a match is cheap; the values cost more (an NFA step per character per live wildcard, about ten times
+ * expensive. Finding a match is cheap; the values cost more (an NFA step per character per live wildcard, several times
  * native RE2's: bench/regex.ts), so they are worked out only for a path that matches, and only the first `*` and the
  * first of each `:name` capture (the ones `fillDestination` reads); `**` is one `*`.
  */
