@@ -74,6 +74,7 @@ describe("a static site's header rules", () => {
       { path: 'no-slash', name: 'X-A', value: '1' },
       { path: '/*', name: 'X-A', value: 'line\r\nbreak' },
       { path: '/*', name: 'X-A' },
+      { path: `/${'*a'.repeat(17)}`, name: 'X-A', value: '1' }, // 17 wildcards: each request would pay for them
     ]) {
       const res = await t.api.post(url, bad, owner);
       expect(res.status, JSON.stringify(bad)).toBe(400);
@@ -83,6 +84,13 @@ describe("a static site's header rules", () => {
     expect((await t.api.put(url, [twice, twice], owner)).status).toBe(400);
     expect((await t.api.put(url, Array(101).fill(twice), owner)).status).toBe(400);
     expect((await t.api.get(`${url}?cursor=nonsense`, owner)).status).toBe(400);
+    const wild = await t.api.post(
+      `/v1/services/${id}/routes`,
+      { type: 'rewrite', source: `/${':a/'.repeat(17)}`, destination: '/' },
+      owner,
+    );
+    expect(wild.status).toBe(400);
+    expect(wild.body.message).toMatch(/has 17 wildcards \(\* and :name\); a pattern takes at most 16/);
     expect((await t.api.get(url, owner)).body.map((i: any) => i.header.name)).toEqual(['X-Kept']);
     expect((await router(slug, '/')).headers['x-kept']).toBe('1');
   });

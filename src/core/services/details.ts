@@ -174,8 +174,16 @@ export function mergeDetails(
 }
 
 const MAX_RULES = 100;
+/**
+ * Wildcards (`*`, `:name`) in one path pattern: a real rule has one or two, and the router matches every request's path
+ * against the pattern, in time that grows with both the path's length and the pattern's wildcards.
+ */
+const MAX_WILDCARDS = 16;
 const checkPath = (p: string, field: string) => {
   if (!p.startsWith('/') || p.length > 1024) throw badRequest(`${field} must be a path starting with "/" (max 1024)`);
+  const wildcards = p.match(/\*|:[A-Za-z_]/g)?.length ?? 0;
+  if (wildcards > MAX_WILDCARDS)
+    throw badRequest(`${field} has ${wildcards} wildcards (* and :name); a pattern takes at most ${MAX_WILDCARDS}`);
 };
 /** Static sites' rules: bounded in number and size, names and values a response can carry. */
 function checkRules(d: ServiceDetails) {
