@@ -29,10 +29,11 @@ function previousArtifact(artifactDir: string): string | undefined {
 }
 
 /**
- * Makes a new artifact share its unchanged files with the service's previous one (docs/deploys.md, "Artifacts"), so
+ * Makes a new artifact share its unchanged files with the service's previous one (docs/deploys.md, "Build limits"), so
  * five kept deploys of an app cost little more than one. Artifacts are never written after they are made (mounted
- * read-only for the app), which is what makes sharing an inode safe. Returns what it did not do, if it failed: the
- * artifact is whole either way.
+ * read-only for the app), which is what makes sharing an inode safe, even while instances run from both: a file is
+ * replaced by a rename, and a process that has it open keeps what it opened. Returns why, if it failed: the artifact
+ * is whole either way.
  */
 export async function shareUnchangedFiles(artifactDir: string): Promise<string | undefined> {
   const previous = previousArtifact(artifactDir);

@@ -108,7 +108,6 @@ export function createDeployEngine(deps: EngineDeps) {
     cache: deps.buildCache,
     git: deps.git,
     gitToken: deps.gitToken,
-    log,
   });
   const withServiceLock = createKeyedLocks();
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -157,6 +156,7 @@ export function createDeployEngine(deps: EngineDeps) {
       trash,
       keep: deps.limits.keepArtifacts,
       budgetBytes: deps.limits.serviceDiskMb * 1024 * 1024,
+      log,
     }),
   });
 

@@ -1,5 +1,7 @@
 import { IN_PROGRESS, PENDING } from '../../store/repos/deploys.js';
 import type { Repos } from '../../store/repos/index.js';
+import type { Logger } from '../../lib/logger.js';
+import { shareUnchangedFiles } from './artifact-links.js';
 import { serviceDiskBytes } from './disk-usage.js';
 import type { Layout } from './layout.js';
 import type { Trash } from './trash.js';
@@ -8,7 +10,8 @@ import type { Trash } from './trash.js';
  * Keeps a service's disk bounded: artifacts beyond the newest `keep` (never the live one's, nor
  * one a queued rollback will start) and uploaded archives beyond the newest `keep` are deleted; then, while the
  * service takes more than `budgetBytes`, its older uploads and oldest kept artifacts too (docs/deploys.md, "Artifacts and disk").
- * What it takes then is recorded (usage and /status report it).
+ * A new live artifact first shares its unchanged files with the previous one (artifact-links.ts). What the service
+ * takes then is recorded (usage and /status report it).
  */
 export function createGarbageCollector(deps: {
   repos: Pick<Repos, 'services' | 'deploys'>;
@@ -16,6 +19,7 @@ export function createGarbageCollector(deps: {
   trash: Trash;
   keep: number;
   budgetBytes: number;
+  log?: Pick<Logger, 'warn'>;
 }) {
   const { repos, layout } = deps;
   return async function collectGarbage(serviceId: string) {
@@ -44,6 +48,11 @@ export function createGarbageCollector(deps: {
     };
     for (const source of sources.slice(deps.keep)) await dropSource(source.id);
     const keptSources = sources.slice(1, deps.keep); // the newest upload stays: a redeploy builds it again
+    // After the deploy went live, off its critical path: the live artifact's files become links to the previous one's.
+    if (live && !live.artifactOf) {
+      const notShared = await shareUnchangedFiles(layout.artifactDir(serviceId, live.id));
+      if (notShared) deps.log?.warn({ serviceId, deployId: live.id }, `deploys: ${notShared}`);
+    }
     let used = await serviceDiskBytes(layout, serviceId);
     // Newest first in both lists: the oldest go first, uploads (a rollback needs none) before artifacts, and never the
     // live artifact nor one a queued rollback waits for.

@@ -7,8 +7,6 @@ import type { BuildDisk, Limits } from '../../runtime/types.js';
 import type { BuildPlan } from '../../store/enums.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import type { Logger } from '../../lib/logger.js';
-import { shareUnchangedFiles } from './artifact-links.js';
 import { copyTreeCommand, removeTree, sizeOf } from './build-cache.js';
 import { runBuildStep, type BuildStepDeps } from './build-step.js';
 import { startCommandFor } from './commands.js';
@@ -62,7 +60,6 @@ export function createBuilder(
     git: Git;
     /** A token for the service's repo (a GitHub App installation's), when it has one. */
     gitToken?: (service: ServiceRow) => Promise<string | undefined>;
-    log?: Pick<Logger, 'warn'>;
   },
 ) {
   const { layout, limits, runtime } = deps;
@@ -127,8 +124,6 @@ export function createBuilder(
     mkdirSync(path.dirname(dest), { recursive: true });
     const copied = await run(copyTreeCommand(from, dest), { timeoutMs: COPY_TIMEOUT_MS });
     if (copied.exitCode !== 0) throw new Error(`could not keep the artifact: ${copied.output.trim().slice(-300)}`);
-    const notShared = await shareUnchangedFiles(to);
-    if (notShared) deps.log?.warn({ artifact: to }, `builds: ${notShared}`);
   }
 
   /**
