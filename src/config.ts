@@ -64,8 +64,13 @@ export interface Config {
   buildCacheMb: number;
   /** Build disks, artifact size, builds at once, git's timeout (config-builds.ts). */
   builds: BuildSettings;
-  /** The registry Corepack fetches yarn and pnpm from (SLIPWAY_NPM_REGISTRY); the projects' own installs follow their config. */
+  /**
+   * The registry Corepack fetches yarn and pnpm from, and Slipway the Node.js releases deploys ask for (SLIPWAY_NPM_REGISTRY);
+   * the projects' own installs follow their config.
+   */
   npmRegistry: string;
+  /** Where those Node.js releases are kept, shared by every service (SLIPWAY_NODE_CACHE_DIR; default <data dir>/toolchain/node). */
+  nodeCacheDir: string | undefined;
   /** Given to builds as COREPACK_INTEGRITY_KEYS (SLIPWAY_COREPACK_INTEGRITY_KEYS): `0` where a registry mirror drops npm's signatures. */
   corepackIntegrityKeys: string | undefined;
   /** Processes+threads per instance and build, for every plan (SLIPWAY_PIDS_LIMIT); undefined: the plan's (starter 1,024). */
@@ -320,6 +325,7 @@ export function loadConfig(env: Env = process.env): Config {
     builds: buildSettings(env, Math.max(64, int(env, 'SLIPWAY_BUILD_STARTER_MEMORY_MB', 2048))),
     npmRegistry: env.SLIPWAY_NPM_REGISTRY || 'https://registry.npmjs.org',
     corepackIntegrityKeys: env.SLIPWAY_COREPACK_INTEGRITY_KEYS,
+    nodeCacheDir: env.SLIPWAY_NODE_CACHE_DIR ? path.resolve(env.SLIPWAY_NODE_CACHE_DIR) : undefined,
     pidsLimit: optionalPositive(env, 'SLIPWAY_PIDS_LIMIT', 4_194_304), // the kernel's PID_MAX_LIMIT: pids.max refuses more
     diskLimitMb: optionalPositive(env, 'SLIPWAY_DISK_LIMIT_MB', 1_048_576), // 1 TiB: bwrap's --size takes no exponent notation
     healthCheckTimeoutSeconds: int(env, 'SLIPWAY_HEALTH_CHECK_TIMEOUT_SECONDS', 300),

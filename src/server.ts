@@ -110,6 +110,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
       limits: { pids: config.pidsLimit, diskMb: config.diskLimitMb },
       sandbox: config.sandbox,
       corepack: { registry: config.npmRegistry, integrityKeys: config.corepackIntegrityKeys },
+      nodeCacheDir: config.nodeCacheDir,
       log: systemLog,
     });
     const probed = runtimeReady.then(

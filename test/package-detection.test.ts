@@ -21,14 +21,15 @@ afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force
 const PKG = JSON.stringify({ dependencies: { ms: '^2.1.3' }, scripts: { start: 'node server.js' } });
 
 describe('reading a project', () => {
-  it('picks the lockfile, and keys the cache by its bytes', async () => {
+  it("picks the lockfile, and keys the cache by its bytes and the build's Node version", async () => {
     const dir = project({ 'package.json': PKG, 'yarn.lock': '# yarn lockfile v1\n' });
     const found = detectNodeProject(dir)!;
     expect(found).toMatchObject({ manager: 'yarn', lockfile: 'yarn.lock', berry: false, hasDependencies: true });
-    const key = await dependencyKey(dir, found);
-    expect(await dependencyKey(dir, found)).toBe(key);
+    const key = await dependencyKey(dir, found, '20.11.1');
+    expect(await dependencyKey(dir, found, '20.11.1')).toBe(key);
+    expect(await dependencyKey(dir, found, '18.20.8')).not.toBe(key);
     writeFileSync(path.join(dir, 'yarn.lock'), '# yarn lockfile v1\n\n');
-    expect(await dependencyKey(dir, found)).not.toBe(key);
+    expect(await dependencyKey(dir, found, '20.11.1')).not.toBe(key);
   });
 
   it('follows no link: a package.json, lockfile or Procfile that is a symlink is not read', () => {

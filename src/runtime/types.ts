@@ -115,8 +115,28 @@ export interface RuntimeCapabilities {
   notes: string[];
 }
 
+/** A Node.js release installed for builds and instances (runtime/local/node-install.ts). */
+export interface NodeInstall {
+  version: string;
+  /** Its prefix: bin/node, include/node (the headers native addons build against). */
+  dir: string;
+  binDir: string;
+}
+
+/** The language runtimes a deploy may ask for, beyond what the host has on its PATH. */
+export interface RuntimeTools {
+  /** The host's own Node.js version (`20.11.1`): what runs when a deploy asks for none. */
+  hostNode: string;
+  /**
+   * The Node.js release a request names (`18`, `>=18 <21`, `lts`, `20.11.1`), installed and checked once; the cache
+   * is readable in every build and instance. Rejects with a message for the deploy's failure reason (what is available).
+   */
+  node(request: string, signal?: AbortSignal): Promise<NodeInstall>;
+}
+
 export interface Runtime {
   capabilities: RuntimeCapabilities;
+  tools: RuntimeTools;
   /** Sandboxed like instances, but network allowed and `dir` writable. */
   build(spec: BuildSpec): Promise<RunResult>;
   /** A program run for a tenant besides its build (git), sandboxed and networked as a build (ToolSpec). */

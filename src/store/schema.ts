@@ -233,6 +233,8 @@ export const deploys = pgTable(
     clearCache: boolean('clear_cache').notNull().default(false),
     /** What the deploy runs, frozen at build time so a rollback starts exactly that. */
     startCommand: text('start_command'),
+    /** What its build ran with, and so its instances run with (a Node.js release, a virtualenv); frozen likewise. */
+    toolchain: jsonb('toolchain').$type<DeployToolchain>(),
     buildOutput: text('build_output'),
     failureReason: text('failure_reason'),
     artifactDeleted: boolean('artifact_deleted').notNull().default(false),
@@ -350,6 +352,18 @@ export const envGroupLinks = pgTable(
 );
 
 /** A reference from an env var to a datastore's connection detail, resolved at deploy time. */
+/** A deploy's language runtimes beyond the host's (docs/deploys.md, "Runtime versions"); paths are the artifact's. */
+export interface DeployToolchain {
+  /** The Node.js release the build ran on, first on the instances' PATH; absent: the host's Node. */
+  node?: string;
+  /** The Python the build's virtualenv was made with (`3.11.2`). */
+  python?: string;
+  /** The virtualenv the build installed into, relative to the artifact: the instances' VIRTUAL_ENV. */
+  venv?: string;
+  /** Corepack's downloads the build used (yarn, pnpm), relative to the artifact: the instances' COREPACK_HOME. */
+  corepackHome?: string;
+}
+
 export interface EnvVarRef {
   kind: (typeof DATASTORE_KINDS)[number];
   id: string;

@@ -122,6 +122,8 @@ export async function bootServer(
     SLIPWAY_HEALTH_CHECK_TIMEOUT_SECONDS: '10',
     SLIPWAY_CRASH_CHECK_MS: '200',
     SLIPWAY_CRASH_BACKOFF_MS: '100',
+    // Node.js releases that apps ask for (express-hello-world's engines.node among them), downloaded once per run.
+    SLIPWAY_NODE_CACHE_DIR: inject('nodeCacheDir'),
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...env,
   });

@@ -7,6 +7,8 @@ import type { ServiceRow } from '../../store/repos/services.js';
 import type { BuildCache } from './build-cache.js';
 import { defaultBuildCommand, dependencyKey, detectNodeProject, type NodeProject } from './package-managers.js';
 import { commandFailure, DeployFailure } from './failures.js';
+import { prepareNode } from './toolchains.js';
+import type { DeployToolchain } from '../../store/schema.js';
 
 const OUTPUT_TAIL = 64 * 1024;
 
@@ -24,9 +26,13 @@ export interface BuildStepDeps {
   buildLog?: BuildLog;
 }
 
-/** Where a build runs: its HOME on the build disk, and what to say when that disk filled up (undefined: it did not). */
+/**
+ * Where a build runs: its HOME on the build disk, the repository's root (version files are read there too), and what
+ * to say when that disk filled up (undefined: it did not).
+ */
 export interface BuildPlace {
   home: string;
+  repoRoot: string;
   diskFull(): string | undefined;
 }
 
@@ -40,10 +46,11 @@ function memoryHint(plan: BuildPlan, plans: Record<BuildPlan, Limits>): string {
 
 /**
  * The build command in `workDir` (docs/deploys.md, "Builds"): the service's own, else install + build with the project's
- * package manager; around it the dependency cache (restored before, saved after a successful build).
+ * package manager, on the Node.js release it asks for (toolchains.ts); around it the dependency cache (restored before,
+ * saved after a successful build).
  * Its output goes to the build log and the deploy's buildOutput, with `==>` lines saying what Slipway did.
  * Throws the DeployFailure when the command fails. Returns the node_modules to keep in the cache once the artifact
- * holds its copy (cache.keep).
+ * holds its copy (cache.keep), and what the deploy's instances run with (its toolchain).
  */
 export async function runBuildStep(
   deps: BuildStepDeps,
@@ -52,7 +59,7 @@ export async function runBuildStep(
   workDir: string,
   place: BuildPlace,
   signal: AbortSignal,
-): Promise<{ save?: { key: string; workDir: string } }> {
+): Promise<{ save?: { key: string; workDir: string }; toolchain: DeployToolchain }> {
   const { cache } = deps;
   const details = service.details;
   const toLog = deps.buildLog?.(service, deploy.id);
@@ -67,20 +74,24 @@ export async function runBuildStep(
       await cache.clear(service.id);
       say('Cleared the build cache');
     }
+    const serviceEnv = await deps.buildEnv(service, deploy);
+    const at = { env: serviceEnv, workDir, repoRoot: place.repoRoot };
+    const tools = await prepareNode(deps.runtime.tools, service, at, say, signal);
     const project = detectNodeProject(workDir);
     const cacheable = project?.hasDependencies && !project.vendored;
-    const key = cache?.enabled && cacheable ? await dependencyKey(workDir, project) : undefined;
+    const key = cache?.enabled && cacheable ? await dependencyKey(workDir, project, tools.nodeVersion) : undefined;
     const restored = key ? cache!.restore(service.id, key, workDir) : false;
     if (project) say(`Using ${project.manager}${project.berry ? ' (yarn 2+)' : ''}, ${dependencyWords(project)}`);
     if (restored) say('Restored node_modules from the build cache (same lockfile and package.json)');
     else if (key) say('No build cache for these dependencies');
     const command = details.buildCommand || (project ? defaultBuildCommand(project, restored) : '');
-    if (!command) return { save: key ? { key, workDir } : undefined };
+    const { toolchain } = tools;
+    if (!command) return { save: key ? { key, workDir } : undefined, toolchain };
     const buildPlan = details.buildPlan ?? 'starter';
     const limits = deps.buildPlans[buildPlan];
     say(`Running build command '${command}' (buildPlan ${buildPlan}: ${limits.memoryMb} MiB)`);
     const store = cache?.enabled ? cache.store(service.id, project?.manager) : undefined;
-    const env = { ...store?.env, ...(await deps.buildEnv(service, deploy)) };
+    const env = { ...store?.env, ...serviceEnv, ...tools.env };
     const result = await deps.runtime.build({
       dir: workDir,
       command,
@@ -106,7 +117,7 @@ export async function runBuildStep(
     );
     if (failure) throw failure;
     if (key) say('Saving node_modules to the build cache, after the build');
-    return { save: key ? { key, workDir } : undefined };
+    return { save: key ? { key, workDir } : undefined, toolchain };
   } finally {
     toLog?.end();
     await deps.repo.update(deploy.id, { buildOutput: toStorableText(output) });

@@ -13,6 +13,7 @@ import type { DeployPort } from '../services/services.js';
 import { createCronRunner, type CronDeps } from './cron.js';
 import { mergeEnv, platformEnv, type AppUrls } from './env.js';
 import { createGarbageCollector } from './gc.js';
+import { withDeployToolchain } from './toolchains.js';
 import { createInstances, type Release } from './instances.js';
 import { artifactOwner, type Layout } from './layout.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -96,8 +97,14 @@ export function createDeployEngine(deps: EngineDeps) {
       log.info({ serviceId: service.id, ...detected }, 'deploys: routed to the port the instance opened');
     },
   });
+  /** A build's environment, or (with what its build ran on: its toolchain) an instance's, a pre-deploy's or a cron run's. */
   const envFor = async (service: ServiceRow, deploy: DeployRow | undefined, instance?: { id: string; port?: number }) =>
-    mergeEnv(platformEnv(service, deploy, deps.urls, instance), await deps.layersOf(service.id));
+    withDeployToolchain(
+      mergeEnv(platformEnv(service, deploy, deps.urls, instance), await deps.layersOf(service.id)),
+      deploy?.toolchain,
+      deploy ? layout.artifactDir(service.id, artifactOwner(deploy)) : '',
+      runtime.tools,
+    );
   const build = createBuilder({
     repo: repos.deploys,
     runtime,
@@ -258,6 +265,8 @@ export function createDeployEngine(deps: EngineDeps) {
           clearCache: opts.clearCache ?? false,
           artifactOf: from ? artifactOwner(from) : null,
           startCommand,
+          // The artifact runs on what it was built with.
+          toolchain: from?.toolchain ?? null,
         });
         await events.record(
           {

@@ -123,13 +123,13 @@ export function detectNodeProject(dir: string): NodeProject | undefined {
 }
 
 /**
- * What decides node_modules, hashed: lockfile, package.json, manager, Node's version and platform (the build cache's
- * key). The lockfile is streamed: it may be as large as the archive allows.
+ * What decides node_modules, hashed: lockfile, package.json, manager, the build's Node version and platform (the build
+ * cache's key). The lockfile is streamed: it may be as large as the archive allows.
  */
-export async function dependencyKey(dir: string, project: NodeProject): Promise<string> {
+export async function dependencyKey(dir: string, project: NodeProject, nodeVersion: string): Promise<string> {
   const { manager, berry, lockfile } = project;
   const hash = createHash('sha256');
-  hash.update(JSON.stringify([1, manager, berry, lockfile, process.version, process.platform, process.arch]));
+  hash.update(JSON.stringify([1, manager, berry, lockfile, `v${nodeVersion}`, process.platform, process.arch]));
   hash.update(project.packageJsonText);
   if (lockfile) await pipeline(createReadStream(path.join(dir, lockfile)), hash);
   return hash.digest('hex');

@@ -13,6 +13,7 @@ import { startCommandFor } from './commands.js';
 import { DeployFailure } from './failures.js';
 import { GitError, type Git } from './git.js';
 import type { Layout } from './layout.js';
+import type { DeployToolchain } from '../../store/schema.js';
 
 const MIB = 1024 * 1024;
 const COPY_TIMEOUT_MS = 10 * 60_000;
@@ -135,7 +136,7 @@ export function createBuilder(
     service: ServiceRow,
     deploy: DeployRow,
     signal: AbortSignal,
-  ): Promise<{ startCommand?: string; commit: Partial<DeployRow> }> {
+  ): Promise<{ startCommand?: string; commit: Partial<DeployRow>; toolchain?: DeployToolchain }> {
     const details = service.details;
     if (existsSync(layout.legacyCacheDir(service.id))) await removeTree(layout.legacyCacheDir(service.id));
     const disk = await runtime.mountBuildDisk({
@@ -155,9 +156,10 @@ export function createBuilder(
       const workDir = path.join(src, service.rootDir);
       checkInside(src, workDir, `rootDir "${service.rootDir}"`);
 
-      const place = { home, diskFull: () => diskFullReason(disk, limits) };
+      const place = { home, repoRoot: src, diskFull: () => diskFullReason(disk, limits) };
       // The build sees the commit it builds (RENDER_GIT_COMMIT), known only once the source is fetched.
-      ({ save } = await runBuildStep(stepDeps, service, { ...deploy, ...commit }, workDir, place, signal));
+      let toolchain: DeployToolchain;
+      ({ save, toolchain } = await runBuildStep(stepDeps, service, { ...deploy, ...commit }, workDir, place, signal));
       checkInside(src, workDir, `rootDir "${service.rootDir}"`); // the build may have replaced it
       const artifactDir = layout.artifactDir(service.id, deploy.id);
       if (service.type === 'static_site') {
@@ -175,7 +177,7 @@ export function createBuilder(
           'no start command: set envSpecificDetails.startCommand, add a Procfile web: line or an npm start script',
         );
       await publish(src, artifactDir, disk);
-      return { startCommand, commit };
+      return { startCommand, commit, toolchain };
     } catch (err) {
       save = undefined;
       throw err;

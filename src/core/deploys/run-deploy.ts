@@ -117,14 +117,18 @@ export function createDeployRunner(deps: {
         if (!started) return;
         building = true;
         const buildStart = new Date();
-        const { startCommand, commit } = await deps
+        const { startCommand, commit, toolchain } = await deps
           .build(service, deploy, signal)
           .finally(() => deps.onBuildEnded?.(service, deploy.id, buildStart, new Date()));
         await transitionWith(
           service,
           deploy,
           async (tx) => {
-            await tx.deploys.update(deploy.id, { startCommand: startCommand ?? null, ...commit });
+            await tx.deploys.update(deploy.id, {
+              startCommand: startCommand ?? null,
+              toolchain: toolchain ?? null,
+              ...commit,
+            });
             return true;
           },
           [{ type: 'build_ended', details: { status: 'succeeded' } }],

@@ -7,7 +7,7 @@ import type { BuildSpec, Limits, ToolSpec } from '../types.js';
 import { findProgram } from './capabilities.js';
 import { oomKilled } from './cgroups.js';
 import { openWayTo } from './host-paths.js';
-import { giveTo, giveTreeCommand, type LocalDeps } from './instances.js';
+import { giveTo, giveTreeCommand, toolReadOnlyDirs, withToolchain, type LocalDeps } from './instances.js';
 import { sandboxedCommand, shellQuote } from './sandbox.js';
 
 /** A build's namespace: on its workspace's network when asked (with its hosts file), else with only a way out. */
@@ -75,11 +75,9 @@ async function runJob(deps: LocalDeps, job: Job): Promise<RunResult> {
       mkdirSync(dir, { recursive: true });
       giveTo(dir, policy.runAs);
     }
-    const tools = deps.toolchain;
-    const readOnlyDirs = [...(tools ? [tools.binDir] : []), ...job.readOnlyDirs];
+    const readOnlyDirs = [...toolReadOnlyDirs(deps), ...job.readOnlyDirs];
     if (deps.hostFiles) openWayTo(deps.hostFiles.dataDir, [...writableDirs, ...readOnlyDirs], deps.hostFiles.user);
-    const env: Record<string, string> = { ...tools?.env, HOME: home, ...job.env };
-    if (tools) env.PATH = [tools.binDir, env.PATH].filter(Boolean).join(':');
+    const env = withToolchain(deps, { HOME: home, ...job.env });
     const command = sandboxedCommand(policy, {
       kind: 'build',
       command: job.command,

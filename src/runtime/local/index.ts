@@ -15,10 +15,13 @@ import { createOomRecord } from './oom-record.js';
 import { isRunning } from './proc.js';
 import { stopInstance } from './processes.js';
 import { installCorepackShims, type CorepackSettings } from './toolchain.js';
+import { createNodeInstaller } from './node-install.js';
 import { withOverrides, type LimitOverrides } from './sandbox-limits.js';
 import type { Logger } from '../../lib/logger.js';
 
 export type NetworkMode = 'auto' | 'namespaces' | 'shared';
+
+const DEFAULT_REGISTRY = 'https://registry.npmjs.org';
 
 /** Render's default PORT: every instance has its own namespace, so they can all listen on it. */
 const NAMESPACED_PORT = 10000;
@@ -99,6 +102,8 @@ export async function createLocalRuntime(options: {
   sandbox?: SandboxMode;
   /** Where Corepack fetches yarn and pnpm for builds, and the keys it checks them with (toolchain.ts). */
   corepack?: CorepackSettings;
+  /** Where the Node.js releases deploys ask for are kept (SLIPWAY_NODE_CACHE_DIR; default <data dir>/toolchain/node). */
+  nodeCacheDir?: string;
   log?: Pick<Logger, 'info' | 'warn'>;
 }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir, options.sandbox);
@@ -134,9 +139,19 @@ export async function createLocalRuntime(options: {
     const note = 'this Node has no Corepack: builds cannot run yarn or pnpm (install a Node that bundles it, 14.19+)';
     capabilities.notes.push(note); // reported with the others (logMachineReport, /status)
   }
-  const deps: LocalDeps = { policy, cgroups, log, networks, hostFiles, toolchain };
+  // Node.js releases come from the registry Corepack uses (SLIPWAY_NPM_REGISTRY), and every build and instance reads them.
+  const node = createNodeInstaller({
+    dir: options.nodeCacheDir ?? path.join(options.dataDir, 'toolchain', 'node'),
+    registry: options.corepack?.registry ?? DEFAULT_REGISTRY,
+    log,
+  });
+  const deps: LocalDeps = { policy, cgroups, log, networks, hostFiles, toolchain, toolDirs: [node.dir] };
   return {
     capabilities,
+    tools: {
+      hostNode: process.versions.node,
+      node: (request, signal) => node.resolve(request, signal),
+    },
     build: (spec) => runBuild(deps, { ...spec, limits: withOverrides(spec.limits, options.limits) }),
     runTool: (spec) => runTool(deps, spec),
     mountBuildDisk,

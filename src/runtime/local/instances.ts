@@ -18,9 +18,27 @@ export interface LocalDeps {
   networks: { networks: Networks; nsenterPath: string } | undefined;
   /** Set when apps run as another user without bwrap, so open their files on the host by path (host-paths.ts). */
   hostFiles?: { dataDir: string; user: AppUser };
-  /** yarn and pnpm for builds (toolchain.ts); undefined: this Node has no Corepack. */
+  /** yarn and pnpm for builds and instances (toolchain.ts); undefined: this Node has no Corepack. */
   toolchain?: Toolchain;
+  /** Dirs every build and instance reads (the Node.js releases deploys ask for), bound read-only. */
+  toolDirs?: string[];
 }
+
+/**
+ * A build's or an instance's environment with yarn and pnpm (Corepack's shims) first on its PATH, and Corepack's
+ * settings unless `env` sets its own.
+ */
+export function withToolchain(deps: LocalDeps, env: Record<string, string>): Record<string, string> {
+  const tools = deps.toolchain;
+  if (!tools) return env;
+  return { ...tools.env, ...env, PATH: [tools.binDir, env.PATH].filter(Boolean).join(':') };
+}
+
+/** What a build or an instance reads besides its own files: the shims and the Node.js releases. */
+export const toolReadOnlyDirs = (deps: LocalDeps): string[] => [
+  ...(deps.toolchain ? [deps.toolchain.binDir] : []),
+  ...(deps.toolDirs ?? []),
+];
 
 /** Hands a dir the app must write to the user it runs as. Never follows symlinks. */
 export function giveTo(dir: string, runAs: SandboxPolicy['runAs']): void {
@@ -64,7 +82,11 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
   }
   const { hostFiles } = deps;
   if (hostFiles)
-    openWayTo(hostFiles.dataDir, [spec.sandbox.appDir, cwd, ...scratchDirs, ...writableDirs], hostFiles.user);
+    openWayTo(
+      hostFiles.dataDir,
+      [spec.sandbox.appDir, cwd, ...scratchDirs, ...writableDirs, ...toolReadOnlyDirs(deps)],
+      hostFiles.user,
+    );
   const stdoutPath = path.join(spec.instanceDir, 'stdout.log');
   const stderrPath = path.join(spec.instanceDir, 'stderr.log');
 
@@ -129,7 +151,7 @@ function commandFor(
     command: spec.command,
     env: { HOME: home, ...spec.env },
     cwd,
-    readOnlyDirs: [spec.sandbox.appDir],
+    readOnlyDirs: [spec.sandbox.appDir, ...toolReadOnlyDirs(deps)],
     writableDirs,
     scratchDirs,
     diskBytes: spec.limits.diskMb * 1024 * 1024,

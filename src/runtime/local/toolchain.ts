@@ -2,8 +2,17 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { shellQuote } from './sandbox.js';
 
-/** Each command and the Corepack entry point that runs it. */
-const SHIMS: Record<string, string> = { yarn: 'yarn.js', yarnpkg: 'yarn.js', pnpm: 'pnpm.js', pnpx: 'pnpx.js' };
+/** Each command and the script that runs it, under the Node install's lib/node_modules: Corepack's entry points, npm's. */
+const SHIMS: Record<string, string> = {
+  yarn: 'corepack/dist/yarn.js',
+  yarnpkg: 'corepack/dist/yarn.js',
+  pnpm: 'corepack/dist/pnpm.js',
+  pnpx: 'corepack/dist/pnpx.js',
+  // npm runs on the Node that runs Slipway, whichever Node a deploy asked for (which comes first on its PATH, so its
+  // scripts run on that one): the npm bundled here supports this Node, not always the asked one (npm 11 warns on 18).
+  npm: 'npm/bin/npm-cli.js',
+  npx: 'npm/bin/npx-cli.js',
+};
 
 /** What builds get to run yarn and pnpm: a dir of shims, first on their PATH, and Corepack's settings. */
 export interface Toolchain {
@@ -32,12 +41,13 @@ export function installCorepackShims(
   node = process.execPath,
   extraCaCerts = process.env.NODE_EXTRA_CA_CERTS,
 ): Toolchain | undefined {
-  const dist = path.join(path.dirname(node), '..', 'lib', 'node_modules', 'corepack', 'dist');
-  if (!existsSync(path.join(dist, 'yarn.js'))) return undefined;
+  const modules = path.join(path.dirname(node), '..', 'lib', 'node_modules');
+  if (!existsSync(path.join(modules, SHIMS.yarn!))) return undefined;
   mkdirSync(binDir, { recursive: true });
   chmodSync(binDir, 0o755);
   for (const [name, entry] of Object.entries(SHIMS)) {
-    const script = `#!/bin/sh\nexec ${shellQuote(node)} ${shellQuote(path.join(dist, entry))} "$@"\n`;
+    if (!existsSync(path.join(modules, entry))) continue;
+    const script = `#!/bin/sh\nexec ${shellQuote(node)} ${shellQuote(path.join(modules, entry))} "$@"\n`;
     writeFileSync(path.join(binDir, name), script, { mode: 0o755 });
     chmodSync(path.join(binDir, name), 0o755);
   }
