@@ -7,7 +7,7 @@ import type { ServiceRow } from '../../store/repos/services.js';
 import type { BuildCache } from './build-cache.js';
 import { defaultBuildCommand, dependencyKey, detectNodeProject, type NodeProject } from './package-managers.js';
 import { commandFailure, DeployFailure } from './failures.js';
-import { prepareNode } from './toolchains.js';
+import { builtToolchain, prepareBuildTools, wrapCommand } from './toolchains.js';
 import type { DeployToolchain } from '../../store/schema.js';
 
 const OUTPUT_TAIL = 64 * 1024;
@@ -75,8 +75,15 @@ export async function runBuildStep(
       say('Cleared the build cache');
     }
     const serviceEnv = await deps.buildEnv(service, deploy);
-    const at = { env: serviceEnv, workDir, repoRoot: place.repoRoot };
-    const tools = await prepareNode(deps.runtime.tools, service, at, say, signal);
+    const tools = await prepareBuildTools({
+      tools: deps.runtime.tools,
+      service,
+      env: serviceEnv,
+      workDir,
+      repoRoot: place.repoRoot,
+      say,
+      signal,
+    });
     const project = detectNodeProject(workDir);
     const cacheable = project?.hasDependencies && !project.vendored;
     const key = cache?.enabled && cacheable ? await dependencyKey(workDir, project, tools.nodeVersion) : undefined;
@@ -85,8 +92,7 @@ export async function runBuildStep(
     if (restored) say('Restored node_modules from the build cache (same lockfile and package.json)');
     else if (key) say('No build cache for these dependencies');
     const command = details.buildCommand || (project ? defaultBuildCommand(project, restored) : '');
-    const { toolchain } = tools;
-    if (!command) return { save: key ? { key, workDir } : undefined, toolchain };
+    if (!command) return { save: key ? { key, workDir } : undefined, toolchain: tools.toolchain };
     const buildPlan = details.buildPlan ?? 'starter';
     const limits = deps.buildPlans[buildPlan];
     say(`Running build command '${command}' (buildPlan ${buildPlan}: ${limits.memoryMb} MiB)`);
@@ -94,7 +100,7 @@ export async function runBuildStep(
     const env = { ...store?.env, ...serviceEnv, ...tools.env };
     const result = await deps.runtime.build({
       dir: workDir,
-      command,
+      command: wrapCommand(command, tools),
       env,
       cacheDir: store?.dir,
       homeDir: place.home,
@@ -117,7 +123,7 @@ export async function runBuildStep(
     );
     if (failure) throw failure;
     if (key) say('Saving node_modules to the build cache, after the build');
-    return { save: key ? { key, workDir } : undefined, toolchain };
+    return { save: key ? { key, workDir } : undefined, toolchain: builtToolchain(tools, workDir, service.rootDir) };
   } finally {
     toLog?.end();
     await deps.repo.update(deploy.id, { buildOutput: toStorableText(output) });

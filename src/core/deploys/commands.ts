@@ -13,8 +13,9 @@ const scriptCommand = (script: string) => `PATH="$PWD/node_modules/.bin:$PATH" e
 const BUILTINS = new Set(['install', 'i', 'add', 'remove', 'up', 'upgrade', 'dlx', 'exec', 'ci', 'link']);
 
 /**
- * `npm start`, `yarn start`, `pnpm run web` and the like, when package.json has that script: the script itself.
- * Instances have no yarn or pnpm (Corepack would download them at every start), and npm would add its start-up.
+ * `npm start`, `yarn start`, `pnpm run web` and the like, when package.json has that script: the script itself. The
+ * package manager would add its start-up (npm's ~1.5 s) and a process between the app and its SIGTERM; instances do
+ * have yarn and pnpm, for the commands that are more than a script's name (`cd backend && yarn start`).
  */
 function packageScriptOf(dir: string, command: string): string | undefined {
   const match = /^(?:npm|yarn|pnpm)\s+(?:run(?:-script)?\s+)?([\w:.-]+)$/.exec(command.trim());

@@ -1,3 +1,4 @@
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import type { RuntimeTools } from '../../runtime/types.js';
 import type { DeployToolchain } from '../../store/schema.js';
@@ -13,6 +14,55 @@ export interface BuildTools {
   toolchain: DeployToolchain;
   /** The Node.js version the build runs: the dependency cache's key includes it. */
   nodeVersion: string;
+  /** Shell steps run in the build's sandbox before and after its command (wrapCommand), as the app user. */
+  before: string[];
+  after: string[];
+}
+
+/** A build about to run: its service, the runtime's tools, its variables and dirs, and its log. */
+export interface BuildContext {
+  tools: RuntimeTools;
+  service: ServiceRow;
+  env: Record<string, string>;
+  workDir: string;
+  repoRoot: string;
+  say(line: string): void;
+  signal: AbortSignal;
+}
+
+/** Where a build leaves Corepack's downloads for its instances, in the service's root dir (and so in its artifact). */
+export const COREPACK_COPY = '.corepack';
+
+/**
+ * After the build command: Corepack's downloads (the yarn or pnpm it ran) copied into the build, so that a start
+ * command running them (`cd backend && yarn start`) finds them at once, offline, with nothing to write. Run in the
+ * sandbox: the copy is the tenant's, out of its own files.
+ */
+const KEEP_COREPACK =
+  '{ d="${COREPACK_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/node/corepack}"; ' +
+  `if [ -d "$d/v1" ]; then rm -rf ${COREPACK_COPY} && cp -a "$d" ${COREPACK_COPY}; fi; }`;
+
+/** The build command with the tools' steps around it; its own exit status, when it fails, is the whole's. */
+export const wrapCommand = (command: string, tools: Pick<BuildTools, 'before' | 'after'>): string =>
+  tools.before.length + tools.after.length === 0
+    ? command
+    : [...tools.before, `(\n${command}\n)`, ...tools.after].join(' && ');
+
+/**
+ * What a build needs beyond the service's variables: its Node.js release (prepareNode) and, for a service with
+ * instances, the step that keeps Corepack's downloads for them.
+ */
+export async function prepareBuildTools(build: BuildContext): Promise<BuildTools> {
+  const node = await prepareNode(build);
+  return build.service.type === 'static_site' ? node : { ...node, after: [...node.after, KEEP_COREPACK] };
+}
+
+/** The deploy's toolchain once its build succeeded: with the Corepack downloads it kept, if any. */
+export function builtToolchain(tools: BuildTools, workDir: string, rootDir: string): DeployToolchain {
+  const kept = [path.join(workDir, COREPACK_COPY), path.join(workDir, COREPACK_COPY, 'v1')].every((dir) =>
+    lstatSync(dir, { throwIfNoEntry: false })?.isDirectory(),
+  );
+  return kept ? { ...tools.toolchain, corepackHome: path.join(rootDir, COREPACK_COPY) } : tools.toolchain;
 }
 
 /** Runtimes whose builds and instances get a Node.js version of their own choosing (static sites build with Node too). */
@@ -23,14 +73,9 @@ const usesNode = (service: ServiceRow) => service.type === 'static_site' || serv
  * that asks for none runs on the host's Node, and the log says which ran and why. An unavailable version fails the
  * build with what is available.
  */
-export async function prepareNode(
-  tools: RuntimeTools,
-  service: ServiceRow,
-  at: { env: Record<string, string>; workDir: string; repoRoot: string },
-  say: (line: string) => void,
-  signal: AbortSignal,
-): Promise<BuildTools> {
-  const none: BuildTools = { env: {}, toolchain: {}, nodeVersion: tools.hostNode };
+async function prepareNode(at: BuildContext): Promise<BuildTools> {
+  const { tools, service, say, signal } = at;
+  const none: BuildTools = { env: {}, toolchain: {}, nodeVersion: tools.hostNode, before: [], after: [] };
   if (!usesNode(service)) return none;
   const request = nodeVersionRequest(at.env, at.workDir, at.repoRoot);
   if (!request) {
@@ -51,6 +96,8 @@ export async function prepareNode(
     env: { PATH: [node.binDir, at.env.PATH].filter(Boolean).join(':'), npm_config_nodedir: node.dir },
     toolchain: { node: node.version },
     nodeVersion: node.version,
+    before: [],
+    after: [],
   };
 }
 

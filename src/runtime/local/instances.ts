@@ -149,7 +149,8 @@ function commandFor(
   return sandboxedCommand(deps.policy, {
     kind: 'instance',
     command: spec.command,
-    env: { HOME: home, ...spec.env },
+    // yarn and pnpm at run time too: a start command such as `cd backend && yarn start` finds them, as on Render.
+    env: withToolchain(deps, { HOME: home, ...spec.env }),
     cwd,
     readOnlyDirs: [spec.sandbox.appDir, ...toolReadOnlyDirs(deps)],
     writableDirs,
