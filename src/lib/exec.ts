@@ -23,6 +23,9 @@ export interface Command {
   stdin?: string;
 }
 
+/** Single-quotes a word for /bin/sh. */
+export const shellQuote = (word: string): string => `'${word.replaceAll("'", `'\\''`)}'`;
+
 export interface RunResult {
   exitCode: number | null;
   signal: NodeJS.Signals | null;

@@ -123,6 +123,16 @@ export interface NodeInstall {
   binDir: string;
 }
 
+/** One of the host's Pythons (runtime/local/python.ts). */
+export interface PythonInstall {
+  /** `3.11.2` */
+  version: string;
+  /** The interpreter, visible in builds at this path. */
+  path: string;
+  /** Set when it is not exactly what was asked for (another patch release of the same line). */
+  note?: string;
+}
+
 /** The language runtimes a deploy may ask for, beyond what the host has on its PATH. */
 export interface RuntimeTools {
   /** The host's own Node.js version (`20.11.1`): what runs when a deploy asks for none. */
@@ -132,6 +142,11 @@ export interface RuntimeTools {
    * is readable in every build and instance. Rejects with a message for the deploy's failure reason (what is available).
    */
   node(request: string, signal?: AbortSignal): Promise<NodeInstall>;
+  /**
+   * The host's Python for a request (`3.11`, `3.11.4`; undefined: its python3), able to make a virtualenv. Rejects
+   * with what the host has when it has not that line.
+   */
+  python(request: string | undefined): Promise<PythonInstall>;
 }
 
 export interface Runtime {

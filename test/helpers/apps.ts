@@ -10,8 +10,11 @@ import { dataDirsByRouterPort } from './server.js';
 
 export const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/apps');
 
+/** Files added to a fixture app, or replacing its own, by path: text, or bytes (a wheel). */
+export type ExtraFiles = Record<string, string | Uint8Array>;
+
 /** A .tar.gz of a fixture app, with `extra` files added or replaced (e.g. a VERSION). */
-export async function packFixture(name: string, extra: Record<string, string> = {}): Promise<Buffer> {
+export async function packFixture(name: string, extra: ExtraFiles = {}): Promise<Buffer> {
   const dir = mkdtempSync(path.join(tmpdir(), 'slipway-fixture-'));
   try {
     cpSync(path.join(FIXTURES, name), dir, { recursive: true });
@@ -64,7 +67,7 @@ export async function deployFixture(
   as: Caller,
   fixture: string,
   service: Record<string, unknown> = {},
-  extra: Record<string, string> = {},
+  extra: ExtraFiles = {},
 ) {
   const created = await api.post(
     '/v1/services',

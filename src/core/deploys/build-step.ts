@@ -92,7 +92,8 @@ export async function runBuildStep(
     if (restored) say('Restored node_modules from the build cache (same lockfile and package.json)');
     else if (key) say('No build cache for these dependencies');
     const command = details.buildCommand || (project ? defaultBuildCommand(project, restored) : '');
-    if (!command) return { save: key ? { key, workDir } : undefined, toolchain: tools.toolchain };
+    const toolchain = () => builtToolchain(tools, workDir, service.rootDir);
+    if (!command) return { save: key ? { key, workDir } : undefined, toolchain: toolchain() };
     const buildPlan = details.buildPlan ?? 'starter';
     const limits = deps.buildPlans[buildPlan];
     say(`Running build command '${command}' (buildPlan ${buildPlan}: ${limits.memoryMb} MiB)`);
@@ -123,7 +124,7 @@ export async function runBuildStep(
     );
     if (failure) throw failure;
     if (key) say('Saving node_modules to the build cache, after the build');
-    return { save: key ? { key, workDir } : undefined, toolchain: builtToolchain(tools, workDir, service.rootDir) };
+    return { save: key ? { key, workDir } : undefined, toolchain: toolchain() };
   } finally {
     toLog?.end();
     await deps.repo.update(deploy.id, { buildOutput: toStorableText(output) });

@@ -4,6 +4,7 @@ import type { RuntimeTools } from '../../runtime/types.js';
 import type { DeployToolchain } from '../../store/schema.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { DeployFailure } from './failures.js';
+import { preparePython, VENV } from './python-builds.js';
 import { nodeVersionRequest } from './runtime-versions.js';
 
 /** What a build runs with beyond the service's variables (docs/deploys.md, "Runtime versions"). */
@@ -49,20 +50,25 @@ export const wrapCommand = (command: string, tools: Pick<BuildTools, 'before' | 
     : [...tools.before, `(\n${command}\n)`, ...tools.after].join(' && ');
 
 /**
- * What a build needs beyond the service's variables: its Node.js release (prepareNode) and, for a service with
- * instances, the step that keeps Corepack's downloads for them.
+ * What a build needs beyond the service's variables: its Node.js release (prepareNode) or its virtualenv
+ * (python-builds.ts) and, for a service with instances, the step that keeps Corepack's downloads for them.
  */
 export async function prepareBuildTools(build: BuildContext): Promise<BuildTools> {
-  const node = await prepareNode(build);
-  return build.service.type === 'static_site' ? node : { ...node, after: [...node.after, KEEP_COREPACK] };
+  const tools = build.service.details.runtime === 'python' ? await preparePython(build) : await prepareNode(build);
+  return build.service.type === 'static_site' ? tools : { ...tools, after: [...tools.after, KEEP_COREPACK] };
 }
 
-/** The deploy's toolchain once its build succeeded: with the Corepack downloads it kept, if any. */
+const isDir = (dir: string) => lstatSync(dir, { throwIfNoEntry: false })?.isDirectory() ?? false;
+
+/**
+ * The deploy's toolchain once its build ended: with the Corepack downloads it kept, if any; without the virtualenv
+ * when there is none (no build command ran to make it).
+ */
 export function builtToolchain(tools: BuildTools, workDir: string, rootDir: string): DeployToolchain {
-  const kept = [path.join(workDir, COREPACK_COPY), path.join(workDir, COREPACK_COPY, 'v1')].every((dir) =>
-    lstatSync(dir, { throwIfNoEntry: false })?.isDirectory(),
-  );
-  return kept ? { ...tools.toolchain, corepackHome: path.join(rootDir, COREPACK_COPY) } : tools.toolchain;
+  const { venv, python, ...toolchain }: DeployToolchain = tools.toolchain;
+  if (venv && isDir(path.join(workDir, VENV, 'bin'))) Object.assign(toolchain, { venv, python });
+  const kept = [path.join(workDir, COREPACK_COPY), path.join(workDir, COREPACK_COPY, 'v1')].every(isDir);
+  return kept ? { ...toolchain, corepackHome: path.join(rootDir, COREPACK_COPY) } : toolchain;
 }
 
 /** Runtimes whose builds and instances get a Node.js version of their own choosing (static sites build with Node too). */

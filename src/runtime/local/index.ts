@@ -16,6 +16,7 @@ import { isRunning } from './proc.js';
 import { stopInstance } from './processes.js';
 import { installCorepackShims, type CorepackSettings } from './toolchain.js';
 import { createNodeInstaller } from './node-install.js';
+import { createPythons } from './python.js';
 import { withOverrides, type LimitOverrides } from './sandbox-limits.js';
 import type { Logger } from '../../lib/logger.js';
 
@@ -145,12 +146,14 @@ export async function createLocalRuntime(options: {
     registry: options.corepack?.registry ?? DEFAULT_REGISTRY,
     log,
   });
+  const pythons = createPythons();
   const deps: LocalDeps = { policy, cgroups, log, networks, hostFiles, toolchain, toolDirs: [node.dir] };
   return {
     capabilities,
     tools: {
       hostNode: process.versions.node,
       node: (request, signal) => node.resolve(request, signal),
+      python: (request) => pythons.resolve(request),
     },
     build: (spec) => runBuild(deps, { ...spec, limits: withOverrides(spec.limits, options.limits) }),
     runTool: (spec) => runTool(deps, spec),

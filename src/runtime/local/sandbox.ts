@@ -1,4 +1,4 @@
-import type { Command } from '../../lib/exec.js';
+import { shellQuote, type Command } from '../../lib/exec.js';
 
 /** How apps and builds are wrapped on this machine; decided once by detectCapabilities. */
 export interface SandboxPolicy {
@@ -37,8 +37,8 @@ export interface SandboxedProcess {
   network?: { nsenterPath: string; netnsPath: string; hostsFile?: string; resolvConf?: string };
 }
 
-/** Single-quotes a word for /bin/sh. */
-export const shellQuote = (word: string): string => `'${word.replaceAll("'", `'\\''`)}'`;
+/** Re-exported: the sandbox's callers quote with it. */
+export { shellQuote };
 
 /**
  * Inside bwrap's pid namespace the command runs under this shell (as the app user). When the command exits on its
