@@ -39,7 +39,7 @@ export function wireBlueprints(deps: {
   log: Logger;
   archive: ArchiveLimits;
   git: Git;
-  runtime: Pick<Runtime, 'mountBuildDisk'>;
+  runtime: Pick<Runtime, 'mountBuildDisk' | 'tools'>;
   checkRepo: (repo: string) => string;
   gitToken?: (owner: { workspaceId: string; repo: string }) => Promise<string | undefined>;
   /** A service's custom domains (a file's `domains`). */
@@ -118,6 +118,7 @@ export function wireBlueprints(deps: {
       timeoutMs: deps.config.blueprintParseMs,
       memoryMb: deps.config.blueprintParseMemoryMb,
     }),
+    versionTools: deps.runtime.tools,
     heartbeatMs: Math.max(100, Math.floor(deps.config.blueprintSyncStaleMs / 3)),
     staleMs: deps.config.blueprintSyncStaleMs,
   });

@@ -142,6 +142,8 @@ export interface RuntimeTools {
    * is readable in every build and instance. Rejects with a message for the deploy's failure reason (what is available).
    */
   node(request: string, signal?: AbortSignal): Promise<NodeInstall>;
+  /** The Node.js release a request names, as node() would pick it, without downloading it; rejects likewise. */
+  checkNode(request: string, signal?: AbortSignal): Promise<string>;
   /**
    * The host's Python for a request (`3.11`, `3.11.4`; undefined: its python3), able to make a virtualenv. Rejects
    * with what the host has when it has not that line.

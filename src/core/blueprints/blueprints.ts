@@ -13,6 +13,7 @@ import { overLimits } from './model.js';
 import type { BlueprintParser } from './parse.js';
 import { checkBlueprintPath, readBlueprintFile, type BlueprintSource, type RepoReader } from './source.js';
 import { applyBlueprint, type SyncDeps, type SyncResult } from './sync.js';
+import { versionWarnings, type VersionTools } from './version-warnings.js';
 
 export interface BlueprintInput {
   name: string;
@@ -58,6 +59,8 @@ export function createBlueprints(deps: {
   repos: Omit<RepoReader, 'disk'> & { diskMb: number };
   /** Reads files in worker threads, within their limits (parse.ts). */
   parser: BlueprintParser;
+  /** Checks the runtime versions a file asks for (version-warnings.ts); none: not checked. */
+  versionTools?: VersionTools;
   /** A running sync beats this often; one whose beat stopped for `staleMs` is failed by the next sync or start. */
   heartbeatMs: number;
   staleMs: number;
@@ -128,7 +131,10 @@ export function createBlueprints(deps: {
       }
       const tooMuch = overLimits(model);
       if (tooMuch) throw new Error(tooMuch);
-      const warnings = validation.plan.warnings;
+      const warnings = [
+        ...validation.plan.warnings,
+        ...(await versionWarnings(validation.versions, deps.versionTools)),
+      ];
       const archive = bp.repo ? undefined : { file: archiveFile(bp), sha256: bp.archiveSha256 ?? '' };
       const ctx = { workspaceId: bp.workspaceId, blueprint: { repo: bp.repo, branch: bp.branch, archive } };
       await applyBlueprint(deps.sync, ctx, model, input, async (result) => {
@@ -300,8 +306,16 @@ export function createBlueprints(deps: {
       for (const sync of ended) await repo.update(sync.blueprintId, { status: 'error' });
       return ended.length;
     },
-    /** Render's validation of an uploaded render.yaml (POST /v1/blueprints/validate), off the event loop. */
-    validate: (workspaceId: string, file: Uint8Array) => deps.parser.validate(workspaceId, file),
+    /**
+     * Render's validation of an uploaded render.yaml (POST /v1/blueprints/validate), off the event loop; a valid file's
+     * warnings include the versions it asks for that this Slipway cannot honour.
+     */
+    async validate(workspaceId: string, file: Uint8Array) {
+      const validation = await deps.parser.validate(workspaceId, file);
+      if (validation.valid)
+        validation.plan.warnings.push(...(await versionWarnings(validation.versions, deps.versionTools)));
+      return validation;
+    },
     async close() {
       await Promise.allSettled([...running]);
       await deps.parser.close();

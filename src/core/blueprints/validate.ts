@@ -1,6 +1,6 @@
 import { isMap, isScalar, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import * as spec from './spec.js';
-import { createWalk, type BlueprintError, type BlueprintWarning, type Walk } from './yaml-walk.js';
+import { createWalk, type BlueprintError, type BlueprintWarning, type Finding, type Walk } from './yaml-walk.js';
 
 /** The resources a sync would create or adopt, by name, and what of the file this Slipway would not do. */
 export interface BlueprintPlan {
@@ -14,7 +14,14 @@ export interface Validation {
   valid: boolean;
   errors: BlueprintError[];
   plan: BlueprintPlan;
+  /** The runtime versions the file asks for (NODE_VERSION and the like), which version-warnings.ts checks. Not sent. */
+  versions: VersionAsked[];
 }
+
+/** A version variable's value, where it is, and the runtime of the service it is set on (none for an env group). */
+export type VersionAsked = Finding & { resource: string; runtime?: string; key: string; value: string };
+/** The variables that pick a runtime's version on Render. */
+const VERSION_KEYS = new Set(['NODE_VERSION', 'PYTHON_VERSION', 'ELIXIR_VERSION', 'ERLANG_VERSION']);
 
 type Entries = Map<string, Node | null>;
 const get = (m: Entries | undefined, key: string) => m?.get(key);
@@ -33,6 +40,8 @@ export function validateDocument(text: string): { validation: Validation; doc: D
 function check(doc: Document.Parsed, lines: LineCounter): Validation {
   const w = createWalk(lines);
   const plan: BlueprintPlan = { services: [], databases: [], keyValue: [], envGroups: [], warnings: w.warnings };
+  const versions: VersionAsked[] = [];
+  const fail = (): Validation => ({ valid: false, errors: w.errors, plan, versions: [] });
   if (doc.errors.length > 0) {
     for (const e of doc.errors) {
       const pos = e.linePos?.[0];
@@ -43,20 +52,21 @@ function check(doc: Document.Parsed, lines: LineCounter): Validation {
         column: pos?.col,
       });
     }
-    return { valid: false, errors: w.errors, plan };
+    return fail();
   }
   const root = doc.contents as Node | null;
   if (!isMap(root)) {
     w.error('', root, 'the file must be a mapping with services, databases and envVarGroups (see render.yaml docs)');
-    return { valid: false, errors: w.errors, plan };
+    return fail();
   }
   const top = w.map(root, '', spec.TOP_KEYS);
   const names = { service: new Set<string>(), database: new Set<string>(), group: new Set<string>() };
   const resources = (m: Entries | undefined, path: string) => {
-    if (get(m, 'services')) w.list(get(m, 'services'), `${path}services`, (n, p) => service(w, n, p, plan, names));
+    if (get(m, 'services'))
+      w.list(get(m, 'services'), `${path}services`, (n, p) => service(w, n, p, plan, names, versions));
     if (get(m, 'databases')) w.list(get(m, 'databases'), `${path}databases`, (n, p) => database(w, n, p, plan, names));
     if (get(m, 'envVarGroups'))
-      w.list(get(m, 'envVarGroups'), `${path}envVarGroups`, (n, p) => envGroup(w, n, p, plan, names));
+      w.list(get(m, 'envVarGroups'), `${path}envVarGroups`, (n, p) => envGroup(w, n, p, plan, names, versions));
   };
   resources(top, '');
   if (get(top, 'ungrouped'))
@@ -82,7 +92,7 @@ function check(doc: Document.Parsed, lines: LineCounter): Validation {
   if (get(top, 'previewsExpireAfterDays')) w.int(get(top, 'previewsExpireAfterDays'), 'previewsExpireAfterDays', 1);
   if (get(top, 'version') && w.str(get(top, 'version'), 'version', true) !== '1')
     w.error('version', get(top, 'version'), 'version must be "1"');
-  return { valid: w.errors.length === 0, errors: w.errors, plan };
+  return w.errors.length === 0 ? { valid: true, errors: w.errors, plan, versions } : fail();
 }
 
 /** A resource's name, unique among its kind in the file. */
@@ -95,7 +105,14 @@ function nameOf(w: Walk, m: Entries | undefined, path: string, seen: Set<string>
   return name;
 }
 
-function service(w: Walk, node: Node | null, path: string, plan: BlueprintPlan, names: { service: Set<string> }) {
+function service(
+  w: Walk,
+  node: Node | null,
+  path: string,
+  plan: BlueprintPlan,
+  names: { service: Set<string> },
+  versions: VersionAsked[],
+) {
   const m = w.map(node, path, spec.SERVICE_KEYS, ['name', 'type']);
   if (!m) return;
   const name = nameOf(w, m, path, names.service, 'service') ?? path;
@@ -150,7 +167,9 @@ function service(w: Walk, node: Node | null, path: string, plan: BlueprintPlan, 
   for (const key of ['headers', 'routes'])
     if (get(m, key) && runtime !== 'static')
       w.warn(`${path}.${key}`, get(m, key), name, `${key} rules apply to static sites only: ignored`);
-  if (get(m, 'envVars')) w.list(get(m, 'envVars'), `${path}.envVars`, (n, p) => envVar(w, n, p, false));
+  const asked = (key: string, value: string, at: Finding) =>
+    versions.push({ ...at, resource: name, runtime: runtime === 'static' ? 'node' : runtime, key, value });
+  if (get(m, 'envVars')) w.list(get(m, 'envVars'), `${path}.envVars`, (n, p) => envVar(w, n, p, false, asked));
 
   (keyValue ? plan.keyValue : plan.services).push(name);
   if (type === 'workflow') w.warn(`${path}.type`, get(m, 'type'), name, 'Render Workflows are not supported here');
@@ -194,16 +213,33 @@ function database(w: Walk, node: Node | null, path: string, plan: BlueprintPlan,
   plan.databases.push(name);
 }
 
-function envGroup(w: Walk, node: Node | null, path: string, plan: BlueprintPlan, names: { group: Set<string> }) {
+function envGroup(
+  w: Walk,
+  node: Node | null,
+  path: string,
+  plan: BlueprintPlan,
+  names: { group: Set<string> },
+  versions: VersionAsked[],
+) {
   const m = w.map(node, path, spec.NESTED.envVarGroup!.keys, spec.NESTED.envVarGroup!.required);
   if (!m) return;
   const name = nameOf(w, m, path, names.group, 'env group') ?? path;
-  if (get(m, 'envVars')) w.list(get(m, 'envVars'), `${path}.envVars`, (n, p) => envVar(w, n, p, true));
+  const asked = (key: string, value: string, at: Finding) => versions.push({ ...at, resource: name, key, value });
+  if (get(m, 'envVars')) w.list(get(m, 'envVars'), `${path}.envVars`, (n, p) => envVar(w, n, p, true, asked));
   plan.envGroups.push(name);
 }
 
-/** One of value, generateValue, sync: false, fromDatabase, fromService, or a bare fromGroup (services only). */
-function envVar(w: Walk, node: Node | null, path: string, inGroup: boolean) {
+/**
+ * One of value, generateValue, sync: false, fromDatabase, fromService, or a bare fromGroup (services only). A version
+ * variable's value goes to `asked`.
+ */
+function envVar(
+  w: Walk,
+  node: Node | null,
+  path: string,
+  inGroup: boolean,
+  asked: (key: string, value: string, at: Finding) => void,
+) {
   const m = w.map(node, path, spec.ENV_VAR_KEYS);
   if (!m) return;
   const sources = ['value', 'generateValue', 'sync', 'fromDatabase', 'fromService', 'fromGroup'].filter((k) =>
@@ -222,10 +258,12 @@ function envVar(w: Walk, node: Node | null, path: string, inGroup: boolean) {
     return void w.str(get(m, 'fromGroup'), `${path}.fromGroup`);
   }
   if (!m.has('key')) w.error(`${path}.key`, node, 'key is required');
-  else w.str(get(m, 'key'), `${path}.key`);
+  const key = m.has('key') ? w.str(get(m, 'key'), `${path}.key`) : undefined;
   if (inGroup && (source === 'fromDatabase' || source === 'fromService'))
     w.error(`${path}.${source}`, get(m, source), `an env group takes only value or generateValue, not ${source}`);
-  if (source === 'value') w.str(get(m, 'value'), `${path}.value`, true);
+  const value = source === 'value' ? w.str(get(m, 'value'), `${path}.value`, true) : undefined;
+  if (key && VERSION_KEYS.has(key) && value !== undefined)
+    asked(key, value, { path: `${path}.value`, ...w.at(get(m, 'value')) });
   if (source === 'generateValue' && w.bool(get(m, 'generateValue'), `${path}.generateValue`) === false)
     w.error(`${path}.generateValue`, get(m, 'generateValue'), 'generateValue can only be true');
   if (source === 'sync' && w.bool(get(m, 'sync'), `${path}.sync`) === true)

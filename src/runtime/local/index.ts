@@ -153,6 +153,7 @@ export async function createLocalRuntime(options: {
     tools: {
       hostNode: process.versions.node,
       node: (request, signal) => node.resolve(request, signal),
+      checkNode: (request, signal) => node.check(request, signal),
       python: (request) => pythons.resolve(request),
     },
     build: (spec) => runBuild(deps, { ...spec, limits: withOverrides(spec.limits, options.limits) }),

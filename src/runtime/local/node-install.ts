@@ -25,6 +25,8 @@ const DOWNLOAD_TIMEOUT_MS = 5 * 60_000;
 const INDEX_TIMEOUT_MS = 30_000;
 /** The registry's list of releases is asked again after this long (a new release shows up within it). */
 const INDEX_TTL_MS = 5 * 60_000;
+/** A registry that did not answer is asked again after this long. */
+const INDEX_RETRY_MS = 30_000;
 const TOOL_ENV = { PATH: '/usr/bin:/bin', LC_ALL: 'C' };
 
 interface Dist {
@@ -85,9 +87,32 @@ export function createNodeInstaller(opts: { dir: string; registry: string; log?:
     }
   };
 
-  /** The registry's releases and their tarballs (its abbreviated metadata, about 400 KB), kept INDEX_TTL_MS. */
-  async function releases(): Promise<Map<string, Dist>> {
-    if (index && Date.now() - index.at < INDEX_TTL_MS) return index.releases;
+  /**
+   * The registry's releases and their tarballs (its abbreviated metadata, about 400 KB), kept INDEX_TTL_MS; asked once
+   * however many ask at the same time. A failure is kept INDEX_RETRY_MS, so that builds and validations fail at once
+   * while the registry is unreachable rather than each waiting out its timeout.
+   */
+  let asking: Promise<Map<string, Dist>> | undefined;
+  let failed: { at: number; error: Error } | undefined;
+  function releases(): Promise<Map<string, Dist>> {
+    if (index && Date.now() - index.at < INDEX_TTL_MS) return Promise.resolve(index.releases);
+    if (failed && Date.now() - failed.at < INDEX_RETRY_MS) return Promise.reject(failed.error);
+    asking ??= fetchReleases()
+      .then(
+        (found) => {
+          index = { at: Date.now(), releases: found };
+          failed = undefined;
+          return found;
+        },
+        (err: Error) => {
+          failed = { at: Date.now(), error: err };
+          throw err;
+        },
+      )
+      .finally(() => (asking = undefined));
+    return asking;
+  }
+  async function fetchReleases(): Promise<Map<string, Dist>> {
     const res = await fetch(new URL(PACKAGE, base), {
       headers: { accept: 'application/vnd.npm.install-v1+json' },
       signal: AbortSignal.timeout(INDEX_TIMEOUT_MS),
@@ -99,7 +124,6 @@ export function createNodeInstaller(opts: { dir: string; registry: string; log?:
       const { tarball, integrity } = meta.dist ?? {};
       if (tarball && integrity?.startsWith('sha512-')) found.set(version, { tarball, integrity });
     }
-    index = { at: Date.now(), releases: found };
     return found;
   }
 
@@ -177,39 +201,47 @@ export function createNodeInstaller(opts: { dir: string; registry: string; log?:
     return work;
   }
 
+  /**
+   * The release `request` names: an exact version already here without asking the registry, else the newest match in
+   * the registry's list (with its tarball), else, when the registry cannot be asked, the newest installed match.
+   * Throws a message fit for a deploy's failure reason: what is available when nothing matches.
+   */
+  async function pick(request: string, signal?: AbortSignal): Promise<{ version: string; dist?: Dist }> {
+    const exact = exactRelease(request);
+    if (exact && installOf(exact)) return { version: exact };
+    let known: Map<string, Dist>;
+    try {
+      known = await untilAborted(releases(), signal);
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      // The registry is down: a release already here that matches still builds.
+      const local = resolveRelease(request, installed());
+      if (typeof local === 'string') return { version: local };
+      throw new Error(
+        `the registry (${base}) could not be asked which releases there are: ${(err as Error).message}` +
+          (installed().length ? `; installed here: ${installed().join(', ')}` : ''),
+      );
+    }
+    const version = resolveRelease(request, [...known.keys()]);
+    if (typeof version !== 'string')
+      throw new Error(
+        `it is not available${version ? `: ${version.error}` : ''}. Available: ${newestPerMajor([...known.keys()])
+          .filter((v) => !v.startsWith('0.'))
+          .join(', ')} (the newest of each major; any release of those majors may be named)`,
+      );
+    return { version, dist: known.get(version) };
+  }
+
   return {
     dir,
     installOf,
-    /**
-     * The release `request` names, installed: at once when it is an exact version already here, else after asking the
-     * registry. Throws a message fit for the build's failure reason: what is available when nothing matches.
-     */
+    /** The release `request` names, installed (downloaded and checked once). */
     async resolve(request: string, signal?: AbortSignal): Promise<NodeInstall> {
-      const exact = exactRelease(request);
-      const here = exact && installOf(exact);
-      if (here) return here;
-      let known: Map<string, Dist>;
-      try {
-        known = await untilAborted(releases(), signal);
-      } catch (err) {
-        if (signal?.aborted) throw err;
-        // The registry is down: a release already here that matches still builds.
-        const local = resolveRelease(request, installed());
-        if (typeof local === 'string') return installOf(local)!;
-        throw new Error(
-          `the registry (${base}) could not be asked which releases there are: ${(err as Error).message}` +
-            (installed().length ? `; installed here: ${installed().join(', ')}` : ''),
-        );
-      }
-      const version = resolveRelease(request, [...known.keys()]);
-      if (typeof version !== 'string')
-        throw new Error(
-          `it is not available${version ? `: ${version.error}` : ''}. Available: ${newestPerMajor([...known.keys()])
-            .filter((v) => !v.startsWith('0.'))
-            .join(', ')} (the newest of each major; any release of those majors may be named)`,
-        );
-      return untilAborted(ensure(version, known.get(version)!), signal);
+      const { version, dist } = await pick(request, signal);
+      return installOf(version) ?? untilAborted(ensure(version, dist!), signal);
     },
+    /** The release `request` names, without installing it (a blueprint's validation). */
+    check: async (request: string, signal?: AbortSignal) => (await pick(request, signal)).version,
   };
 }
 export type NodeInstaller = ReturnType<typeof createNodeInstaller>;
