@@ -313,8 +313,21 @@ describe('local runtime', () => {
     expect(await get(port, '/health')).toBe('ok');
 
     const env = await get<Record<string, string>>(port, '/env');
-    // HOME is the runtime's default; PWD is set by /bin/sh itself.
-    expect(env).toEqual({ ...spec.env, HOME: path.join(spec.instanceDir, 'home'), PWD: appDir });
+    // HOME is the runtime's default; PWD is set by /bin/sh itself. Beside them only yarn and pnpm, as builds have
+    // them: Corepack's shims first on the PATH, and Corepack's settings.
+    const extraCa = process.env.NODE_EXTRA_CA_CERTS;
+    expect(env).toEqual({
+      ...spec.env,
+      HOME: path.join(spec.instanceDir, 'home'),
+      PWD: appDir,
+      PATH: `${path.join(dataDir, 'toolchain', 'bin')}:${spec.env.PATH}`,
+      COREPACK_ENABLE_DOWNLOAD_PROMPT: '0',
+      COREPACK_NPM_REGISTRY: 'https://registry.npmjs.org',
+      COREPACK_ENABLE_AUTO_PIN: '0',
+      COREPACK_DEFAULT_TO_LATEST: '0',
+      npm_config_update_notifier: 'false',
+      ...(extraCa && existsSync(extraCa) ? { NODE_EXTRA_CA_CERTS: extraCa } : {}),
+    });
     // Env values (secrets) never show on a command line: any local user can read those in /proc.
     const cmdlines = readdirSync('/proc')
       .filter((e) => /^\d+$/.test(e))
