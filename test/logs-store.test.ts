@@ -187,7 +187,7 @@ describe('GET /v1/logs', () => {
     const entries = await waitFor(
       `${count} entries of ${name}`,
       async () => {
-        const r = (await logs(`resource=${service.id}&direction=forward`)).body.logs as Entry[];
+        const r = (await logs(`resource=${service.id}&type=app&direction=forward`)).body.logs as Entry[];
         return r.length >= count ? r : undefined;
       },
       10_000,
