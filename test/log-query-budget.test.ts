@@ -1,6 +1,6 @@
 /**
- * Issue 29 §2: no log query holds the event loop. Over 20,000 stored lines of 1.5 KB, the issue's query (8 text values
- * `/(x*)(x*)…y/`, 62 groups each) answers within its time budget with what it found, `hasMore` and the window it has
+ * Issue 29 §2: no log query holds the event loop. Over 20,000 stored lines of 1.5 KB, an expensive query (8 text values
+ * `/a[ab]{20}y/`: RE2's worst case, over random a and b) answers within its time budget with what it found, `hasMore` and the window it has
  * not read, while /api/health stays fast; paging on finds every match once; a burst from one workspace waits its turn
  * (or gets 429) without delaying another's; the live tail's replay of the same filter does not hold the loop either.
  */
@@ -12,12 +12,16 @@ import { sampleHealth } from './helpers/health-sampler.js';
 import { waitFor } from './helpers/process.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 
-/** Eight different values (Postgres folds identical ones into one): only the first, ending in y, ever matches. */
-const WORST = [...'yzwvutsr'].map((last) => `/${'(x*)'.repeat(62)}${last}/`);
+/**
+ * Eight different values (Postgres folds identical ones into one): only the first, ending in y, ever matches. The
+ * issue's own query (`/(x*)(x*)…y/`, 62 groups) no longer serves: re2js reads the 30 MB in under 0.1 s. "An `a` 21
+ * characters before the end" over random a and b is RE2's known worst case (its DFA cache thrashes): over a second.
+ */
+const WORST = [...'yzwvutsr'].map((last) => `/a[ab]{20}${last}/`);
 const LINES = 20_000;
 /** Every 1,000th line ends in y: the 20 the worst query finds. */
 const MATCHES = Array.from({ length: LINES / 1000 }, (_, i) => i * 1000);
-const BUDGET_SECONDS = 0.5;
+const BUDGET_SECONDS = 0.25;
 /**
  * Before, health waited out the whole query (seconds: 37 s in the issue). bench/abuse.ts holds p99 to 100 ms with the
  * server in a process of its own; here the server shares the test's loop and the suite's CPU: a bound clear of that noise.
@@ -55,12 +59,14 @@ beforeAll(async () => {
     createService(stranger, 'loop-bystander'),
   ]);
   insertedAt = Date.now();
-  // Line n: "<n> " and 1,500 x, ending in y when n is a multiple of 1,000; even lines are A's, odd B's, 50 ms apart.
+  // Line n: "<n> " and 1,504 random a and b, ending in "a", 20 b and y when n is a multiple of 1,000; even lines are
+  // A's, odd B's, 50 ms apart.
   for (let from = 0; from < LINES; from += 5000)
     await server.slipway.store.executeSql(
       `insert into logs (workspace_id, resource_id, type, level, message, timestamp)
        select $1, case when n % 2 = 0 then $2 else $3 end, 'app', 'info',
-         n || ' ' || repeat('x', 1500) || case when n % 1000 = 0 then 'y' else '' end,
+         n || ' ' || translate((select string_agg(md5(n || '-' || k), '') from generate_series(1, 47) k),
+           '0123456789abcdef', 'aaaaaaaabbbbbbbb') || case when n % 1000 = 0 then 'a' || repeat('b', 20) || 'y' else '' end,
          now() - interval '20 minutes' + n * interval '50 milliseconds'
        from generate_series($4::int, $5::int) n`,
       [owner.workspaceId, serviceA, serviceB, from, Math.min(LINES, from + 5000) - 1],
@@ -91,13 +97,13 @@ const logs = (params: Record<string, string | string[]>, as: TestUser = viewer) 
   api.get(`/v1/logs?${q({ ownerId: as === stranger ? stranger.workspaceId : owner.workspaceId, ...params })}`, as);
 
 describe('a log query within its budget', () => {
-  it("the issue's query answers in about its time budget, cut short with the window left, while /api/health stays fast", async () => {
+  it('an expensive query answers in about its time budget, cut short with the window left, while /api/health stays fast', async () => {
     const health = sampleHealth(server.url);
     const { result: res, ms } = await timed(() => logs({ resource: serviceA, text: WORST, limit: '100' }));
     const checks = await health.stop();
     expect(checks.failures).toEqual([]);
     expect(checks.p99).toBeLessThan(HEALTH_P99_MS);
-    // Checked while the query ran (one check at a time, 20 ms apart: how many fit in its ~0.5 s depends on the load).
+    // Checked while the query ran (one check at a time, 20 ms apart: how many fit in its ~0.25 s depends on the load).
     expect(checks.count).toBeGreaterThan(1);
     expect(ms).toBeLessThan(BUDGET_SECONDS * 1000 + 1500);
     expect(res.status).toBe(200);
