@@ -109,6 +109,7 @@ function npmCiSeconds(): number {
   }
 }
 
+const results: Array<{ app: string } & Awaited<ReturnType<typeof measure>>> = [];
 const slipway = await startSlipway();
 try {
   const { call } = await signUp(slipway.url);
@@ -117,6 +118,7 @@ try {
   for (const app of APPS.filter((a) => !SMOKE || !a.registry)) {
     const m = await measure(call, slipway.dataDir, app);
     baseline ??= m.second;
+    results.push({ app: app.fixture, ...m });
     rows.push([
       app.fixture,
       Math.round(m.first),
@@ -144,4 +146,6 @@ try {
 } finally {
   await slipway.stop();
 }
-if (!SMOKE) log(`npm ci of Slipway from a clean npm cache: ${npmCiSeconds().toFixed(1)} s (target: under 120 s)`);
+const npmCi = SMOKE ? undefined : npmCiSeconds();
+if (npmCi !== undefined) log(`npm ci of Slipway from a clean npm cache: ${npmCi.toFixed(1)} s (target: under 120 s)`);
+console.log(JSON.stringify({ bench: 'real-apps', smoke: SMOKE, kept: KEPT, results, npmCiSeconds: npmCi }));
