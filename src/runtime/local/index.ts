@@ -105,6 +105,8 @@ export async function createLocalRuntime(options: {
   corepack?: CorepackSettings;
   /** Where the Node.js releases deploys ask for are kept (SLIPWAY_NODE_CACHE_DIR; default <data dir>/toolchain/node). */
   nodeCacheDir?: string;
+  /** How many Node.js releases that dir keeps at most (SLIPWAY_NODE_RELEASES_MAX). */
+  nodeReleasesMax?: number;
   log?: Pick<Logger, 'info' | 'warn'>;
 }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir, options.sandbox);
@@ -144,6 +146,7 @@ export async function createLocalRuntime(options: {
   const node = createNodeInstaller({
     dir: options.nodeCacheDir ?? path.join(options.dataDir, 'toolchain', 'node'),
     registry: options.corepack?.registry ?? DEFAULT_REGISTRY,
+    maxReleases: options.nodeReleasesMax,
     log,
   });
   const pythons = createPythons();

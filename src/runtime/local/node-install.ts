@@ -28,6 +28,11 @@ const INDEX_TTL_MS = 5 * 60_000;
 /** A registry that did not answer is asked again after this long. */
 const INDEX_RETRY_MS = 30_000;
 const TOOL_ENV = { PATH: '/usr/bin:/bin', LC_ALL: 'C' };
+/**
+ * Releases kept at most (SLIPWAY_NODE_RELEASES_MAX): the cache is shared by every workspace, and each release is about
+ * 200 MB unpacked, so a tenant naming every release there is (hundreds) must not fill the host's disk.
+ */
+export const DEFAULT_MAX_RELEASES = 12;
 
 interface Dist {
   tarball: string;
@@ -63,8 +68,14 @@ const untilAborted = <T>(work: Promise<T>, signal?: AbortSignal): Promise<T> =>
  * sha512 `integrity` before it is unpacked, and kept in `dir/<version>` (bin/node, include/ for native addons), shared
  * by every service and installed once even when several builds, or several Slipways on one dir, ask at once.
  */
-export function createNodeInstaller(opts: { dir: string; registry: string; log?: Pick<Logger, 'info' | 'warn'> }) {
+export function createNodeInstaller(opts: {
+  dir: string;
+  registry: string;
+  maxReleases?: number;
+  log?: Pick<Logger, 'info' | 'warn'>;
+}) {
   const { dir } = opts;
+  const maxReleases = opts.maxReleases ?? DEFAULT_MAX_RELEASES;
   // Bound read-only into every build and instance, so it must exist, and be readable by the app user.
   mkdirSync(dir, { recursive: true, mode: 0o755 });
   chmodSync(dir, 0o755);
@@ -195,6 +206,14 @@ export function createNodeInstaller(opts: { dir: string; registry: string; log?:
     if (have) return Promise.resolve(have);
     let work = inflight.get(version);
     if (!work) {
+      const kept = installed();
+      if (kept.length + inflight.size >= maxReleases)
+        return Promise.reject(
+          new Error(
+            `this Slipway keeps at most ${maxReleases} Node.js releases (SLIPWAY_NODE_RELEASES_MAX), and has ` +
+              `${kept.join(', ') || 'them being downloaded'}: name one of those (or a range one of them satisfies)`,
+          ),
+        );
       work = install(version, dist).finally(() => inflight.delete(version));
       inflight.set(version, work);
     }
@@ -238,7 +257,13 @@ export function createNodeInstaller(opts: { dir: string; registry: string; log?:
     /** The release `request` names, installed (downloaded and checked once). */
     async resolve(request: string, signal?: AbortSignal): Promise<NodeInstall> {
       const { version, dist } = await pick(request, signal);
-      return installOf(version) ?? untilAborted(ensure(version, dist!), signal);
+      const have = installOf(version);
+      if (have) return have;
+      // At the cap, a kept release the request also matches (`18` when 18.20.4 is kept and 18.20.8 is newer) serves.
+      const full = installed().length + inflight.size >= maxReleases && !inflight.has(version);
+      const kept = full ? resolveRelease(request, installed()) : undefined;
+      if (typeof kept === 'string') return installOf(kept)!;
+      return untilAborted(ensure(version, dist!), signal);
     },
     /** The release `request` names, without installing it (a blueprint's validation). */
     check: async (request: string, signal?: AbortSignal) => (await pick(request, signal)).version,
