@@ -23,6 +23,9 @@ export interface Command {
   stdin?: string;
 }
 
+/** The environment of a system tool Slipway runs for itself (cp, du, tar, hardlink): the system's dirs, the C locale. */
+export const TOOL_ENV: Record<string, string> = { PATH: '/usr/bin:/bin', LC_ALL: 'C' };
+
 /** Single-quotes a word for /bin/sh. */
 export const shellQuote = (word: string): string => `'${word.replaceAll("'", `'\\''`)}'`;
 

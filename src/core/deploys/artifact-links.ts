@@ -1,8 +1,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { run, type Command } from '../../lib/exec.js';
+import { run, type Command, TOOL_ENV } from '../../lib/exec.js';
 
-const TOOL_ENV = { PATH: '/usr/bin:/bin', LC_ALL: 'C' };
 const LINK_TIMEOUT_MS = 5 * 60_000;
 
 /**

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { lstatSync, mkdirSync, readdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
-import { run, type Command } from '../../lib/exec.js';
+import { run, type Command, TOOL_ENV } from '../../lib/exec.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Layout } from './layout.js';
 
-const TOOL_ENV = { PATH: '/usr/bin:/bin', LC_ALL: 'C' };
 const COPY_TIMEOUT_MS = 10 * 60_000;
 
 /**

@@ -12,7 +12,7 @@ import {
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { run } from '../../lib/exec.js';
+import { run, TOOL_ENV } from '../../lib/exec.js';
 import type { Logger } from '../../lib/logger.js';
 import type { NodeInstall } from '../types.js';
 import { exactRelease, newestPerMajor, resolveRelease } from './node-versions.js';
@@ -27,7 +27,6 @@ const INDEX_TIMEOUT_MS = 30_000;
 const INDEX_TTL_MS = 5 * 60_000;
 /** A registry that did not answer is asked again after this long. */
 const INDEX_RETRY_MS = 30_000;
-const TOOL_ENV = { PATH: '/usr/bin:/bin', LC_ALL: 'C' };
 /**
  * Releases kept at most (SLIPWAY_NODE_RELEASES_MAX): the cache is shared by every workspace, and each release is about
  * 200 MB unpacked, so a tenant naming every release there is (hundreds) must not fill the host's disk.
