@@ -41,12 +41,17 @@ function isLoopback(hex: string): boolean {
   return hex === IPV6_LOOPBACK || (hex.startsWith('0000000000000000FFFF0000') && hex.endsWith('7F'));
 }
 
+/**
+ * One buffer for every read: they are synchronous, and every starting instance is read four times a second (a
+ * workspace starting a hundred must not allocate hundreds of megabytes a second).
+ */
+const buffer = Buffer.allocUnsafe(SOCKET_TABLE_BYTES);
+
 /** A /proc file (its size reads as 0, so it is read until its end), at most SOCKET_TABLE_BYTES; undefined when unreadable. */
 function readCapped(file: string): string | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(file, 'r');
-    const buffer = Buffer.alloc(SOCKET_TABLE_BYTES);
     let length = 0;
     for (let n = 1; n > 0 && length < buffer.length; length += n)
       n = readSync(fd, buffer, length, buffer.length - length, null);
