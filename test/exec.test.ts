@@ -1,6 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { run } from '../src/lib/exec.js';
+import { run, spawnDetached } from '../src/lib/exec.js';
 
 const sh = (script: string, env: Record<string, string> = { PATH: '/usr/bin:/bin' }) => ({
   file: '/bin/sh',
@@ -123,5 +125,51 @@ describe('run', () => {
   it.skipIf(process.getuid?.() !== 0)('runs as the given uid/gid (needs root)', async () => {
     const result = await run({ ...sh('id -u; id -g'), uid: 65534, gid: 65534 });
     expect(result.output).toBe('65534\n65534\n');
+  });
+});
+
+describe('the spawner', () => {
+  const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+  const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+
+  it('starts programs from a small process of its own, not from this one (a fork here copies the whole heap)', async () => {
+    const result = await run(sh('echo $PPID'));
+    const parent = Number(result.output.trim());
+    expect(parent).not.toBe(process.pid);
+    expect(cmdline(parent)).toMatch(/spawner-host/);
+    expect(parentOf(parent)).toBe(process.pid);
+  });
+
+  it('is started again when it died; a program it was running ends as killed', async () => {
+    const spawner = Number((await run(sh('echo $PPID'))).output.trim());
+    const running = run(sh('sleep 30'));
+    await new Promise((r) => setTimeout(r, 200));
+    process.kill(spawner, 'SIGKILL');
+    await expect(running).resolves.toMatchObject({ exitCode: null, signal: 'SIGKILL' });
+    const again = Number((await run(sh('echo $PPID'))).output.trim());
+    expect(again).not.toBe(spawner);
+    expect(cmdline(again)).toMatch(/spawner-host/);
+    for (const pid of processesRunning(['sleep', '30'])) process.kill(pid, 'SIGKILL');
+  });
+
+  it('starts a detached program that outlives it, and reports its exit', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'slipway-spawner-'));
+    try {
+      const exited = new Promise<number | null>((resolve) => {
+        void spawnDetached(
+          sh('echo out; echo err >&2; exit 3'),
+          {
+            stdoutPath: path.join(dir, 'out'),
+            stderrPath: path.join(dir, 'err'),
+          },
+          (code) => resolve(code),
+        );
+      });
+      expect(await exited).toBe(3);
+      expect(readFileSync(path.join(dir, 'out'), 'utf8')).toBe('out\n');
+      expect(readFileSync(path.join(dir, 'err'), 'utf8')).toBe('err\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,7 +1,5 @@
-import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import type { Readable, Writable } from 'node:stream';
-import { closeSync, openSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
+import { launch } from './spawner.js';
 
 /** An external program invocation, as data (built by pure functions, run here). */
 export interface Command {
@@ -65,24 +63,6 @@ export function killGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-/** fds 3 and 4 of the child, when it reads from them (a pipe each; an fd it does not use is not opened). */
-const extraFds = (cmd: Command): Array<'pipe' | 'ignore'> =>
-  cmd.fd4Data ? [cmd.fd3Args ? 'pipe' : 'ignore', 'pipe'] : cmd.fd3Args ? ['pipe'] : [];
-function sendExtraFds(cmd: Command, child: ChildProcess) {
-  const send = (fd: number, data: string | Buffer) => {
-    const pipe = child.stdio[fd] as Writable | null;
-    pipe?.on('error', () => undefined); // a child that exits before reading: its exit status tells
-    pipe?.end(data);
-  };
-  if (cmd.fd3Args) send(3, cmd.fd3Args.map((a) => `${a}\0`).join(''));
-  if (cmd.fd4Data) send(4, cmd.fd4Data);
-}
-
-/** detached: a session and process group of its own (without a terminal), so the group can be signalled as a whole. */
-function spawnOptions(cmd: Command): SpawnOptions {
-  return { cwd: cmd.cwd, env: cmd.env, uid: cmd.uid, gid: cmd.gid, detached: true };
-}
-
 /** Keeps the last `max` bytes of everything pushed. */
 class OutputTail {
   private chunks: Buffer[] = [];
@@ -134,13 +114,8 @@ function lineChunker(emit: (chunk: string) => void) {
  */
 export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd.file, cmd.args, {
-      ...spawnOptions(cmd),
-      stdio: [cmd.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...extraFds(cmd)],
-    });
-    sendExtraFds(cmd, child);
-    child.stdin?.on('error', () => undefined); // a program that exits before reading: its exit status tells
-    child.stdin?.end(cmd.stdin);
+    const child = launch({ cmd, stdout: 'pipe', stderr: 'pipe' });
+    let pid: number | undefined;
     const tail = new OutputTail(opts.maxOutputBytes ?? 256 * 1024);
     let idleTimer: NodeJS.Timeout | undefined;
     let stalled = false;
@@ -156,11 +131,9 @@ export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
       tail.push(chunk);
       opts.onOutput?.(chunk);
     };
-    const stdout = lineChunker(emit);
-    const stderr = lineChunker(emit);
+    const output = [lineChunker(emit), lineChunker(emit)] as const;
     // Any byte counts as a sign of life, a progress line without its newline too.
-    child.stdout?.on('data', (data: Buffer) => (watchIdle(), stdout.write(data)));
-    child.stderr?.on('data', (data: Buffer) => (watchIdle(), stderr.write(data)));
+    child.on('data', (fd: 1 | 2, data: Buffer) => (watchIdle(), (fd === 1 ? output[0] : output[1]).write(data)));
 
     let timedOut = false;
     let canceled = false;
@@ -170,11 +143,11 @@ export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
     let drainTimer: NodeJS.Timeout | undefined;
 
     const terminate = (reason: 'timeout' | 'abort') => {
-      if (exited || timedOut || canceled || child.pid === undefined) return;
+      if (exited || timedOut || canceled || pid === undefined) return;
       if (reason === 'timeout') timedOut = true;
       else canceled = true;
-      killGroup(child.pid, 'SIGTERM');
-      killTimer = setTimeout(() => killGroup(child.pid as number, 'SIGKILL'), KILL_AFTER_MS);
+      killGroup(pid, 'SIGTERM');
+      killTimer = setTimeout(() => killGroup(pid as number, 'SIGKILL'), KILL_AFTER_MS);
     };
     const onAbort = () => terminate('abort');
     const clearTimers = () => {
@@ -185,42 +158,40 @@ export function run(cmd: Command, opts: RunOptions = {}): Promise<RunResult> {
       opts.signal?.removeEventListener('abort', onAbort);
     };
 
-    // Errors after a successful spawn only concern signalling through `child`, which we never do.
-    child.on('error', (err) => {
-      if (child.pid !== undefined) return;
+    child.once('error', (err: Error) => {
       clearTimers();
       reject(err);
     });
+    child.once('spawn', (spawned: number) => {
+      pid = spawned;
+      if (exited) return;
+      if (opts.timeoutMs !== undefined) timeoutTimer = setTimeout(() => terminate('timeout'), opts.timeoutMs);
+      watchIdle();
+      if (opts.signal?.aborted) onAbort();
+      else opts.signal?.addEventListener('abort', onAbort, { once: true });
+    });
     child.once('exit', () => {
       exited = true;
-      killGroup(child.pid as number, 'SIGKILL');
+      // Whatever it left running in its group goes with it.
+      if (pid !== undefined) killGroup(pid, 'SIGKILL');
       clearTimeout(idleTimer);
       clearTimeout(timeoutTimer);
       clearTimeout(killTimer);
-      drainTimer = setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-      }, DRAIN_MS);
+      drainTimer = setTimeout(() => child.destroyOutput(), DRAIN_MS);
     });
-    child.once('close', (exitCode, signal) => {
+    child.once('close', (exitCode: number | null, signal: NodeJS.Signals | null) => {
       clearTimers();
-      stdout.end();
-      stderr.end();
+      output[0].end();
+      output[1].end();
       resolve({ exitCode, signal, timedOut, canceled, ...(stalled ? { stalled } : {}), output: tail.toString() });
     });
-
-    if (child.pid === undefined) return; // spawn failed: 'error' follows
-    if (opts.timeoutMs !== undefined) timeoutTimer = setTimeout(() => terminate('timeout'), opts.timeoutMs);
-    watchIdle();
-    if (opts.signal?.aborted) onAbort();
-    else opts.signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
 
 /**
  * Starts `cmd` in its own process group, not tied to this process: stdout/stderr are appended to files (no pipes),
  * so it keeps running when Slipway exits or restarts. Resolves with the pid once it is spawned; `onExit` runs if it
- * exits while Slipway is still up (Node reaps it, so it does not linger as a zombie).
+ * exits while Slipway is still up (it is reaped, so it does not linger as a zombie).
  */
 export function spawnDetached(
   cmd: Command,
@@ -229,42 +200,29 @@ export function spawnDetached(
   /** Resolve only once the program has written to its fd 3 (slirp4netns' `--ready-fd=3`), within this many ms. */
   readyWithinMs?: number,
 ): Promise<number> {
-  const stdoutFd = openSync(files.stdoutPath, 'a', 0o640);
-  const stderrFd = openSync(files.stderrPath, 'a', 0o640);
-  try {
-    if (readyWithinMs !== undefined && (cmd.fd3Args || cmd.fd4Data))
-      throw new Error('a ready pipe takes fd 3: no fd3Args or fd4Data with it');
-    const readyPipe: Array<'pipe'> = readyWithinMs === undefined ? [] : ['pipe'];
-    const child = spawn(cmd.file, cmd.args, {
-      ...spawnOptions(cmd),
-      stdio: ['ignore', stdoutFd, stderrFd, ...readyPipe, ...extraFds(cmd)],
+  const ready = readyWithinMs !== undefined;
+  const child = launch({ cmd, stdout: files.stdoutPath, stderr: files.stderrPath, ready });
+  child.once('exit', onExit);
+  return new Promise((resolve, reject) => {
+    let pid: number | undefined;
+    child.once('error', reject);
+    child.once('spawn', (spawned: number) => {
+      pid = spawned;
+      if (!ready) resolve(spawned);
     });
-    sendExtraFds(cmd, child);
-    child.once('exit', onExit);
-    child.unref();
-    return new Promise((resolve, reject) => {
-      child.on('error', reject); // a failure to spawn; later errors could only come from signalling through `child`
-      if (readyWithinMs === undefined) return void child.once('spawn', () => resolve(child.pid as number));
-      const ready = child.stdio[3] as Readable;
-      const timer = setTimeout(
-        () => done(new Error(`${cmd.file} was not ready within ${readyWithinMs} ms`)),
-        readyWithinMs,
-      );
-      const done = (err?: Error) => {
-        clearTimeout(timer);
-        ready.destroy(); // the program keeps running; only the parent's end of the pipe goes
-        (ready as unknown as { unref?(): void }).unref?.();
-        if (err) {
-          child.kill('SIGKILL'); // not ready in time: it is of no use
-          reject(err);
-        } else resolve(child.pid as number);
-      };
-      ready.once('data', () => done());
-      ready.once('end', () => done(new Error(`${cmd.file} exited before it was ready`)));
-    });
-  } finally {
-    // The child has its own copies.
-    closeSync(stdoutFd);
-    closeSync(stderrFd);
-  }
+    if (!ready) return;
+    const timer = setTimeout(
+      () => done(new Error(`${cmd.file} was not ready within ${readyWithinMs} ms`)),
+      readyWithinMs,
+    );
+    const done = (err?: Error) => {
+      clearTimeout(timer);
+      child.removeAllListeners('ready').removeAllListeners('ready-end');
+      if (!err) return resolve(pid as number);
+      if (pid !== undefined) process.kill(pid, 'SIGKILL'); // not ready in time: it is of no use
+      reject(err);
+    };
+    child.once('ready', () => done());
+    child.once('ready-end', () => done(new Error(`${cmd.file} exited before it was ready`)));
+  });
 }

@@ -1,0 +1,119 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { launchLocal, type Launch, type LaunchSpec } from './launch.js';
+
+/**
+ * Programs are started by a small process of our own (spawner-host.ts), not by Slipway's: Node forks to spawn, and
+ * a fork copies the page tables of the whole process. With Slipway's few hundred MB that took 30–70 ms per program
+ * here, during which its event loop stood still (every deploy runs a dozen programs); from the spawner, a few ms,
+ * away from the event loop (docs/architecture.md, "External programs").
+ */
+let host: ChildProcess | undefined;
+let failed = false;
+let nextId = 1;
+const launches = new Map<number, Launch>();
+/** The launches whose output we read: the channel keeps this process alive while there are any. */
+const reading = new Map<number, 'output' | 'ready'>();
+
+type Event = {
+  id: number;
+  ev: string;
+  pid?: number;
+  fd?: number;
+  data?: Buffer;
+  message?: string;
+  code?: unknown;
+  signal?: unknown;
+};
+
+/** The spawner's entry: the compiled file, or the TypeScript source under tsx's loader (dev, tests). */
+function entry(): { file: string; execArgv: string[] } {
+  const self = fileURLToPath(import.meta.url);
+  if (!self.endsWith('.ts')) return { file: path.join(path.dirname(self), 'spawner-host.js'), execArgv: [] };
+  const pkg = createRequire(import.meta.url).resolve('tsx/package.json');
+  const loader = (JSON.parse(readFileSync(pkg, 'utf8')) as { exports: Record<string, string> }).exports['.']!;
+  return {
+    file: path.join(path.dirname(self), 'spawner-host.ts'),
+    execArgv: ['--import', pathToFileURL(path.join(path.dirname(pkg), loader)).href],
+  };
+}
+
+function onEvent(message: Event) {
+  const launch = launches.get(message.id);
+  if (!launch) return;
+  if (message.ev === 'spawn') return void launch.emit('spawn', message.pid);
+  if (message.ev === 'data') return void launch.emit('data', message.fd, message.data);
+  if (message.ev === 'error' || message.ev === 'close') forget(message.id);
+  if (message.ev === 'error')
+    return void launch.emit('error', Object.assign(new Error(message.message), { code: message.code }));
+  if (message.ev === 'exit' || message.ev === 'close')
+    return void launch.emit(message.ev, message.code, message.signal);
+  if (reading.get(message.id) === 'ready') forgetReading(message.id); // ready or not: nothing more to read
+  launch.emit(message.ev);
+}
+
+function forgetReading(id: number) {
+  reading.delete(id);
+  holdWhileBusy();
+}
+
+function forget(id: number) {
+  launches.delete(id);
+  forgetReading(id);
+}
+
+/** The channel keeps this process alive only while a program we read from runs (as its pipes would). */
+function holdWhileBusy() {
+  const channel = host?.channel as { ref?(): void; unref?(): void } | undefined;
+  if (reading.size > 0) channel?.ref?.();
+  else channel?.unref?.();
+}
+
+function startHost(): ChildProcess | undefined {
+  if (host?.connected) return host;
+  if (failed) return undefined;
+  try {
+    const { file, execArgv } = entry();
+    const child = fork(file, [], {
+      execArgv,
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    child.on('message', (m: Event) => onEvent(m));
+    child.on('error', () => undefined); // 'exit' follows
+    child.once('exit', () => {
+      if (host === child) host = undefined;
+      // What it was starting or reading is lost to us: those programs end here as if killed.
+      for (const [id, launch] of launches) {
+        forget(id);
+        launch.emit('exit', null, 'SIGKILL');
+        launch.emit('close', null, 'SIGKILL');
+      }
+    });
+    child.unref();
+    host = child;
+    return child;
+  } catch {
+    failed = true; // no spawner here: programs start from this process, as before
+    return undefined;
+  }
+}
+
+/** Starts `spec` through the spawner process, or from this process where there is none. */
+export function launch(spec: LaunchSpec): Launch {
+  const spawner = startHost();
+  if (!spawner) return launchLocal(spec);
+  const id = nextId++;
+  const launched = new EventEmitter() as Launch;
+  launched.destroyOutput = () => void (spawner.connected && spawner.send({ op: 'destroy', id }));
+  launches.set(id, launched);
+  if (spec.stdout === 'pipe' || spec.ready) reading.set(id, spec.stdout === 'pipe' ? 'output' : 'ready');
+  holdWhileBusy();
+  // Its environment as it is now: the spawner's is a copy taken when it started.
+  spawner.send({ op: 'launch', id, spec: { ...spec, cmd: { ...spec.cmd, env: spec.cmd.env ?? { ...process.env } } } });
+  return launched;
+}
