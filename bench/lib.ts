@@ -1,4 +1,5 @@
 /** Shared helpers for the benchmarks: a Slipway child process, a signed-in caller, fixture archives, percentiles, a table printer. */
+import { sweepBuildDisks } from '../src/runtime/local/build-disks.js';
 import { stopNginx } from '../src/router/nginx/index.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -220,6 +221,7 @@ async function startOnce(extraEnv: Record<string, string>, options: { dataDir?: 
     // failed mid-way did not delete its services.
     await stopNginx(dataDir);
     killProcessesUnder(dataDir);
+    await sweepBuildDisks(dataDir); // a build's disk stays mounted when Slipway is killed during it
     await removeNetworksOf(dataDir, DEFAULT_NETWORK_CIDR, findProgram);
     if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
   };

@@ -3,6 +3,7 @@
  * node_modules instead of installing from nothing; a changed lockfile, `clearCache: "clear"` and another service all
  * miss; another service's build cannot even see it; past SLIPWAY_BUILD_CACHE_MB (1 MiB here) it is trimmed.
  */
+import { mountsUnder } from '../src/runtime/local/build-disks.js';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,8 +24,13 @@ const INSTALLED = /added \d+ packages?/;
 /** Where a service's build sees its cache (on its build disk, mounted there during its builds only). */
 const cacheDir = (serviceId: string) => path.join(t.server.dataDir, 'services', serviceId, 'build', 'cache');
 
-/** What `look` finds in a service's cache, read from its build disk's image mounted read-only (no build is running). */
+/**
+ * What `look` finds in a service's cache: where its build disk is still mounted after a build (kept for the next one),
+ * there; else from its image mounted read-only (no build is running).
+ */
 function inCache<T>(serviceId: string, look: (cache: string) => T): T {
+  const buildDir = path.join(t.server.dataDir, 'services', serviceId, 'build');
+  if (mountsUnder(buildDir).includes(buildDir)) return look(cacheDir(serviceId));
   const image = path.join(t.server.dataDir, 'services', serviceId, 'build-disk.img');
   const dir = mkdtempSync(path.join(tmpdir(), 'slipway-cache-look-'));
   execFileSync('mount', ['-o', 'loop,ro', image, dir]);

@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PLAN_LIMITS } from '../src/core/services/details.js';
 import { detectCapabilities } from '../src/runtime/local/capabilities.js';
 import { createLocalRuntime } from '../src/runtime/local/index.js';
+import type { Limits } from '../src/runtime/types.js';
 import { deployFixture, processesOf, viaRouter } from './helpers/apps.js';
 import { signUp, type TestUser } from './helpers/client.js';
 import { REPO_ROOT, sleep, waitFor } from './helpers/process.js';
@@ -164,6 +165,77 @@ describe('processes', () => {
   );
 });
 
+/** The runtime fixture app started on a local runtime of its own (shared network) with `limits`. */
+async function startFixtureInstance(name: string, limits: Limits) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), `slipway-${name}-`));
+  const appDir = path.join(dataDir, 'app');
+  mkdirSync(appDir);
+  copyFileSync(path.join(REPO_ROOT, 'test/fixtures/runtime/app.cjs'), path.join(appDir, 'app.cjs'));
+  const runtime = await createLocalRuntime({ dataDir, network: 'shared' });
+  const port = await runtime.instancePort();
+  const instanceDir = path.join(dataDir, 'instances/i1');
+  const handle = await runtime.start({
+    instanceId: `${name}-${process.pid}`,
+    serviceId: 'svc',
+    deployId: 'dep',
+    instanceDir,
+    command: 'node app.cjs',
+    env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, PORT: String(port) },
+    sandbox: { appDir, workDir: '', writableDirs: [] },
+    limits,
+  });
+  const stop = async () => {
+    await runtime.stop(handle, 1000);
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  return { runtime, handle, port, instanceDir, stop };
+}
+
+/** The CPU a cgroup v1 or v2 dir gives, in millicores. */
+function cpuMillicores(dir: string): number {
+  const [quota, period] = existsSync(path.join(dir, 'cpu.max'))
+    ? readFileSync(path.join(dir, 'cpu.max'), 'utf8').trim().split(' ').map(Number)
+    : ['cpu.cfs_quota_us', 'cpu.cfs_period_us'].map((f) => Number(readFileSync(path.join(dir, f), 'utf8')));
+  return Math.round((quota! / period!) * 1000);
+}
+
+describe('CPU', () => {
+  it.skipIf(!limits.cpu)(
+    'a live instance runs within its plan’s CPU at once: its start-up boost ends when it is healthy',
+    async () => {
+      const { service, deploy } = await deployFixture(t.api, owner, 'node-web');
+      expect(deploy.status).toBe('live');
+      // Well within the boost's longest (10 s): what ended it is the health check passing.
+      const pids = processesOf(service.id);
+      expect(pids.length).toBeGreaterThan(0);
+      expect(cpuMillicores(cgroupDir(pids[0]!, 'cpu'))).toBe(PLAN_LIMITS.starter.cpuMillicores);
+    },
+    60_000,
+  );
+
+  it.skipIf(!limits.cpu)(
+    'starts an instance with more CPU than its plan (start-up boost) until it is settled',
+    async () => {
+      const { runtime, handle, port, stop } = await startFixtureInstance('boost', PLAN_LIMITS.free);
+      try {
+        // Its first process joins the instance's group as it starts.
+        const dir = await waitFor('the instance in its cgroup', async () => {
+          const found = cgroupDir(handle.pid, 'cpu');
+          return found.includes(`/boost-${process.pid}`) ? found : undefined;
+        });
+        const boosted = Math.max(PLAN_LIMITS.free.cpuMillicores, Math.min(2000, availableParallelism() * 1000));
+        expect(boosted).toBeGreaterThan(PLAN_LIMITS.free.cpuMillicores);
+        expect(cpuMillicores(dir)).toBe(boosted);
+        await runtime.waitHealthy({ handle, host: '127.0.0.1', port, path: '/health', timeoutMs: 10_000 });
+        runtime.settle!(handle);
+        expect(cpuMillicores(dir)).toBe(PLAN_LIMITS.free.cpuMillicores);
+      } finally {
+        await stop();
+      }
+    },
+  );
+});
+
 describe('capabilities', () => {
   it('enforces every limit this machine allows, and has a note for each one it cannot', () => {
     const bwrap = ['/usr/bin/bwrap', '/bin/bwrap'].find((file) => existsSync(file));
@@ -188,23 +260,7 @@ describe('capabilities', () => {
   it.skipIf(!limits.pids || !limits.disk)(
     'gives a starter instance 1,024 processes and 1 GiB $HOME and /tmp when nothing overrides the plan',
     async () => {
-      const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-limits-'));
-      const appDir = path.join(dataDir, 'app');
-      mkdirSync(appDir);
-      copyFileSync(path.join(REPO_ROOT, 'test/fixtures/runtime/app.cjs'), path.join(appDir, 'app.cjs'));
-      const runtime = await createLocalRuntime({ dataDir, network: 'shared' });
-      const port = await runtime.instancePort();
-      const instanceDir = path.join(dataDir, 'instances/i1');
-      const handle = await runtime.start({
-        instanceId: `limits-${process.pid}`,
-        serviceId: 'svc',
-        deployId: 'dep',
-        instanceDir,
-        command: 'node app.cjs',
-        env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, PORT: String(port) },
-        sandbox: { appDir, workDir: '', writableDirs: [] },
-        limits: PLAN_LIMITS.starter,
-      });
+      const { runtime, handle, port, instanceDir, stop } = await startFixtureInstance('limits', PLAN_LIMITS.starter);
       try {
         await runtime.waitHealthy({ handle, host: '127.0.0.1', port, path: '/health', timeoutMs: 10_000 });
         expect(readFileSync(path.join(cgroupDir(handle.pid, 'pids'), 'pids.max'), 'utf8').trim()).toBe('1024');
@@ -213,8 +269,7 @@ describe('capabilities', () => {
         for (const dir of [path.join(instanceDir, 'home'), '/tmp'])
           expect(mounted).toMatch(new RegExp(`^tmpfs ${dir} tmpfs [^ ]*size=1048576k`, 'm'));
       } finally {
-        await runtime.stop(handle, 1000);
-        rmSync(dataDir, { recursive: true, force: true });
+        await stop();
       }
     },
   );

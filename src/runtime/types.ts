@@ -99,7 +99,7 @@ export interface BuildDisk {
   capped: boolean;
   /** Its size and what is free on it, in bytes. */
   space(): { sizeBytes: number; freeBytes: number };
-  /** Unmounts it (the image stays, for the next build). */
+  /** Unmounts it, or keeps it mounted for `keepMountedMs` (mountBuildDisk's) for the next build (the image stays). */
   release(): Promise<void>;
 }
 
@@ -162,9 +162,16 @@ export interface Runtime {
    * Mounts the build disk kept in the file `image` at `dir` (made, `sizeMb` large, when missing or of another size), for
    * one build at a time; `release()` unmounts it. Also unmounts any disk a killed Slipway left mounted at `dir`.
    */
-  mountBuildDisk(opts: { image: string; dir: string; sizeMb: number }): Promise<BuildDisk>;
+  mountBuildDisk(opts: { image: string; dir: string; sizeMb: number; keepMountedMs?: number }): Promise<BuildDisk>;
+  /** Unmounts now the disk kept mounted at `dir` after its last build (mountBuildDisk's keepMountedMs); all, if none. */
+  unmountBuildDisk?(dir?: string): Promise<void>;
   /** Detached process group (survives the Slipway process: stdout/stderr go to files, not pipes). */
   start(spec: InstanceSpec): Promise<InstanceHandle>;
+  /**
+   * The instance is up (healthy, or a worker alive after its first second): its start-up CPU boost ends and it runs
+   * within its plan's CPU from now on (docs/deploys.md, "Start-up CPU boost"). Where there is no boost, nothing.
+   */
+  settle?(handle: Pick<InstanceHandle, 'instanceId'>): void;
   /** False if gone, zombie, or pid reused (startTime differs). */
   isAlive(handle: Pick<InstanceHandle, 'pid' | 'startTime'>): boolean;
   /** SIGTERM to the group, SIGKILL to the group after graceMs, resolves when the group is gone; no-op if already gone. */

@@ -20,7 +20,8 @@ function previousArtifact(artifactDir: string): string | undefined {
   let newest: { dir: string; at: number } | undefined;
   for (const entry of readdirSync(parent, { withFileTypes: true })) {
     const dir = path.join(parent, entry.name);
-    if (!entry.isDirectory() || dir === artifactDir) continue;
+    // A dot-dir is an artifact still being copied (pipeline.ts's publish).
+    if (!entry.isDirectory() || dir === artifactDir || entry.name.startsWith('.')) continue;
     const at = statSync(dir).mtimeMs;
     if (!newest || at > newest.at) newest = { dir, at };
   }

@@ -115,6 +115,8 @@ export function createDeployEngine(deps: EngineDeps) {
     cache: deps.buildCache,
     git: deps.git,
     gitToken: deps.gitToken,
+    lifecycle,
+    log,
   });
   const withServiceLock = createKeyedLocks();
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -144,6 +146,7 @@ export function createDeployEngine(deps: EngineDeps) {
     refreshRoute,
     rollOver,
     stopInstances,
+    releaseBuildDisk: async (serviceId) => runtime.unmountBuildDisk?.(layout.buildDir(serviceId)),
   });
 
   const runDeploy = createDeployRunner({
@@ -328,6 +331,7 @@ export function createDeployEngine(deps: EngineDeps) {
       lifecycle.abortAllDeploys();
       while (lifecycle.anyDeployRunning()) await sleep(50);
       await lifecycle.drained();
+      await runtime.unmountBuildDisk?.(); // the disks kept mounted for a next build
     },
   } satisfies DeployPort & Record<string, unknown>;
   return engine;

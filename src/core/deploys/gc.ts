@@ -41,7 +41,9 @@ export function createGarbageCollector(deps: {
     };
     const kept = owners.slice(0, Math.max(0, deps.keep - keep.length));
     for (const old of owners.slice(kept.length)) await discard(old.id);
-    const sources = await repos.deploys.listSources(serviceId);
+    // A queued or running deploy's upload stays: it runs alongside the next deploy's build (lifecycle.tidy).
+    const building = new Set(upcoming.map((d) => d.sourceId));
+    const sources = (await repos.deploys.listSources(serviceId)).filter((s) => !building.has(s.id));
     const dropSource = async (id: string) => {
       deps.trash.discard(layout.sourceFile(serviceId, id));
       await repos.deploys.deleteSource(id);

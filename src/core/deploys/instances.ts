@@ -135,6 +135,7 @@ export function createInstances(deps: InstancesDeps) {
         await new Promise((r) => setTimeout(r, 1000));
         if (!runtime.isAlive(handle)) throw new Error('the process exited right after starting');
       }
+      runtime.settle?.(handle); // up: from now on within its plan's CPU
       // The port it answered on is where the router sends its traffic (live-route.ts reads it from the row).
       await repo.update(id, { status: 'running', port: healthyPort ?? null });
       return { ...row, pid: handle.pid, startTime: handle.startTime, port: healthyPort ?? null, status: 'running' };

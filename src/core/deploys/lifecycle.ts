@@ -16,6 +16,8 @@ export function createLifecycle() {
   const writes = new Set<{ serviceId: string; done: Promise<unknown> }>();
   /** Old instances stopping after a roll-over, off the deploy's critical path: deletion and shutdown wait for them. */
   const draining = new Set<Promise<void>>();
+  /** Tidy-up after a build or a deploy, off its critical path: per kind and service, each after the one before. */
+  const tidying = new Map<string, Promise<void>>();
 
   return {
     markRemoving: (serviceId: string) => void removing.add(serviceId),
@@ -86,7 +88,30 @@ export function createLifecycle() {
       void tracked.finally(() => draining.delete(tracked));
       draining.add(tracked);
     },
-    drained: () => Promise.all(draining),
+    drained: () => Promise.all([...draining, ...tidying.values()]),
+
+    /**
+     * Runs `work` on the service's files after a build ('build': its disk's tidy-up) or after a deploy went live
+     * ('artifacts': garbage collection), off the deploy's critical path (docs/deploys.md, "Deploy speed"): after the
+     * service's previous work of that kind; the next build, a deletion and a shutdown wait for it (tidied, drained).
+     * Its failure is the caller's to log.
+     */
+    tidy(serviceId: string, kind: 'build' | 'artifacts', work: () => Promise<void>) {
+      const key = `${kind}:${serviceId}`;
+      const done = (tidying.get(key) ?? Promise.resolve()).then(work).then(
+        () => undefined,
+        () => undefined,
+      );
+      tidying.set(key, done);
+      void done.finally(() => tidying.get(key) === done && tidying.delete(key));
+    },
+    /** Settles when the service's tidy-up of `kind` (of any kind, if none) has. */
+    tidied: (serviceId: string, kind?: 'build' | 'artifacts') =>
+      Promise.all(
+        [...tidying]
+          .filter(([key]) => (kind ? key === `${kind}:${serviceId}` : key.endsWith(`:${serviceId}`)))
+          .map(([, done]) => done),
+      ),
   };
 }
 export type Lifecycle = ReturnType<typeof createLifecycle>;

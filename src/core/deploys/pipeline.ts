@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { extractArchive } from '../../lib/archive.js';
 import { run } from '../../lib/exec.js';
@@ -13,10 +13,14 @@ import { startCommandFor } from './commands.js';
 import { DeployFailure } from './failures.js';
 import { GitError, type Git } from './git.js';
 import type { Layout } from './layout.js';
+import type { Lifecycle } from './lifecycle.js';
+import type { Logger } from '../../lib/logger.js';
 import type { DeployToolchain } from '../../store/schema.js';
 
 const MIB = 1024 * 1024;
 const COPY_TIMEOUT_MS = 10 * 60_000;
+/** How long a service's build disk stays mounted after a build, for its next one (docs/deploys.md, "Deploy speed"). */
+const KEEP_MOUNTED_MS = 60_000;
 
 export interface PipelineLimits {
   buildTimeoutMs: number;
@@ -61,6 +65,9 @@ export function createBuilder(
     git: Git;
     /** A token for the service's repo (a GitHub App installation's), when it has one. */
     gitToken?: (service: ServiceRow) => Promise<string | undefined>;
+    /** A build's tidy-up runs after it, off the deploy's critical path (lifecycle.tidy). */
+    lifecycle: Pick<Lifecycle, 'tidy' | 'tidied'>;
+    log?: Pick<Logger, 'warn'>;
   },
 ) {
   const { layout, limits, runtime } = deps;
@@ -120,11 +127,18 @@ export function createBuilder(
           'hold (SLIPWAY_ARTIFACT_MAX_MB): leave build scratch files out of the source dir (delete them at the end of ' +
           'the build command, or write them to /tmp), or the operator raises SLIPWAY_ARTIFACT_MAX_MB',
       );
-    await removeTree(to);
-    const dest = path.join(to, sub);
+    // Copied under a name garbage collection does not read (artifact-links.ts), then renamed: while the previous
+    // deploy's collection runs, it sees only whole artifacts.
+    const partial = path.join(path.dirname(to), `.${path.basename(to)}.partial`);
+    await removeTree(to, partial);
+    const dest = path.join(partial, sub);
     mkdirSync(path.dirname(dest), { recursive: true });
     const copied = await run(copyTreeCommand(from, dest), { timeoutMs: COPY_TIMEOUT_MS });
-    if (copied.exitCode !== 0) throw new Error(`could not keep the artifact: ${copied.output.trim().slice(-300)}`);
+    if (copied.exitCode !== 0) {
+      await removeTree(partial);
+      throw new Error(`could not keep the artifact: ${copied.output.trim().slice(-300)}`);
+    }
+    renameSync(partial, to);
   }
 
   /**
@@ -139,17 +153,20 @@ export function createBuilder(
   ): Promise<{ startCommand?: string; commit: Partial<DeployRow>; toolchain?: DeployToolchain }> {
     const details = service.details;
     if (existsSync(layout.legacyCacheDir(service.id))) await removeTree(layout.legacyCacheDir(service.id));
+    await deps.lifecycle.tidied(service.id, 'build'); // the previous build's
     const disk = await runtime.mountBuildDisk({
       image: layout.buildDiskImage(service.id),
       dir: layout.buildDir(service.id),
       sizeMb: limits.buildDiskMb,
+      keepMountedMs: KEEP_MOUNTED_MS,
     });
     const work = path.join(disk.dir, 'work');
     const home = path.join(disk.dir, 'home');
     const src = path.join(work, 'src');
     let save: { key: string; workDir: string } | undefined;
     try {
-      await removeTree(work, home); // a killed build's
+      const left = [work, home].filter((dir) => existsSync(dir)); // a killed build's
+      if (left.length > 0) await removeTree(...left);
       mkdirSync(work, { recursive: true });
       const commit = await fetchSource(service, deploy, src, disk, signal);
       if (!existsSync(src)) mkdirSync(src, { recursive: true });
@@ -183,10 +200,19 @@ export function createBuilder(
       throw err;
     } finally {
       const { cache } = deps;
-      if (cache?.enabled && save) await cache.save(service.id, save);
-      await removeTree(work, home);
-      if (cache?.enabled) await cache.trim(service.id, disk.space().sizeBytes - disk.space().freeBytes);
-      await disk.release();
+      const saving = save;
+      // The deploy goes on meanwhile; the service's next build starts after it.
+      deps.lifecycle.tidy(service.id, 'build', async () => {
+        try {
+          if (cache?.enabled && saving) await cache.save(service.id, saving);
+          await removeTree(work, home);
+          if (cache?.enabled) await cache.trim(service.id, disk.space().sizeBytes - disk.space().freeBytes);
+        } catch (err) {
+          deps.log?.warn({ serviceId: service.id, err: (err as Error).message }, 'tidying up after a build failed');
+        } finally {
+          await disk.release();
+        }
+      });
     }
   };
 }

@@ -162,7 +162,12 @@ export function createDeployRunner(deps: {
         return;
       await goLive(serviceId, deploy, signal);
       deps.onDeployEnded?.('live', deploy);
-      await deps.collectGarbage(serviceId);
+      // Off the critical path: the next deploy need not wait for it.
+      lifecycle.tidy(serviceId, 'artifacts', () =>
+        deps
+          .collectGarbage(serviceId)
+          .catch((err: Error) => log.warn({ serviceId, err: err.message }, 'collecting old artifacts failed')),
+      );
     } catch (err) {
       const failure = signal.aborted
         ? new DeployFailure('canceled', 'canceled')

@@ -28,6 +28,8 @@ export function createServiceControl(deps: {
   withServiceLock: WithKeyedLock;
   refreshRoute: RefreshRoute;
   rollOver: RollOver;
+  /** Unmounts the service's build disk if it was kept mounted after its last build. */
+  releaseBuildDisk(serviceId: string): Promise<void>;
   stopInstances(rows: InstanceRow[], graceMs: number): Promise<void>;
   /** Runs when a removed service's processes have stopped, before its rows go (the usage meter's last pass). */
   onRemoved?(): Promise<void>;
@@ -97,6 +99,8 @@ export function createServiceControl(deps: {
         });
         await lifecycle.drained();
         await lifecycle.writesSettled(service.id);
+        await lifecycle.tidied(service.id);
+        await deps.releaseBuildDisk(service.id);
         deps.trash.discard(layout.serviceDir(service.id));
         await deps.onRemoved?.();
       } catch (err) {

@@ -31,7 +31,6 @@ export function limitFiles(
   background = false,
 ): [file: string, value: string][] {
   const memory = String(Math.round(limits.memoryMb * 1024 * 1024));
-  const quota = String(Math.max(1000, Math.round((limits.cpuMillicores * CPU_PERIOD_US) / 1000)));
   const files: [string, string][] = [];
   if (hierarchy.controllers.includes('memory')) {
     files.push([version === 'v2' ? 'memory.max' : 'memory.limit_in_bytes', memory]);
@@ -40,13 +39,23 @@ export function limitFiles(
       files.push(version === 'v2' ? ['memory.swap.max', '0'] : ['memory.memsw.limit_in_bytes', memory]);
   }
   if (hierarchy.controllers.includes('cpu')) {
-    if (version === 'v2') files.push(['cpu.max', `${quota} ${CPU_PERIOD_US}`]);
-    else files.push(['cpu.cfs_period_us', String(CPU_PERIOD_US)], ['cpu.cfs_quota_us', quota]);
+    files.push(...cpuFiles(version, limits.cpuMillicores));
     if (background) files.push([version === 'v2' ? 'cpu.weight' : 'cpu.shares', BACKGROUND_WEIGHT[version]]);
   }
   // Same file in v1 and v2; it counts threads too, so a fork (or thread) bomb gets EAGAIN here.
   if (hierarchy.controllers.includes('pids')) files.push(['pids.max', String(Math.max(1, Math.round(limits.pids)))]);
   return files;
+}
+
+/** The control files that give a group `millicores` of CPU time. */
+function cpuFiles(version: 'v1' | 'v2', millicores: number): [file: string, value: string][] {
+  const quota = String(Math.max(1000, Math.round((millicores * CPU_PERIOD_US) / 1000)));
+  return version === 'v2'
+    ? [['cpu.max', `${quota} ${CPU_PERIOD_US}`]]
+    : [
+        ['cpu.cfs_period_us', String(CPU_PERIOD_US)],
+        ['cpu.cfs_quota_us', quota],
+      ];
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -83,6 +92,18 @@ export class Cgroups {
       for (const dir of dirs) rmdirSync(dir); // empty: nothing joined it yet
       throw err;
     }
+  }
+
+  /** Gives the group (its dirs, from create()) `millicores` of CPU time from now on; a group that is gone is skipped. */
+  setCpu(dirs: string[], millicores: number): void {
+    for (const hierarchy of this.hierarchies.filter((h) => h.controllers.includes('cpu')))
+      for (const dir of dirs.filter((d) => d.startsWith(path.join(hierarchy.root, PARENT) + path.sep)))
+        for (const [file, value] of cpuFiles(this.version, millicores))
+          try {
+            writeFileSync(path.join(dir, file), value);
+          } catch {
+            // the instance exited and its group went
+          }
   }
 
   /** The group dirs `pid` is in, if it is in one of ours. */

@@ -6,6 +6,7 @@ import { createBuildDisks, detectDiskTools, sweepBuildDisks } from './build-disk
 import { runBuild, runTool } from './builds.js';
 import { detectCapabilities, findProgram, type SandboxMode } from './capabilities.js';
 import { permissionHint } from './host-paths.js';
+import { createStartupBoosts } from './startup-boost.js';
 import { waitHealthy } from './health.js';
 import { listenersOf } from './listeners.js';
 import { startInstance, type LocalDeps } from './instances.js';
@@ -125,11 +126,14 @@ export async function createLocalRuntime(options: {
   const disks = detectDiskTools();
   if (typeof disks === 'string') capabilities.notes.push(noDiskLimit(disks));
   capabilities.limits.buildDisk = typeof disks !== 'string';
-  const mountBuildDisk = createBuildDisks(typeof disks === 'string' ? undefined : disks, (why) => {
-    capabilities.limits.buildDisk = false;
-    capabilities.notes.push(noDiskLimit(why));
-    options.log?.warn({ note: noDiskLimit(why) }, `runtime: ${noDiskLimit(why)}`);
-  });
+  const { mountBuildDisk, unmountBuildDisk } = createBuildDisks(
+    typeof disks === 'string' ? undefined : disks,
+    (why) => {
+      capabilities.limits.buildDisk = false;
+      capabilities.notes.push(noDiskLimit(why));
+      options.log?.warn({ note: noDiskLimit(why) }, `runtime: ${noDiskLimit(why)}`);
+    },
+  );
   const { log } = options;
   cgroups?.sweepEmpty();
   const oom = createOomRecord(cgroups);
@@ -150,7 +154,8 @@ export async function createLocalRuntime(options: {
     log,
   });
   const pythons = createPythons();
-  const deps: LocalDeps = { policy, cgroups, log, networks, hostFiles, toolchain, toolDirs: [node.dir] };
+  const boosts = createStartupBoosts(cgroups);
+  const deps: LocalDeps = { policy, cgroups, log, networks, hostFiles, toolchain, toolDirs: [node.dir], boosts };
   return {
     capabilities,
     tools: {
@@ -162,6 +167,7 @@ export async function createLocalRuntime(options: {
     build: (spec) => runBuild(deps, { ...spec, limits: withOverrides(spec.limits, options.limits) }),
     runTool: (spec) => runTool(deps, spec),
     mountBuildDisk,
+    unmountBuildDisk,
     start: (spec) =>
       startInstance(deps, {
         ...spec,
@@ -172,6 +178,7 @@ export async function createLocalRuntime(options: {
         },
       }),
     oomKilled: (instanceId) => oom.take(instanceId),
+    settle: (handle) => boosts.settle(handle.instanceId),
     isAlive: isRunning,
     async stop(handle, graceMs) {
       const left = await stopInstance(handle, graceMs, cgroups);

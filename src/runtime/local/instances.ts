@@ -7,6 +7,7 @@ import { openWayTo, type AppUser } from './host-paths.js';
 import { readStat } from './proc.js';
 import type { Attachment, Networks } from './network/index.js';
 import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
+import type { StartupBoosts } from './startup-boost.js';
 import type { Toolchain } from './toolchain.js';
 import type { Logger } from '../../lib/logger.js';
 
@@ -22,6 +23,8 @@ export interface LocalDeps {
   toolchain?: Toolchain;
   /** Dirs every build and instance reads (the Node.js releases deploys ask for), bound read-only. */
   toolDirs?: string[];
+  /** Instances start with more CPU until they are up (startup-boost.ts); undefined: at their plan's from the start. */
+  boosts?: StartupBoosts;
 }
 
 /**
@@ -90,8 +93,11 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
   const stdoutPath = path.join(spec.instanceDir, 'stdout.log');
   const stderrPath = path.join(spec.instanceDir, 'stderr.log');
 
-  const groupDirs = cgroups?.create(spec.instanceId, spec.limits) ?? [];
+  const { boosts } = deps;
+  const groupDirs = cgroups?.create(spec.instanceId, boosts?.boosted(spec.limits) ?? spec.limits) ?? [];
+  boosts?.begin(spec.instanceId, groupDirs, spec.limits.cpuMillicores);
   const removeGroup = async () => {
+    boosts?.settle(spec.instanceId);
     const left = (await cgroups?.remove(groupDirs)) ?? [];
     if (left.length > 0)
       log?.warn({ instanceId: spec.instanceId, cgroups: left }, 'could not remove the cgroups of an exited instance');
