@@ -8,7 +8,18 @@
 import autocannon from 'autocannon';
 import http from 'node:http';
 import { namespaceAddress } from '../test/helpers/network.js';
-import { freePort, liveFixtureService, log, median, percentile, signUp, startSlipway, table, waitLive } from './lib.js';
+import {
+  fixtureArchive,
+  freePort,
+  liveFixtureService,
+  log,
+  median,
+  percentile,
+  signUp,
+  startSlipway,
+  table,
+  waitLive,
+} from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const DEPLOYS = SMOKE ? 3 : 20;
@@ -22,6 +33,45 @@ function instanceAddress(instanceId: string): string {
 }
 
 type Network = 'shared' | 'namespaces';
+
+/** Issue 30's figures before this work (a quiet machine, namespaces and nginx), printed beside today's. */
+const BEFORE = { triggerToLiveMs: '514-935', noopBuildMs: '150-180' };
+
+/** How long a deploy's build step took: its build_started to its build_ended event. */
+async function buildStepMs(call: Setup['call'], serviceId: string, deployId: string): Promise<number> {
+  const events = (await call('GET', `/v1/services/${serviceId}/events?limit=20`)) as Array<{
+    event: { type: string; timestamp: string; details?: Record<string, unknown> };
+  }>;
+  const at = (type: string) =>
+    Date.parse(
+      events.find((e) => e.event.type === type && JSON.stringify(e.event.details).includes(deployId))!.event.timestamp,
+    );
+  return at('build_ended') - at('build_started');
+}
+
+/** A no-op build (`buildCommand: true`, the fixture app): its build step, over a few deploys. */
+async function timeNoopBuilds({ call, waitLive }: Setup): Promise<number[]> {
+  const { service } = await call('POST', '/v1/services', {
+    type: 'web_service',
+    name: 'noop-build',
+    serviceDetails: { runtime: 'node', healthCheckPath: '/healthz', envSpecificDetails: { buildCommand: 'true' } },
+  });
+  const first = await call(
+    'POST',
+    `/v1/services/${service.id}/source/upload`,
+    undefined,
+    await fixtureArchive('node-web'),
+  );
+  await waitLive(service.id, first.deployId);
+  const times: number[] = [];
+  for (let i = 0; i < Math.min(5, DEPLOYS); i++) {
+    const d = await call('POST', `/v1/services/${service.id}/deploys`, {});
+    await waitLive(service.id, d.id);
+    times.push(await buildStepMs(call, service.id, d.id));
+  }
+  await call('DELETE', `/v1/services/${service.id}`);
+  return times;
+}
 
 /** A Slipway on `network` with the fixture app live on it. */
 async function setUp(network: Network) {
@@ -64,10 +114,8 @@ async function timeDeploys(setups: Setup[]): Promise<number[][]> {
   return times;
 }
 
-async function scenario(
-  { network, slipway, routerPort, call, waitLive, service, deployIds }: Setup,
-  deployTimes: number[],
-) {
+async function scenario(setup: Setup, deployTimes: number[]) {
+  const { network, slipway, routerPort, call, waitLive, service, deployIds } = setup;
   const host = (slug: string) => `${slug}.localhost:${routerPort}`;
   try {
     // Back and forth between the two newest builds: each rollback starts a kept artifact, no build.
@@ -82,6 +130,7 @@ async function scenario(
         }),
       );
     }
+    const noopBuildTimes = await timeNoopBuilds(setup);
     const restartTimes: number[] = [];
     for (let i = 0; i < Math.min(5, DEPLOYS); i++)
       restartTimes.push(await timed(() => call('POST', `/v1/services/${service.id}/restart`)));
@@ -137,6 +186,7 @@ async function scenario(
     return {
       deploys: DEPLOYS,
       triggerToLiveMs: { median: Math.round(median(deployTimes)), p95: Math.round(percentile(deployTimes, 95)) },
+      noopBuildMs: { median: Math.round(median(noopBuildTimes)) },
       rollbackToLiveMs: { median: Math.round(median(rollbackTimes)) },
       restartMs: { median: Math.round(median(restartTimes)) },
       underLoad: { requests: loadResult.requests.total, failed },
@@ -174,7 +224,8 @@ async function main() {
     table(
       ['measure', 'value', 'target'],
       [
-        ['trigger->live median (ms)', results.triggerToLiveMs.median, '<= 1500'],
+        ['trigger->live median (ms)', results.triggerToLiveMs.median, `<= 250 (before: ${BEFORE.triggerToLiveMs})`],
+        ['no-op build median (ms)', results.noopBuildMs.median, `<= 50 (before: ${BEFORE.noopBuildMs})`],
         ['trigger->live p95 (ms)', results.triggerToLiveMs.p95, ''],
         ['rollback->live median (ms)', results.rollbackToLiveMs.median, '<= 1000'],
         ['restart median (ms)', results.restartMs.median, ''],
@@ -208,6 +259,7 @@ async function main() {
       smoke: SMOKE,
       network: namespaced ? 'namespaces' : 'shared',
       ...results,
+      before: BEFORE,
       shared,
       namespaceCost,
     }),

@@ -20,6 +20,9 @@ const SPARES = 2;
  * git runs here too). Two are kept ready, so a deploy's clone and build do not wait for `ip` and slirp4netns; each is
  * used by one build (or one git command) and removed after it.
  */
+/** How long after a build a spare is made in its place (see attach). */
+const REFILL_DELAY_MS = 1000;
+
 export function createBuildNamespaces(opts: {
   owner: string;
   ipPath: string;
@@ -78,8 +81,12 @@ export function createBuildNamespaces(opts: {
         ...ns,
         release: async () => {
           await ns.release();
-          // A failure shows on the next build's make().
-          while (!closed && spares.length < SPARES) spares.push(make().catch(() => undefined));
+          // A moment later: the deploy whose build just ended is copying its artifact and starting its instances, and
+          // making a namespace (ip, nft, slirp4netns) would compete with them for the CPU. A failure shows on the next
+          // build's make().
+          setTimeout(() => {
+            while (!closed && spares.length < SPARES) spares.push(make().catch(() => undefined));
+          }, REFILL_DELAY_MS).unref();
         },
       };
     },
