@@ -3,7 +3,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { PLAN_LIMITS } from '../src/core/services/details.js';
+import { PLAN_LIMITS } from '../src/model/services.js';
 import { detectCapabilities } from '../src/runtime/local/capabilities.js';
 import { createLocalRuntime } from '../src/runtime/local/index.js';
 import { deployFixture, processesOf, viaRouter } from './helpers/apps.js';

@@ -14,7 +14,7 @@ import {
   uniqueIndex,
   type AnyPgColumn,
 } from 'drizzle-orm/pg-core';
-import type { ServiceDetails } from '../core/services/details.js';
+import type { ServiceDetails } from '../model/services.js';
 import {
   AUDIT_ACTOR_TYPES,
   AUDIT_STATUSES,
@@ -34,7 +34,7 @@ import {
   USAGE_KINDS,
   WEBHOOK_DELIVERY_STATUSES,
   type Suspender,
-} from './enums.js';
+} from '../model/enums.js';
 
 // Timestamps are timestamptz, read back as Date; ids are time-ordered text (lib/ids.ts).
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });

@@ -1,6 +1,6 @@
 import type { EnvGroupRow } from '../../store/repos/env-groups.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import type { ServiceDetailsInput } from '../services/details.js';
+import type { ServiceDetailsInput } from '../../model/services.js';
 import type { EnvVarInput } from '../services/env-vars.js';
 import type { ServiceInput, ServicePatch } from '../services/services.js';
 import type { EnvVarSpec, ServiceSpec } from './model.js';

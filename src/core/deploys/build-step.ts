@@ -1,7 +1,8 @@
 import { outputTail, secretValues } from './output-tail.js';
 import { toStorableText } from '../../lib/text.js';
-import type { Limits, Runtime } from '../../runtime/types.js';
-import type { BuildPlan } from '../../store/enums.js';
+import type { Limits } from '../../model/limits.js';
+import type { Runtime } from '../../runtime/types.js';
+import type { BuildPlan } from '../../model/enums.js';
 import type { DeployRepo, DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { BuildCache } from './build-cache.js';

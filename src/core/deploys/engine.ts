@@ -4,7 +4,7 @@ import { createFairSlots } from '../../lib/fair-slots.js';
 import { createKeyedLocks } from '../../lib/keyed-locks.js';
 import type { Runtime } from '../../runtime/types.js';
 import { IN_PROGRESS, PENDING, type DeployRow, type DeployStatus } from '../../store/repos/deploys.js';
-import type { DeployTrigger } from '../../store/enums.js';
+import type { DeployTrigger } from '../../model/enums.js';
 import type { Repos, Transact } from '../../store/repos/index.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { EnvLayer } from '../env-groups.js';

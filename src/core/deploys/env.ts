@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { PLAN_LIMITS } from '../services/details.js';
+import { PLAN_LIMITS } from '../../model/services.js';
 
 export interface AppUrls {
   /** `http://<slug>.<apps domain>:<router port>` for routed services. */

@@ -1,6 +1,6 @@
 import type { DeployRepo } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { listens } from './details.js';
+import { listens } from '../../model/services.js';
 import { platformEnv, resolveEnv, type AppUrls, type ResolvedVar } from '../deploys/env.js';
 import type { EnvLayer } from '../env-groups.js';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { badRequest, conflict, notFound } from '../../lib/errors.js';
 import { isUniqueViolation } from '../../store/db.js';
-import type { DeployTrigger, Suspender } from '../../store/enums.js';
+import type { DeployTrigger, ServiceType, Suspender } from '../../model/enums.js';
 import { newId } from '../../lib/ids.js';
 import { isRelativeInside } from '../../lib/paths.js';
 import type { Repos, Transact } from '../../store/repos/index.js';
@@ -10,13 +10,8 @@ import { gitTransport } from '../deploys/commands.js';
 import type { Lifecycle } from '../deploys/lifecycle.js';
 import type { Events } from '../events.js';
 import { cacheKey, type ReadCache } from '../read-cache.js';
-import {
-  mergeDetails,
-  type BuildFilter,
-  type ServiceDetails,
-  type ServiceDetailsInput,
-  type ServiceType,
-} from './details.js';
+import type { BuildFilter, ServiceDetails, ServiceDetailsInput } from '../../model/services.js';
+import { mergeDetails } from './details.js';
 import type { EnvVarInput, EnvVars } from './env-vars.js';
 import { createSiteRules } from './site-rules.js';
 

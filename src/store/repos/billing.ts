@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, isNull, lte, notExists, or, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import type { ServiceType } from '../enums.js';
+import type { ServiceType } from '../../model/enums.js';
 import { billingAccounts, billingMeterReports, billingStripeEvents, datastores, services } from '../schema.js';
 
 export type BillingAccountRow = typeof billingAccounts.$inferSelect;
