@@ -10,7 +10,7 @@ import {
   type PostgresSpec,
 } from '../../provisioners/types.js';
 import type { DatastoreKind, DatastoreQuery, DatastoreRepo, DatastoreRow } from '../../store/repos/datastores.js';
-import type { EnvVarRef } from '../../store/schema.js';
+import type { EnvVarRef } from '../../store/schema/index.js';
 import type { Transact } from '../../store/repos/index.js';
 import type { ServiceEvent } from '../../model/events.js';
 import type { Events } from '../events.js';

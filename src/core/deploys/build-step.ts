@@ -9,7 +9,7 @@ import type { BuildCache } from './build-cache.js';
 import { defaultBuildCommand, dependencyKey, detectNodeProject, type NodeProject } from './package-managers.js';
 import { commandFailure, DeployFailure } from './failures.js';
 import { builtToolchain, prepareBuildTools, wrapCommand } from './toolchains.js';
-import type { DeployToolchain } from '../../store/schema.js';
+import type { DeployToolchain } from '../../store/schema/index.js';
 
 const OUTPUT_TAIL = 64 * 1024;
 

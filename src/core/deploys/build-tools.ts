@@ -1,5 +1,5 @@
 import type { RuntimeTools } from '../../runtime/types.js';
-import type { DeployToolchain } from '../../store/schema.js';
+import type { DeployToolchain } from '../../store/schema/index.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 
 /** What a build runs with beyond the service's variables (docs/deploys.md, "Runtime versions"). */

@@ -14,7 +14,7 @@ import { startCommandFor } from './commands.js';
 import { DeployFailure } from './failures.js';
 import { GitError, type Git } from './git.js';
 import type { Layout } from './layout.js';
-import type { DeployToolchain } from '../../store/schema.js';
+import type { DeployToolchain } from '../../store/schema/index.js';
 
 const MIB = 1024 * 1024;
 const COPY_TIMEOUT_MS = 10 * 60_000;

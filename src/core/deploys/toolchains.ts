@@ -1,7 +1,7 @@
 import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import type { RuntimeTools } from '../../runtime/types.js';
-import type { DeployToolchain } from '../../store/schema.js';
+import type { DeployToolchain } from '../../store/schema/index.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { BuildContext, BuildTools } from './build-tools.js';
 import { DeployFailure } from './failures.js';

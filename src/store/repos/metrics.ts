@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Db } from '../db.js';
-import { metricSamples } from '../schema.js';
+import { metricSamples } from '../schema/index.js';
 
 export type MetricSampleInsert = typeof metricSamples.$inferInsert;
 import type { Aggregation } from '../../model/enums.js';
