@@ -61,5 +61,7 @@ export default tseslint.config(
     'src/jobs/**': { forbid: ['http'] },
     'src/http/**': { forbid: ['store', 'runtime', 'router', 'provisioners', 'jobs'], types: true },
   }),
-  { files: ['**/*.js'], extends: [tseslint.configs.disableTypeChecked] },
+  { files: ['**/*.js', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
+  // typescript-eslint reads every file as an ES module; a .cjs config is CommonJS (module.exports).
+  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs' } },
 );
