@@ -97,6 +97,13 @@ module.exports = {
       from: { pathNot: '^src/http/' },
       to: { path: '^src/http/routes/' },
     },
+    {
+      name: 'services-over-deploys',
+      comment: 'core/services/ uses core/deploys/ (the engine through DeployPort, env precedence), never the reverse',
+      severity: 'error',
+      from: { path: '^src/core/deploys/' },
+      to: { path: '^src/core/services/' },
+    },
     ...layerRules,
   ],
   options: {
