@@ -7,7 +7,7 @@ import { eq } from 'drizzle-orm';
 import { loadConfig } from '../src/config.js';
 import { newId } from '../src/lib/ids.js';
 import { openStore } from '../src/store/db.js';
-import { auditLogs, deploys, services } from '../src/store/schema.js';
+import { auditLogs, deploys, services } from '../src/store/schema/index.js';
 
 export interface ListSeed {
   auditEntries: number;

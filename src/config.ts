@@ -10,7 +10,7 @@ import {
   type HttpsSettings,
   type OAuthSettings,
 } from './config-integrations.js';
-import type { BuildPlan } from './store/enums.js';
+import type { BuildPlan } from './model/enums.js';
 import { buildSettings, type BuildSettings } from './config-builds.js';
 
 /** Every setting Slipway reads, typed, with its embedded default (docs/architecture.md, "Configuration"; docs/configuration.md lists them). */

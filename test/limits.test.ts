@@ -3,10 +3,10 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync 
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { PLAN_LIMITS } from '../src/core/services/details.js';
+import { PLAN_LIMITS } from '../src/model/services.js';
 import { detectCapabilities } from '../src/runtime/local/capabilities.js';
 import { createLocalRuntime } from '../src/runtime/local/index.js';
-import type { Limits } from '../src/runtime/types.js';
+import type { Limits } from '../src/model/limits.js';
 import { deployFixture, processesOf, viaRouter } from './helpers/apps.js';
 import { signUp, type TestUser } from './helpers/client.js';
 import { REPO_ROOT, sleep, waitFor } from './helpers/process.js';

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { openStore, type Db } from '../src/store/db.js';
 import { createRepos, type Repos } from '../src/store/repos/index.js';
-import * as schema from '../src/store/schema.js';
+import * as schema from '../src/store/schema/index.js';
 import { signUp } from './helpers/client.js';
 import { createTestDatabase, TEST_DATABASE_URL, useServer } from './helpers/server.js';
 import { newId } from '../src/lib/ids.js';

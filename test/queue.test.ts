@@ -1,7 +1,7 @@
 import { eq, inArray, sql } from 'drizzle-orm';
 import type PgBoss from 'pg-boss';
 import { describe, expect, it } from 'vitest';
-import { sessions } from '../src/store/schema.js';
+import { sessions } from '../src/store/schema/index.js';
 import { client, signUp } from './helpers/client.js';
 import { waitFor } from './helpers/process.js';
 import { bootServer, TEST_DATABASE_URL, useServer, type TestServer } from './helpers/server.js';

@@ -17,7 +17,7 @@ import {
   type TestUser,
 } from './helpers/client.js';
 import { loadRenderReference } from './helpers/render-reference.js';
-import { RENDER_WEBHOOK_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from '../src/store/enums.js';
+import { RENDER_WEBHOOK_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from '../src/model/enums.js';
 import { deployFixture } from './helpers/apps.js';
 
 const renderDoc = loadRenderReference();

@@ -26,7 +26,8 @@ import {
   type SandboxedProcess,
   type SandboxPolicy,
 } from '../src/runtime/local/sandbox.js';
-import type { InstanceHandle, InstanceSpec, Limits } from '../src/runtime/types.js';
+import type { Limits } from '../src/model/limits.js';
+import type { InstanceHandle, InstanceSpec } from '../src/runtime/types.js';
 import { logMachineReport } from '../src/startup-summary.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));

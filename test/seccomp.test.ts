@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { PLAN_LIMITS, PLANS } from '../src/core/services/details.js';
+import { PLAN_LIMITS, PLANS } from '../src/model/services.js';
 import {
   sandboxedCommand,
   scratchOwnerScript,

@@ -1,17 +1,7 @@
 import { newId } from '../lib/ids.js';
+import type { ServiceEvent } from '../model/events.js';
 import type { EventRepo, EventRow } from '../store/repos/events.js';
 import { webhookEventType, webhookPayload } from './webhooks/event-types.js';
-
-/** One transition of a service, deploy or datastore (docs/architecture.md, "Deploys"): the feed webhooks and the dashboard read. */
-export interface ServiceEvent {
-  workspaceId: string;
-  /** One of serviceId and datastoreId names what the event is about. */
-  serviceId?: string;
-  datastoreId?: string;
-  deployId?: string;
-  type: string;
-  details?: Record<string, unknown>;
-}
 
 /** What events are listed about, and the list's filters and page. */
 export type EventsAbout = { serviceId: string } | { datastoreId: string };

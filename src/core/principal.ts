@@ -1,4 +1,4 @@
-import { ROLES } from '../store/enums.js';
+import { ROLES } from '../model/enums.js';
 import type { ApiKeyRow } from '../store/repos/api-keys.js';
 import type { UserRow } from '../store/repos/users.js';
 import type { Role } from '../store/repos/workspaces.js';

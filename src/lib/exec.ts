@@ -1,25 +1,8 @@
 import { StringDecoder } from 'node:string_decoder';
+import type { Command } from './launch.js';
 import { launch } from './spawner.js';
 
-/** An external program invocation, as data (built by pure functions, run here). */
-export interface Command {
-  file: string;
-  args: string[];
-  cwd?: string;
-  /** The complete environment; when omitted the program inherits Slipway's. */
-  env?: Record<string, string>;
-  uid?: number;
-  gid?: number;
-  /**
-   * Arguments the program reads from file descriptor 3, NUL-separated (bwrap's `--args 3`): kept
-   * off the command line, which every local user can read in /proc/<pid>/cmdline.
-   */
-  fd3Args?: string[];
-  /** Bytes the program reads from file descriptor 4 to its end (bwrap's `--seccomp 4`: the compiled filter). */
-  fd4Data?: Buffer;
-  /** Text the program reads on its standard input (e.g. `ip -batch -`); otherwise stdin is closed. */
-  stdin?: string;
-}
+export type { Command } from './launch.js';
 
 /** The environment of a system tool Slipway runs for itself (cp, du, tar, hardlink): the system's dirs, the C locale. */
 export const TOOL_ENV: Record<string, string> = { PATH: '/usr/bin:/bin', LC_ALL: 'C' };

@@ -2,7 +2,26 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
-import type { Command } from './exec.js';
+
+/** An external program invocation, as data (built by pure functions, run here). */
+export interface Command {
+  file: string;
+  args: string[];
+  cwd?: string;
+  /** The complete environment; when omitted the program inherits Slipway's. */
+  env?: Record<string, string>;
+  uid?: number;
+  gid?: number;
+  /**
+   * Arguments the program reads from file descriptor 3, NUL-separated (bwrap's `--args 3`): kept
+   * off the command line, which every local user can read in /proc/<pid>/cmdline.
+   */
+  fd3Args?: string[];
+  /** Bytes the program reads from file descriptor 4 to its end (bwrap's `--seccomp 4`: the compiled filter). */
+  fd4Data?: Buffer;
+  /** Text the program reads on its standard input (e.g. `ip -batch -`); otherwise stdin is closed. */
+  stdin?: string;
+}
 
 /**
  * One program to start: where its stdout and stderr go ('pipe': to us, as `data` events; a path: appended to that

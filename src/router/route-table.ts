@@ -1,5 +1,6 @@
 import type { RouteTarget, Upstream } from './router.js';
-import { compileRules, type CompiledRules, type StaticRules } from './static-rules.js';
+import type { StaticRules } from '../model/static-rules.js';
+import { compileRules, type CompiledRules } from './static-rules.js';
 
 type DomainRow = { name: string; slug: string; redirectForName: string | null };
 /** The table as data, for a router in another process (router/daemon/): static rules as written, not compiled. */

@@ -1,21 +1,5 @@
 import { linearRegex } from '../lib/linear-regex.js';
-
-/** A static site's header rule (Render's `headers`): `name: value` on responses for paths matching `path`. */
-export interface HeaderRule {
-  path: string;
-  name: string;
-  value: string;
-}
-/** A static site's redirect or rewrite rule (Render's `routes`), applied in order when no file has the path. */
-export interface RouteRule {
-  type: 'redirect' | 'rewrite';
-  source: string;
-  destination: string;
-}
-export interface StaticRules {
-  headers: HeaderRule[];
-  routes: RouteRule[];
-}
+import type { RouteRule, StaticRules } from '../model/static-rules.js';
 
 /**
  * A path pattern as Render writes them: `*` matches anything (slashes included), `:name` one path segment, the rest

@@ -1,17 +1,5 @@
 import type { Command, RunResult } from '../lib/exec.js';
-
-/** From the plan. */
-export interface Limits {
-  memoryMb: number;
-  cpuMillicores: number;
-  /** Processes and threads together (cgroup pids.max): a fork bomb stops here. */
-  pids: number;
-  /**
-   * Size of each writable scratch filesystem of the sandbox ($HOME, /tmp, Sandbox.scratchDirs): tmpfs, so what is
-   * written there is memory charged to the instance's memory limit, and never lands on the host's disk.
-   */
-  diskMb: number;
-}
+import type { Limits } from '../model/limits.js';
 
 /** Where the app may look. */
 export interface Sandbox {

@@ -8,7 +8,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import path from 'node:path';
 import pg from 'pg';
 import { PACKAGE_ROOT } from '../lib/paths.js';
-import * as schema from './schema.js';
+import * as schema from './schema/index.js';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 

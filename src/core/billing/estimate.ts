@@ -1,5 +1,5 @@
 import type { UsageFigures, UsageReport } from '../../observability/usage/report.js';
-import type { ServiceType } from '../../store/enums.js';
+import type { ServiceType } from '../../model/enums.js';
 import type { PricedResources } from '../../store/repos/billing.js';
 import type { PriceCatalog } from './catalog.js';
 

@@ -1,5 +1,5 @@
-import type { HeaderRule, RouteRule } from '../../router/static-rules.js';
-import type { ServiceType } from '../services/details.js';
+import type { HeaderRule, RouteRule } from '../../model/static-rules.js';
+import type { ServiceType } from '../../model/enums.js';
 import { CONTAINER_RUNTIMES, normalizePlan } from './spec.js';
 import { validateDocument, type Validation } from './validate.js';
 

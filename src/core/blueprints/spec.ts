@@ -1,5 +1,5 @@
 import { KEY_VALUE_PLANS } from '../datastores/plans.js';
-import { PLANS } from '../services/details.js';
+import { PLANS } from '../../model/services.js';
 
 /**
  * Render's Blueprint specification (render.yaml) as data: the keys each object takes, the allowed values, and what

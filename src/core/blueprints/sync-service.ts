@@ -1,13 +1,27 @@
+import type { ServiceDetailsInput } from '../../model/services.js';
+import type { DatastoreRow } from '../../store/repos/datastores.js';
 import type { EnvGroupRow } from '../../store/repos/env-groups.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import type { ServiceDetailsInput } from '../services/details.js';
 import type { EnvVarInput } from '../services/env-vars.js';
 import type { ServiceInput, ServicePatch } from '../services/services.js';
 import type { EnvVarSpec, ServiceSpec } from './model.js';
-import type { Placed } from './sync.js';
 
 /** The port every instance listens on in its own namespace (Render's default), what `fromService` `port` names. */
 export const SERVICE_PORT = 10000;
+
+/**
+ * Where this sync put each resource of the file, by kind and name (what references in the file resolve to): filled by
+ * sync.ts in its order, read here by the service steps.
+ */
+export interface Placed {
+  environments: Map<string, string>;
+  groups: Map<string, EnvGroupRow>;
+  postgres: Map<string, DatastoreRow>;
+  keyValue: Map<string, DatastoreRow>;
+  services: Map<string, ServiceRow>;
+  /** Env groups whose variables this sync changed: their services deploy. */
+  changedGroups: Set<string>;
+}
 
 type OpenedVar = { key: string; value: string; fromDatabase?: { id: string }; fromKeyValue?: { id: string } };
 export interface ServiceSyncDeps {

@@ -3,7 +3,14 @@ import type { EnvGroupRow } from '../../store/repos/env-groups.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { EnvVarInput } from '../services/env-vars.js';
 import type { BlueprintModel, DatabaseSpec, EnvGroupSpec, KeyValueSpec } from './model.js';
-import { assertImmutable, deployService, placeService, wireService, type ServiceSyncDeps } from './sync-service.js';
+import {
+  assertImmutable,
+  deployService,
+  placeService,
+  wireService,
+  type Placed,
+  type ServiceSyncDeps,
+} from './sync-service.js';
 
 /** What a sync did to one resource of the file (GET /v1/blueprints/:id/syncs). */
 export interface SyncResult {
@@ -43,17 +50,6 @@ export interface SyncDeps extends ServiceSyncDeps {
     /** Resolves once none of these is still being created (a deploy resolves their references strictly). */
     created(ids: string[]): Promise<void>;
   };
-}
-
-/** Where this sync put each resource of the file, by kind and name (what references in the file resolve to). */
-export interface Placed {
-  environments: Map<string, string>;
-  groups: Map<string, EnvGroupRow>;
-  postgres: Map<string, DatastoreRow>;
-  keyValue: Map<string, DatastoreRow>;
-  services: Map<string, ServiceRow>;
-  /** Env groups whose variables this sync changed: their services deploy. */
-  changedGroups: Set<string>;
 }
 
 /** Deploys the sync starts at once (each stores its source first). */

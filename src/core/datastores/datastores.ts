@@ -10,9 +10,10 @@ import {
   type PostgresSpec,
 } from '../../provisioners/types.js';
 import type { DatastoreKind, DatastoreQuery, DatastoreRepo, DatastoreRow } from '../../store/repos/datastores.js';
-import type { EnvVarRef } from '../../store/schema.js';
+import type { EnvVarRef } from '../../store/schema/index.js';
 import type { Transact } from '../../store/repos/index.js';
-import type { Events, ServiceEvent } from '../events.js';
+import type { ServiceEvent } from '../../model/events.js';
+import type { Events } from '../events.js';
 import { checkIdentifier, defaultIdentifier, keyValueSize, postgresSize, redisPolicy } from './plans.js';
 import { createDatastoreReconciler, placementOf, type DatastoreDriver } from './reconciler.js';
 import type { Logger } from '../../lib/logger.js';

@@ -1,6 +1,6 @@
 import { PortTakenError, type Placement, type Provisioner } from '../../provisioners/types.js';
 import type { DatastoreRepo, DatastoreRow, DatastoreStatus } from '../../store/repos/datastores.js';
-import type { ServiceEvent } from '../events.js';
+import type { ServiceEvent } from '../../model/events.js';
 import { createKeyedLocks } from '../../lib/keyed-locks.js';
 import type { Logger } from '../../lib/logger.js';
 

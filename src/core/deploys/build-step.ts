@@ -1,14 +1,15 @@
 import { outputTail, secretValues } from './output-tail.js';
 import { toStorableText } from '../../lib/text.js';
-import type { Limits, Runtime } from '../../runtime/types.js';
-import type { BuildPlan } from '../../store/enums.js';
+import type { Limits } from '../../model/limits.js';
+import type { Runtime } from '../../runtime/types.js';
+import type { BuildPlan } from '../../model/enums.js';
 import type { DeployRepo, DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { BuildCache } from './build-cache.js';
 import { defaultBuildCommand, dependencyKey, detectNodeProject, type NodeProject } from './package-managers.js';
 import { commandFailure, DeployFailure } from './failures.js';
 import { builtToolchain, prepareBuildTools, wrapCommand } from './toolchains.js';
-import type { DeployToolchain } from '../../store/schema.js';
+import type { DeployToolchain } from '../../store/schema/index.js';
 
 const OUTPUT_TAIL = 64 * 1024;
 

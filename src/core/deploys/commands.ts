@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
-import type { ServiceDetails } from '../services/details.js';
+import type { ServiceDetails } from '../../model/services.js';
 import { readPackageJson, readProjectFile } from './package-managers.js';
 
 const packageJson = (dir: string) => readPackageJson(dir)?.pkg;

@@ -1,7 +1,7 @@
 import { readFileSync, rmSync } from 'node:fs';
+import { nextCronRun } from '../../lib/cron.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { nextCronRun } from '../services/details.js';
 import type { LoopDeps } from './instances.js';
 
 interface Run {

@@ -3,7 +3,6 @@ import { notFound } from '../../lib/errors.js';
 import type { DeployQuery, DeployRepo, DeployRow, SourceRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { cacheKey, type ReadCache } from '../read-cache.js';
-import { deploysNewSource } from '../services/services.js';
 import type { DeployEngine } from './engine.js';
 import type { LinkSource, SaveUpload } from './sources.js';
 
@@ -12,6 +11,13 @@ import type { LinkSource, SaveUpload } from './sources.js';
  * settings as they are now, its start command included (redeploy.ts).
  */
 export type DeployMode = 'deploy_only' | 'build_and_deploy';
+
+/**
+ * Render's autoDeploy rule, for every new source a service gets (a repo at creation, an uploaded archive):
+ * it deploys it when autoDeploy is `yes` and the service is not suspended.
+ */
+export const deploysNewSource = (service: Pick<ServiceRow, 'autoDeploy' | 'suspenders'>) =>
+  service.autoDeploy === 'yes' && !service.suspenders.includes('user');
 
 /** The deploys of one service as the API acts on them: read, trigger, and upload a source (docs/architecture.md, "Deploys"). */
 export function createDeploys(deps: {
@@ -44,7 +50,7 @@ export function createDeploys(deps: {
 
     /**
      * Stores an uploaded archive (`archive` is opened once the service is known not to be going away) and,
-     * by the service's autoDeploy rule (services.ts deploysNewSource), deploys it.
+     * by the service's autoDeploy rule (deploysNewSource), deploys it.
      */
     async uploadSource(
       service: ServiceRow,

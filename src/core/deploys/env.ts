@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { PLAN_LIMITS } from '../services/details.js';
+import { PLAN_LIMITS } from '../../model/services.js';
 
 export interface AppUrls {
   /** `http://<slug>.<apps domain>:<router port>` for routed services. */
@@ -84,6 +84,15 @@ export const BASE_ENV: Record<string, string> = {
   LANG: 'C.UTF-8',
 };
 
+/**
+ * One layer of a service's environment, in precedence order (later wins): each env group's in link order, then the
+ * service's own (core/env-groups.ts layersOf).
+ */
+export interface EnvLayer {
+  source: string;
+  vars: Array<{ key: string; value: string }>;
+}
+
 /** One variable as the app sees it, and where its value comes from: `platform`, `envGroup:<id>` or `service`. */
 export interface ResolvedVar {
   value: string;
@@ -94,10 +103,7 @@ export interface ResolvedVar {
  * The precedence, written once: platform < each layer in order (env groups by link order, then the service's own).
  * Undefined platform entries are left out. Deploys (mergeEnv) and GET …/env-vars?resolved=true both read it.
  */
-export function resolveEnv(
-  platform: Record<string, string | undefined>,
-  layers: Array<{ source: string; vars: Array<{ key: string; value: string }> }>,
-): Map<string, ResolvedVar> {
+export function resolveEnv(platform: Record<string, string | undefined>, layers: EnvLayer[]): Map<string, ResolvedVar> {
   const env = new Map<string, ResolvedVar>();
   for (const [key, value] of Object.entries(platform))
     if (value !== undefined) env.set(key, { value, source: 'platform' });
@@ -106,10 +112,7 @@ export function resolveEnv(
 }
 
 /** An instance's or a build's environment: the base, then resolveEnv's variables. */
-export function mergeEnv(
-  platform: Record<string, string | undefined>,
-  layers: Array<{ source: string; vars: Array<{ key: string; value: string }> }>,
-): Record<string, string> {
+export function mergeEnv(platform: Record<string, string | undefined>, layers: EnvLayer[]): Record<string, string> {
   const env: Record<string, string> = { ...BASE_ENV };
   for (const [key, { value }] of resolveEnv(platform, layers)) env[key] = value;
   return env;

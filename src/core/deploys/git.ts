@@ -1,7 +1,8 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Command, RunResult } from '../../lib/exec.js';
-import type { Limits, Runtime } from '../../runtime/types.js';
+import type { Limits } from '../../model/limits.js';
+import type { Runtime } from '../../runtime/types.js';
 import { gitCloneCommand, gitLsRemoteCommand, gitTransport } from './commands.js';
 import { DISK_FULL, summarizeGitFailure } from './git-errors.js';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { listens } from '../services/details.js';
+import { listens } from '../../model/services.js';
 import path from 'node:path';
 import type { InstanceHandle, Runtime } from '../../runtime/types.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
@@ -8,7 +8,7 @@ import type { InstanceRepo, InstanceRow } from '../../store/repos/instances.js';
 import type { Repos } from '../../store/repos/index.js';
 import type { Events } from '../events.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { PLAN_LIMITS } from '../services/details.js';
+import { PLAN_LIMITS } from '../../model/services.js';
 import type { Layout } from './layout.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from '../../lib/logger.js';

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { shellQuote } from '../../lib/exec.js';
 import { DeployFailure } from './failures.js';
 import { pythonVersionRequest } from './runtime-versions.js';
-import type { BuildContext, BuildTools } from './toolchains.js';
+import type { BuildContext, BuildTools } from './build-tools.js';
 
 /** The virtualenv a Python build installs into, in the service's root dir (Render's is /opt/render/project/src/.venv). */
 export const VENV = '.venv';

@@ -1,5 +1,6 @@
 import type { FairSlots, Release as SlotRelease } from '../../lib/fair-slots.js';
-import type { Limits, Runtime } from '../../runtime/types.js';
+import type { Limits } from '../../model/limits.js';
+import type { Runtime } from '../../runtime/types.js';
 import type { Logger } from '../../lib/logger.js';
 import { IN_PROGRESS, PENDING, type DeployRow, type DeployStatus } from '../../store/repos/deploys.js';
 import type { Repos, Transact } from '../../store/repos/index.js';

@@ -1,6 +1,6 @@
 import type { Transact } from '../../store/repos/index.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { PLAN_LIMITS } from '../services/details.js';
+import { PLAN_LIMITS } from '../../model/services.js';
 import { graceOf } from './rollover.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import { oomKilledReason } from './failures.js';

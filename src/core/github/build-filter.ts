@@ -1,5 +1,5 @@
 import { linearRegex, type LinearRegex } from '../../lib/linear-regex.js';
-import type { BuildFilter } from '../services/details.js';
+import type { BuildFilter } from '../../model/services.js';
 
 /**
  * A glob as Render's buildFilter writes them (`src/**`, `*.md`, `docs/?`), compiled to RE2 (lib/linear-regex.ts): `**` crosses

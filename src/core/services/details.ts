@@ -1,43 +1,13 @@
-import { CronExpressionParser } from 'cron-parser';
+import { isCronSchedule } from '../../lib/cron.js';
 import { badRequest } from '../../lib/errors.js';
 import { isRelativeInside } from '../../lib/paths.js';
-import { isHeaderName, isHeaderValue, type HeaderRule, type RouteRule } from '../../router/static-rules.js';
-import type { Limits } from '../../runtime/types.js';
-import { BUILD_PLANS, SERVICE_TYPES, type BuildPlan, type ServiceType } from '../../store/enums.js';
+import { BUILD_PLANS, type ServiceType } from '../../model/enums.js';
+import type { Limits } from '../../model/limits.js';
+import { PLANS, type ServiceDetails, type ServiceDetailsInput } from '../../model/services.js';
+import { isHeaderName, isHeaderValue } from '../../router/static-rules.js';
 
-export { BUILD_PLANS, SERVICE_TYPES, type BuildPlan, type ServiceType };
-export const RUNTIMES = ['node', 'python', 'ruby', 'go', 'rust', 'elixir', 'docker', 'image'] as const;
 /** Runtimes the local runtime can run natively; docker/image need a container engine. */
 const NATIVE_RUNTIMES = new Set(['node', 'python', 'ruby', 'go', 'rust', 'elixir']);
-export const PLANS = [
-  'free',
-  'starter',
-  'starter_plus',
-  'standard',
-  'standard_plus',
-  'pro',
-  'pro_plus',
-  'pro_max',
-  'pro_ultra',
-] as const;
-export type Plan = (typeof PLANS)[number];
-
-/**
- * Per instance (and per build of the service): memory and CPU as Render sizes its instance types; processes+threads
- * (pids) and the size of each writable scratch filesystem ($HOME, /tmp: tmpfs, counted in the memory) grow with them.
- * SLIPWAY_PIDS_LIMIT and SLIPWAY_DISK_LIMIT_MB override pids and diskMb for every plan.
- */
-export const PLAN_LIMITS: Record<Plan, Limits> = {
-  free: { memoryMb: 512, cpuMillicores: 100, pids: 512, diskMb: 512 },
-  starter: { memoryMb: 512, cpuMillicores: 500, pids: 1024, diskMb: 1024 },
-  starter_plus: { memoryMb: 1024, cpuMillicores: 1000, pids: 2048, diskMb: 2048 },
-  standard: { memoryMb: 2048, cpuMillicores: 1000, pids: 4096, diskMb: 4096 },
-  standard_plus: { memoryMb: 3072, cpuMillicores: 1500, pids: 4096, diskMb: 6144 },
-  pro: { memoryMb: 4096, cpuMillicores: 2000, pids: 8192, diskMb: 8192 },
-  pro_plus: { memoryMb: 8192, cpuMillicores: 4000, pids: 8192, diskMb: 16384 },
-  pro_max: { memoryMb: 16384, cpuMillicores: 4000, pids: 16384, diskMb: 32768 },
-  pro_ultra: { memoryMb: 32768, cpuMillicores: 8000, pids: 16384, diskMb: 65536 },
-};
 
 /** A build's limits from its buildPlan's memory and CPU: processes as a standard instance, /tmp as large as its memory. */
 export const buildLimits = (plan: { memoryMb: number; cpuMillicores: number }): Limits => ({
@@ -45,59 +15,6 @@ export const buildLimits = (plan: { memoryMb: number; cpuMillicores: number }): 
   pids: 4096,
   diskMb: plan.memoryMb,
 });
-
-/** A service's settings as stored (services.details); '' means "detect" for commands. */
-export interface ServiceDetails {
-  runtime: string;
-  plan: Plan;
-  /** What its builds get (server.ts buildPlanLimits); services stored before it existed read as starter. */
-  buildPlan?: BuildPlan;
-  region: string;
-  numInstances: number;
-  healthCheckPath: string;
-  buildCommand: string;
-  startCommand: string;
-  preDeployCommand: string;
-  maxShutdownDelaySeconds: number;
-  schedule: string;
-  publishPath: string;
-  /** A static site's header and redirect/rewrite rules (Render's `headers` and `routes`; set by blueprint syncs). */
-  headers?: HeaderRule[];
-  routes?: RouteRule[];
-  /** Render's buildFilter (a top-level service field in its API), replaced whole when set. */
-  buildFilter?: BuildFilter;
-  /** Render's pull-request previews: `automatic` makes a preview service per pull request (core/github/previews.ts). */
-  previews?: { generation: PreviewGeneration };
-  /** A preview's parent (Render's `parentServer`); set by Slipway only. */
-  parentServer?: { id: string; name: string };
-}
-export type PreviewGeneration = 'off' | 'manual' | 'automatic';
-export interface BuildFilter {
-  paths: string[];
-  ignoredPaths: string[];
-}
-
-/** Render's `serviceDetails` input (POST and PATCH), flattened by `mergeDetails`. */
-export interface ServiceDetailsInput {
-  runtime?: string;
-  env?: string;
-  plan?: string;
-  buildPlan?: string;
-  region?: string;
-  numInstances?: number;
-  healthCheckPath?: string;
-  buildCommand?: string;
-  publishPath?: string;
-  preDeployCommand?: string;
-  maxShutdownDelaySeconds?: number;
-  schedule?: string;
-  headers?: HeaderRule[];
-  routes?: RouteRule[];
-  previews?: { generation: PreviewGeneration };
-  /** Deprecated by Render for `previews.generation`: `yes` is `automatic`. */
-  pullRequestPreviewsEnabled?: 'yes' | 'no';
-  envSpecificDetails?: { buildCommand?: string; startCommand?: string; preDeployCommand?: string };
-}
 
 const DEFAULTS: ServiceDetails = {
   runtime: 'node',
@@ -211,22 +128,3 @@ function pick<T extends object, K extends keyof T>(obj: T, keys: K[]): Partial<T
   for (const k of keys) if (obj[k] !== undefined) out[k] = obj[k];
   return out;
 }
-
-/** Render's 5-field cron, or 6 fields with seconds first (a Slipway extension for sub-minute jobs). */
-export function isCronSchedule(schedule: string): boolean {
-  const fields = schedule.trim().split(/\s+/).length;
-  if (fields !== 5 && fields !== 6) return false;
-  try {
-    CronExpressionParser.parse(schedule, { strict: false });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The first time `schedule` fires strictly after `after`. */
-/** Whether instances of this type listen on PORT (and get one). */
-export const listens = (type: ServiceType) => type === 'web_service' || type === 'private_service';
-
-export const nextCronRun = (schedule: string, after: Date): Date =>
-  CronExpressionParser.parse(schedule, { currentDate: after }).next().toDate();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { AppError, notFound } from '../../lib/errors.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import type { EnvVarRepo, SealedVar } from '../../store/repos/env-vars.js';
-import type { EnvVarRef } from '../../store/schema.js';
+import type { EnvVarRef } from '../../store/schema/index.js';
 import { MASKED_VALUE } from './env-view.js';
 
 type RefInput = { id: string; property: EnvVarRef['property'] };

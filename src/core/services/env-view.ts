@@ -1,8 +1,7 @@
 import type { DeployRepo } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { listens } from './details.js';
-import { platformEnv, resolveEnv, type AppUrls, type ResolvedVar } from '../deploys/env.js';
-import type { EnvLayer } from '../env-groups.js';
+import { listens } from '../../model/services.js';
+import { platformEnv, resolveEnv, type AppUrls, type EnvLayer, type ResolvedVar } from '../deploys/env.js';
 
 /** What a caller who may not read secrets sees instead of a group's or the service's value. */
 export const MASKED_VALUE = '********';

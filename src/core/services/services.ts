@@ -1,36 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import { badRequest, conflict, notFound } from '../../lib/errors.js';
 import { isUniqueViolation } from '../../store/db.js';
-import type { DeployTrigger, Suspender } from '../../store/enums.js';
+import type { ServiceType, Suspender } from '../../model/enums.js';
 import { newId } from '../../lib/ids.js';
 import { isRelativeInside } from '../../lib/paths.js';
 import type { Repos, Transact } from '../../store/repos/index.js';
 import type { ServiceQuery, ServiceRow } from '../../store/repos/services.js';
 import { gitTransport } from '../deploys/commands.js';
+import { deploysNewSource } from '../deploys/deploys.js';
 import type { Lifecycle } from '../deploys/lifecycle.js';
+import type { DeployPort } from '../deploys/port.js';
 import type { Events } from '../events.js';
 import { cacheKey, type ReadCache } from '../read-cache.js';
-import {
-  mergeDetails,
-  type BuildFilter,
-  type ServiceDetails,
-  type ServiceDetailsInput,
-  type ServiceType,
-} from './details.js';
+import type { BuildFilter, ServiceDetails, ServiceDetailsInput } from '../../model/services.js';
+import { mergeDetails } from './details.js';
 import type { EnvVarInput, EnvVars } from './env-vars.js';
 import { createSiteRules } from './site-rules.js';
-
-/** What service management needs from the deploy engine. */
-export interface DeployPort {
-  trigger(service: ServiceRow, opts: { trigger: DeployTrigger; sourceId?: string }): Promise<{ id: string }>;
-  /** Stops the service's instances (suspend): the live deploy stays live, ready to resume. */
-  stopAll(service: ServiceRow): Promise<void>;
-  resume(service: ServiceRow): Promise<void>;
-  /** Stops everything and removes the service's files. */
-  remove(service: ServiceRow): Promise<void>;
-  /** Points the router at the service as it is now (its static site's rules changed). */
-  refreshRoute(service: ServiceRow): Promise<void>;
-}
 
 export interface ServiceInput {
   type: ServiceType;
@@ -63,13 +48,6 @@ export function checkRepo(repo: string, protocols: string[]) {
     throw badRequest(`repo: git over "${transport}" is not allowed (use ${protocols.join(', ')})`);
   return repo;
 }
-
-/**
- * Render's autoDeploy rule, for every new source a service gets (a repo at creation, an uploaded archive):
- * it deploys it when autoDeploy is `yes` and the service is not suspended.
- */
-export const deploysNewSource = (service: Pick<ServiceRow, 'autoDeploy' | 'suspenders'>) =>
-  service.autoDeploy === 'yes' && !service.suspenders.includes('user');
 
 /** Render's rule: a buildFilter given replaces the one there whole (a missing list is empty). */
 const withFilter = (details: ServiceDetails, filter: Partial<BuildFilter> | undefined): ServiceDetails =>

@@ -1,6 +1,6 @@
 import { badRequest, conflict, notFound } from '../../lib/errors.js';
 import { contentId } from '../../lib/ids.js';
-import type { HeaderRule, RouteRule } from '../../router/static-rules.js';
+import type { HeaderRule, RouteRule } from '../../model/static-rules.js';
 import type { Transact } from '../../store/repos/index.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { Events } from '../events.js';

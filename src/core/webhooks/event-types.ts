@@ -1,5 +1,5 @@
-import type { WebhookEventType } from '../../store/enums.js';
-import type { ServiceEvent } from '../events.js';
+import type { WebhookEventType } from '../../model/enums.js';
+import type { ServiceEvent } from '../../model/events.js';
 
 /** Datastore events (`datastore_<what>`) by kind: Render's postgres_* / key_value_* names, and the same style else. */
 const DATASTORE: Record<'postgres' | 'key_value', Record<string, WebhookEventType>> = {

@@ -1,7 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { envelope } from '../../lib/cursor.js';
-import { SUSPENDED } from '../../store/enums.js';
+import { SUSPENDED } from '../../model/enums.js';
 import type { DatastoreKind, DatastoreRow } from '../../store/repos/datastores.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute, type RouteSpec } from '../route.js';

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { decodeCursor, envelopeOf } from '../../lib/cursor.js';
-import { DEPLOY_STATUSES } from '../../store/enums.js';
+import { DEPLOY_STATUSES } from '../../model/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, literalUnion, Timestamp, toDate } from '../schemas/common.js';

@@ -7,7 +7,7 @@ import {
   MEMORY_SOURCES,
   type SeriesOptions,
 } from '../../observability/metrics/series.js';
-import { AGGREGATIONS } from '../../store/enums.js';
+import { AGGREGATIONS } from '../../model/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { IdParam, literalUnion, Timestamp } from '../schemas/common.js';

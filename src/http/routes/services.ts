@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { envelopeOf } from '../../lib/cursor.js';
-import { SUSPENDED } from '../../store/enums.js';
+import { SUSPENDED } from '../../model/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { Envelope, IdParam, ListQuery, literalUnion, NoContent, Timestamp, listWindow } from '../schemas/common.js';

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { AuditRow } from '../../store/repos/audit.js';
-import { AUDIT_ACTOR_TYPES, AUDIT_STATUSES } from '../../store/enums.js';
+import { AUDIT_ACTOR_TYPES, AUDIT_STATUSES } from '../../model/enums.js';
 import { literalUnion, Timestamp } from './common.js';
 
 /** Render's `auditLog`; `event` uses Render's names, plus Slipway's own for actions Render lacks. */

@@ -2,7 +2,7 @@ import { Type, type SchemaOptions, type TSchema } from '@sinclair/typebox';
 import { decodeCursor } from '../../lib/cursor.js';
 import { badRequest } from '../../lib/errors.js';
 import { NAME_PATTERN } from '../../lib/names.js';
-import { ROLES } from '../../store/enums.js';
+import { ROLES } from '../../model/enums.js';
 
 export const ErrorBody = Type.Object(
   {

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { EnvironmentView, ProjectView } from '../../core/projects.js';
 import { OwnerBody, ownerBody } from './bodies.js';
-import { PROTECTED_STATUSES } from '../../store/enums.js';
+import { PROTECTED_STATUSES } from '../../model/enums.js';
 import { literalUnion, Timestamp } from './common.js';
 
 export const ProtectedStatus = literalUnion(PROTECTED_STATUSES, {

@@ -1,9 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { BUILD_PLANS, PLANS, RUNTIMES, SERVICE_TYPES } from '../../core/services/details.js';
 import type { AppUrls } from '../../core/deploys/env.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { AUTO_DEPLOY, ENV_VAR_REF_PROPERTIES, SUSPENDED } from '../../store/enums.js';
+import { AUTO_DEPLOY, BUILD_PLANS, ENV_VAR_REF_PROPERTIES, SERVICE_TYPES, SUSPENDED } from '../../model/enums.js';
+import { PLANS, RUNTIMES } from '../../model/services.js';
 import { literalUnion, ManagedBy, Name, Timestamp } from './common.js';
 
 const Enum = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });

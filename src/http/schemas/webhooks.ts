@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { WebhookView } from '../../core/webhooks/webhooks.js';
 import type { WebhookAttemptRow } from '../../store/repos/webhooks.js';
-import { WEBHOOK_EVENT_TYPES } from '../../store/enums.js';
+import { WEBHOOK_EVENT_TYPES } from '../../model/enums.js';
 import { literalUnion, Timestamp } from './common.js';
 
 export const WebhookEventType = literalUnion(WEBHOOK_EVENT_TYPES);

@@ -1,6 +1,6 @@
 import { badRequest } from '../../lib/errors.js';
 import { compileRegex, compileWildcard, PATTERN_LIMITS } from './patterns.js';
-import { LOG_TYPES } from '../../store/enums.js';
+import { LOG_TYPES } from '../../model/enums.js';
 import type { LogRow, LogScope } from '../../store/repos/logs.js';
 
 /** Render's filters as query parameters (each may repeat; values of one filter are ORed). */

@@ -1,5 +1,5 @@
-import { PLAN_LIMITS, type Plan } from '../../core/services/details.js';
 import { badRequest } from '../../lib/errors.js';
+import { PLAN_LIMITS, type Plan } from '../../model/services.js';
 import type { Aggregation, MetricRepo, SeriesColumn } from '../../store/repos/metrics.js';
 
 /** Render's metric series: `[{labels:[{field,value}], unit, values:[{timestamp,value}]}]`. */

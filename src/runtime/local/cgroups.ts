@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Limits } from '../types.js';
+import type { Limits } from '../../model/limits.js';
 
 type Controller = 'memory' | 'cpu' | 'pids';
 

@@ -1,5 +1,5 @@
 import { run } from '../../lib/exec.js';
-import type { Limits } from '../types.js';
+import type { Limits } from '../../model/limits.js';
 import { sandboxedCommand, type SandboxPolicy, type SandboxedProcess } from './sandbox.js';
 import { seccompArch, seccompProgram } from './seccomp.js';
 

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { Cgroups } from './cgroups.js';
-import type { Limits } from '../types.js';
+import type { Limits } from '../../model/limits.js';
 
 /**
  * Start-up CPU boost (docs/deploys.md, "Start-up CPU boost"): a starting instance may use up to this much CPU, at

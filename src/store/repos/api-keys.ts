@@ -1,7 +1,7 @@
 import { and, desc, eq, isNull, lt, sql } from 'drizzle-orm';
 import { lazy } from '../../lib/lazy.js';
 import type { Db } from '../db.js';
-import { apiKeys, users } from '../schema.js';
+import { apiKeys, users } from '../schema/index.js';
 import type { UserRow } from './users.js';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;

@@ -1,6 +1,6 @@
 import { and, desc, eq, lt } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { auditLogs } from '../schema.js';
+import { auditLogs } from '../schema/index.js';
 import { idsWithin, within } from './filters.js';
 
 export type AuditRow = typeof auditLogs.$inferSelect;

@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, isNull, lte, notExists, or, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import type { ServiceType } from '../enums.js';
-import { billingAccounts, billingMeterReports, billingStripeEvents, datastores, services } from '../schema.js';
+import type { ServiceType } from '../../model/enums.js';
+import { billingAccounts, billingMeterReports, billingStripeEvents, datastores, services } from '../schema/index.js';
 
 export type BillingAccountRow = typeof billingAccounts.$inferSelect;
 export type MeterReportRow = typeof billingMeterReports.$inferSelect;

@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { blueprintResources, blueprints, blueprintSyncs } from '../schema.js';
+import { blueprintResources, blueprints, blueprintSyncs } from '../schema/index.js';
 import { within, type ListWindow } from './filters.js';
 
 export type BlueprintRow = typeof blueprints.$inferSelect;

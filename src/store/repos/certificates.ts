@@ -1,6 +1,6 @@
 import { and, eq, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { acmeAccounts, acmeChallenges, certificates, customDomains, services } from '../schema.js';
+import { acmeAccounts, acmeChallenges, certificates, customDomains, services } from '../schema/index.js';
 
 export type CertificateRow = typeof certificates.$inferSelect;
 

@@ -1,6 +1,6 @@
 import { and, asc, count, eq, gt, inArray, lte, ne, or } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { customDomains, services } from '../schema.js';
+import { customDomains, services } from '../schema/index.js';
 
 export type CustomDomainRow = typeof customDomains.$inferSelect;
 

@@ -1,6 +1,6 @@
 import { and, eq, isNotNull, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { deployHooks, gitHeads, services } from '../schema.js';
+import { deployHooks, gitHeads, services } from '../schema/index.js';
 
 export type DeployHookRow = typeof deployHooks.$inferSelect;
 export type GitHeadRow = typeof gitHeads.$inferSelect;

@@ -1,8 +1,8 @@
 import { and, asc, desc, eq, inArray, lt, notInArray } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { deploys, sources } from '../schema.js';
+import { deploys, sources } from '../schema/index.js';
 import { within } from './filters.js';
-import { DEPLOY_STATUSES } from '../enums.js';
+import { DEPLOY_STATUSES } from '../../model/enums.js';
 
 export type DeployRow = typeof deploys.$inferSelect;
 export type DeployStatus = DeployRow['status'];

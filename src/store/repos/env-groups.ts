@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, inArray, lt, getTableColumns } from 'drizzle-orm';
 import { managerOf, type Manager } from './blueprints.js';
 import type { Db } from '../db.js';
-import { envGroupLinks, envGroups, services } from '../schema.js';
+import { envGroupLinks, envGroups, services } from '../schema/index.js';
 import { within, type ListWindow } from './filters.js';
 
 export type EnvGroupRow = typeof envGroups.$inferSelect;

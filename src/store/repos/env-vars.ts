@@ -1,7 +1,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db.js';
-import { envGroupVars, envVars, type EnvVarRef } from '../schema.js';
+import { envGroupVars, envVars, type EnvVarRef } from '../schema/index.js';
 
 export interface SealedVar {
   key: string;

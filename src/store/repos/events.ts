@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
 import { rowsOf, type Db } from '../db.js';
-import { events } from '../schema.js';
+import { events } from '../schema/index.js';
 import { idsWithin, within } from './filters.js';
 
 export type EventRow = typeof events.$inferSelect;

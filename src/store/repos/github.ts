@@ -1,6 +1,6 @@
 import { eq, lt } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { githubDeliveries, githubInstallations } from '../schema.js';
+import { githubDeliveries, githubInstallations } from '../schema/index.js';
 
 export type GitHubInstallationRow = typeof githubInstallations.$inferSelect;
 

@@ -1,6 +1,6 @@
 import { and, eq, lt } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { idempotencyKeys } from '../schema.js';
+import { idempotencyKeys } from '../schema/index.js';
 
 export type IdempotencyRow = typeof idempotencyKeys.$inferSelect;
 

@@ -1,6 +1,6 @@
 import { and, asc, eq } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { identities, users } from '../schema.js';
+import { identities, users } from '../schema/index.js';
 
 export type IdentityRow = typeof identities.$inferSelect;
 

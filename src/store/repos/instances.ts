@@ -1,6 +1,6 @@
 import { and, eq, inArray } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { instances } from '../schema.js';
+import { instances } from '../schema/index.js';
 
 export type InstanceRow = typeof instances.$inferSelect;
 

@@ -1,6 +1,6 @@
 import { and, desc, eq, gt, isNull, lt, or, isNotNull } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { invites } from '../schema.js';
+import { invites } from '../schema/index.js';
 
 export type InviteRow = typeof invites.$inferSelect;
 

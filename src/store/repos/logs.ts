@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { toStorableText } from '../../lib/text.js';
 import { rowsOf, type Db } from '../db.js';
-import type { LOG_TYPES } from '../enums.js';
+import type { LOG_TYPES } from '../../model/enums.js';
 
 /**
  * Log entries. Timestamps are handled as microseconds since the epoch (a JS number is

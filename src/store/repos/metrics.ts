@@ -1,9 +1,9 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Db } from '../db.js';
-import { metricSamples } from '../schema.js';
+import { metricSamples } from '../schema/index.js';
 
 export type MetricSampleInsert = typeof metricSamples.$inferInsert;
-import type { Aggregation } from '../enums.js';
+import type { Aggregation } from '../../model/enums.js';
 export type { Aggregation };
 /** What a series is made of: an instance column (cpu, rss, cgroup memory) or a router counter. */
 export type SeriesColumn = 'cpu' | 'memory' | 'cgroupMemory' | 'requests' | 'bytes';

@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, inArray, lt } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { datastores, envGroups, environments, projects, services } from '../schema.js';
+import { datastores, envGroups, environments, projects, services } from '../schema/index.js';
 import { within, type ListWindow } from './filters.js';
 
 export type ProjectRow = typeof projects.$inferSelect;

@@ -1,8 +1,8 @@
 import { and, desc, eq, inArray, lt, sql, getTableColumns } from 'drizzle-orm';
 import { managerOf, type Manager } from './blueprints.js';
 import type { Db } from '../db.js';
-import type { Suspended } from '../enums.js';
-import { services } from '../schema.js';
+import type { Suspended } from '../../model/enums.js';
+import { services } from '../schema/index.js';
 import { within, type ListWindow } from './filters.js';
 
 export type ServiceRow = typeof services.$inferSelect;

@@ -1,7 +1,7 @@
 import { eq, lt, sql } from 'drizzle-orm';
 import { lazy } from '../../lib/lazy.js';
 import type { Db } from '../db.js';
-import { sessions, users } from '../schema.js';
+import { sessions, users } from '../schema/index.js';
 import type { UserRow } from './users.js';
 
 export type SessionRow = typeof sessions.$inferSelect;

@@ -1,6 +1,6 @@
 import { inArray, sql } from 'drizzle-orm';
 import { rowsOf, type Db } from '../db.js';
-import { datastores, services, usageEntries } from '../schema.js';
+import { datastores, services, usageEntries } from '../schema/index.js';
 import { rollUpUsage, usageTotals } from './usage-rollups.js';
 
 export type UsageInsert = typeof usageEntries.$inferInsert;

@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import type { Db } from '../db.js';
-import { users } from '../schema.js';
+import { users } from '../schema/index.js';
 
 export type UserRow = typeof users.$inferSelect;
 

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, lt, ne, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
 import { rowsOf } from '../db.js';
-import { webhookAttempts, webhookDeliveries, webhooks } from '../schema.js';
+import { webhookAttempts, webhookDeliveries, webhooks } from '../schema/index.js';
 import { idsWithin, within, type ListWindow } from './filters.js';
 
 export type WebhookRow = typeof webhooks.$inferSelect;

@@ -1,7 +1,7 @@
 import { and, asc, count, eq, gt, inArray, sql } from 'drizzle-orm';
 import { lazy } from '../../lib/lazy.js';
 import type { Db } from '../db.js';
-import { memberships, users, workspaces } from '../schema.js';
+import { memberships, users, workspaces } from '../schema/index.js';
 
 export type Role = (typeof memberships.$inferSelect)['role'];
 export type WorkspaceRow = typeof workspaces.$inferSelect & { ownerEmail: string };

@@ -1,5 +1,5 @@
 /**
- * The closed sets of values stored in text and jsonb columns, each written once: store/schema.ts types its columns with
+ * The closed sets of values stored in text and jsonb columns, each written once: store/schema/ types its columns with
  * them, core derives its unions from them, the HTTP schemas their TypeBox unions (http/schemas/common.ts,
  * `literalUnion`). Drizzle's text enums are TypeScript-only (no check constraint): changing a tuple needs no migration.
  * Where the API lists the values, the tuple keeps the API's order, so the OpenAPI document lists them as before.

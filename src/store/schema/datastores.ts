@@ -1,0 +1,52 @@
+import { boolean, index, integer, jsonb, pgTable, text, type AnyPgColumn } from 'drizzle-orm/pg-core';
+import { DATASTORE_KINDS, DATASTORE_STATUSES } from '../../model/enums.js';
+import { createdAt, ts } from './columns.js';
+import { environments } from './projects.js';
+import { workspaces } from './workspaces.js';
+
+// Postgres and key-value datastores.
+
+/**
+ * Postgres (`dpg-…`) and key-value (`red-…`) datastores: desired state (status, suspended) plus
+ * where the provisioner put it (host, port, provisioner state such as a pid).
+ */
+export const datastores = pgTable(
+  'datastores',
+  {
+    id: text('id').primaryKey(),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    kind: text('kind', { enum: DATASTORE_KINDS }).notNull(),
+    name: text('name').notNull(),
+    plan: text('plan').notNull(),
+    /** Postgres major version, or the key-value server's version. */
+    version: text('version').notNull(),
+    environmentId: text('environment_id').references((): AnyPgColumn => environments.id, { onDelete: 'restrict' }),
+    /** Which provisioner owns it: local | cluster (postgres) | shared (key-value). */
+    provisioner: text('provisioner').notNull(),
+    status: text('status', { enum: DATASTORE_STATUSES }).notNull(),
+    /** Render's `suspended`: 'suspended' | 'not_suspended'. */
+    suspended: boolean('suspended').notNull().default(false),
+    databaseName: text('database_name'),
+    databaseUser: text('database_user'),
+    /** The password sealed with the secret box. */
+    sealedPassword: text('sealed_password').notNull(),
+    maxmemoryPolicy: text('maxmemory_policy'),
+    ipAllowList: jsonb('ip_allow_list')
+      .$type<Array<{ cidrBlock: string; description: string }>>()
+      .notNull()
+      .default([]),
+    host: text('host'),
+    port: integer('port'),
+    /** What the provisioner needs to find it again (pid, start time, key prefix, ...). */
+    provisionerState: jsonb('provisioner_state').$type<Record<string, unknown>>().notNull().default({}),
+    createdAt: createdAt(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('datastores_workspace_idx').on(t.workspaceId, t.kind, t.id),
+    index('datastores_status_idx').on(t.status),
+    index('datastores_environment_idx').on(t.environmentId),
+  ],
+);
