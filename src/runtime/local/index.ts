@@ -1,4 +1,4 @@
-import { DEFAULT_NETWORK_CIDR } from '../../config.js';
+import { DEFAULT_NETWORK_CIDR } from '../../app/config.js';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
 import type { Runtime, RuntimeCapabilities } from '../types.js';
@@ -91,7 +91,7 @@ async function chooseNetwork(
 
 /**
  * The runtime that runs builds and instances as local processes, sandboxed as far as this machine allows.
- * Capabilities are detected once here; the caller reports them (src/startup-summary.ts).
+ * Capabilities are detected once here; the caller reports them (src/app/startup-summary.ts).
  */
 export async function createLocalRuntime(options: {
   dataDir: string;

@@ -1,6 +1,6 @@
-import type { MachineStatus } from './http/routes/health.js';
-import type { Logger } from './lib/logger.js';
-import type { RuntimeCapabilities } from './runtime/types.js';
+import type { MachineStatus } from '../http/routes/health.js';
+import type { Logger } from '../lib/logger.js';
+import type { RuntimeCapabilities } from '../runtime/types.js';
 
 /** What Slipway says once it is up: where it answers, where its data is, and what this machine could not set up. */
 export interface StartupFacts {

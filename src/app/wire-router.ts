@@ -1,12 +1,12 @@
 import type { Config } from './config.js';
-import type { RouteTable } from './router/route-table.js';
-import type { Logger } from './lib/logger.js';
-import { startRouterProcess } from './router/daemon/index.js';
-import { createNginxPlane, nginxPorts } from './router/nginx/index.js';
-import { nginxBinary, nginxLuaModules } from './router/nginx/process.js';
-import { lookupUser } from './runtime/local/capabilities.js';
-import { startRouter, type RequestRecord, type RouterOptions } from './router/router.js';
-import type { Repos } from './store/repos/index.js';
+import type { RouteTable } from '../router/route-table.js';
+import type { Logger } from '../lib/logger.js';
+import { startRouterProcess } from '../router/daemon/index.js';
+import { createNginxPlane, nginxPorts } from '../router/nginx/index.js';
+import { nginxBinary, nginxLuaModules } from '../router/nginx/process.js';
+import { lookupUser } from '../runtime/local/capabilities.js';
+import { startRouter, type RequestRecord, type RouterOptions } from '../router/router.js';
+import type { Repos } from '../store/repos/index.js';
 import { routerTls } from './wire-domains.js';
 
 const NGINX_USER = 'www-data';
