@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { machineStatus } from '../src/http/routes/health.js';
+import { machineStatus } from '../src/core/machine-status.js';
 import { run } from '../src/lib/exec.js';
 import { detectCgroups, limitFiles } from '../src/runtime/local/cgroups.js';
 import { createLocalRuntime } from '../src/runtime/local/index.js';

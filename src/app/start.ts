@@ -10,7 +10,7 @@ import { createIdempotencyStore } from '../core/idempotency.js';
 import { createWorkspaces } from '../core/workspaces.js';
 import { buildApp, listen, type LogOptions } from '../http/app.js';
 import { DOCS_PATH } from '../http/plugins/openapi.js';
-import { machineStatus } from '../http/routes/health.js';
+import { machineStatus } from '../core/machine-status.js';
 import { createGuard } from '../http/guard.js';
 import { scheduleMaintenance } from '../jobs/maintenance.js';
 import { scheduleMetricsRollup } from '../jobs/metrics-rollup.js';

@@ -1,4 +1,4 @@
-import type { MachineStatus } from '../http/routes/health.js';
+import type { MachineStatus } from '../core/machine-status.js';
 import type { Logger } from '../lib/logger.js';
 import type { RuntimeCapabilities } from '../runtime/types.js';
 
@@ -21,7 +21,7 @@ export interface StartupFacts {
   storeKind: 'pglite' | 'postgres';
   /** The user apps run as (undefined: Slipway's own). */
   runAs: string | undefined;
-  /** The same data GET /status answers with (src/http/routes/health.ts). */
+  /** The same data GET /status answers with (src/core/machine-status.ts). */
   machine: MachineStatus;
 }
 
