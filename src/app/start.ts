@@ -278,6 +278,7 @@ export async function startSlipway(config: Config, options: StartOptions = {}): 
       config,
       repos,
       routeTable,
+      runtime,
       onRequest: (record) => {
         metrics.traffic.record(record.serviceId, record.bytesOut);
         usage.meter.traffic.record(record.serviceId, record.bytesOut);

@@ -4,7 +4,7 @@ import type { Logger } from '../lib/logger.js';
 import { startRouterProcess } from '../router/daemon/index.js';
 import { createNginxPlane, nginxPorts } from '../router/nginx/index.js';
 import { nginxBinary, nginxLuaModules } from '../router/nginx/process.js';
-import { lookupUser } from '../runtime/local/capabilities.js';
+import type { Runtime } from '../runtime/types.js';
 import { startRouter, type RequestRecord, type RouterOptions } from '../router/router.js';
 import type { Repos } from '../store/repos/index.js';
 import { routerTls } from './wire-domains.js';
@@ -31,10 +31,11 @@ export async function wireRouter(deps: {
   config: Config;
   repos: Pick<Repos, 'certificates'>;
   routeTable: RouteTable;
+  runtime: Pick<Runtime, 'daemonUser'>;
   onRequest(record: RequestRecord): void;
   log: Logger;
 }) {
-  const { config, routeTable, onRequest, log } = deps;
+  const { config, routeTable, runtime, onRequest, log } = deps;
   const tls = await routerTls(config, deps.repos);
   const certificates = tls.https?.certificates;
   const nodeRouter = (options: Pick<RouterOptions, 'host' | 'port' | 'https' | 'behindProxy' | 'acmeAnswer'>) =>
@@ -129,7 +130,7 @@ export async function wireRouter(deps: {
         workers: config.router.nginxWorkers,
         modules,
         // nginx's default worker user is nobody, which the apps run as: they could signal its workers.
-        ...(process.getuid?.() === 0 && lookupUser(NGINX_USER) ? { user: NGINX_USER } : {}),
+        ...(runtime.daemonUser(NGINX_USER) ? { user: NGINX_USER } : {}),
         timeouts: {
           headersMs: config.headersTimeoutMs,
           requestMs: config.requestTimeoutMs,

@@ -4,7 +4,7 @@ import type { Command } from '../../lib/exec.js';
 import type { Runtime, RuntimeCapabilities } from '../types.js';
 import { createBuildDisks, detectDiskTools, sweepBuildDisks } from './build-disks.js';
 import { runBuild, runTool } from './builds.js';
-import { detectCapabilities, findProgram, type SandboxMode } from './capabilities.js';
+import { detectCapabilities, findProgram, lookupUser, type SandboxMode } from './capabilities.js';
 import { permissionHint } from './host-paths.js';
 import { waitHealthy } from './health.js';
 import { listenersOf } from './listeners.js';
@@ -212,6 +212,7 @@ export async function createLocalRuntime(options: {
       return { address, wrap };
     },
     sweepServers: async (keep) => networks?.networks.sweep(keep, 'server'),
+    daemonUser: (name) => (process.getuid?.() === 0 && lookupUser(name) ? name : undefined),
     close: async () => networks?.networks.close(),
   };
 }
