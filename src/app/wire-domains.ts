@@ -8,7 +8,7 @@ import { createAcmeAuthority } from '../integrations/acme.js';
 import { createDnsLookup } from '../integrations/dns.js';
 import type { Logger } from '../lib/logger.js';
 import type { SecretBox } from '../lib/secret-box.js';
-import type { RouterOptions } from '../router/router.js';
+import type { RouterOptions } from '../router/types.js';
 import { appsDomainCertificate, createCertificateStore, type CertificateStore } from '../router/tls.js';
 import type { Repos } from '../store/repos/index.js';
 

@@ -5,7 +5,8 @@ import { startRouterProcess } from '../router/daemon/index.js';
 import { createNginxPlane, nginxPorts } from '../router/nginx/index.js';
 import { nginxBinary, nginxLuaModules } from '../router/nginx/process.js';
 import type { Runtime } from '../runtime/types.js';
-import { startRouter, type RequestRecord, type RouterOptions } from '../router/router.js';
+import { startRouter } from '../router/router.js';
+import type { RequestRecord, RouterOptions } from '../router/types.js';
 import type { Repos } from '../store/repos/index.js';
 import { routerTls } from './wire-domains.js';
 

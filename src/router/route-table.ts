@@ -1,4 +1,4 @@
-import type { RouteTarget, Upstream } from './router.js';
+import type { RouteTarget, Upstream } from './types.js';
 import { compileRules, type CompiledRules, type StaticRules } from './static-rules.js';
 
 type DomainRow = { name: string; slug: string; redirectForName: string | null };

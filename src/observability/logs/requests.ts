@@ -1,5 +1,5 @@
 import { createLru } from '../../lib/lru.js';
-import type { RequestRecord } from '../../router/router.js';
+import type { RequestRecord } from '../../router/types.js';
 import type { NewLogEntry } from '../../store/repos/logs.js';
 import type { LogBudget } from './budget.js';
 
