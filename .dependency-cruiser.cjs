@@ -69,9 +69,6 @@ const KNOWN = [
   ['layer-drivers', 'src/integrations/sign-in.ts', root('config-integrations.ts')],
   ['layer-drivers', 'src/provisioners/choose.ts', root('config.ts')],
   ['layer-drivers', 'src/runtime/local/index.ts', root('config.ts')],
-  // machineStatus() lives in a route file.
-  ['routes-inside-http', root('server.ts'), 'src/http/routes/health.ts'],
-  ['routes-inside-http', root('startup-summary.ts'), 'src/http/routes/health.ts'],
 ].flatMap(([name, from, to]) =>
   [from]
     .flat()

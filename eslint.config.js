@@ -47,7 +47,7 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-expressions': ['error', { allowShortCircuit: true, allowTernary: true }],
       '@typescript-eslint/no-explicit-any': 'off',
       'no-control-regex': 'off',
-      // A `let` that a closure reads before its one assignment (server.ts's `app`) stays a `let`.
+      // A `let` that a closure reads before its one assignment (app/start.ts's `app`) stays a `let`.
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
   },

@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startSlipway as startInProcess } from '../src/server.js';
+import { startSlipway as startInProcess } from '../src/app/start.js';
 import { sweepBuildDisks } from '../src/runtime/local/build-disks.js';
 import { killProcessesUnder } from '../test/helpers/kill-under.js';
 import { CASES, type AbuseCase } from './abuse-cases.js';

@@ -4,7 +4,7 @@
  * stopped (PGlite has one writer), with ids from src/lib/ids.ts so they sort by time as real ones do.
  */
 import { eq } from 'drizzle-orm';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/app/config.js';
 import { newId } from '../src/lib/ids.js';
 import { openStore } from '../src/store/db.js';
 import { auditLogs, deploys, services } from '../src/store/schema/index.js';

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/app/config.js';
 import { openStore } from '../src/store/db.js';
 import { rollUpUsage } from '../src/store/repos/usage-rollups.js';
 import { createDatabase, log, percentile, signUp, startSlipway, table } from './lib.js';

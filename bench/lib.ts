@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import * as tar from 'tar';
-import { DEFAULT_NETWORK_CIDR, loadConfig } from '../src/config.js';
+import { DEFAULT_NETWORK_CIDR, loadConfig } from '../src/app/config.js';
 import { findProgram } from '../src/runtime/local/capabilities.js';
 import { removeNetworksOf } from '../src/runtime/local/network/index.js';
 import { killProcessesUnder } from '../test/helpers/kill-under.js';

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { startSlipway as startInProcess } from '../src/server.js';
+import { startSlipway as startInProcess } from '../src/app/start.js';
 import { killProcessesUnder } from '../test/helpers/kill-under.js';
 import { fixtureArchive, inProcessConfig, log, percentile, signUp, sleep, startSlipway, table } from './lib.js';
 

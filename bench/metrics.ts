@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/app/config.js';
 import { createMetricsSampler, createTrafficCounter } from '../src/observability/metrics/sampler.js';
 import { rollUpMetrics } from '../src/observability/metrics/rollup.js';
 import { createMetricQueries } from '../src/observability/metrics/series.js';

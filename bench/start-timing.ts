@@ -10,7 +10,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, sym
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { DEFAULT_NETWORK_CIDR } from '../src/config.js';
+import { DEFAULT_NETWORK_CIDR } from '../src/app/config.js';
 import { findProgram } from '../src/runtime/local/capabilities.js';
 import { removeNetworksOf } from '../src/runtime/local/network/index.js';
 import { stopNginx } from '../src/router/nginx/index.js';

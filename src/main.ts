@@ -1,7 +1,7 @@
-import { loadConfig } from './config.js';
+import { loadConfig } from './app/config.js';
 import { chooseDataDir } from './runtime/local/data-dir.js';
-import { startSlipway } from './server.js';
-import { formatStartupSummary, upFields } from './startup-summary.js';
+import { startSlipway } from './app/start.js';
+import { formatStartupSummary, upFields } from './app/startup-summary.js';
 
 const loaded = loadConfig();
 // Without bubblewrap, a default data dir the apps cannot reach moves to /var/lib/slipway (src/runtime/local/data-dir.ts).

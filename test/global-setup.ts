@@ -6,7 +6,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/app/config.js';
 import { openStore } from '../src/store/db.js';
 
 declare module 'vitest' {

@@ -13,7 +13,7 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/app/config.js';
 import { openStore, type Db } from '../src/store/db.js';
 import { createRepos, type Repos } from '../src/store/repos/index.js';
 import * as schema from '../src/store/schema/index.js';

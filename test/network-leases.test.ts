@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/app/config.js';
 import { ipv4Range, overlaps } from '../src/lib/ip-ranges.js';
 import { refusedRanges } from '../src/runtime/local/network/egress.js';
 import { createLeaseFiles, nextHost } from '../src/runtime/local/network/leases.js';

@@ -14,7 +14,8 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRouter, type RequestRecord, type Router } from '../src/router/router.js';
+import { startRouter } from '../src/router/router.js';
+import type { RequestRecord, Router } from '../src/router/types.js';
 import { appsDomainCertificate, createCertificateStore } from '../src/router/tls.js';
 
 interface Seen {

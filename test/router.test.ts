@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createUpstreamPools, type UpstreamPools } from '../src/router/forward.js';
-import { startRouter, type RequestRecord, type RouteTarget, type Router, type Upstream } from '../src/router/router.js';
+import { startRouter } from '../src/router/router.js';
+import type { RequestRecord, RouteTarget, Router, Upstream } from '../src/router/types.js';
 
 interface Seen {
   method: string;

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { machineStatus } from '../src/http/routes/health.js';
+import { machineStatus } from '../src/core/machine-status.js';
 import { run } from '../src/lib/exec.js';
 import { detectCgroups, limitFiles } from '../src/runtime/local/cgroups.js';
 import { createLocalRuntime } from '../src/runtime/local/index.js';
@@ -28,7 +28,7 @@ import {
 } from '../src/runtime/local/sandbox.js';
 import type { Limits } from '../src/model/limits.js';
 import type { InstanceHandle, InstanceSpec } from '../src/runtime/types.js';
-import { logMachineReport } from '../src/startup-summary.js';
+import { logMachineReport } from '../src/app/startup-summary.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/runtime');
@@ -287,7 +287,7 @@ describe('local runtime', () => {
   it('detects what this machine allows; the start-up report logs it once (JSON logs)', () => {
     if (existsSync('/usr/bin/bwrap')) expect(runtime.capabilities.sandbox).toBe('bwrap');
     if (IS_ROOT) expect(runtime.capabilities.runAsUser).toEqual({ uid: 65534, gid: 65534, name: 'nobody' });
-    // The caller reports (src/startup-summary.ts): as JSON lines, or in a terminal as the summary.
+    // The caller reports (src/app/startup-summary.ts): as JSON lines, or in a terminal as the summary.
     expect(logged).toEqual([]);
     const availability = () => ({
       postgres: { mode: 'off' as const, note: 'no Postgres' },

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/app/config.js';
 import { PLAN_LIMITS, PLANS } from '../src/model/services.js';
 import {
   sandboxedCommand,

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nginxBinary, nginxLuaModules } from '../src/router/nginx/process.js';
 import { findProgram } from '../src/runtime/local/capabilities.js';
-import { formatStartupSummary, type StartupFacts } from '../src/startup-summary.js';
+import { formatStartupSummary, type StartupFacts } from '../src/app/startup-summary.js';
 import { freePort, freshStore, REPO_ROOT, spawnSlipway, type SlipwayProcess, within } from './helpers/process.js';
 
 const facts = (over: Partial<StartupFacts> = {}): StartupFacts => ({

@@ -33,7 +33,7 @@ interface Entry {
  * Resolved sessions, API keys and workspace roles, kept `ttlMs` (0 turns caching off) so an
  * authenticated request costs no query. Every process drops an entry the moment its row changes:
  * `change()` makes the change and NOTIFYs it in one transaction, and drops it here; the other
- * processes hear it through `onNotify` (src/server.ts). An entry never outlives the expiry of the
+ * processes hear it through `onNotify` (src/app/start.ts). An entry never outlives the expiry of the
  * session or key it holds.
  */
 export function createPrincipalCache(opts: { ttlMs: number; transact: Transact; now?: () => number }) {

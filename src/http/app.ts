@@ -23,6 +23,7 @@ import { datastoreRoutes } from './routes/datastores.js';
 import { deployRoutes } from './routes/deploys.js';
 import { envGroupRoutes } from './routes/env-groups.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { blueprintManagementRoutes } from './routes/blueprint-management.js';
 import { blueprintRoutes } from './routes/blueprints.js';
 import { deployHookRoutes } from './routes/deploy-hooks.js';
 import { githubRoutes } from './routes/github.js';
@@ -147,6 +148,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...eventRoutes(deps),
     ...envGroupRoutes(deps),
     ...webhookRoutes(deps),
+    ...blueprintManagementRoutes(deps),
     ...blueprintRoutes(deps),
     ...deployHookRoutes(deps),
     ...githubRoutes(deps),

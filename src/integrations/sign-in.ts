@@ -7,7 +7,7 @@ import type {
   OAuthProvider,
   OAuthSettings,
   OidcConfig,
-} from '../config-integrations.js';
+} from '../app/config-integrations.js';
 
 /** Who signed in, as the provider vouches for it. */
 export interface ProviderIdentity {

@@ -1,13 +1,13 @@
 import type { ServerOptions } from 'node:http';
 
-/** The connection deadlines shared by the API and the router (config.ts). */
+/** The connection deadlines shared by the API and the router (app/config.ts). */
 export interface ConnectionTimeouts {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
 }
 
-/** The defaults (config.ts); seconds, as the settings are written. */
+/** The defaults (app/config.ts); seconds, as the settings are written. */
 export const DEFAULT_TIMEOUT_SECONDS = { headers: 20, request: 300, keepAlive: 72, upstream: 300 };
 
 /**

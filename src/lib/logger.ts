@@ -1,5 +1,5 @@
 /**
- * What a module logs through: an object and a message. pino's logger (server.ts's system log) and Fastify's both fit
+ * What a module logs through: an object and a message. pino's logger (app/start.ts's system log) and Fastify's both fit
  * it, and so does a test's fake. A module that logs at a few levels only asks for those: `Pick<Logger, 'warn'>`.
  */
 export interface Logger {

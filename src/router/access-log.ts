@@ -9,7 +9,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import type { RequestRecord } from './router.js';
+import type { RequestRecord } from './types.js';
 
 /** One line of the access log: nginx's `slipway` log_format (nginx/config.ts), or the router process's (daemon/). */
 export interface AccessLine {

@@ -1,4 +1,4 @@
-import type { RouteTarget, Upstream } from './router.js';
+import type { RouteTarget, Upstream } from './types.js';
 import type { StaticRules } from '../model/static-rules.js';
 import { compileRules, type CompiledRules } from './static-rules.js';
 

@@ -197,6 +197,11 @@ export interface Runtime {
   ): Promise<{ address: string; wrap(cmd: Command): Command } | undefined>;
   /** Removes the namespaces of datastore servers that `keep` refuses. */
   sweepServers(keep: (id: string) => boolean): Promise<void>;
+  /**
+   * `name`, when this host has that user and Slipway (running as root) may run a program of its own as them; else
+   * undefined. nginx's workers run so, apart from the user the apps run as, who could otherwise signal them.
+   */
+  daemonUser(name: string): string | undefined;
   /** Whether the instance's process, found exited, was killed for going over its memory limit; told once. Optional: runtimes without limits never say so. */
   oomKilled?(instanceId: string): boolean;
   /** Removes what the runtime made ahead of need (spare namespaces); running instances and their namespaces stay. */

@@ -42,7 +42,7 @@ export interface Store {
   /**
    * Calls `listener` with the name of each table written (TABLES_CHANNEL), by this process before its commit returns;
    * with undefined when some may have been missed (PGlite reopened). Other processes' writes reach a Postgres
-   * store's connections only while the pool holds some: src/server.ts also LISTENs on a dedicated one.
+   * store's connections only while the pool holds some: src/app/start.ts also LISTENs on a dedicated one.
    */
   onTableChange(listener: (table: string | undefined) => void): void;
   close(): Promise<void>;

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import path from 'node:path';
-import { DEFAULT_NETWORK_CIDR } from '../../src/config.js';
+import { DEFAULT_NETWORK_CIDR } from '../../src/app/config.js';
 import { DEFAULT_STATE_DIR } from '../../src/runtime/local/network/index.js';
 import { hostAddress, legacyNetns, netnsPath, parseSupernet } from '../../src/runtime/local/network/plan.js';
 

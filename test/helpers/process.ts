@@ -6,7 +6,7 @@ import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_NETWORK_CIDR } from '../../src/config.js';
+import { DEFAULT_NETWORK_CIDR } from '../../src/app/config.js';
 import { findProgram } from '../../src/runtime/local/capabilities.js';
 import { removeNetworksOf } from '../../src/runtime/local/network/index.js';
 import { sweepBuildDisks } from '../../src/runtime/local/build-disks.js';

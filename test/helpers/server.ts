@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/app/config.js';
 import type { LogOptions } from '../../src/http/app.js';
 import { findProgram } from '../../src/runtime/local/capabilities.js';
 import { removeNetworksOf } from '../../src/runtime/local/network/index.js';
 import { sweepBuildDisks } from '../../src/runtime/local/build-disks.js';
-import { startSlipway, type Slipway } from '../../src/server.js';
+import { startSlipway, type Slipway } from '../../src/app/start.js';
 import { client, type Client } from './client.js';
 import { killProcessesUnder } from './kill-under.js';
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/app/config.js';
 import { openStore, type Store } from '../../src/store/db.js';
 import { createRepos, type Repos } from '../../src/store/repos/index.js';
 import { createTestDatabase, seedPglite, TEST_DATABASE_URL } from './server.js';

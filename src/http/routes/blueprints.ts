@@ -6,7 +6,6 @@ import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { BlueprintValidationBody } from '../schemas/blueprints.js';
 import { OwnerIdQuery } from '../schemas/common.js';
-import { blueprintManagementRoutes } from './blueprint-management.js';
 
 const tooLarge = () =>
   new AppError('payload_too_large', `the Blueprint file is over ${MAX_BLUEPRINT_BYTES / 1024 / 1024} MB`);
@@ -30,7 +29,6 @@ async function readFile(file: Readable): Promise<Uint8Array> {
 export function blueprintRoutes(deps: HttpDeps) {
   const { guard, blueprints } = deps;
   return [
-    ...blueprintManagementRoutes(deps),
     defineRoute({
       method: 'POST',
       url: '/v1/blueprints/validate',

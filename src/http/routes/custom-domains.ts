@@ -5,7 +5,7 @@ import type { ServiceRow } from '../../store/repos/services.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { DEFAULT_LIMIT, IdParam, ListQuery } from '../schemas/common.js';
-import { loadService, ServiceParams } from './services.js';
+import { loadService, ServiceParams } from '../helpers/load-service.js';
 
 const DomainParams = Type.Object({
   serviceId: IdParam,

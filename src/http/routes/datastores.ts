@@ -5,7 +5,7 @@ import { SUSPENDED } from '../../model/enums.js';
 import type { DatastoreKind, DatastoreRow } from '../../store/repos/datastores.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute, type RouteSpec } from '../route.js';
-import { eventListRoute } from './events.js';
+import { eventListRoute } from '../helpers/event-list-route.js';
 import {
   Envelope,
   IdParam,

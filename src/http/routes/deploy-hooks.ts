@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { IdParam } from '../schemas/common.js';
-import { loadService, ServiceParams } from './services.js';
+import { loadService, ServiceParams } from '../helpers/load-service.js';
 
 const CommitRef = Type.String({
   pattern: '^[0-9a-fA-F]{4,64}$',

@@ -5,7 +5,7 @@ import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, literalUnion, Timestamp, toDate } from '../schemas/common.js';
 import { DeployBody, deployBody } from '../schemas/services.js';
-import { loadService, ServiceParams } from './services.js';
+import { loadService, ServiceParams } from '../helpers/load-service.js';
 
 const DeployParams = Type.Object({ serviceId: IdParam, deployId: IdParam });
 

@@ -4,7 +4,7 @@ import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { IdParam, NoContent } from '../schemas/common.js';
 import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/services.js';
-import { loadService, ServiceParams } from './services.js';
+import { loadService, ServiceParams } from '../helpers/load-service.js';
 
 const EnvVar = EnvVarBody;
 const EnvVarList = Type.Array(

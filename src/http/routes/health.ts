@@ -1,6 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { Datastores } from '../../core/datastores/datastores.js';
-import type { RuntimeCapabilities } from '../../runtime/types.js';
+import { machineStatus } from '../../core/machine-status.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { Timestamp } from '../schemas/common.js';
@@ -39,13 +38,6 @@ const DatastoreMode = Type.Object({
   versions: Type.Optional(Type.Array(Type.String())),
   note: Type.Optional(Type.String()),
 });
-
-/** What GET /status says about this machine: how apps are isolated and how datastores are provisioned (main.ts's start-up summary says the same). */
-export function machineStatus(runtime: RuntimeCapabilities, datastores: Pick<Datastores, 'availability'>) {
-  const { network, sandbox, cgroups, limits, notes } = runtime;
-  return { isolation: { network, sandbox, cgroups, limits, notes }, datastores: datastores.availability() };
-}
-export type MachineStatus = ReturnType<typeof machineStatus>;
 
 async function probe(check: () => Promise<void>) {
   const started = performance.now();

@@ -11,7 +11,7 @@ import { AGGREGATIONS } from '../../model/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { IdParam, literalUnion, Timestamp } from '../schemas/common.js';
-import { loadService, ServiceParams } from './services.js';
+import { loadService, ServiceParams } from '../helpers/load-service.js';
 
 /** Render's metric series (GET /metrics/cpu's 200 body). */
 const SeriesBody = Type.Array(

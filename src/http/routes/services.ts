@@ -3,28 +3,16 @@ import type { FastifyRequest } from 'fastify';
 import { envelopeOf } from '../../lib/cursor.js';
 import { SUSPENDED } from '../../model/enums.js';
 import type { HttpDeps } from '../deps.js';
+import { loadService, ServiceParams } from '../helpers/load-service.js';
 import { defineRoute } from '../route.js';
-import { Envelope, IdParam, ListQuery, literalUnion, NoContent, Timestamp, listWindow } from '../schemas/common.js';
+import { Envelope, ListQuery, literalUnion, NoContent, Timestamp, listWindow } from '../schemas/common.js';
 import { ServiceBody, serviceBody, ServicePATCH, ServicePOST } from '../schemas/services.js';
 
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
-export const ServiceParams = Type.Object({ serviceId: IdParam });
 const ServiceInstance = Type.Object(
   { id: Type.String(), createdAt: Type.String({ format: 'date-time' }) },
   { title: 'serviceInstance' },
 );
-
-/** The service, if the caller may act on it with the route's role; 404 otherwise. */
-export async function loadService(
-  { guard, services }: Pick<HttpDeps, 'guard' | 'services'>,
-  req: FastifyRequest,
-  serviceId: string,
-) {
-  const service = await services.get(serviceId);
-  await guard.resource(req, service.workspaceId, 'service');
-  req.auditInfo.target = service.id;
-  return service;
-}
 
 /** Services: Render's CRUD plus suspend/resume/restart (docs/architecture.md, "API conventions"). */
 export function serviceRoutes(deps: HttpDeps) {

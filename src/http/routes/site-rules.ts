@@ -3,7 +3,7 @@ import { decodeCursor, envelope } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { DEFAULT_LIMIT, IdParam, ListQuery, NoContent, splitList, StringList } from '../schemas/common.js';
-import { loadService, ServiceParams } from './services.js';
+import { loadService, ServiceParams } from '../helpers/load-service.js';
 
 const TAGS = ['Static sites'];
 const HeaderInput = Type.Object({

@@ -5,7 +5,7 @@ import { AppError } from '../../lib/errors.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { SourceBody, sourceBody } from '../schemas/sources.js';
-import { loadService, ServiceParams } from './services.js';
+import { loadService, ServiceParams } from '../helpers/load-service.js';
 
 export const ARCHIVE_TYPES = [
   'application/gzip',

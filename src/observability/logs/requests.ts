@@ -1,5 +1,5 @@
 import { createLru } from '../../lib/lru.js';
-import type { RequestRecord } from '../../router/router.js';
+import type { RequestRecord } from '../../router/types.js';
 import type { NewLogEntry } from '../../store/repos/logs.js';
 import type { LogBudget } from './budget.js';
 
@@ -10,7 +10,7 @@ const WORKSPACES_KEPT = 10_000;
  * The router's per-request hook: each request as a `request` log entry, within the service's request budget (a bucket
  * of its own, so a flood of requests neither starves the app's own lines nor is starved by them). A router serves
  * tens of thousands of requests a second, far more than the store keeps at that rate: the rest are counted and
- * reported, as an app's lines over its budget are. Traffic metrics and bandwidth count every request (server.ts).
+ * reported, as an app's lines over its budget are. Traffic metrics and bandwidth count every request (app/start.ts).
  */
 export function createRequestLog(deps: {
   budget: LogBudget;

@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { RouteState } from '../route-table.js';
 import type { KeyPair } from '../tls.js';
-import type { RouterTimeouts } from '../router.js';
+import type { RouterTimeouts } from '../types.js';
 
 /**
  * The Node router as a process of its own (one per data dir, in `<dataDir>/router-node`): it outlives the API process,
@@ -15,7 +15,7 @@ export interface DaemonSettings {
   host: string;
   port: number; // 0 = any free port (the process reports the one it got)
   timeouts: RouterTimeouts;
-  /** Behind nginx: loopback only, TLS terminated by nginx (router.ts `behindProxy`). */
+  /** Behind nginx: loopback only, TLS terminated by nginx (`behindProxy`, router/types.ts). */
   behindProxy: boolean;
   https?: { port: number; redirectPort?: number; fallback: KeyPair };
   /** ACME http-01 answers are asked of the API over `acme.sock` (the store is the API's). */

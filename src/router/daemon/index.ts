@@ -7,7 +7,7 @@ import { spawnDetached, type Command } from '../../lib/exec.js';
 import type { Logger } from '../../lib/logger.js';
 import { tailAccessLog } from '../access-log.js';
 import { createUpdateLoop } from '../update-loop.js';
-import type { RequestRecord } from '../router.js';
+import type { RequestRecord } from '../types.js';
 import type { CertificateStore } from '../tls.js';
 import {
   daemonFiles,

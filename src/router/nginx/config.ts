@@ -1,4 +1,4 @@
-import type { Upstream } from '../router.js';
+import type { Upstream } from '../types.js';
 
 /**
  * nginx's configuration, rendered from the route table. nginx serves the hot path itself: every web service, by Host

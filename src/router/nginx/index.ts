@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Logger } from '../../lib/logger.js';
 import { freePort } from '../../runtime/local/ports.js';
 import { waitGone } from '../../runtime/local/proc.js';
-import type { RequestRecord, RouteTarget, Upstream } from '../router.js';
+import type { RequestRecord, RouteTarget, Upstream } from '../types.js';
 import type { CertificateStore } from '../tls.js';
 import { tailAccessLog } from '../access-log.js';
 import { createUpdateLoop } from '../update-loop.js';

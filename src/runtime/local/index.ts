@@ -1,10 +1,10 @@
-import { DEFAULT_NETWORK_CIDR } from '../../config.js';
+import { DEFAULT_NETWORK_CIDR } from '../../app/config.js';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
 import type { Runtime, RuntimeCapabilities } from '../types.js';
 import { createBuildDisks, detectDiskTools, sweepBuildDisks } from './build-disks.js';
 import { runBuild, runTool } from './builds.js';
-import { detectCapabilities, findProgram, type SandboxMode } from './capabilities.js';
+import { detectCapabilities, findProgram, lookupUser, type SandboxMode } from './capabilities.js';
 import { permissionHint } from './host-paths.js';
 import { createStartupBoosts } from './startup-boost.js';
 import { waitHealthy } from './health.js';
@@ -92,7 +92,7 @@ async function chooseNetwork(
 
 /**
  * The runtime that runs builds and instances as local processes, sandboxed as far as this machine allows.
- * Capabilities are detected once here; the caller reports them (src/startup-summary.ts).
+ * Capabilities are detected once here; the caller reports them (src/app/startup-summary.ts).
  */
 export async function createLocalRuntime(options: {
   dataDir: string;
@@ -219,6 +219,7 @@ export async function createLocalRuntime(options: {
       return { address, wrap };
     },
     sweepServers: async (keep) => networks?.networks.sweep(keep, 'server'),
+    daemonUser: (name) => (process.getuid?.() === 0 && lookupUser(name) ? name : undefined),
     close: async () => networks?.networks.close(),
   };
 }

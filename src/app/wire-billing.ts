@@ -1,12 +1,12 @@
 import type { Config } from './config.js';
-import { createBilling } from './core/billing/billing.js';
-import type { PriceCatalog } from './core/billing/catalog.js';
-import { createMeterReports } from './core/billing/meter-reports.js';
-import { createSubscriptions } from './core/billing/subscriptions.js';
-import { createStripeProvider } from './integrations/stripe.js';
-import type { Logger } from './lib/logger.js';
-import type { UsageReports } from './observability/usage/report.js';
-import type { Repos, Transact } from './store/repos/index.js';
+import { createBilling } from '../core/billing/billing.js';
+import type { PriceCatalog } from '../core/billing/catalog.js';
+import { createMeterReports } from '../core/billing/meter-reports.js';
+import { createSubscriptions } from '../core/billing/subscriptions.js';
+import { createStripeProvider } from '../integrations/stripe.js';
+import type { Logger } from '../lib/logger.js';
+import type { UsageReports } from '../observability/usage/report.js';
+import type { Repos, Transact } from '../store/repos/index.js';
 
 /** Billing as the configuration gives it: the estimate always; with SLIPWAY_STRIPE_SECRET_KEY, Stripe and its meter. */
 export function wireBilling(deps: {

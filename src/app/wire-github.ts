@@ -1,20 +1,20 @@
 import type { Config } from './config.js';
-import type { Blueprints } from './core/blueprints/blueprints.js';
-import { createDeployHooks } from './core/deploys/deploy-hooks.js';
-import type { DeployEngine } from './core/deploys/engine.js';
-import { createGitPoller } from './core/deploys/git-poller.js';
-import type { Events } from './core/events.js';
-import type { EnvVars } from './core/services/env-vars.js';
-import type { Services } from './core/services/services.js';
-import { createGitHub } from './core/github/github.js';
-import { createPreviews } from './core/github/previews.js';
-import { createCommitStatuses } from './core/github/statuses.js';
-import { createGitHubWebhook } from './core/github/webhook.js';
-import { createGitHubApp } from './integrations/github.js';
-import type { Logger } from './lib/logger.js';
-import type { SecretBox } from './lib/secret-box.js';
-import type { Repos } from './store/repos/index.js';
-import type { Git } from './core/deploys/git.js';
+import type { Blueprints } from '../core/blueprints/blueprints.js';
+import { createDeployHooks } from '../core/deploys/deploy-hooks.js';
+import type { DeployEngine } from '../core/deploys/engine.js';
+import { createGitPoller } from '../core/deploys/git-poller.js';
+import type { Events } from '../core/events.js';
+import type { EnvVars } from '../core/services/env-vars.js';
+import type { Services } from '../core/services/services.js';
+import { createGitHub } from '../core/github/github.js';
+import { createPreviews } from '../core/github/previews.js';
+import { createCommitStatuses } from '../core/github/statuses.js';
+import { createGitHubWebhook } from '../core/github/webhook.js';
+import { createGitHubApp } from '../integrations/github.js';
+import type { Logger } from '../lib/logger.js';
+import type { SecretBox } from '../lib/secret-box.js';
+import type { Repos } from '../store/repos/index.js';
+import type { Git } from '../core/deploys/git.js';
 
 /**
  * The GitHub App (docs/deploys.md, "GitHub pushes"), when configured: the code-host driver, the workspace's view of it, its webhook,

@@ -1,16 +1,16 @@
 import path from 'node:path';
 import type { Config } from './config.js';
-import type { RouteTable } from './router/route-table.js';
-import { createCertificates, type Certificates } from './core/domains/certificates.js';
-import { createDomains } from './core/domains/domains.js';
-import type { Events } from './core/events.js';
-import { createAcmeAuthority } from './integrations/acme.js';
-import { createDnsLookup } from './integrations/dns.js';
-import type { Logger } from './lib/logger.js';
-import type { SecretBox } from './lib/secret-box.js';
-import type { RouterOptions } from './router/router.js';
-import { appsDomainCertificate, createCertificateStore, type CertificateStore } from './router/tls.js';
-import type { Repos } from './store/repos/index.js';
+import type { RouteTable } from '../router/route-table.js';
+import { createCertificates, type Certificates } from '../core/domains/certificates.js';
+import { createDomains } from '../core/domains/domains.js';
+import type { Events } from '../core/events.js';
+import { createAcmeAuthority } from '../integrations/acme.js';
+import { createDnsLookup } from '../integrations/dns.js';
+import type { Logger } from '../lib/logger.js';
+import type { SecretBox } from '../lib/secret-box.js';
+import type { RouterOptions } from '../router/types.js';
+import { appsDomainCertificate, createCertificateStore, type CertificateStore } from '../router/tls.js';
+import type { Repos } from '../store/repos/index.js';
 
 /**
  * The router's HTTPS options: the listener with the apps domain's certificate (custom domains' are added by

@@ -1,6 +1,6 @@
-import type { MachineStatus } from './http/routes/health.js';
-import type { Logger } from './lib/logger.js';
-import type { RuntimeCapabilities } from './runtime/types.js';
+import type { MachineStatus } from '../core/machine-status.js';
+import type { Logger } from '../lib/logger.js';
+import type { RuntimeCapabilities } from '../runtime/types.js';
 
 /** What Slipway says once it is up: where it answers, where its data is, and what this machine could not set up. */
 export interface StartupFacts {
@@ -21,7 +21,7 @@ export interface StartupFacts {
   storeKind: 'pglite' | 'postgres';
   /** The user apps run as (undefined: Slipway's own). */
   runAs: string | undefined;
-  /** The same data GET /status answers with (src/http/routes/health.ts). */
+  /** The same data GET /status answers with (src/core/machine-status.ts). */
   machine: MachineStatus;
 }
 

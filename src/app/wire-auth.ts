@@ -1,14 +1,14 @@
 import type { Config } from './config.js';
-import { createApiKeys } from './core/api-keys.js';
-import { createAuth } from './core/auth.js';
-import { createDeviceCookies } from './core/device-cookies.js';
-import { createOAuth } from './core/oauth.js';
-import type { PrincipalCache } from './core/principal-cache.js';
-import { createTeam } from './core/team.js';
-import { createSignInProviders } from './integrations/sign-in.js';
-import type { Logger } from './lib/logger.js';
-import type { SecretBox } from './lib/secret-box.js';
-import type { Repos, Transact } from './store/repos/index.js';
+import { createApiKeys } from '../core/api-keys.js';
+import { createAuth } from '../core/auth.js';
+import { createDeviceCookies } from '../core/device-cookies.js';
+import { createOAuth } from '../core/oauth.js';
+import type { PrincipalCache } from '../core/principal-cache.js';
+import { createTeam } from '../core/team.js';
+import { createSignInProviders } from '../integrations/sign-in.js';
+import type { Logger } from '../lib/logger.js';
+import type { SecretBox } from '../lib/secret-box.js';
+import type { Repos, Transact } from '../store/repos/index.js';
 
 /** Who is calling and how they sign in: passwords and sessions, API keys, the team, and OAuth providers. */
 export function wireAuth(deps: {

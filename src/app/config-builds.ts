@@ -1,6 +1,6 @@
 import { availableParallelism, totalmem } from 'node:os';
 
-/** Settings of builds and of the git they run (src/config.ts loads them; docs/deploys.md, "Build limits"). */
+/** Settings of builds and of the git they run (src/app/config.ts loads them; docs/deploys.md, "Build limits"). */
 type Env = Record<string, string | undefined>;
 
 export interface BuildSettings {

@@ -1,12 +1,12 @@
 import type { Config } from './config.js';
-import type { AuditLog } from './core/audit.js';
-import type { Events } from './core/events.js';
-import { createDispatcher, RESPONSE_BODY_BYTES, type Dispatcher } from './core/webhooks/dispatcher.js';
-import { createWebhooks } from './core/webhooks/webhooks.js';
-import { createHttpSender } from './integrations/webhook-sender.js';
-import type { Logger } from './lib/logger.js';
-import type { SecretBox } from './lib/secret-box.js';
-import type { Repos } from './store/repos/index.js';
+import type { AuditLog } from '../core/audit.js';
+import type { Events } from '../core/events.js';
+import { createDispatcher, RESPONSE_BODY_BYTES, type Dispatcher } from '../core/webhooks/dispatcher.js';
+import { createWebhooks } from '../core/webhooks/webhooks.js';
+import { createHttpSender } from '../integrations/webhook-sender.js';
+import type { Logger } from '../lib/logger.js';
+import type { SecretBox } from '../lib/secret-box.js';
+import type { Repos } from '../store/repos/index.js';
 
 /**
  * Webhooks: the API's view now, and the dispatcher once events and the audit log exist (`start`). `poke` is handed to

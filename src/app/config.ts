@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { availableParallelism } from 'node:os';
-import { DEFAULT_TIMEOUT_SECONDS as TIMEOUTS } from './lib/http-timeouts.js';
-import { ipv4Range, overlaps } from './lib/ip-ranges.js';
+import { DEFAULT_TIMEOUT_SECONDS as TIMEOUTS } from '../lib/http-timeouts.js';
+import { ipv4Range, overlaps } from '../lib/ip-ranges.js';
 import {
   githubApp,
   httpsSettings,
@@ -10,7 +10,7 @@ import {
   type HttpsSettings,
   type OAuthSettings,
 } from './config-integrations.js';
-import type { BuildPlan } from './model/enums.js';
+import type { BuildPlan } from '../model/enums.js';
 import { buildSettings, type BuildSettings } from './config-builds.js';
 
 /** Every setting Slipway reads, typed, with its embedded default (docs/architecture.md, "Configuration"; docs/configuration.md lists them). */

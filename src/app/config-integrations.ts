@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-/** Settings of the third parties Slipway talks to (src/config.ts loads them): the GitHub App and sign-in providers. */
+/** Settings of the third parties Slipway talks to (src/app/config.ts loads them): the GitHub App and sign-in providers. */
 type Env = Record<string, string | undefined>;
 
 const fileOrValue = (env: Env, name: string) => {

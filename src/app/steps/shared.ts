@@ -1,0 +1,57 @@
+import type { AppUrls } from '../../core/deploys/env.js';
+import { createLayout } from '../../core/deploys/layout.js';
+import { createLifecycle } from '../../core/deploys/lifecycle.js';
+import { createEvents } from '../../core/events.js';
+import { createLogs } from '../../observability/logs/index.js';
+import { createRouteTable } from '../../router/route-table.js';
+import { wireWebhooks } from '../wire-webhooks.js';
+import type { Foundation } from './foundation.js';
+
+/**
+ * What most later steps share: the route table, the services' lifecycle, the apps' URLs, events (and the webhook
+ * outbox they feed), the data dir's layout and the logs.
+ */
+export function wireShared({ config, repos, box, store, log }: Foundation) {
+  const routeTable = createRouteTable(config.appsDomain);
+  const lifecycle = createLifecycle();
+  // The router's port, once it listens (startTraffic): a port picked free is known only then.
+  const routerAddress = { port: config.routerPort };
+  const urls: AppUrls = {
+    externalHostname: (slug) => `${slug}.${config.appsDomain}`,
+    externalUrl: (slug) => `http://${slug}.${config.appsDomain}:${routerAddress.port}`,
+    dashboardUrl: (id) => `${config.publicUrl}/services/${id}`,
+  };
+  // Recording an event queues its webhook deliveries (the outbox) and wakes the dispatcher (startBackground).
+  const hooks = wireWebhooks({ config, repos, box });
+  const events = createEvents(repos.events, hooks.poke);
+  const layout = createLayout(config.dataDir);
+  const logs = createLogs({
+    repo: repos.logs,
+    instances: () => repos.logs.tailable(),
+    instanceDir: layout.instanceDir,
+    shared: store.kind === 'postgres',
+    log,
+    workspaceOf: async (id) => (await repos.services.get(id))?.workspaceId,
+    settings: {
+      pollMs: config.logPollMs,
+      flushMs: 5,
+      streamBufferBytes: config.logStreamBufferBytes,
+      pingMs: 30_000,
+      queryBudget: { ms: config.logQueryMs, bytes: config.logQueryBytes },
+      rateLines: config.logRateLines,
+      burstLines: config.logBurstLines,
+      requestRateLines: config.requestLogRateLines,
+      requestBurstLines: config.requestLogBurstLines,
+    },
+    onLinesDropped: ({ workspaceId, serviceId, instanceId, deployId, ...counts }) =>
+      events.record({
+        workspaceId,
+        serviceId,
+        deployId: deployId ?? undefined,
+        type: 'log_lines_dropped',
+        details: { serviceId, instanceId, ...counts },
+      }),
+  });
+  return { routeTable, lifecycle, routerAddress, urls, hooks, events, layout, logs };
+}
+export type Shared = ReturnType<typeof wireShared>;

@@ -1,0 +1,71 @@
+import { createDatastores } from '../../core/datastores/datastores.js';
+import { createEnvGroups } from '../../core/env-groups.js';
+import { machineStatus } from '../../core/machine-status.js';
+import { createProjects } from '../../core/projects.js';
+import { createEnvVars } from '../../core/services/env-vars.js';
+import { createUsage } from '../../observability/usage/index.js';
+import { chooseProvisioners } from '../../provisioners/choose.js';
+import type { Cleanup } from '../cleanup.js';
+import { logMachineReport } from '../startup-summary.js';
+import { wireBilling } from '../wire-billing.js';
+import type { Foundation } from './foundation.js';
+import type { Shared } from './shared.js';
+
+/**
+ * What a workspace holds besides its services: projects and environments, datastores, env vars and groups, and what
+ * it uses and pays for. Logs the machine report here, unless the caller prints a start-up summary instead.
+ */
+export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSummary: boolean) {
+  const { config, repos, transact, box, runtime, events, log } = p;
+  const projects = createProjects({ repos, transact });
+  const { assertEnvironment } = projects;
+  // Datastore servers run as the apps' unprivileged user (initdb refuses root), each in a network namespace of its own
+  // on its workspace's private network where the runtime makes them.
+  const runAs = runtime.capabilities.runAsUser;
+  const network =
+    runtime.capabilities.network === 'namespaces'
+      ? { attach: runtime.attachServer.bind(runtime), release: runtime.release.bind(runtime) }
+      : undefined;
+  const datastores = createDatastores({
+    assertMayAddPaid: (workspaceId, kind, plan) => billing.assertMayAddPaid(workspaceId, kind, plan),
+    repo: repos.datastores,
+    box,
+    transact,
+    events,
+    checkMs: config.datastoreCheckMs,
+    log,
+    assertEnvironment,
+    sweepServers: (keep) => runtime.sweepServers(keep),
+    referencesTo: async (id) => [
+      ...(await repos.envVars.referencing(id)),
+      ...(await repos.envGroupVars.referencing(id)),
+    ],
+    // The usage meter's last pass over a datastore before it goes (the meter is made below; this runs on a delete).
+    beforeRemove: async () => void (await usage.meter.flush()),
+    provisioners: chooseProvisioners(config, { runAs, network }),
+  });
+  cleanup.push(() => datastores.close());
+  const machine = () => machineStatus(runtime.capabilities, datastores);
+  if (!startupSummary) logMachineReport(log, runtime.capabilities, machine());
+  const refs = datastores.refs;
+  const envVars = createEnvVars({ repo: repos.envVars, box, refs });
+  const envGroups = createEnvGroups({ repos, transact, box, assertEnvironment, refs });
+  const usage = createUsage({
+    repo: repos.usage,
+    intervalMs: config.usageIntervalMs,
+    log,
+    isAlive: (handle) => runtime.isAlive(handle),
+  });
+  cleanup.push(() => usage.meter.stop());
+  const { billing, meter: billingMeter } = wireBilling({
+    config,
+    catalog: p.catalog,
+    usage: usage.reports,
+    repos,
+    transact,
+    log,
+  });
+  cleanup.push(async () => billingMeter?.stop());
+  return { projects, datastores, machine, envVars, envGroups, usage, billing, billingMeter };
+}
+export type Tenancy = ReturnType<typeof wireTenancy>;
