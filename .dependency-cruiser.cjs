@@ -2,10 +2,10 @@
 // included: `npm run deps`, which .ci/run runs after ESLint. eslint.config.js checks the same table on import
 // specifiers as code is written; this file adds what a specifier cannot show: the composition root and cycles.
 
-/** Each layer's files, top to bottom. app/ is the composition root: src/app/ and, until it moves there, src/*.ts. */
+/** Each layer's files, top to bottom. app/ is the composition root (src/app/); main.ts alone sits above it. */
 const LAYERS = {
   main: '^src/main\\.ts$',
-  app: '^src/(app/|(?!main\\.ts$)[^/]+\\.ts$)',
+  app: '^src/app/',
   http: '^src/http/',
   jobs: '^src/jobs/',
   core: '^src/core/',
@@ -51,32 +51,6 @@ const layerRules = Object.entries(FORBIDDEN).map(([name, { from = name, forbid, 
   },
 }));
 
-/**
- * Imports the rules forbid that are still in the code (issue 31 removes them): `npm run deps` counts them as ignored
- * and fails on any other. A composition-root file is named both where it is and in src/app/, where it is going.
- */
-const root = (file) => [`src/${file}`, `src/app/${file}`];
-const KNOWN = [
-  // The settings' types and constants, read below the composition root that loads them.
-  ['layer-http', 'src/http/deps.ts', root('config.ts')],
-  ['layer-http', 'src/http/deps.ts', root('wire-router.ts')],
-  ['layer-http', 'src/http/routes/auth.ts', root('config-integrations.ts')],
-  ['layer-http', 'src/http/routes/oauth.ts', root('config-integrations.ts')],
-  ['layer-core', 'src/core/github/github.ts', root('config-integrations.ts')],
-  ['layer-core', 'src/core/oauth.ts', root('config-integrations.ts')],
-  ['layer-core', 'src/core/webhooks/dispatcher.ts', root('config.ts')],
-  ['layer-drivers', 'src/integrations/github.ts', root('config-integrations.ts')],
-  ['layer-drivers', 'src/integrations/sign-in.ts', root('config-integrations.ts')],
-  ['layer-drivers', 'src/provisioners/choose.ts', root('config.ts')],
-  ['layer-drivers', 'src/runtime/local/index.ts', root('config.ts')],
-].flatMap(([name, from, to]) =>
-  [from]
-    .flat()
-    .flatMap((f) =>
-      [to].flat().map((t) => ({ type: 'dependency', rule: { name, severity: 'error' }, from: f, to: t })),
-    ),
-);
-
 module.exports = {
   forbidden: [
     {
@@ -112,6 +86,5 @@ module.exports = {
       conditionNames: ['import', 'require', 'node', 'default', 'types'],
       extensions: ['.ts', '.js'],
     },
-    knownViolations: KNOWN,
   },
 };

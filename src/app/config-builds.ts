@@ -1,22 +1,10 @@
 import { availableParallelism, totalmem } from 'node:os';
+import type { BuildSettings } from '../model/settings.js';
+
+export type { BuildSettings };
 
 /** Settings of builds and of the git they run (src/app/config.ts loads them; docs/deploys.md, "Build limits"). */
 type Env = Record<string, string | undefined>;
-
-export interface BuildSettings {
-  /** Each service's build disk in MiB (SLIPWAY_BUILD_DISK_MB): its source, build, HOME and dependency cache together. */
-  diskMb: number;
-  /** The largest artifact a build may leave, in MiB (SLIPWAY_ARTIFACT_MAX_MB). */
-  artifactMaxMb: number;
-  /** Builds that run at once on this Slipway (SLIPWAY_BUILD_CONCURRENCY); the rest wait, `queued`. */
-  concurrency: number;
-  /** Builds of one workspace that run at once (SLIPWAY_BUILD_CONCURRENCY_PER_WORKSPACE). */
-  perWorkspace: number;
-  /** The builds running at once may together be given at most this much memory, in MiB (SLIPWAY_BUILD_MEMORY_MB). */
-  memoryMb: number;
-  /** A poll (`git ls-remote`) takes at most, and a clone may receive nothing for at most, this long (SLIPWAY_GIT_TIMEOUT_SECONDS). */
-  gitTimeoutMs: number;
-}
 
 function positive(env: Env, name: string, fallback: number): number {
   const raw = env[name];

@@ -1,3 +1,6 @@
+import type { RouterStatus } from '../model/settings.js';
+
+export type { RouterStatus };
 import type { Config } from './config.js';
 import type { RouteTable } from '../router/route-table.js';
 import type { Logger } from '../lib/logger.js';
@@ -13,16 +16,6 @@ import { routerTls } from './wire-domains.js';
 
 const NGINX_USER = 'www-data';
 const NGINX_APT = 'Debian: apt-get install nginx-light libnginx-mod-http-lua';
-
-export interface RouterStatus {
-  kind: 'node' | 'nginx';
-  /** The Node router's process (SLIPWAY_ROUTER_PROCESS=own): it outlives the API process. */
-  process?: { pid: number; adopted: boolean; workers: number };
-  /** nginx's master (SLIPWAY_ROUTER=nginx): the process that carries the apps' traffic, and outlives Slipway. */
-  nginx?: { pid: number; adopted: boolean };
-  /** nginx: the last configuration `nginx -t` refused (the one before it kept serving). */
-  lastRejected?: { at: string; reason: string };
-}
 
 interface RouterDeps {
   config: Config;

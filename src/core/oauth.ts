@@ -1,4 +1,4 @@
-import type { OAuthProvider } from '../app/config-integrations.js';
+import type { OAuthProvider } from '../model/settings.js';
 import type { FlowChecks, ProviderIdentity, SignInProvider } from '../integrations/sign-in.js';
 import { randomChecks } from '../integrations/sign-in.js';
 import { AppError, badRequest, conflict, notFound } from '../lib/errors.js';

@@ -1,4 +1,4 @@
-import type { RouterStatus } from '../app/wire-router.js';
+import type { RouterStatus } from '../model/settings.js';
 import type { DiskStatus } from '../observability/usage/disk-status.js';
 import type { Access } from '../core/access.js';
 import type { ApiKeys } from '../core/api-keys.js';
@@ -21,7 +21,7 @@ import type { Projects } from '../core/projects.js';
 import type { Webhooks } from '../core/webhooks/webhooks.js';
 import type { Workspaces } from '../core/workspaces.js';
 import type { Services } from '../core/services/services.js';
-import type { Config } from '../app/config.js';
+import type { Config } from '../model/settings.js';
 import type { RuntimeCapabilities } from '../runtime/types.js';
 import type { Guard } from './guard.js';
 import type { Logs } from '../observability/logs/index.js';

@@ -2,7 +2,7 @@ import { createAppAuth } from '@octokit/auth-app';
 import { Octokit } from '@octokit/core';
 import { paginateRest } from '@octokit/plugin-paginate-rest';
 import { verify } from '@octokit/webhooks-methods';
-import type { GitHubAppConfig } from '../app/config-integrations.js';
+import type { GitHubAppConfig } from '../model/settings.js';
 
 /** An installation as Slipway keeps it. */
 export interface GitHubInstallation {

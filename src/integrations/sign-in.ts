@@ -1,13 +1,7 @@
 import { createPrivateKey } from 'node:crypto';
 import { SignJWT } from 'jose';
 import * as oidc from 'openid-client';
-import type {
-  AppleConfig,
-  GitHubOAuthConfig,
-  OAuthProvider,
-  OAuthSettings,
-  OidcConfig,
-} from '../app/config-integrations.js';
+import type { AppleConfig, GitHubOAuthConfig, OAuthProvider, OAuthSettings, OidcConfig } from '../model/settings.js';
 
 /** Who signed in, as the provider vouches for it. */
 export interface ProviderIdentity {

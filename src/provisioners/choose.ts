@@ -1,4 +1,4 @@
-import type { Config } from '../app/config.js';
+import type { Config } from '../model/settings.js';
 import { createKeyValueProvisioner, KEY_VALUE_NOT_CONFIGURED } from './keyvalue/index.js';
 import { createPostgresProvisioner, POSTGRES_NOT_CONFIGURED } from './postgres/index.js';
 import type { ServerNetwork } from './server-network.js';

@@ -1,7 +1,7 @@
 import { AppError, badRequest, conflict, forbidden } from '../../lib/errors.js';
 import type { SecretBox } from '../../lib/secret-box.js';
-import type { GitHubAppConfig } from '../../app/config-integrations.js';
-import { GITHUB_APP_SETTINGS } from '../../app/config-integrations.js';
+import type { GitHubAppConfig } from '../../model/settings.js';
+import { GITHUB_APP_SETTINGS } from '../../model/settings.js';
 import type { CodeHost, GitHubRepository } from '../../integrations/github.js';
 import type { GitHubInstallationRow, GitHubRepo } from '../../store/repos/github.js';
 

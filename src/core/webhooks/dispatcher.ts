@@ -1,4 +1,4 @@
-import type { WebhookSettings } from '../../app/config.js';
+import type { WebhookSettings } from '../../model/settings.js';
 import type { WebhookSender } from '../../integrations/webhook-sender.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../core/auth.js';
-import { OAUTH_PROVIDERS } from '../../app/config-integrations.js';
+import { OAUTH_PROVIDERS } from '../../model/settings.js';
 import type { HttpDeps } from '../deps.js';
 import { principalOf } from '../guard.js';
 import { defineRoute } from '../route.js';

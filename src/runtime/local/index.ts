@@ -1,4 +1,4 @@
-import { DEFAULT_NETWORK_CIDR } from '../../app/config.js';
+import { DEFAULT_NETWORK_CIDR } from '../../model/settings.js';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
 import type { Runtime, RuntimeCapabilities } from '../types.js';
