@@ -376,6 +376,7 @@ describe('local runtime', () => {
     async () => {
       const { handle, port } = await startApp({ SPAWN_SLEEP: '969' }, { ...LIMITS, memoryMb: 200, cpuMillicores: 250 });
       await runtime.waitHealthy({ host: '127.0.0.1', handle, port, path: '/health', timeoutMs: 10_000 });
+      runtime.settle!(handle); // up: its start-up CPU boost ends (core does this once an instance is healthy)
       const v2 = runtime.capabilities.cgroups === 'v2';
       expect(
         readFileSync(cgroupFile(handle.pid, 'memory', v2 ? 'memory.max' : 'memory.limit_in_bytes'), 'utf8').trim(),

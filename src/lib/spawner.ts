@@ -16,8 +16,11 @@ let host: ChildProcess | undefined;
 let failed = false;
 let nextId = 1;
 const launches = new Map<number, Launch>();
-/** The launches whose output we read: the channel keeps this process alive while there are any. */
-const reading = new Map<number, 'output' | 'ready'>();
+/**
+ * What this process still waits for, per launch: its output (to its close), its start (a detached program: to its
+ * spawn), or its readiness. The channel keeps this process alive while it waits for anything, as a child's pipes would.
+ */
+const waiting = new Map<number, 'output' | 'start' | 'ready'>();
 
 type Event = {
   id: number;
@@ -45,31 +48,33 @@ function entry(): { file: string; execArgv: string[] } {
 function onEvent(message: Event) {
   const launch = launches.get(message.id);
   if (!launch) return;
-  if (message.ev === 'spawn') return void launch.emit('spawn', message.pid);
+  if (message.ev === 'spawn') {
+    if (waiting.get(message.id) === 'start') stopWaiting(message.id);
+    return void launch.emit('spawn', message.pid);
+  }
   if (message.ev === 'data') return void launch.emit('data', message.fd, message.data);
   if (message.ev === 'error' || message.ev === 'close') forget(message.id);
   if (message.ev === 'error')
     return void launch.emit('error', Object.assign(new Error(message.message), { code: message.code }));
   if (message.ev === 'exit' || message.ev === 'close')
     return void launch.emit(message.ev, message.code, message.signal);
-  if (reading.get(message.id) === 'ready') forgetReading(message.id); // ready or not: nothing more to read
+  if (waiting.get(message.id) === 'ready') stopWaiting(message.id); // ready or not: nothing more to wait for
   launch.emit(message.ev);
 }
 
-function forgetReading(id: number) {
-  reading.delete(id);
+function stopWaiting(id: number) {
+  waiting.delete(id);
   holdWhileBusy();
 }
 
 function forget(id: number) {
   launches.delete(id);
-  forgetReading(id);
+  stopWaiting(id);
 }
 
-/** The channel keeps this process alive only while a program we read from runs (as its pipes would). */
 function holdWhileBusy() {
   const channel = host?.channel as { ref?(): void; unref?(): void } | undefined;
-  if (reading.size > 0) channel?.ref?.();
+  if (waiting.size > 0) channel?.ref?.();
   else channel?.unref?.();
 }
 
@@ -111,7 +116,7 @@ export function launch(spec: LaunchSpec): Launch {
   const launched = new EventEmitter() as Launch;
   launched.destroyOutput = () => void (spawner.connected && spawner.send({ op: 'destroy', id }));
   launches.set(id, launched);
-  if (spec.stdout === 'pipe' || spec.ready) reading.set(id, spec.stdout === 'pipe' ? 'output' : 'ready');
+  waiting.set(id, spec.stdout === 'pipe' ? 'output' : spec.ready ? 'ready' : 'start');
   holdWhileBusy();
   // Its environment as it is now: the spawner's is a copy taken when it started.
   spawner.send({ op: 'launch', id, spec: { ...spec, cmd: { ...spec.cmd, env: spec.cmd.env ?? { ...process.env } } } });
