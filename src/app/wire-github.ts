@@ -17,7 +17,7 @@ import type { Repos } from '../store/repos/index.js';
 import type { Git } from '../core/deploys/git.js';
 
 /**
- * The GitHub App (docs/deploys.md, "GitHub pushes"), when configured: the code-host driver, the workspace's view of it, its webhook,
+ * The GitHub App (docs/github-and-sign-in.md, "GitHub pushes"), when configured: the code-host driver, the workspace's view of it, its webhook,
  * and commit statuses. Built before the deploy engine, which clones with its tokens and reports its deploys'
  * ends; the webhook, which triggers deploys, is bound to the engine once that exists.
  */

@@ -15,7 +15,7 @@ interface Device {
 }
 
 /**
- * OWASP's device cookies (docs/api.md, "Sign-in limits"): a browser that signed in to an account gets a sealed cookie
+ * OWASP's device cookies (docs/github-and-sign-in.md, "Sign-in limits"): a browser that signed in to an account gets a sealed cookie
  * naming that account. A login to that account carrying it is limited per device, not by the account's lockout, so
  * guesses from elsewhere cannot keep the owner out. Sealed (AES-GCM), so it cannot be forged or moved to another
  * account, and `kind` keeps other sealed values (an OAuth flow's cookie) from passing as one.

@@ -29,7 +29,7 @@ interface Flow extends FlowChecks {
 }
 
 /**
- * Sign-in with GitHub, Google and Apple (docs/configuration.md, the SLIPWAY_OAUTH_* settings): PKCE, state and nonce are
+ * Sign-in with GitHub, Google and Apple (docs/github-and-sign-in.md, "Sign in with GitHub, Google or Apple"): PKCE, state and nonce are
  * made at the start and kept sealed in a cookie bound to the browser; the callback checks them (the provider driver
  * validates the ID token) and signs in, links, or creates the account.
  */

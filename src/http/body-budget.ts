@@ -2,9 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../lib/errors.js';
 
 /**
- * A bound on the bytes of unverified request bodies held at once, all requests to a route together (docs/deploys.md, "GitHub
- * pushes"): each request reserves its Content-Length (or the route's body limit, without one) before its body is
- * read, and gives it back when its response is done or its connection goes. Past the bound: 503 with Retry-After,
+ * A bound on the bytes of unverified request bodies held at once, all requests to a route together
+ * (docs/github-and-sign-in.md, "GitHub pushes"): each request reserves its Content-Length (or the route's body limit,
+ * without one) before its body is read, and gives it back when its response is done or its connection goes. Past the bound: 503 with Retry-After,
  * before a byte of the body is read. Without it, eight unsigned 25 MB bodies sent at once took 215 MB.
  */
 export function bodyBudget(limitBytes: number, retryAfterSeconds = 5) {

@@ -142,7 +142,7 @@ export interface Config {
   usageIntervalMs: number;
   /** SLIPWAY_PRICE_CATALOG: a YAML or JSON price catalog replacing the built-in one (core/billing/catalog.ts). */
   priceCatalogPath?: string;
-  /** Billing through Stripe (docs/observability.md, "Billing (Stripe)"): on when `secretKey` is set. Keys are never logged. */
+  /** Billing through Stripe (docs/billing.md, "Billing (Stripe)"): on when `secretKey` is set. Keys are never logged. */
   stripe: {
     /** SLIPWAY_STRIPE_SECRET_KEY. */
     secretKey?: string;
@@ -159,7 +159,7 @@ export interface Config {
     /** How often closed periods are looked for and their usage reported (SLIPWAY_BILLING_METER_INTERVAL_SECONDS). */
     meterIntervalMs: number;
   };
-  /** The GitHub App (docs/deploys.md, "GitHub pushes"): on when every SLIPWAY_GITHUB_* setting it needs is set. */
+  /** The GitHub App (docs/github-and-sign-in.md, "GitHub pushes"): on when every SLIPWAY_GITHUB_* setting it needs is set. */
   github?: GitHubAppConfig;
   /** The router's HTTPS listener and ACME certificates (config-integrations.ts). */
   https: HttpsSettings;

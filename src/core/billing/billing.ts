@@ -29,7 +29,7 @@ export function withStripePrices(catalog: PriceCatalog, plans: StripePlan[]): Pr
 const notConfigured = () =>
   new AppError(
     'not_configured',
-    'billing is not configured: set SLIPWAY_STRIPE_SECRET_KEY (docs/observability.md, "Billing (Stripe)")',
+    'billing is not configured: set SLIPWAY_STRIPE_SECRET_KEY (docs/billing.md, "Billing (Stripe)")',
   );
 
 /** Cost estimates from the usage ledger and the price catalog, and Stripe billing when it is configured. */

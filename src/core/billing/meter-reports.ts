@@ -16,7 +16,7 @@ const BATCH = 100;
 const GRACE_MS = 3600_000;
 
 /**
- * Reports each closed period's cost to Stripe's meter, once per workspace, period and resource (docs/observability.md, "Billing (Stripe)").
+ * Reports each closed period's cost to Stripe's meter, once per workspace, period and resource (docs/billing.md, "Billing (Stripe)").
  * First the period's amounts are written as rows, all in one statement; then each row is sent with its own identifier
  * (and the same idempotency key), and marked sent. A crash between the two resends the row with the same identifier,
  * which Stripe counts once: nothing is billed twice, and nothing is left out.

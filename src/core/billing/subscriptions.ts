@@ -47,7 +47,7 @@ function subscriptionState(event: StripeEvent) {
 }
 
 /**
- * Stripe customers, checkout, the portal and the subscription state Stripe's webhooks report (docs/observability.md, "Billing (Stripe)").
+ * Stripe customers, checkout, the portal and the subscription state Stripe's webhooks report (docs/billing.md, "Billing (Stripe)").
  * Stripe is the source of truth; Slipway keeps the last state it was told, in event order.
  */
 export function createSubscriptions(deps: {

@@ -12,7 +12,7 @@ const REACH_TTL_MS = 60_000;
 export const notConfigured = () =>
   new AppError(
     'not_configured',
-    `the GitHub App is not configured: set ${GITHUB_APP_SETTINGS.join(', ')} (docs/deploys.md, "GitHub pushes")`,
+    `the GitHub App is not configured: set ${GITHUB_APP_SETTINGS.join(', ')} (docs/github-and-sign-in.md, "GitHub pushes")`,
   );
 
 /** `host/owner/repo` of a repo URL on GitHub's web host, lowercased, without `.git`; undefined for other hosts. */
@@ -36,7 +36,7 @@ export function githubRepoKey(repoUrl: string, webUrl: string): string | undefin
 }
 
 /**
- * The GitHub App as a workspace sees it (docs/deploys.md, "GitHub pushes"): the install link and its callback, the status, the
+ * The GitHub App as a workspace sees it (docs/github-and-sign-in.md, "GitHub pushes"): the install link and its callback, the status, the
  * repositories, and the token a clone of one of them uses. Unconfigured, everything but `configured` is a 501.
  */
 export function createGitHub(deps: {

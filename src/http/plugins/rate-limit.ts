@@ -43,7 +43,7 @@ export function accountLimiter(app: FastifyInstance, max: number, timeWindow: st
 }
 
 /**
- * Password logins (docs/api.md, "Sign-in limits"): a device that signed in to the account before (its device cookie,
+ * Password logins (docs/github-and-sign-in.md, "Sign-in limits"): a device that signed in to the account before (its device cookie,
  * `deviceOf`) is limited by its own count only, so guesses from anywhere else lock it out of nothing; any other client
  * is limited per IP and per account (`perAccount`, shared with registration). The deciding count's `RateLimit-*`
  * headers go on the reply.

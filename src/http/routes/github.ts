@@ -55,7 +55,7 @@ function deliveryHeaders(req: FastifyRequest) {
   };
 }
 
-/** The GitHub App (docs/deploys.md, "GitHub pushes"): install, its callback, status, repositories, and GitHub's webhook. */
+/** The GitHub App (docs/github-and-sign-in.md, "GitHub pushes"): install, its callback, status, repositories, and GitHub's webhook. */
 export function githubRoutes({ github, githubWebhook, guard }: HttpDeps) {
   const unverified = bodyBudget(UNVERIFIED_BUDGET);
   return [

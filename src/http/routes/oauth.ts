@@ -28,7 +28,7 @@ const IdentityBody = Type.Object(
   { title: 'identity' },
 );
 
-/** Sign in with GitHub, Google or Apple; link and unlink identities (docs/configuration.md, the SLIPWAY_OAUTH_* settings). */
+/** Sign in with GitHub, Google or Apple; link and unlink identities (docs/github-and-sign-in.md, "Sign in with GitHub, Google or Apple"). */
 export function oauthRoutes({ oauth, config }: HttpDeps) {
   // Apple posts its answer from its own site (form_post): the cookie must ride on a cross-site POST.
   const crossSite = config.publicUrl.startsWith('https:');
