@@ -152,6 +152,25 @@ describe('the spawner', () => {
     for (const pid of processesRunning(['sleep', '30'])) process.kill(pid, 'SIGKILL');
   });
 
+  it('leaves a detached program running when it dies, and reports no exit for it (the app stays routed)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'slipway-spawner-'));
+    const exits: Array<number | null> = [];
+    try {
+      const pid = await spawnDetached(
+        sh('exec sleep 31'),
+        { stdoutPath: path.join(dir, 'out'), stderrPath: path.join(dir, 'err') },
+        (code) => exits.push(code),
+      );
+      process.kill(parentOf(pid), 'SIGKILL'); // the spawner
+      await new Promise((r) => setTimeout(r, 500));
+      expect(() => process.kill(pid, 0)).not.toThrow();
+      expect(exits).toEqual([]);
+      process.kill(pid, 'SIGKILL');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('starts a detached program that outlives it, and reports its exit', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'slipway-spawner-'));
     try {

@@ -16,6 +16,9 @@ let host: ChildProcess | undefined;
 let failed = false;
 let nextId = 1;
 const launches = new Map<number, Launch>();
+/** The launches whose program runs in a session of its own with its output in files: it outlives the spawner. */
+const detached = new Set<number>();
+const spawned = new Set<number>();
 /**
  * What this process still waits for, per launch: its output (to its close), its start (a detached program: to its
  * spawn), or its readiness. The channel keeps this process alive while it waits for anything, as a child's pipes would.
@@ -49,6 +52,7 @@ function onEvent(message: Event) {
   const launch = launches.get(message.id);
   if (!launch) return;
   if (message.ev === 'spawn') {
+    spawned.add(message.id);
     if (waiting.get(message.id) === 'start') stopWaiting(message.id);
     return void launch.emit('spawn', message.pid);
   }
@@ -69,6 +73,8 @@ function stopWaiting(id: number) {
 
 function forget(id: number) {
   launches.delete(id);
+  detached.delete(id);
+  spawned.delete(id);
   stopWaiting(id);
 }
 
@@ -92,11 +98,18 @@ function startHost(): ChildProcess | undefined {
     child.on('error', () => undefined); // 'exit' follows
     child.once('exit', () => {
       if (host === child) host = undefined;
-      // What it was starting or reading is lost to us: those programs end here as if killed.
       for (const [id, launch] of launches) {
+        const [outlives, started] = [detached.has(id), spawned.has(id)];
         forget(id);
-        launch.emit('exit', null, 'SIGKILL');
-        launch.emit('close', null, 'SIGKILL');
+        // An app or a server runs on without the spawner: its end, if it comes, is the supervisor's to see (it checks
+        // every instance's process), not an exit to report now, which would take the app out of the route.
+        if (outlives && started) continue;
+        if (!started) launch.emit('error', new Error('the spawner process exited before the program started'));
+        else {
+          // What we were reading from is lost to us: it ends here as if killed (run() kills its group).
+          launch.emit('exit', null, 'SIGKILL');
+          launch.emit('close', null, 'SIGKILL');
+        }
       }
     });
     child.unref();
@@ -116,6 +129,7 @@ export function launch(spec: LaunchSpec): Launch {
   const launched = new EventEmitter() as Launch;
   launched.destroyOutput = () => void (spawner.connected && spawner.send({ op: 'destroy', id }));
   launches.set(id, launched);
+  if (spec.stdout !== 'pipe') detached.add(id);
   waiting.set(id, spec.stdout === 'pipe' ? 'output' : spec.ready ? 'ready' : 'start');
   holdWhileBusy();
   // Its environment as it is now: the spawner's is a copy taken when it started.
