@@ -223,7 +223,7 @@ describe('CPU', () => {
           const found = cgroupDir(handle.pid, 'cpu');
           return found.includes(`/boost-${process.pid}`) ? found : undefined;
         });
-        const boosted = Math.max(PLAN_LIMITS.free.cpuMillicores, Math.min(2000, availableParallelism() * 1000));
+        const boosted = Math.max(PLAN_LIMITS.free.cpuMillicores, Math.min(1000, availableParallelism() * 1000));
         expect(boosted).toBeGreaterThan(PLAN_LIMITS.free.cpuMillicores);
         expect(cpuMillicores(dir)).toBe(boosted);
         await runtime.waitHealthy({ handle, host: '127.0.0.1', port, path: '/health', timeoutMs: 10_000 });

@@ -5,10 +5,11 @@ import type { Limits } from '../../model/limits.js';
 /**
  * Start-up CPU boost (docs/deploys.md, "Start-up CPU boost"): a starting instance may use up to this much CPU, at
  * least its plan's, until it is up. On a starter plan's half CPU, Node took twice as long to start (270–290 ms against
- * 110–140 ms here), and every deploy and restart waits for that. It is bounded in time (BOOST_MAX_MS), and fairness
- * between the apps still holds: when the CPU is contended, the kernel shares it by weight, which the boost leaves alone.
+ * 110–140 ms here), and every deploy and restart waits for that. A whole CPU gives all of it (no limit at all started
+ * Node no faster), and takes no more from the API and the other apps than that. It is bounded in time (BOOST_MAX_MS),
+ * and fairness between the apps still holds: when the CPU is contended, the kernel shares it by weight.
  */
-const BOOST_MILLICORES = 2000;
+const BOOST_MILLICORES = 1000;
 /** The longest an instance runs boosted, when nothing says it is up before (a health check that goes on failing). */
 export const BOOST_MAX_MS = 10_000;
 
