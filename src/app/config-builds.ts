@@ -1,8 +1,6 @@
 import { availableParallelism, totalmem } from 'node:os';
 import type { BuildSettings } from '../model/settings.js';
 
-export type { BuildSettings };
-
 /** Settings of builds and of the git they run (src/app/config.ts loads them; docs/deploys.md, "Build limits"). */
 type Env = Record<string, string | undefined>;
 

@@ -1,27 +1,5 @@
 import { readFileSync } from 'node:fs';
-import {
-  GITHUB_APP_SETTINGS,
-  OAUTH_PROVIDERS,
-  type AppleConfig,
-  type GitHubAppConfig,
-  type GitHubOAuthConfig,
-  type HttpsSettings,
-  type OAuthProvider,
-  type OAuthSettings,
-  type OidcConfig,
-} from '../model/settings.js';
-
-export {
-  GITHUB_APP_SETTINGS,
-  OAUTH_PROVIDERS,
-  type AppleConfig,
-  type GitHubAppConfig,
-  type GitHubOAuthConfig,
-  type HttpsSettings,
-  type OAuthProvider,
-  type OAuthSettings,
-  type OidcConfig,
-};
+import type { GitHubAppConfig, HttpsSettings, OAuthSettings } from '../model/settings.js';
 
 /** Settings of the third parties Slipway talks to (src/app/config.ts loads them): the GitHub App and sign-in providers. */
 type Env = Record<string, string | undefined>;

@@ -4,10 +4,10 @@ import { DEFAULT_TIMEOUT_SECONDS as TIMEOUTS } from '../lib/http-timeouts.js';
 import { ipv4Range, overlaps } from '../lib/ip-ranges.js';
 import { githubApp, httpsSettings, oauthSettings } from './config-integrations.js';
 import { buildSettings } from './config-builds.js';
-import { DEFAULT_NETWORK_CIDR, type Config, type WebhookSettings } from '../model/settings.js';
+import { DEFAULT_NETWORK_CIDR, type Config } from '../model/settings.js';
 
 // The shapes live in model/settings.ts (the layers below read them); this file reads them from the environment.
-export { DEFAULT_NETWORK_CIDR, type Config, type WebhookSettings };
+export { DEFAULT_NETWORK_CIDR, type Config };
 
 type Env = Record<string, string | undefined>;
 

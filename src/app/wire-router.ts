@@ -1,6 +1,5 @@
 import type { RouterStatus } from '../model/settings.js';
 
-export type { RouterStatus };
 import type { Config } from './config.js';
 import type { RouteTable } from '../router/route-table.js';
 import type { Logger } from '../lib/logger.js';
