@@ -42,6 +42,9 @@ export interface LaunchSpec {
 export interface Launch extends EventEmitter {
   /** Stops reading its output (what it left running may hold the pipes open): `close` follows. */
   destroyOutput(): void;
+  /** Stops and restarts reading its output (its writes then block: backpressure), where it is read here. */
+  pauseOutput?(): void;
+  resumeOutput?(): void;
 }
 
 /** fds 3 and 4 of the child, when it reads from them (a pipe each; an fd it does not use is not opened). */
@@ -112,5 +115,7 @@ export function launchLocal(spec: LaunchSpec): Launch {
     child.stdout?.destroy();
     child.stderr?.destroy();
   };
+  launch.pauseOutput = () => (child.stdout?.pause(), child.stderr?.pause());
+  launch.resumeOutput = () => (child.stdout?.resume(), child.stderr?.resume());
   return launch;
 }

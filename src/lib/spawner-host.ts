@@ -7,6 +7,7 @@ import { launchLocal, type Launch, type LaunchSpec } from './launch.js';
 type Request = { op: 'launch'; id: number; spec: LaunchSpec } | { op: 'destroy'; id: number };
 
 const launches = new Map<number, Launch>();
+const MAX_IN_FLIGHT = 32;
 const send = (message: Record<string, unknown>) => process.send?.(message);
 
 function start(id: number, spec: LaunchSpec) {
@@ -23,7 +24,15 @@ function start(id: number, spec: LaunchSpec) {
     launches.delete(id);
     send({ id, ev: 'error', message: err.message, code: err.code });
   });
-  launch.on('data', (fd: number, data: Buffer) => send({ id, ev: 'data', fd, data }));
+  // Output waits for Slipway to take it: past MAX_IN_FLIGHT chunks not yet through the channel, reading stops (the
+  // program's writes block), so a build printing as fast as it can does not pile up in this process's memory.
+  let inFlight = 0;
+  launch.on('data', (fd: number, data: Buffer) => {
+    if (++inFlight >= MAX_IN_FLIGHT) launch.pauseOutput?.();
+    process.send?.({ id, ev: 'data', fd, data }, undefined, {}, () => {
+      if (--inFlight === Math.floor(MAX_IN_FLIGHT / 2)) launch.resumeOutput?.();
+    });
+  });
   for (const ev of ['ready', 'ready-end'] as const) launch.on(ev, () => send({ id, ev }));
   launch.on('exit', (code: number | null, signal: string | null) => send({ id, ev: 'exit', code, signal }));
   launch.on('close', (code: number | null, signal: string | null) => {
