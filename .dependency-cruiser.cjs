@@ -75,6 +75,19 @@ module.exports = {
       from: { path: '^src/core/deploys/' },
       to: { path: '^src/core/services/' },
     },
+    // A deploy's rooms, top to bottom (docs/architecture.md, "Deploys"): deploys/ (requests and the deploy run) uses
+    // builds/ and instances/, which use service-state/; builds and instances never use each other.
+    ...[
+      ['builds', ['deploys', 'instances', 'services']],
+      ['instances', ['deploys', 'builds', 'services']],
+      ['service-state', ['deploys', 'builds', 'instances', 'services']],
+    ].map(([room, above]) => ({
+      name: `${room}-below-${above.join('-')}`,
+      comment: `core/${room}/ sits below core/${above.join('/, core/')}/`,
+      severity: 'error',
+      from: { path: `^src/core/${room}/` },
+      to: { path: `^src/core/(${above.join('|')})/` },
+    })),
     ...layerRules,
   ],
   options: {

@@ -222,7 +222,7 @@ describe('env groups', () => {
     expect(byKey.SECRET_SHARED).toEqual({ value: 'two', source: `envGroup:${second.id}` });
     expect(byKey.GREETING_OVERRIDE).toEqual({ value: 'service wins', source: 'service' });
     expect(byKey.SLIPWAY_SERVICE_ID).toEqual({ value: service.id, source: 'platform' });
-    // One precedence for the view and the deploy (core/deploys/env.ts resolveEnv): the app got what the view shows.
+    // One precedence for the view and the deploy (core/service-state/env.ts resolveEnv): the app got what the view shows.
     for (const [key, { value, source }] of Object.entries<{ value: string; source: string }>(byKey))
       if (source !== 'platform') expect({ key, value: env[key] }).toEqual({ key, value });
 

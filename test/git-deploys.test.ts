@@ -3,7 +3,7 @@ import { chmodSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { allowedGitProtocols, gitCloneCommand, gitTransport } from '../src/core/deploys/commands.js';
+import { allowedGitProtocols, gitCloneCommand, gitTransport } from '../src/core/builds/commands.js';
 import { run } from '../src/lib/exec.js';
 import { FIXTURES, finished, viaRouter } from './helpers/apps.js';
 import { client, signUp } from './helpers/client.js';

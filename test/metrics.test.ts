@@ -15,14 +15,13 @@ import { waitFor } from './helpers/process.js';
 import { loadRenderReference } from './helpers/render-reference.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 
-/** Render's 200 body of GET /metrics/cpu (and /memory), when the shared reference is there. */
+/** Render's 200 body of GET /metrics/cpu (and /memory). */
 const renderSeries = (() => {
   const doc = loadRenderReference();
-  if (!doc) return undefined;
   const ajv = new Ajv({ strict: false, allErrors: true });
   (ajvFormats as unknown as typeof ajvFormats.default)(ajv);
   ajv.addSchema(doc, 'render');
-  return ajv.getSchema('render#/paths/~1metrics~1cpu/get/responses/200/content/application~1json/schema');
+  return ajv.getSchema('render#/paths/~1metrics~1cpu/get/responses/200/content/application~1json/schema')!;
 })();
 
 const OPERATOR_TOKEN = 'operator-token-for-metrics-tests-0123456789';
@@ -44,7 +43,7 @@ const serviceSeries = (body: Series[]) => body.find((s) => !label(s, 'instance')
 
 function expectRenderShape(body: Series[], serviceId: string, unit: string) {
   expect(Array.isArray(body)).toBe(true);
-  if (renderSeries) expect(renderSeries(body), JSON.stringify(renderSeries.errors)).toBe(true);
+  expect(renderSeries(body), JSON.stringify(renderSeries.errors)).toBe(true);
   for (const s of body) {
     expect(Object.keys(s).sort()).toEqual(['labels', 'unit', 'values']);
     expect(s.unit).toBe(unit);

@@ -1,13 +1,13 @@
 /**
- * Reading a project as a build does (core/deploys/package-managers.ts), with hostile files: Slipway reads them as
+ * Reading a project as a build does (core/builds/package-managers.ts), with hostile files: Slipway reads them as
  * root, so a link is never followed and a huge file is not read; the cache key follows the lockfile's bytes.
  */
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startCommandFor } from '../src/core/deploys/commands.js';
-import { dependencyKey, detectNodeProject } from '../src/core/deploys/package-managers.js';
+import { startCommandFor } from '../src/core/builds/commands.js';
+import { dependencyKey, detectNodeProject } from '../src/core/builds/package-managers.js';
 import { mergeDetails } from '../src/core/services/details.js';
 
 const dirs: string[] = [];

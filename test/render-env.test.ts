@@ -3,7 +3,7 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { repoSlug } from '../src/core/deploys/env.js';
+import { repoSlug } from '../src/core/service-state/env.js';
 import { FIXTURES, finished, viaRouter } from './helpers/apps.js';
 import { signUp } from './helpers/client.js';
 import { useServer } from './helpers/server.js';

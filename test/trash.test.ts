@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTrash } from '../src/core/deploys/trash.js';
+import { createTrash } from '../src/core/service-state/trash.js';
 import { packFixture, upload } from './helpers/apps.js';
 import { client, signUp } from './helpers/client.js';
 import { waitFor } from './helpers/process.js';

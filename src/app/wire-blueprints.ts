@@ -16,7 +16,7 @@ import type { ArchiveLimits } from '../lib/archive.js';
 import type { Logger } from '../lib/logger.js';
 import type { Repos } from '../store/repos/index.js';
 import type { Domains } from '../core/domains/domains.js';
-import type { Git } from '../core/deploys/git.js';
+import type { Git } from '../core/builds/git.js';
 import type { Runtime } from '../runtime/types.js';
 
 const first = <T>(rows: T[]) => rows[0];

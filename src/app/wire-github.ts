@@ -14,7 +14,7 @@ import { createGitHubApp } from '../integrations/github.js';
 import type { Logger } from '../lib/logger.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import type { Repos } from '../store/repos/index.js';
-import type { Git } from '../core/deploys/git.js';
+import type { Git } from '../core/builds/git.js';
 
 /**
  * The GitHub App (docs/github-and-sign-in.md, "GitHub pushes"), when configured: the code-host driver, the workspace's view of it, its webhook,

@@ -4,7 +4,7 @@ import type { SecretBox } from '../lib/secret-box.js';
 import { isUniqueViolation } from '../store/db.js';
 import type { EnvGroupQuery, EnvGroupRepo, EnvGroupRow } from '../store/repos/env-groups.js';
 import type { Repos, Transact } from '../store/repos/index.js';
-import type { EnvLayer } from './deploys/env.js';
+import type { EnvLayer } from './service-state/env.js';
 import { createEnvVars, type EnvVarInput, type EnvVars, type RefPort } from './services/env-vars.js';
 import { MASKED_VALUE } from './services/env-view.js';
 

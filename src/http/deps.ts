@@ -8,7 +8,7 @@ import type { DeviceCookies } from '../core/device-cookies.js';
 import type { OAuth } from '../core/oauth.js';
 import type { Team } from '../core/team.js';
 import type { DeployEngine } from '../core/deploys/engine.js';
-import type { AppUrls } from '../core/deploys/env.js';
+import type { AppUrls } from '../core/service-state/env.js';
 import type { Deploys } from '../core/deploys/deploys.js';
 import type { DeployHooks } from '../core/deploys/deploy-hooks.js';
 import type { EnvVars } from '../core/services/env-vars.js';

@@ -1,7 +1,7 @@
-import { createBuildCache } from '../../core/deploys/build-cache.js';
-import { allowedGitProtocols } from '../../core/deploys/commands.js';
+import { createBuildCache } from '../../core/builds/build-cache.js';
+import { allowedGitProtocols } from '../../core/builds/commands.js';
 import { createDeployEngine } from '../../core/deploys/engine.js';
-import { createGit } from '../../core/deploys/git.js';
+import { createGit } from '../../core/builds/git.js';
 import { buildLimits } from '../../core/services/details.js';
 import { observeDeploy } from '../../observability/prometheus.js';
 import type { Cleanup } from '../cleanup.js';

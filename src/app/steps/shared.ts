@@ -1,6 +1,6 @@
-import type { AppUrls } from '../../core/deploys/env.js';
-import { createLayout } from '../../core/deploys/layout.js';
-import { createLifecycle } from '../../core/deploys/lifecycle.js';
+import type { AppUrls } from '../../core/service-state/env.js';
+import { createLayout } from '../../core/service-state/layout.js';
+import { createLifecycle } from '../../core/service-state/lifecycle.js';
 import { createEvents } from '../../core/events.js';
 import { createLogs } from '../../observability/logs/index.js';
 import { createRouteTable } from '../../router/route-table.js';

@@ -5,7 +5,7 @@ import { extractArchive, type ArchiveLimits } from '../../lib/archive.js';
 import { badRequest } from '../../lib/errors.js';
 import { isRelativeInside, realPathInside } from '../../lib/paths.js';
 import type { Runtime } from '../../runtime/types.js';
-import { GitError, type Git } from '../deploys/git.js';
+import { GitError, type Git } from '../builds/git.js';
 
 /** What a blueprint's clone gets: the sandbox of a small build. */
 const CLONE_LIMITS = { memoryMb: 1024, cpuMillicores: 1000, pids: 256, diskMb: 64 };

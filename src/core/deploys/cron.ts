@@ -2,7 +2,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { nextCronRun } from '../../lib/cron.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import type { LoopDeps } from './instances.js';
+import type { LoopDeps } from '../instances/instances.js';
 
 interface Run {
   row: InstanceRow;

@@ -1,10 +1,10 @@
 import { IN_PROGRESS, PENDING } from '../../store/repos/deploys.js';
 import type { Repos } from '../../store/repos/index.js';
 import type { Logger } from '../../lib/logger.js';
-import { shareUnchangedFiles } from './artifact-links.js';
-import { serviceDiskBytes } from './disk-usage.js';
-import type { Layout } from './layout.js';
-import type { Trash } from './trash.js';
+import { shareUnchangedFiles } from '../service-state/artifact-links.js';
+import { serviceDiskBytes } from '../service-state/disk-usage.js';
+import type { Layout } from '../service-state/layout.js';
+import type { Trash } from '../service-state/trash.js';
 
 /**
  * Keeps a service's disk bounded: artifacts beyond the newest `keep` (never the live one's, nor

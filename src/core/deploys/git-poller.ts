@@ -5,7 +5,7 @@ import type { DeployTriggerRepo } from '../../store/repos/deploy-triggers.js';
 import { FINISHED, type DeployRepo } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { DeployEngine } from './engine.js';
-import type { Git } from './git.js';
+import type { Git } from '../builds/git.js';
 
 /** Repos asked at once, and of one workspace at once: a slow host holds a slot of its own workspace's, not the poller. */
 const CONCURRENCY = 4;

@@ -1,7 +1,7 @@
 import type { Events } from '../events.js';
 import { IN_PROGRESS, type DeployRow, type DeployStatus } from '../../store/repos/deploys.js';
 import type { Repos } from '../../store/repos/index.js';
-import { buildEndedDetails, DeployFailure, deployEndedDetails } from './failures.js';
+import { buildEndedDetails, DeployFailure, deployEndedDetails } from '../service-state/failures.js';
 
 const FAILED_IN: Partial<Record<DeployStatus, DeployStatus>> = {
   build_in_progress: 'build_failed',

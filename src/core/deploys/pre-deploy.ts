@@ -1,8 +1,8 @@
 import path from 'node:path';
 import type { Runtime } from '../../runtime/types.js';
-import type { Release } from './instances.js';
-import type { BuildLog } from './build-step.js';
-import { commandFailure } from './failures.js';
+import type { Release } from '../instances/instances.js';
+import type { BuildLog } from '../builds/build-step.js';
+import { commandFailure } from '../service-state/failures.js';
 
 /** A pre-deploy command's resources, whatever the service's plan (a migration, not the app). */
 const PRE_DEPLOY_LIMITS = { memoryMb: 1024, cpuMillicores: 1000, pids: 2048, diskMb: 2048 };

@@ -3,9 +3,9 @@ import type { DeployRow, DeployStatus } from '../../store/repos/deploys.js';
 import type { Repos } from '../../store/repos/index.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import type { Events } from '../events.js';
-import type { Instances } from './instances.js';
+import type { Instances } from '../instances/instances.js';
 import { failInterruptedDeploys } from './interrupted.js';
-import type { RefreshRoute } from './live-route.js';
+import type { RefreshRoute } from '../instances/live-route.js';
 
 /**
  * After a (re)start of Slipway, before the loops start: fails the interrupted deploys, stops the processes that should

@@ -3,8 +3,8 @@ import { conflict } from '../../lib/errors.js';
 import { realPathInside } from '../../lib/paths.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { startCommandFor } from './commands.js';
-import { artifactOwner, type Layout } from './layout.js';
+import { startCommandFor } from '../builds/commands.js';
+import { artifactOwner, type Layout } from '../service-state/layout.js';
 
 /**
  * The start command of a deploy without building (Render's deploy_only), which runs `from`'s build with the service's

@@ -6,13 +6,13 @@ import { IN_PROGRESS, PENDING, type DeployRow, type DeployStatus } from '../../s
 import type { Repos, Transact } from '../../store/repos/index.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { Events } from '../events.js';
-import type { Release } from './instances.js';
-import type { Lifecycle } from './lifecycle.js';
-import { buildEndedDetails, DeployFailure, deployEndedDetails } from './failures.js';
-import type { BuildLog } from './build-step.js';
-import type { createBuilder } from './pipeline.js';
+import type { Release } from '../instances/instances.js';
+import type { Lifecycle } from '../service-state/lifecycle.js';
+import { buildEndedDetails, DeployFailure, deployEndedDetails } from '../service-state/failures.js';
+import type { BuildLog } from '../builds/build-step.js';
+import type { createBuilder } from '../builds/pipeline.js';
 import { runPreDeploy } from './pre-deploy.js';
-import type { RollOver } from './rollover.js';
+import type { RollOver } from '../instances/rollover.js';
 
 /**
  * One deploy's steps, each a status and its events: build (pipeline.ts), pre-deploy (pre-deploy.ts), then go live

@@ -17,7 +17,7 @@ import { detectArchiveFormat, extractArchive, type ArchiveLimits } from '../../l
 import { AppError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { DeployRepo, SourceRow } from '../../store/repos/deploys.js';
-import type { Layout } from './layout.js';
+import type { Layout } from '../service-state/layout.js';
 
 /**
  * Receives an archive: streamed to `tmp` with its SHA-256 under a size limit, then unpacked once into a scratch dir

@@ -1,7 +1,7 @@
 import type { DeployRepo } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { listens } from '../../model/services.js';
-import { platformEnv, resolveEnv, type AppUrls, type EnvLayer, type ResolvedVar } from '../deploys/env.js';
+import { platformEnv, resolveEnv, type AppUrls, type EnvLayer, type ResolvedVar } from '../service-state/env.js';
 
 /** What a caller who may not read secrets sees instead of a group's or the service's value. */
 export const MASKED_VALUE = '********';
@@ -11,7 +11,7 @@ const PER_INSTANCE = new Set(['PORT', 'SLIPWAY_INSTANCE_ID', 'RENDER_INSTANCE_ID
 
 /**
  * A service's environment as its next instance would get it, for people to read
- * (docs/architecture.md, "Platform environment"): the same precedence as deploys (deploys/env.ts resolveEnv).
+ * (docs/architecture.md, "Platform environment"): the same precedence as deploys (service-state/env.ts resolveEnv).
  */
 export function createEnvView(deps: {
   deploys: Pick<DeployRepo, 'liveOf'>;

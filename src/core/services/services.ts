@@ -6,9 +6,9 @@ import { newId } from '../../lib/ids.js';
 import { isRelativeInside } from '../../lib/paths.js';
 import type { Repos, Transact } from '../../store/repos/index.js';
 import type { ServiceQuery, ServiceRow } from '../../store/repos/services.js';
-import { gitTransport } from '../deploys/commands.js';
+import { gitTransport } from '../builds/commands.js';
 import { deploysNewSource } from '../deploys/deploys.js';
-import type { Lifecycle } from '../deploys/lifecycle.js';
+import type { Lifecycle } from '../service-state/lifecycle.js';
 import type { DeployPort } from '../deploys/port.js';
 import type { Events } from '../events.js';
 import { cacheKey, type ReadCache } from '../read-cache.js';
@@ -80,7 +80,7 @@ export function createServices(deps: {
   lifecycle: Pick<Lifecycle, 'isRemoving'>;
   /** 404 unless the environment is in the workspace (core/projects.ts). */
   assertEnvironment: (workspaceId: string, environmentId: string) => Promise<void>;
-  /** The git transports a repo may use (deploys/commands.ts allowedGitProtocols). */
+  /** The git transports a repo may use (builds/commands.ts allowedGitProtocols). */
   gitProtocols: string[];
   /** 402 when the workspace may not add a paid plan now (core/billing/billing.ts). */
   assertMayAddPaid?: (workspaceId: string, kind: 'service', plan: string) => Promise<void>;

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { AppUrls } from '../../core/deploys/env.js';
+import type { AppUrls } from '../../core/service-state/env.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { AUTO_DEPLOY, BUILD_PLANS, ENV_VAR_REF_PROPERTIES, SERVICE_TYPES, SUSPENDED } from '../../model/enums.js';

@@ -110,7 +110,7 @@ async function chooseSandbox(mode: SandboxMode, policy: SandboxPolicy, notes: st
 
 /**
  * The one warning of a machine without the sandbox: what apps can reach of each other (everything their user can) and
- * what they cannot (Slipway's secrets: src/core/deploys/layout.ts closes the data dir), and how to get the sandbox.
+ * what they cannot (Slipway's secrets: src/core/service-state/layout.ts closes the data dir), and how to get the sandbox.
  */
 function unsandboxedWarning(why: string, user: RuntimeCapabilities['runAsUser']): string {
   const who = user

@@ -42,7 +42,7 @@ function closedDirReason(dir: string, user: AppUser, read = false): string | und
 /**
  * Without bwrap, an app running as the unprivileged user opens its files on the host by path. The dirs between the data
  * dir and them become traversable only (never listable: another service's dir is reached only by its random id), the
- * rest of the data dir stays closed (src/core/deploys/layout.ts). Dirs above the data dir are not Slipway's to change:
+ * rest of the data dir stays closed (src/core/service-state/layout.ts). Dirs above the data dir are not Slipway's to change:
  * one that blocks the way is an error naming it and the fix, so the deploy says so instead of the app failing to load.
  * `dirs` themselves must be readable and traversable by the app user (its app dir, its home).
  */

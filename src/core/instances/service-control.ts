@@ -6,11 +6,11 @@ import type { InstanceRow } from '../../store/repos/instances.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { Events } from '../events.js';
 import type { Instances } from './instances.js';
-import type { Layout } from './layout.js';
-import type { Trash } from './trash.js';
-import type { Lifecycle } from './lifecycle.js';
+import type { Layout } from '../service-state/layout.js';
+import type { Trash } from '../service-state/trash.js';
+import type { Lifecycle } from '../service-state/lifecycle.js';
 import type { RefreshRoute } from './live-route.js';
-import { DeployFailure } from './failures.js';
+import { DeployFailure } from '../service-state/failures.js';
 import { graceOf, type RollOver } from './rollover.js';
 import type { RouteTable } from '../../router/route-table.js';
 

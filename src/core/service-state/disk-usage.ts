@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { run } from '../../lib/exec.js';
-import { diskUsageCommand } from './build-cache.js';
+import { diskUsageCommand } from '../../lib/file-trees.js';
 import type { Layout } from './layout.js';
 
 const DU_TIMEOUT_MS = 60_000;

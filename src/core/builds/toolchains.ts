@@ -4,7 +4,7 @@ import type { RuntimeTools } from '../../runtime/types.js';
 import type { DeployToolchain } from '../../store/schema/index.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { BuildContext, BuildTools } from './build-tools.js';
-import { DeployFailure } from './failures.js';
+import { DeployFailure } from '../service-state/failures.js';
 import { preparePython, VENV } from './python-builds.js';
 import { nodeVersionRequest } from './runtime-versions.js';
 

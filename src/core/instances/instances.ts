@@ -9,12 +9,12 @@ import type { Repos } from '../../store/repos/index.js';
 import type { Events } from '../events.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { PLAN_LIMITS } from '../../model/services.js';
-import type { Layout } from './layout.js';
-import type { Lifecycle } from './lifecycle.js';
+import type { Layout } from '../service-state/layout.js';
+import type { Lifecycle } from '../service-state/lifecycle.js';
 import type { Logger } from '../../lib/logger.js';
 import { fileTail } from '../../lib/file-tail.js';
-import { masked, outputTail, secretValues } from './output-tail.js';
-import { HINT_SCAN_CHARS, outputHint } from './output-hints.js';
+import { masked, outputTail, secretValues } from '../service-state/output-tail.js';
+import { HINT_SCAN_CHARS, outputHint } from '../service-state/output-hints.js';
 
 /** What an instance runs: the deploy's artifact and start command, with the env built for it. */
 export interface Release {

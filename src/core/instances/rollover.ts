@@ -5,9 +5,9 @@ import type { Repos } from '../../store/repos/index.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { Instances, Release } from './instances.js';
-import type { Lifecycle } from './lifecycle.js';
+import type { Lifecycle } from '../service-state/lifecycle.js';
 import type { RefreshRoute } from './live-route.js';
-import { DeployFailure } from './failures.js';
+import { DeployFailure } from '../service-state/failures.js';
 import type { Logger } from '../../lib/logger.js';
 
 /** How long a service's instances get to shut down (SIGTERM to SIGKILL). */

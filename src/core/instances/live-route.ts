@@ -4,8 +4,8 @@ import type { DeployRow } from '../../store/repos/deploys.js';
 import type { Repos } from '../../store/repos/index.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { Instances } from './instances.js';
-import { artifactOwner, type Layout } from './layout.js';
-import type { Lifecycle } from './lifecycle.js';
+import { artifactOwner, type Layout } from '../service-state/layout.js';
+import type { Lifecycle } from '../service-state/lifecycle.js';
 import type { RouteTable } from '../../router/route-table.js';
 
 /** Keeps the route table's entry for a service in step with its live deploy. */

@@ -1,4 +1,4 @@
-import { outputTail, secretValues } from './output-tail.js';
+import { outputTail, secretValues } from '../service-state/output-tail.js';
 import { toStorableText } from '../../lib/text.js';
 import type { Limits } from '../../model/limits.js';
 import type { Runtime } from '../../runtime/types.js';
@@ -7,7 +7,7 @@ import type { DeployRepo, DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { BuildCache } from './build-cache.js';
 import { defaultBuildCommand, dependencyKey, detectNodeProject, type NodeProject } from './package-managers.js';
-import { commandFailure, DeployFailure } from './failures.js';
+import { commandFailure, DeployFailure } from '../service-state/failures.js';
 import { builtToolchain, prepareBuildTools, wrapCommand } from './toolchains.js';
 import type { DeployToolchain } from '../../store/schema/index.js';
 

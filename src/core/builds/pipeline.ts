@@ -8,13 +8,13 @@ import type { BuildDisk } from '../../runtime/types.js';
 import type { BuildPlan } from '../../model/enums.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { copyTreeCommand, removeTree, sizeOf } from './build-cache.js';
+import { copyTreeCommand, removeTree, sizeOf } from '../../lib/file-trees.js';
 import { runBuildStep, type BuildStepDeps } from './build-step.js';
 import { startCommandFor } from './commands.js';
-import { DeployFailure } from './failures.js';
+import { DeployFailure } from '../service-state/failures.js';
 import { GitError, type Git } from './git.js';
-import type { Layout } from './layout.js';
-import type { Lifecycle } from './lifecycle.js';
+import type { Layout } from '../service-state/layout.js';
+import type { Lifecycle } from '../service-state/lifecycle.js';
 import type { Logger } from '../../lib/logger.js';
 import type { DeployToolchain } from '../../store/schema/index.js';
 

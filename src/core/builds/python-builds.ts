@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { shellQuote } from '../../lib/exec.js';
-import { DeployFailure } from './failures.js';
+import { DeployFailure } from '../service-state/failures.js';
 import { pythonVersionRequest } from './runtime-versions.js';
 import type { BuildContext, BuildTools } from './build-tools.js';
 

@@ -3,9 +3,9 @@ import type { ServiceRow } from '../../store/repos/services.js';
 import { PLAN_LIMITS } from '../../model/services.js';
 import { graceOf } from './rollover.js';
 import type { InstanceRow } from '../../store/repos/instances.js';
-import { oomKilledReason } from './failures.js';
+import { oomKilledReason } from '../service-state/failures.js';
 import type { LoopDeps } from './instances.js';
-import type { Lifecycle } from './lifecycle.js';
+import type { Lifecycle } from '../service-state/lifecycle.js';
 import type { WithKeyedLock } from '../../lib/keyed-locks.js';
 
 /** Crashes within this window count towards `stuck_crashlooping`. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { lstatSync, mkdirSync, readdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../lib/logger.js';
-import { removeTree } from './build-cache.js';
+import { removeTree } from '../../lib/file-trees.js';
 
 /**
  * What Slipway deletes under the data dir (a deleted service's files, old artifacts) goes to the data dir's trash at
