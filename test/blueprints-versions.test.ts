@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { createUploaded, syncEnded } from './helpers/blueprints.js';
+import { createUploaded, syncEnded, validateFile } from './helpers/blueprints.js';
 import { signUp, type TestUser } from './helpers/client.js';
 import { useServer } from './helpers/server.js';
 
@@ -55,17 +55,7 @@ envVarGroups:
         value: banana
 `;
 
-async function validate(user: TestUser, text: string) {
-  const form = new FormData();
-  form.append('ownerId', user.workspaceId);
-  form.append('file', new Blob([text]), 'render.yaml');
-  const res = await fetch(`${t.server.url}/v1/blueprints/validate`, {
-    method: 'POST',
-    body: form,
-    headers: { cookie: `slipway_session=${user.cookie}`, 'x-requested-with': 't' },
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const validate = (user: TestUser, text: string) => validateFile(t.server.url, user, text);
 
 describe('blueprints: versions this Slipway cannot honour', () => {
   it('validate warns, at their lines, about a Node.js release the registry lacks, a Python line the host lacks, and a runtime version never picked', async () => {

@@ -132,7 +132,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
       },
       ...(spec.beforeBody ? { onRequest: [spec.beforeBody] } : {}),
       preValidation: [
-        ...(spec.formFile ? [readFormFields] : []),
+        ...(spec.formFile ? [formFieldsReader(schema.body)] : []),
         // An optional body (Type.Optional): a POST without one is an empty object, as Render takes it.
         ...(schema.body && OptionalKind in (schema.body as object) ? [noBodyAsEmpty] : []),
       ],
@@ -154,19 +154,33 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
   }
 }
 
-/** A `formFile` route's multipart body: its fields become `req.body`, its file stream `req.formFile` (unread). */
-async function readFormFields(req: FastifyRequest) {
-  if (!req.isMultipart()) return;
-  const fields: Record<string, unknown> = {};
-  for await (const part of req.parts()) {
-    if (part.type === 'field') {
-      fields[part.fieldname] = part.value;
-      continue;
+/**
+ * A `formFile` route's multipart body: its fields become `req.body`, read as the body schema declares them (a form
+ * sends text: `autoSync=false` is the boolean false, `5` a number where one is declared; anything else stays text
+ * for the schema to refuse), its file stream `req.formFile` (unread).
+ */
+function formFieldsReader(body: unknown) {
+  const declared = (body as { properties?: Record<string, { type?: string }> } | undefined)?.properties ?? {};
+  const asDeclared = (name: string, value: unknown) => {
+    const type = Object.hasOwn(declared, name) ? declared[name]!.type : undefined;
+    if (typeof value !== 'string') return value;
+    if (type === 'boolean' && (value === 'true' || value === 'false')) return value === 'true';
+    if ((type === 'integer' || type === 'number') && /^-?\d+(\.\d+)?$/.test(value)) return Number(value);
+    return value;
+  };
+  return async function readFormFields(req: FastifyRequest) {
+    if (!req.isMultipart()) return;
+    const fields: Record<string, unknown> = {};
+    for await (const part of req.parts()) {
+      if (part.type === 'field') {
+        fields[part.fieldname] = asDeclared(part.fieldname, part.value);
+        continue;
+      }
+      req.formFile = part.file;
+      break; // the handler streams the file; fields after it are not read
     }
-    req.formFile = part.file;
-    break; // the handler streams the file; fields after it are not read
-  }
-  req.body = fields;
+    req.body = fields;
+  };
 }
 
 async function noBodyAsEmpty(req: FastifyRequest) {

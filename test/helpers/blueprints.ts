@@ -1,5 +1,5 @@
 import { packFixture } from './apps.js';
-import type { Caller, Client } from './client.js';
+import type { Caller, Client, TestUser } from './client.js';
 import { waitFor } from './process.js';
 
 /** A multipart body of `fields` then the archive as `file`, as a browser's form would send it. */
@@ -12,6 +12,19 @@ export async function multipart(fields: Record<string, string>, archive: Uint8Ar
     raw: new Uint8Array(await res.arrayBuffer()),
     headers: { 'content-type': res.headers.get('content-type')! },
   };
+}
+
+/** POST /v1/blueprints/validate of `text` as the user's workspace, as Render's CLI sends it (multipart). */
+export async function validateFile(serverUrl: string, user: TestUser, text: string) {
+  const form = new FormData();
+  form.append('ownerId', user.workspaceId);
+  form.append('file', new Blob([text]), 'render.yaml');
+  const res = await fetch(`${serverUrl}/v1/blueprints/validate`, {
+    method: 'POST',
+    body: form,
+    headers: { cookie: `slipway_session=${user.cookie}`, 'x-requested-with': 't' },
+  });
+  return { status: res.status, body: (await res.json()) as any };
 }
 
 /** The blueprint-app fixture with this render.yaml (and any other file replaced), packed. */

@@ -32,13 +32,14 @@ export const validateBlueprint = (text: string): Validation => validateDocument(
 /** The validation and the parsed document (readBlueprint builds the model from it: the text is parsed once). */
 export function validateDocument(text: string): { validation: Validation; doc: Document.Parsed } {
   const lines = new LineCounter();
-  // YAML 1.2 (the `yaml` package's default), as Render reads the files: an unquoted `off` is the string "off".
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: false });
+  // YAML 1.2 (the `yaml` package's default), as Render reads the files: an unquoted `off` is the string "off"; with
+  // merge keys (`<<: *base`), which real files use to share a service's settings.
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: false, merge: true });
   return { validation: check(doc, lines), doc };
 }
 
 function check(doc: Document.Parsed, lines: LineCounter): Validation {
-  const w = createWalk(lines);
+  const w = createWalk(lines, doc);
   const plan: BlueprintPlan = { services: [], databases: [], keyValue: [], envGroups: [], warnings: w.warnings };
   const versions: VersionAsked[] = [];
   const fail = (): Validation => ({ valid: false, errors: w.errors, plan, versions: [] });
@@ -92,6 +93,7 @@ function check(doc: Document.Parsed, lines: LineCounter): Validation {
   if (get(top, 'previewsExpireAfterDays')) w.int(get(top, 'previewsExpireAfterDays'), 'previewsExpireAfterDays', 1);
   if (get(top, 'version') && w.str(get(top, 'version'), 'version', true) !== '1')
     w.error('version', get(top, 'version'), 'version must be "1"');
+  plan.warnings = w.warningsNamed();
   return w.errors.length === 0 ? { valid: true, errors: w.errors, plan, versions } : fail();
 }
 

@@ -1,4 +1,5 @@
-import { isMap, isScalar, isSeq, LineCounter, type Node, type Pair } from 'yaml';
+import { closest, distance } from 'fastest-levenshtein';
+import { isAlias, isMap, isScalar, isSeq, type Document, LineCounter, type Node, type Pair } from 'yaml';
 
 /** One finding, where it is in the file (1-based line and column) and which field (`services[0].plan`). */
 export interface Finding {
@@ -15,9 +16,11 @@ export type BlueprintWarning = Finding & { resource: string; warning: string };
  */
 /** How many errors (and warnings) a validation lists. */
 export const MAX_FINDINGS = 100;
+/** Aliases (`*name`) a file may use: the cap the model's toJS has, so a walk over an alias bomb stays small. */
+export const MAX_ALIASES = 100;
 const MORE = `more than ${MAX_FINDINGS}: the rest are not listed`;
 
-export function createWalk(lines: LineCounter) {
+export function createWalk(lines: LineCounter, doc: Document.Parsed) {
   const errors: BlueprintError[] = [];
   const warnings: BlueprintWarning[] = [];
   const at = (node: Node | null | undefined): Pick<Finding, 'line' | 'column'> => {
@@ -35,29 +38,88 @@ export function createWalk(lines: LineCounter) {
     else if (warnings.length === MAX_FINDINGS) warnings.push({ path: '', resource: '', warning: MORE });
   };
 
-  /** A mapping's entries by key; an unknown key, or a missing required one, is an error. */
+  /** Resources' names by their path, for the warnings found before the name was read (unknown fields). */
+  const named = new Map<string, string>();
+  /** The warnings, each naming its resource (by name where the resource has one). */
+  const warningsNamed = () => warnings.map((w) => ({ ...w, resource: named.get(w.resource) ?? w.resource }));
+  let aliases = 0;
+  /** The node an alias (`*name`) stands for; past MAX_ALIASES, an error and nothing. */
+  function resolve(node: Node | null | undefined): Node | null | undefined {
+    if (!isAlias(node)) return node;
+    if (++aliases > MAX_ALIASES) {
+      if (aliases === MAX_ALIASES + 1) error('', node, `the file uses more than ${MAX_ALIASES} aliases`);
+      return null;
+    }
+    return node.resolve(doc) as Node | undefined;
+  }
+
+  type Pairs = Array<Pair<Node, Node | null>>;
+  /** A mapping's own pairs, and those of the mappings it merges (`<<: *base` or `<<: [*a, *b]`), earlier ones first. */
+  function pairsOf(node: Node, path: string, depth = 0): { own: Pairs; merged: Pairs } {
+    const own: Pairs = [];
+    const merged: Pairs = [];
+    for (const pair of (node as { items: Pairs }).items) {
+      if (!(isScalar(pair.key) && typeof pair.key.value === 'symbol')) {
+        own.push(pair);
+        continue;
+      }
+      const value = resolve(pair.value);
+      for (const source of isSeq(value) ? value.items.map((n) => resolve(n as Node)) : [value]) {
+        if (!isMap(source) || depth >= 10) {
+          error(path, pair.value, `${path || 'the file'}: << merges a mapping (an alias of one) or a list of them`);
+          continue;
+        }
+        const inner = pairsOf(source, path, depth + 1);
+        merged.push(...inner.own, ...inner.merged);
+      }
+    }
+    return { own, merged };
+  }
+
+  /** "did you mean `rootDir`?" when a known field is a typo away. */
+  const hint = (key: string, keys: readonly string[]) => {
+    const near = keys.length > 0 ? closest(key, keys as string[]) : undefined;
+    return near && distance(key.toLowerCase(), near.toLowerCase()) <= Math.max(1, Math.floor(key.length / 4))
+      ? ` (did you mean "${near}"?)`
+      : '';
+  };
+
+  /**
+   * A mapping's entries by key (aliases resolved, merge keys applied: the mapping's own keys win); a missing required
+   * key is an error, an unknown one a warning that it is ignored (Render reads the files that carry them).
+   */
   function map(
-    node: Node | null | undefined,
+    raw: Node | null | undefined,
     path: string,
     keys: readonly string[],
     required: readonly string[] = [],
   ): Map<string, Node | null> | undefined {
+    const node = resolve(raw);
     if (!isMap(node)) {
       error(path, node, `${path || 'the file'} must be a mapping of ${keys.slice(0, 4).join(', ')}…`);
       return undefined;
     }
     const entries = new Map<string, Node | null>();
-    for (const pair of node.items as Array<Pair<Node, Node | null>>) {
+    const unknown = new Set<string>();
+    const take = (pair: Pair<Node, Node | null>, merged: boolean) => {
       const key = isScalar(pair.key) ? String(pair.key.value) : undefined;
       const field = key === undefined ? path : path ? `${path}.${key}` : key;
       if (key === undefined) error(path, pair.key, 'keys must be plain names');
-      else if (!keys.includes(key)) error(field, pair.key, `unknown field "${key}"`);
-      else if (entries.has(key)) error(field, pair.key, `"${key}" is given twice`);
-      else entries.set(key, pair.value);
-    }
+      else if (!keys.includes(key)) {
+        if (!unknown.has(key))
+          warn(field, pair.key, resourceOf(path), `unknown field "${key}": ignored${hint(key, keys)}`);
+        unknown.add(key);
+      } else if (!entries.has(key)) entries.set(key, resolve(pair.value) ?? null);
+      else if (!merged) error(field, pair.key, `"${key}" is given twice`); // a merged key is overridden, as YAML says
+    };
+    const { own, merged } = pairsOf(node, path);
+    own.forEach((pair) => take(pair, false));
+    merged.forEach((pair) => take(pair, true));
     for (const key of required)
       if (!entries.has(key) || entries.get(key) === null)
         error(path ? `${path}.${key}` : key, node, `${key} is required`);
+    const name = entries.get('name');
+    if (path && resourceOf(path) === path && isScalar(name)) named.set(path, String(name.value));
     return entries;
   }
 
@@ -98,11 +160,18 @@ export function createWalk(lines: LineCounter) {
   }
 
   /** Each item of a sequence, with its path; not a sequence is an error. */
-  function list(node: Node | null | undefined, path: string, each: (item: Node | null, path: string) => void) {
+  function list(raw: Node | null | undefined, path: string, each: (item: Node | null, path: string) => void) {
+    const node = resolve(raw);
     if (!isSeq(node)) return error(path, node, `${path} must be a list`);
-    node.items.forEach((item, i) => each(item as Node | null, `${path}[${i}]`));
+    node.items.forEach((item, i) => each(resolve(item as Node | null) ?? null, `${path}[${i}]`));
   }
 
-  return { errors, warnings, at, error, warn, map, str, oneOf, int, bool, list };
+  return { errors, warnings, warningsNamed, at, error, warn, map, str, oneOf, int, bool, list };
 }
 export type Walk = ReturnType<typeof createWalk>;
+
+/** The resource a field belongs to (`services[2]`, `projects[0].environments[1].databases[0]`), '' for the file's. */
+export const resourceOf = (path: string) =>
+  /^(?:ungrouped\.|projects\[\d+\]\.environments\[\d+\]\.)?(?:services|databases|envVarGroups)\[\d+\]/.exec(
+    path,
+  )?.[0] ?? '';
