@@ -9,9 +9,11 @@ import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // start-timing.ts is measureNpmStart, which bench/builds.ts reports; blueprint-sync.ts is measureSync (bench/blueprints.ts);
-// abuse-cases.ts, webhook-backlog.ts, abuse-git.ts and abuse-builds.ts are the abuse bench's cases.
+// abuse-cases.ts, webhook-backlog.ts, abuse-git.ts and abuse-builds.ts are the abuse bench's cases; api-seed.ts fills
+// bench/api.ts's lists.
 const notBenches = new Set([
   'run.ts',
+  'api-seed.ts',
   'lib.ts',
   'start-timing.ts',
   'blueprint-sync.ts',
@@ -27,11 +29,13 @@ const benches = readdirSync(here)
 const failed: string[] = [];
 for (const file of benches) {
   process.stderr.write(`\n== bench/${file}\n`);
+  const started = performance.now();
   const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(here, file)], {
     stdio: 'inherit',
     env: process.env,
   });
   if (result.status !== 0) failed.push(`${file} (${result.signal ?? `exit ${result.status}`})`);
+  process.stderr.write(`== bench/${file}: ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
 }
 
 if (failed.length) {
