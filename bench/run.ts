@@ -22,9 +22,17 @@ const notBenches = new Set([
   'abuse-git.ts',
   'abuse-builds.ts',
 ]);
+/** BENCH_ONLY=deploy,logs: those benches only (.ci/run's smoke run takes the ones every change is checked against). */
+const only = process.env.BENCH_ONLY?.split(',').map((name) => `${name.trim()}.ts`);
 const benches = readdirSync(here)
   .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !notBenches.has(f))
+  .filter((f) => !only || only.includes(f))
   .sort();
+const unknown = only?.filter((f) => !benches.includes(f));
+if (unknown?.length) {
+  process.stderr.write(`BENCH_ONLY names no bench: ${unknown.join(', ')}\n`);
+  process.exit(2);
+}
 
 const failed: string[] = [];
 for (const file of benches) {

@@ -118,6 +118,34 @@ describe('services', () => {
     expect((await t.api.get('/v1/services/srv-00000000000000000000', owner)).status).toBe(404);
   });
 
+  it('never drops a PATCH field silently: one it does not apply is a 400 naming it, and nothing changes', async () => {
+    const owner = await signUp(t.api);
+    const created = await t.api.post('/v1/services', webService('patched'), owner);
+    const id = created.body.service.id;
+    const before = (await t.api.get(`/v1/services/${id}`, owner)).body;
+    for (const [body, field] of [
+      [{ serviceDetails: { maintenanceMode: { enabled: true, uri: '' } } }, 'serviceDetails.maintenanceMode'],
+      [{ serviceDetails: { autoscaling: { enabled: true, min: 1, max: 3 } } }, 'serviceDetails.autoscaling'],
+      [
+        { name: 'renamed', serviceDetails: { plan: 'starter', autoscaling: { enabled: true } } },
+        'serviceDetails.autoscaling',
+      ],
+      [{ maintenanceMode: { enabled: true } }, 'maintenanceMode'],
+    ] as const) {
+      const res = await t.api.patch(`/v1/services/${id}`, body, owner);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.code).toBe('validation_failed');
+      expect(res.body.details.map((d: any) => d.field)).toContain(field);
+    }
+    expect((await t.api.get(`/v1/services/${id}`, owner)).body).toEqual(before);
+    // A field it applies still works, and other PATCH routes are held to the same rule.
+    expect((await t.api.patch(`/v1/services/${id}`, { name: 'renamed' }, owner)).body.name).toBe('renamed');
+    const group = await t.api.post('/v1/env-groups', { name: 'g', envVars: [] }, owner);
+    const groupPatch = await t.api.patch(`/v1/env-groups/${group.body.id}`, { name: 'g2', secretFiles: [] }, owner);
+    expect(groupPatch.status).toBe(400);
+    expect(groupPatch.body.details.map((d: any) => d.field)).toContain('secretFiles');
+  });
+
   it('keeps every field of concurrent PATCHes (each merges into the details as they are then)', async () => {
     const owner = await signUp(t.api);
     const { service } = (await t.api.post('/v1/services', webService('patchy'), owner)).body;

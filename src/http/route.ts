@@ -107,7 +107,10 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
       throw new Error(`${spec.method} ${spec.url} must declare an audit event`);
     if (UNSAFE.has(spec.method) && spec.access === 'viewer')
       throw new Error(`${spec.method} ${spec.url}: viewers only read`);
-    const schema = spec.schema as Record<string, unknown>;
+    const schema =
+      spec.method === 'PATCH'
+        ? { ...(spec.schema as Record<string, unknown>), body: closed(spec.schema.body) }
+        : (spec.schema as Record<string, unknown>);
     const ws = spec.websocket;
     const prepared = new WeakMap<object, unknown>();
     app.route({
@@ -152,6 +155,22 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
         : {}),
     });
   }
+}
+
+/**
+ * A PATCH body, every object in it closed to fields it does not declare: a PATCH never drops a field silently (a Render
+ * client sending `maintenanceMode` would believe the setting took); it applies the field or answers 400 naming it.
+ */
+function closed(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(closed);
+  if (!schema || typeof schema !== 'object') return schema;
+  const s = schema as Record<string | symbol, unknown>;
+  const out: Record<string | symbol, unknown> = { ...s };
+  for (const key of ['anyOf', 'oneOf', 'allOf', 'items'] as const) if (s[key]) out[key] = closed(s[key]);
+  if (s.properties && typeof s.properties === 'object')
+    out.properties = Object.fromEntries(Object.entries(s.properties).map(([k, v]) => [k, closed(v)]));
+  if (s.type === 'object' && s.properties && s.additionalProperties === undefined) out.additionalProperties = false;
+  return out;
 }
 
 /**
