@@ -92,6 +92,9 @@ describe.skipIf(!localOk)('a blueprint with datastores', () => {
     const envs = await api.get(`/v1/environments?projectId=${byKind.project.id}`, owner);
     const production = envs.body.find((i: any) => i.environment.name === 'production').environment;
     expect(pgRow.environmentId).toBe(production.id);
+    // Render's postgresDetail names the project too.
+    expect(pgRow.project).toMatchObject({ id: byKind.project.id, name: 'shop', owner: { id: owner.workspaceId } });
+    expect(pgRow.project.environmentIds).toContain(production.id);
 
     const db = new pg.Client({
       connectionString: (await api.get(`${pgUrl}/connection-info`, owner)).body.externalConnectionString,

@@ -150,6 +150,21 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
     });
   }
 
+  /** Each project with its environment ids and owning workspace (Render's `project` body, unserialized). */
+  async function projectViews(rows: ProjectRow[]): Promise<ProjectView[]> {
+    const envIds = await repos.projects.environmentIdsOf(rows.map((p) => p.id));
+    const owners = new Map<string, WorkspaceRow>();
+    for (const id of new Set(rows.map((p) => p.workspaceId))) {
+      const workspace = await repos.workspaces.get(id);
+      if (workspace) owners.set(id, workspace);
+    }
+    return rows.map((project) => ({
+      project,
+      environmentIds: envIds.get(project.id) ?? [],
+      owner: owners.get(project.workspaceId)!,
+    }));
+  }
+
   return {
     getProject,
     getEnvironment,
@@ -240,19 +255,12 @@ export function createProjects(deps: { repos: Pick<Repos, 'projects' | 'workspac
     /** Takes the resources out of the environment; one that is not in it is left where it is. */
     removeResources: (env: EnvironmentRow, ids: string[], role: Role) => move(env, ids, role, null),
 
-    /** Each project with its environment ids and owning workspace (Render's `project` body, unserialized). */
-    async projectViews(rows: ProjectRow[]): Promise<ProjectView[]> {
-      const envIds = await repos.projects.environmentIdsOf(rows.map((p) => p.id));
-      const owners = new Map<string, WorkspaceRow>();
-      for (const id of new Set(rows.map((p) => p.workspaceId))) {
-        const workspace = await repos.workspaces.get(id);
-        if (workspace) owners.set(id, workspace);
-      }
-      return rows.map((project) => ({
-        project,
-        environmentIds: envIds.get(project.id) ?? [],
-        owner: owners.get(project.workspaceId)!,
-      }));
+    projectViews,
+    /** The project an environment is in, for the resources that name theirs (Render's postgresDetail). */
+    async projectOfEnvironment(environmentId: string): Promise<ProjectView | undefined> {
+      const env = await repos.projects.getEnvironment(environmentId);
+      const project = env && (await repos.projects.getProject(env.projectId));
+      return project ? (await projectViews([project]))[0] : undefined;
     },
     /** Each environment with what it holds (Render's `environment` body, unserialized). */
     async environmentViews(rows: EnvironmentRow[]): Promise<EnvironmentView[]> {

@@ -47,19 +47,23 @@ interface Family {
 }
 
 /**
- * Render's body of either kind, with its owner. `owners` memoizes the owner lookups of one response: a page of a
- * workspace's datastores asks for its workspace once, not once a row.
+ * Render's body of either kind, with its owner (and a Postgres database's project). `owners` and `projectsOf` memoize
+ * the lookups of one response: a page of a workspace's datastores asks for its workspace once, not once a row.
  */
 async function renderDatastore(
-  { workspaces, config }: Pick<HttpDeps, 'workspaces' | 'config'>,
+  { workspaces, projects, config }: Pick<HttpDeps, 'workspaces' | 'projects' | 'config'>,
   row: DatastoreRow,
   owners = new Map<string, ReturnType<typeof workspaces.get>>(),
+  projectsOf = new Map<string, ReturnType<typeof projects.projectOfEnvironment>>(),
 ) {
   if (!owners.has(row.workspaceId)) owners.set(row.workspaceId, workspaces.get(row.workspaceId));
+  const env = row.kind === 'postgres' ? row.environmentId : null; // only Postgres bodies name their project
+  if (env && !projectsOf.has(env)) projectsOf.set(env, projects.projectOfEnvironment(env));
   return datastoreBody(
     row,
     await owners.get(row.workspaceId)!,
     `${config.publicUrl}/${row.kind === 'postgres' ? 'postgres' : 'key-value'}/${row.id}`,
+    env ? await projectsOf.get(env) : undefined,
   );
 }
 
@@ -138,8 +142,9 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
           ...listWindow(q),
         });
         const owners = new Map();
+        const projectsOf = new Map();
         const bodies = rows.map(async (row) => ({
-          ...(await renderDatastore(deps, row, owners)),
+          ...(await renderDatastore(deps, row, owners, projectsOf)),
           blueprint: row.manager ?? undefined,
         }));
         return envelope(f.item, await Promise.all(bodies));

@@ -3,7 +3,9 @@ import { refValue, type Datastores } from '../../core/datastores/datastores.js';
 import { KEY_VALUE_PLANS, MAXMEMORY_POLICIES, POSTGRES_PLANS } from '../../core/datastores/plans.js';
 import type { DatastoreRow } from '../../store/repos/datastores.js';
 import type { WorkspaceRow } from '../../store/repos/workspaces.js';
+import type { ProjectView } from '../../core/projects.js';
 import { OwnerBody, ownerBody } from './bodies.js';
+import { ProjectBody, projectBody } from './projects.js';
 import { literalUnion, ManagedBy, Name, Timestamp } from './common.js';
 
 const IpAllowList = Type.Array(
@@ -89,6 +91,9 @@ export const PostgresBody = Type.Object(
     diskAutoscalingEnabled: Type.Boolean(),
     readReplicas: Type.Array(Type.Unknown()),
     role: Type.Literal('primary'),
+    project: Type.Union([ProjectBody, Type.Null()], {
+      description: "The project of the database's environment (Render's postgresDetail); null outside one",
+    }),
     suspended: Type.String(),
     suspenders: Type.Array(Type.String()),
   },
@@ -118,7 +123,7 @@ export const KeyValueConnectionInfo = Type.Object(
 );
 
 /** Render's postgres/postgresDetail and keyValue/keyValueDetail bodies. */
-export function datastoreBody(row: DatastoreRow, owner: WorkspaceRow, dashboardUrl: string) {
+export function datastoreBody(row: DatastoreRow, owner: WorkspaceRow, dashboardUrl: string, project?: ProjectView) {
   const base = {
     id: row.id,
     name: row.name,
@@ -142,6 +147,7 @@ export function datastoreBody(row: DatastoreRow, owner: WorkspaceRow, dashboardU
     diskAutoscalingEnabled: false,
     readReplicas: [],
     role: 'primary' as const,
+    project: project ? projectBody(project) : null,
     suspended: row.suspended ? 'suspended' : 'not_suspended',
     suspenders: row.suspended ? ['user'] : [],
   };
