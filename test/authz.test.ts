@@ -243,7 +243,10 @@ beforeAll(async () => {
     )),
   });
   if (blueprint.status !== 201) throw new Error(`blueprint failed: ${blueprint.status} ${blueprint.text}`);
+  const events = await api.get(`/v1/services/${service.body.service.id}/events?limit=1`, ownerA);
+  if (events.status !== 200 || !events.body[0]) throw new Error(`events failed: ${events.status} ${events.text}`);
   fixtures = {
+    eventId: events.body[0].event.id,
     blueprintId: blueprint.body.blueprint.id,
     postgresId: postgres.body.id,
     keyValueId: keyValue.body.id,

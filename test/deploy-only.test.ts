@@ -46,6 +46,10 @@ it('deploy_only runs the start command set since the build, or the detected one 
   // Neither redeploy built anything.
   const builds = await t.api.get(`/v1/services/${service.id}/events?type=build_started`, owner);
   expect(builds.body.map((i: any) => i.event.details.deployId)).toEqual([built.id]);
+  // Render's GET /events/:id answers one of them as the list does; an unknown id is a 404.
+  const one = await t.api.get(`/v1/events/${builds.body[0].event.id}`, owner);
+  expect([one.status, one.body]).toEqual([200, builds.body[0].event]);
+  expect((await t.api.get('/v1/events/evt-00000000000000000000', owner)).status).toBe(404);
 
   // A rollback restores exactly what was live then: its command, whatever the settings say now.
   const rollback = await t.api.post(`/v1/services/${service.id}/rollback`, { deployId: changed.id }, owner);

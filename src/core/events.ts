@@ -1,3 +1,4 @@
+import { notFound } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
 import type { ServiceEvent } from '../model/events.js';
 import type { EventRepo, EventRow } from '../store/repos/events.js';
@@ -7,7 +8,7 @@ import { webhookEventType, webhookPayload } from './webhooks/event-types.js';
 export type EventsAbout = { serviceId: string } | { datastoreId: string };
 export type EventQuery = Parameters<EventRepo['list']>[1];
 
-export function createEvents(repo: Pick<EventRepo, 'insert' | 'list'>, onRecorded?: () => void) {
+export function createEvents(repo: Pick<EventRepo, 'insert' | 'list' | 'get'>, onRecorded?: () => void) {
   /**
    * Deliveries queued inside transactions whose poke() has not come yet. Most events queue none (their workspace has no
    * webhook): those wake nobody, which spares the dispatcher a claim query per event.
@@ -16,6 +17,17 @@ export function createEvents(repo: Pick<EventRepo, 'insert' | 'list'>, onRecorde
   return {
     /** A service's (or a datastore's) events, newest first. */
     list: (about: EventsAbout, q: EventQuery): Promise<EventRow[]> => repo.list(about, q),
+    /** One event (Render's GET /events/:id) with what it is about; the caller checks its workspace. */
+    async get(id: string): Promise<{ row: EventRow; about: EventsAbout }> {
+      const row = await repo.get(id);
+      const about = row?.serviceId
+        ? { serviceId: row.serviceId }
+        : row?.datastoreId
+          ? { datastoreId: row.datastoreId }
+          : undefined;
+      if (!row || !about) throw notFound('event');
+      return { row, about };
+    },
     /**
      * Records the event with its webhook deliveries (one statement: the outbox), then wakes the dispatcher. `tx`: the
      * repository of the caller's transaction, so the event commits (or not) with the state change it records; the

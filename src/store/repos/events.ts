@@ -35,6 +35,9 @@ export function createEventRepo(db: Db) {
         returning 1`);
       return rowsOf(result).length;
     },
+    async get(id: string): Promise<EventRow | undefined> {
+      return (await db.select().from(events).where(eq(events.id, id)).limit(1))[0];
+    },
     /** A service's (or a datastore's) events, newest first. */
     list(
       about: { serviceId: string } | { datastoreId: string },
