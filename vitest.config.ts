@@ -1,10 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Files that measure the machine (a health p99 under load, a restart's time): they run one at a time, after the
- * rest, so that another file's builds do not take their CPU (docs/testing.md).
+ * Files that measure the machine (a health p99 under load, a restart's time, an archive bomb refused within its budget,
+ * a datastore created from the template within its): they run one at a time, after the rest, so that another file's
+ * builds do not take their CPU (docs/testing.md).
  */
 const SOLO = [
+  'test/hardening-low.test.ts',
+  'test/provisioner-postgres.test.ts',
   'test/log-flood.test.ts',
   'test/log-query-budget.test.ts',
   'test/blueprints-limits.test.ts',
