@@ -18,6 +18,8 @@ export type BlueprintWarning = Finding & { resource: string; warning: string };
 export const MAX_FINDINGS = 100;
 /** Aliases (`*name`) a file may use: the cap the model's toJS has, so a walk over an alias bomb stays small. */
 export const MAX_ALIASES = 100;
+/** The longest key a "did you mean" is looked for: every field's name is shorter. */
+const MAX_HINTED_KEY = 64;
 const MORE = `more than ${MAX_FINDINGS}: the rest are not listed`;
 
 export function createWalk(lines: LineCounter, doc: Document.Parsed) {
@@ -76,12 +78,14 @@ export function createWalk(lines: LineCounter, doc: Document.Parsed) {
     return { own, merged };
   }
 
-  /** "did you mean `rootDir`?" when a known field is a typo away. */
+  /**
+   * "did you mean `rootDir`?" when a known field is a typo away. Only for a warning that is listed, and a key no longer
+   * than any field's name could be with a typo: a file of 200,000 unknown keys costs no guess past the hundredth.
+   */
   const hint = (key: string, keys: readonly string[]) => {
-    const near = keys.length > 0 ? closest(key, keys as string[]) : undefined;
-    return near && distance(key.toLowerCase(), near.toLowerCase()) <= Math.max(1, Math.floor(key.length / 4))
-      ? ` (did you mean "${near}"?)`
-      : '';
+    if (warnings.length >= MAX_FINDINGS || keys.length === 0 || key.length > MAX_HINTED_KEY) return '';
+    const near = closest(key, keys as string[]);
+    return distance(key, near) <= Math.max(1, Math.floor(key.length / 4)) ? ` (did you mean "${near}"?)` : '';
   };
 
   /**
