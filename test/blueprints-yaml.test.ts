@@ -97,6 +97,15 @@ describe('blueprints: YAML as real files write it', () => {
     expect(bomb.status).toBe(200);
     expect(bomb.body.valid).toBe(false);
     expect(bomb.body.errors.map((e: any) => e.error)).toContain('the file uses more than 100 aliases');
+    // Few aliases of one big list: each would be walked again (a 1.8 MB file read as 180 MB); refused, and quickly.
+    const vars = Array.from({ length: 50_000 }, (_, i) => `      - key: K${i}\n        value: v`).join('\n');
+    const copies = Array.from({ length: 99 }, (_, i) => `  - name: c${i}\n    envVars: *big`).join('\n');
+    const started = performance.now();
+    const wide = await validate(owner, `envVarGroups:\n  - name: big\n    envVars: &big\n${vars}\n${copies}\n`);
+    expect(wide.status).toBe(200);
+    expect(wide.body.valid).toBe(false);
+    expect(wide.body.errors.map((e: any) => e.error)).toContain("the file's aliases stand for more than 20000 values");
+    console.log(`99 aliases of a 50,000-entry list refused in ${Math.round(performance.now() - started)} ms`);
   });
 
   it('syncs what aliases and merge keys say; a form field is read as the type the route declares', async () => {

@@ -1,5 +1,6 @@
 import { closest, distance } from 'fastest-levenshtein';
-import { isAlias, isMap, isScalar, isSeq, type Document, LineCounter, type Node, type Pair } from 'yaml';
+import { isMap, isScalar, isSeq, type Document, LineCounter, type Node, type Pair } from 'yaml';
+import { createAliasResolver } from './yaml-aliases.js';
 
 /** One finding, where it is in the file (1-based line and column) and which field (`services[0].plan`). */
 export interface Finding {
@@ -16,8 +17,6 @@ export type BlueprintWarning = Finding & { resource: string; warning: string };
  */
 /** How many errors (and warnings) a validation lists. */
 export const MAX_FINDINGS = 100;
-/** Aliases (`*name`) a file may use: the cap the model's toJS has, so a walk over an alias bomb stays small. */
-export const MAX_ALIASES = 100;
 /** The longest key a "did you mean" is looked for: every field's name is shorter. */
 const MAX_HINTED_KEY = 64;
 const MORE = `more than ${MAX_FINDINGS}: the rest are not listed`;
@@ -44,16 +43,8 @@ export function createWalk(lines: LineCounter, doc: Document.Parsed) {
   const named = new Map<string, string>();
   /** The warnings, each naming its resource (by name where the resource has one). */
   const warningsNamed = () => warnings.map((w) => ({ ...w, resource: named.get(w.resource) ?? w.resource }));
-  let aliases = 0;
-  /** The node an alias (`*name`) stands for; past MAX_ALIASES, an error and nothing. */
-  function resolve(node: Node | null | undefined): Node | null | undefined {
-    if (!isAlias(node)) return node;
-    if (++aliases > MAX_ALIASES) {
-      if (aliases === MAX_ALIASES + 1) error('', node, `the file uses more than ${MAX_ALIASES} aliases`);
-      return null;
-    }
-    return node.resolve(doc) as Node | undefined;
-  }
+  /** The node an alias (`*name`) stands for: nothing, with an error, past the file's alias limits. */
+  const resolve = createAliasResolver(doc, (node, message) => error('', node, message));
 
   type Pairs = Array<Pair<Node, Node | null>>;
   /** A mapping's own pairs, and those of the mappings it merges (`<<: *base` or `<<: [*a, *b]`), earlier ones first. */
