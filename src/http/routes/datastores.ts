@@ -13,7 +13,7 @@ import {
   literalUnion,
   NoContent,
   StringList,
-  Timestamp,
+  TimeFilters,
   listWindow,
 } from '../schemas/common.js';
 import {
@@ -123,10 +123,7 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
           environmentId: StringList,
           region: StringList,
           suspended: Type.Optional(Type.Array(literalUnion(SUSPENDED), { maxItems: SUSPENDED.length })),
-          createdBefore: Type.Optional(Timestamp),
-          createdAfter: Type.Optional(Timestamp),
-          updatedBefore: Type.Optional(Timestamp),
-          updatedAfter: Type.Optional(Timestamp),
+          ...TimeFilters,
           ...ListQuery,
         }),
         response: { 200: Envelope(f.item, f.body) },

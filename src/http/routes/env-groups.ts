@@ -4,7 +4,7 @@ import { readsSecrets } from '../../core/principal.js';
 import type { EnvGroupRow } from '../../store/repos/env-groups.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { IdParam, ListQuery, Name, NoContent, StringList, Timestamp, listWindow } from '../schemas/common.js';
+import { IdParam, ListQuery, Name, NoContent, StringList, TimeFilters, listWindow } from '../schemas/common.js';
 import { EnvGroupBody, envGroupBody, EnvGroupMeta, envGroupMetaBody } from '../schemas/env-groups.js';
 import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/services.js';
 
@@ -62,10 +62,7 @@ export function envGroupRoutes(deps: HttpDeps) {
           ownerId: StringList,
           name: StringList,
           environmentId: StringList,
-          createdBefore: Type.Optional(Timestamp),
-          createdAfter: Type.Optional(Timestamp),
-          updatedBefore: Type.Optional(Timestamp),
-          updatedAfter: Type.Optional(Timestamp),
+          ...TimeFilters,
           ...ListQuery,
         }),
         response: { 200: Type.Array(EnvGroupMeta) },

@@ -4,7 +4,16 @@ import { envelope } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import type { EnvironmentRow, ProjectRow } from '../../store/repos/projects.js';
-import { Envelope, IdParam, ListQuery, Name, NoContent, splitList, Timestamp, listWindow } from '../schemas/common.js';
+import {
+  Envelope,
+  IdParam,
+  ListQuery,
+  Name,
+  NoContent,
+  splitList,
+  TimeFilters,
+  listWindow,
+} from '../schemas/common.js';
 import {
   EnvironmentBody,
   environmentBody,
@@ -17,12 +26,6 @@ import {
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
 const IdList = (opts: { minItems?: number; maxItems: number }) =>
   Type.Array(Type.String({ minLength: 1, maxLength: 64 }), opts);
-const TimeFilters = {
-  createdBefore: Type.Optional(Timestamp),
-  createdAfter: Type.Optional(Timestamp),
-  updatedBefore: Type.Optional(Timestamp),
-  updatedAfter: Type.Optional(Timestamp),
-};
 const EnvironmentFields = {
   name: Name,
   protectedStatus: Type.Optional(ProtectedStatus),

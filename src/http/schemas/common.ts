@@ -18,6 +18,14 @@ export const Timestamp = Type.String({ format: 'date-time' });
 /** An optional Timestamp query parameter as a Date. */
 export const toDate = (value: string | undefined) => (value ? new Date(value) : undefined);
 
+/** Render's list filters on creation and update time, as query parameters (`listWindow` reads them). */
+export const TimeFilters = {
+  createdBefore: Type.Optional(Timestamp),
+  createdAfter: Type.Optional(Timestamp),
+  updatedBefore: Type.Optional(Timestamp),
+  updatedAfter: Type.Optional(Timestamp),
+};
+
 /**
  * Render's list filters on creation and update time, the keyset cursor and the page size, as a repository takes them
  * (store/repos/filters.ts ListWindow). An inverted range is a 400, not an empty page.
