@@ -235,6 +235,12 @@ beforeAll(async () => {
     ownerA,
   );
   if (webhook.status !== 201) throw new Error(`webhook failed: ${webhook.status} ${webhook.text}`);
+  const credential = await api.post(
+    '/v1/registrycredentials',
+    { registry: 'GITHUB', name: 'authz-credential', username: 'octocat', authToken: 'ghp_authz' },
+    ownerA,
+  );
+  if (credential.status !== 200) throw new Error(`registry credential failed: ${credential.status} ${credential.text}`);
   const blueprint = await api.call('POST', '/v1/blueprints', {
     ...ownerA,
     ...(await multipart(
@@ -252,6 +258,7 @@ beforeAll(async () => {
     keyValueId: keyValue.body.id,
     envGroupId: group.body.id,
     webhookId: webhook.body.id,
+    registryCredentialId: credential.body.id,
     projectId: project.body.id,
     environmentId: project.body.environmentIds[0],
     apiKeyId: key.id,

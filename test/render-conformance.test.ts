@@ -355,6 +355,25 @@ describe("conformance with Render's public API schemas", () => {
       expect(violations(renderBody('post', '/env-groups/{envGroupId}/services/{serviceId}'), linked.body)).toEqual([]);
     });
 
+    it("registry credentials are Render's registryCredential (create answers 200, as Render's)", async () => {
+      const body = { registry: 'GITHUB', name: 'conformance', username: 'octocat', authToken: 'ghp_conformance' };
+      const created = await api.post('/v1/registrycredentials', { ...body, ownerId: owner.workspaceId }, owner);
+      expect(created.status, created.text).toBe(200);
+      expect(violations(renderBody('post', '/registrycredentials'), created.body)).toEqual([]);
+      const path = '/registrycredentials/{registryCredentialId}';
+      const url = `/v1/registrycredentials/${created.body.id}`;
+      expect(violations(renderBody('get', path), (await api.get(url, owner)).body)).toEqual([]);
+      const patched = await api.patch(url, { ...body, registry: 'AWS_ECR', authToken: 'rotated' }, owner);
+      expect(violations(renderBody('patch', path), patched.body)).toEqual([]);
+      const list = await api.get('/v1/registrycredentials', owner);
+      expect(list.body.length).toBeGreaterThan(0);
+      expect(violations(renderBody('get', '/registrycredentials'), list.body)).toEqual([]);
+      // Exactly Render's fields: nothing more (the token above all) is in a body.
+      for (const item of [created.body, patched.body, ...list.body])
+        expect(Object.keys(item).sort()).toEqual(['id', 'name', 'registry', 'updatedAt', 'username']);
+      expect((await api.delete(url, owner)).status).toBe(204);
+    });
+
     it("webhooks are Render's webhook, webhookWithCursor and webhookEventWithCursor", async () => {
       // Disabled: nothing is sent to the example address.
       const body = { ownerId: owner.workspaceId, name: 'conformance', url: 'https://example.com/hook', enabled: false };

@@ -40,6 +40,7 @@ import websocket from '@fastify/websocket';
 import { metricRoutes } from './routes/metrics.js';
 import { registerPrometheus } from './routes/prometheus.js';
 import { projectRoutes } from './routes/projects.js';
+import { registryCredentialRoutes } from './routes/registry-credentials.js';
 import { serviceRoutes } from './routes/services.js';
 import { registerUploadParsers, sourceUploadRoutes } from './routes/source-upload.js';
 import { teamRoutes } from './routes/team.js';
@@ -147,6 +148,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...envVarRoutes(deps),
     ...eventRoutes(deps),
     ...envGroupRoutes(deps),
+    ...registryCredentialRoutes(deps),
     ...webhookRoutes(deps),
     ...blueprintManagementRoutes(deps),
     ...blueprintRoutes(deps),

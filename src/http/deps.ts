@@ -18,6 +18,7 @@ import type { EnvGroups } from '../core/env-groups.js';
 import type { Events } from '../core/events.js';
 import type { IdempotencyStore } from '../core/idempotency.js';
 import type { Projects } from '../core/projects.js';
+import type { RegistryCredentials } from '../core/registry-credentials.js';
 import type { Webhooks } from '../core/webhooks/webhooks.js';
 import type { Workspaces } from '../core/workspaces.js';
 import type { Services } from '../core/services/services.js';
@@ -53,6 +54,8 @@ export interface HttpDeps {
   envVars: EnvVars;
   envView: EnvView;
   envGroups: EnvGroups;
+  /** Render's registry credentials (tokens sealed, never returned). */
+  registryCredentials: RegistryCredentials;
   webhooks: Webhooks;
   projects: Projects;
   datastores: Datastores;

@@ -26,6 +26,7 @@ export const ID_PREFIXES = {
   identity: 'idn',
   headerRule: 'hdr',
   routeRule: 'rdr',
+  registryCredential: 'rgc',
 } as const;
 export type IdKind = keyof typeof ID_PREFIXES;
 

@@ -188,3 +188,7 @@ export const BLUEPRINT_STATUSES = ['created', 'paused', 'in_sync', 'syncing', 'e
 export type BlueprintStatus = (typeof BLUEPRINT_STATUSES)[number];
 export const BLUEPRINT_SYNC_STATES = ['running', 'succeeded', 'failed'] as const;
 export type BlueprintSyncState = (typeof BLUEPRINT_SYNC_STATES)[number];
+
+/** Render's registryCredentialRegistry: the registries a registry credential signs in to. */
+export const REGISTRY_CREDENTIAL_REGISTRIES = ['GITHUB', 'GITLAB', 'DOCKER', 'GOOGLE_ARTIFACT', 'AWS_ECR'] as const;
+export type RegistryCredentialRegistry = (typeof REGISTRY_CREDENTIAL_REGISTRIES)[number];

@@ -45,6 +45,7 @@ export async function buildApi(p: Parts, options: LogOptions, cleanup: Cleanup) 
       envVars,
       envView: createEnvView({ deploys: repos.deploys, urls: p.urls, layersOf: envGroups.layersOf }),
       envGroups,
+      registryCredentials: p.registryCredentials,
       webhooks: p.hooks.webhooks,
       projects: p.projects,
       datastores: p.datastores,

@@ -2,6 +2,7 @@ import { createDatastores } from '../../core/datastores/datastores.js';
 import { createEnvGroups } from '../../core/env-groups.js';
 import { machineStatus } from '../../core/machine-status.js';
 import { createProjects } from '../../core/projects.js';
+import { createRegistryCredentials } from '../../core/registry-credentials.js';
 import { createEnvVars } from '../../core/services/env-vars.js';
 import { createUsage } from '../../observability/usage/index.js';
 import { chooseProvisioners } from '../../provisioners/choose.js';
@@ -50,6 +51,7 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
   const refs = datastores.refs;
   const envVars = createEnvVars({ repo: repos.envVars, box, refs });
   const envGroups = createEnvGroups({ repos, transact, box, assertEnvironment, refs });
+  const registryCredentials = createRegistryCredentials({ repos, box });
   const usage = createUsage({
     repo: repos.usage,
     intervalMs: config.usageIntervalMs,
@@ -66,6 +68,6 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
     log,
   });
   cleanup.push(async () => billingMeter?.stop());
-  return { projects, datastores, machine, envVars, envGroups, usage, billing, billingMeter };
+  return { projects, datastores, machine, envVars, envGroups, registryCredentials, usage, billing, billingMeter };
 }
 export type Tenancy = ReturnType<typeof wireTenancy>;

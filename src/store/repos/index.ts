@@ -20,6 +20,7 @@ import { createLogRepo } from './logs.js';
 import { createMetricRepo } from './metrics.js';
 import { createNoticeRepo } from './notices.js';
 import { createProjectRepo } from './projects.js';
+import { createRegistryCredentialRepo } from './registry-credentials.js';
 import { createServiceRepo } from './services.js';
 import { createSessionRepo } from './sessions.js';
 import { createUsageRepo } from './usage.js';
@@ -58,6 +59,7 @@ export function createRepos(db: Db) {
     identities: createIdentityRepo(db),
     customDomains: createCustomDomainRepo(db),
     certificates: createCertificateRepo(db),
+    registryCredentials: createRegistryCredentialRepo(db),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

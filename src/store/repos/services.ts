@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lt, sql, getTableColumns } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, or, sql, getTableColumns } from 'drizzle-orm';
 import { managerOf, type Manager } from './blueprints.js';
 import type { Db } from '../db.js';
 import type { Suspended } from '../../model/enums.js';
@@ -70,6 +70,20 @@ export function createServiceRepo(db: Db) {
         .where(eq(services.id, id))
         .returning();
       return row;
+    },
+    /**
+     * A workspace's services that pull with a registry credential (`details.docker` or `details.image` name it): by
+     * JSON containment, which PGlite and Postgres both answer. At most `limit`, oldest first.
+     */
+    usingRegistryCredential(workspaceId: string, credentialId: string, limit = 10) {
+      const uses = (field: 'docker' | 'image') =>
+        sql`${services.details} @> ${JSON.stringify({ [field]: { registryCredentialId: credentialId } })}::jsonb`;
+      return db
+        .select({ id: services.id, name: services.name })
+        .from(services)
+        .where(and(eq(services.workspaceId, workspaceId), or(uses('docker'), uses('image'))))
+        .orderBy(services.id)
+        .limit(limit);
     },
     /** The service's measured disk use: not a change the user made, so updatedAt stays. */
     async setDiskBytes(id: string, diskBytes: number): Promise<void> {

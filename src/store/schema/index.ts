@@ -18,3 +18,4 @@ export * from './webhooks.js';
 export * from './blueprints.js';
 export * from './github.js';
 export * from './domains.js';
+export * from './registry-credentials.js';
