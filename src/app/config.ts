@@ -169,6 +169,10 @@ export function loadConfig(env: Env = process.env): Config {
     },
     networkCidr: env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR,
     egressAllow: egressAllow(env.SLIPWAY_EGRESS_ALLOW, env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR),
+    insecureRegistries: (env.SLIPWAY_CONTAINER_INSECURE_REGISTRIES ?? '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean),
     sandbox: oneOf(env, 'SLIPWAY_SANDBOX', ['auto', 'bwrap', 'off'] as const, 'auto'),
     postgresAdminUrl: env.SLIPWAY_POSTGRES_ADMIN_URL || undefined,
     redisAdminUrl: env.SLIPWAY_REDIS_ADMIN_URL || undefined,

@@ -61,6 +61,25 @@ export interface ServiceDetails {
   previews?: { generation: PreviewGeneration };
   /** A preview's parent (Render's `parentServer`); set by Slipway only. */
   parentServer?: { id: string; name: string };
+  /** runtime docker: Render's envSpecificDetails fields (docs/containers.md); '' means Render's default. */
+  docker?: DockerDetails;
+  /** runtime image: what it runs (Render's `image`), and the registry credential it pulls with. */
+  image?: ImageDetails;
+}
+export interface DockerDetails {
+  /** Relative to the repo root; '' is `./Dockerfile` in the root dir. */
+  dockerfilePath: string;
+  /** The build context, relative to the repo root; '' is the root dir. */
+  dockerContext: string;
+  /** Replaces the image's CMD, run with /bin/sh -c; '' keeps the image's. */
+  dockerCommand: string;
+  /** The registry credential a FROM line's private base image is pulled with. */
+  registryCredentialId?: string;
+}
+export interface ImageDetails {
+  /** `registry/name:tag` or `registry/name@sha256:…` (Render's image.imagePath). */
+  imagePath: string;
+  registryCredentialId?: string;
 }
 export type PreviewGeneration = 'off' | 'manual' | 'automatic';
 export interface BuildFilter {
@@ -87,8 +106,21 @@ export interface ServiceDetailsInput {
   previews?: { generation: PreviewGeneration };
   /** Deprecated by Render for `previews.generation`: `yes` is `automatic`. */
   pullRequestPreviewsEnabled?: 'yes' | 'no';
-  envSpecificDetails?: { buildCommand?: string; startCommand?: string; preDeployCommand?: string };
+  envSpecificDetails?: {
+    buildCommand?: string;
+    startCommand?: string;
+    preDeployCommand?: string;
+    dockerCommand?: string;
+    dockerContext?: string;
+    dockerfilePath?: string;
+    registryCredentialId?: string;
+  };
+  /** Render's top-level `image` of an image service (POST and PATCH), moved here by core/services. */
+  image?: { imagePath: string; registryCredentialId?: string };
 }
+
+/** Runtimes that run in a container (docs/containers.md). */
+export const CONTAINER_RUNTIMES = new Set(['docker', 'image']);
 
 /** Whether instances of this type listen on PORT (and get one). */
 export const listens = (type: ServiceType) => type === 'web_service' || type === 'private_service';

@@ -94,6 +94,8 @@ export interface Config {
    * git server or package mirror. Never the workspaces' range.
    */
   egressAllow: string[];
+  /** Registries containers pull from over plain HTTP or unchecked TLS (SLIPWAY_CONTAINER_INSECURE_REGISTRIES: host:port list). */
+  insecureRegistries: string[];
   /** auto: bubblewrap where it works; bwrap: refuse to start without it; off: never (apps reach their files through the data dir's permissions). */
   sandbox: 'auto' | 'bwrap' | 'off';
   /** Postgres datastores as role+database on this existing server (the `cluster` provisioner) instead of local servers. */

@@ -27,6 +27,8 @@ export interface InstanceSpec {
   limits: Limits;
   /** Its workspace's private network, where it answers to `hostnames` (namespaces mode; ignored on the shared network). */
   network?: { workspaceId: string; hostnames: string[] };
+  /** A container (runtime docker or image): the image, in its service's storage, instead of a command in `sandbox`. */
+  container?: { storageDir: string; image: string; command?: string };
   /** Runs the moment the process exits while this Slipway runs it (the router drops it before anything can take its place). */
   onExit?(): void;
 }
@@ -91,7 +93,65 @@ export interface BuildDisk {
   release(): Promise<void>;
 }
 
+/** Credentials for one registry host, for one pull or build. */
+export interface RegistryAuth {
+  host: string;
+  username: string;
+  password: string;
+}
+
+export interface ImageInfo {
+  /** The image's id (its config's digest). */
+  id: string;
+  /** The manifest digest a pull resolved (`sha256:…`); a local build's own. */
+  digest: string;
+  /** Its USER ('' for root). */
+  user: string;
+  /** Its EXPOSE'd ports. */
+  ports: number[];
+}
+
+/** A Dockerfile build into the service's storage (its layer cache), in a build namespace under a build's limits. */
+export interface ImageBuildSpec {
+  storageDir: string;
+  contextDir: string;
+  dockerfile: string;
+  tag: string;
+  buildArgs: Record<string, string>;
+  limits: Limits;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  onOutput?(chunk: string): void;
+  auth?: RegistryAuth;
+  noCache: boolean;
+}
+
+export interface ImagePullSpec {
+  storageDir: string;
+  ref: string;
+  /** The name it gets in the storage once pulled (the deploy's). */
+  tag: string;
+  auth?: RegistryAuth;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** The container engine (docs/containers.md): images in each service's own storage. */
+export interface Containers {
+  /** `podman 4.3.1` */
+  engine: string;
+  build(spec: ImageBuildSpec): Promise<RunResult & { image?: ImageInfo }>;
+  /** Pulls in a build namespace; `image.digest` is what the tag resolved to. */
+  pull(spec: ImagePullSpec): Promise<RunResult & { image?: ImageInfo }>;
+  inspect(storageDir: string, ref: string): Promise<ImageInfo | undefined>;
+  removeImages(storageDir: string, refs: string[]): Promise<void>;
+  /** `name:tag` of every tagged image in the storage. */
+  images(storageDir: string): Promise<string[]>;
+}
+
 export interface RuntimeCapabilities {
+  /** The container engine's name and version, or why there is none (with the command that installs one). */
+  containers: { engine: string } | { none: string };
   sandbox: 'bwrap' | 'none';
   runAsUser: { uid: number; gid: number; name: string } | undefined;
   cgroups: 'v2' | 'v1' | 'none';
@@ -141,6 +201,8 @@ export interface RuntimeTools {
 
 export interface Runtime {
   capabilities: RuntimeCapabilities;
+  /** Undefined where no engine is installed: docker and image services are refused (capabilities.containers says why). */
+  containers?: Containers;
   tools: RuntimeTools;
   /** Sandboxed like instances, but network allowed and `dir` writable. */
   build(spec: BuildSpec): Promise<RunResult>;

@@ -60,6 +60,11 @@ export function wireDeploying(p: Foundation & Shared & Tenancy, cleanup: Cleanup
     },
     git,
     gitToken: (service) => code.github.tokenFor(service),
+    registryCredential: async (workspaceId, id, imageHost) => {
+      const found = await p.registryCredentials.credentialFor(workspaceId, id);
+      // Google's and Amazon's registries have no fixed host: the credential is for the image's own.
+      return found && { host: found.registryHost || imageHost, username: found.username, password: found.authToken };
+    },
     onBuildEnded: (service, deployId, startedAt, endedAt) =>
       usage.meter.recordBuild(service, deployId, startedAt, endedAt),
     // A deleted service's instance rows go with it: meter their last stretch first.

@@ -31,6 +31,7 @@ export async function wireResources(p: Parts, cleanup: Cleanup) {
     gitProtocols,
     assertMayAddPaid: p.billing.assertMayAddPaid,
     cache: p.readCache,
+    noContainers: 'none' in p.runtime.capabilities.containers ? p.runtime.capabilities.containers.none : undefined,
   });
   const deploys = createDeploys({
     repo: repos.deploys,

@@ -10,6 +10,7 @@ import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { copyTreeCommand, removeTree, sizeOf } from '../../lib/file-trees.js';
 import { runBuildStep, type BuildStepDeps } from './build-step.js';
+import { buildImage, pullImage, type ImageDeps } from './images.js';
 import { startCommandFor } from './commands.js';
 import { DeployFailure } from '../service-state/failures.js';
 import { GitError, type Git } from './git.js';
@@ -69,10 +70,19 @@ export function createBuilder(
     /** A build's tidy-up runs after it, off the deploy's critical path (lifecycle.tidy). */
     lifecycle: Pick<Lifecycle, 'tidy' | 'tidied'>;
     log?: Pick<Logger, 'warn'>;
+    /** A workspace's registry credential, for pulls (core/registry-credentials.ts). */
+    credential?: ImageDeps['credential'];
   },
 ) {
   const { layout, limits, runtime } = deps;
   const stepDeps: BuildStepDeps = { ...deps, buildPlans: limits.buildPlans, timeoutMs: limits.buildTimeoutMs };
+  const containers = runtime.capabilities.containers;
+  const imageDeps: ImageDeps = {
+    ...stepDeps,
+    containers: runtime.containers,
+    noEngine: 'none' in containers ? containers.none : undefined,
+    storageOf: layout.containerStorage,
+  };
 
   /** The source into `dir` (which does not exist yet; its parent is on the build disk). */
   async function fetchSource(
@@ -153,6 +163,7 @@ export function createBuilder(
     signal: AbortSignal,
   ): Promise<{ startCommand?: string; commit: Partial<DeployRow>; toolchain?: DeployToolchain }> {
     const details = service.details;
+    if (details.runtime === 'image') return { commit: {}, ...(await pullImage(imageDeps, service, deploy, signal)) };
     if (existsSync(layout.legacyCacheDir(service.id))) await removeTree(layout.legacyCacheDir(service.id));
     await deps.lifecycle.tidied(service.id, 'build'); // the previous build's
     const disk = await runtime.mountBuildDisk({
@@ -174,6 +185,8 @@ export function createBuilder(
       const workDir = path.join(src, service.rootDir);
       checkInside(src, workDir, `rootDir "${service.rootDir}"`);
 
+      if (details.runtime === 'docker')
+        return { commit, ...(await buildImage(imageDeps, service, deploy, src, signal)) };
       const place = { home, repoRoot: src, diskFull: () => diskFullReason(disk, limits) };
       // The build sees the commit it builds (RENDER_GIT_COMMIT), known only once the source is fetched.
       let toolchain: DeployToolchain;

@@ -9,6 +9,7 @@ import type { AppUrls, EnvLayer } from '../service-state/env.js';
 import type { Layout } from '../service-state/layout.js';
 import type { Lifecycle } from '../service-state/lifecycle.js';
 import type { BuildCache } from '../builds/build-cache.js';
+import type { ImageDeps } from '../builds/images.js';
 import type { BuildLog } from '../builds/build-step.js';
 import type { PipelineLimits } from '../builds/pipeline.js';
 import type { Git } from '../builds/git.js';
@@ -47,6 +48,8 @@ export interface EngineDeps {
   git: Git;
   /** A token to clone the service's repo with (core/github), when one applies. */
   gitToken?: (service: ServiceRow) => Promise<string | undefined>;
+  /** A workspace's registry credential for a pull from `imageHost` (core/registry-credentials.ts credentialFor). */
+  registryCredential?: ImageDeps['credential'];
   /** Told of every build that ran, succeeded or not (the usage meter's build-seconds). */
   onBuildEnded?(service: ServiceRow, deployId: string, startedAt: Date, endedAt: Date): Promise<void> | void;
   /** Runs when a removed service's processes have stopped, before its rows go (the usage meter's last pass). */

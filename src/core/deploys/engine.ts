@@ -67,6 +67,7 @@ export function createDeployEngine(deps: EngineDeps) {
     cache: deps.buildCache,
     git: deps.git,
     gitToken: deps.gitToken,
+    credential: deps.registryCredential,
     lifecycle,
     log,
   });
@@ -77,6 +78,15 @@ export function createDeployEngine(deps: EngineDeps) {
     deploy,
     artifactDir: layout.artifactDir(service.id, artifactOwner(deploy)),
     startCommand: deploy.startCommand ?? '',
+    ...(deploy.toolchain?.image
+      ? {
+          container: {
+            storageDir: layout.containerStorage(service.id),
+            image: deploy.toolchain.image.tag,
+            ...(deploy.startCommand ? { command: deploy.startCommand } : {}),
+          },
+        }
+      : {}),
     env: (instance) => envFor(service, deploy, instance),
   });
   const refreshRoute = createRouteRefresher({ repos, routeTable, runtime, layout, instances, lifecycle });
@@ -197,7 +207,8 @@ export function createDeployEngine(deps: EngineDeps) {
         : service.repo
           ? undefined
           : await repos.deploys.latestSource(service.id);
-      if (!opts.artifactOf && !source && !service.repo)
+      // An image service's source is its image (pullImage), a docker or native one's an archive or its repo.
+      if (!opts.artifactOf && !source && !service.repo && service.details.runtime !== 'image')
         throw conflict('nothing to deploy: upload a source archive (POST …/source/upload) or set a repo');
       const from = opts.artifactOf;
       // A rollback restores what was live, its command included; a deploy without building runs the build with the

@@ -22,6 +22,8 @@ export interface Release {
   deploy: DeployRow;
   artifactDir: string;
   startCommand: string;
+  /** A container's image, which instances run instead of startCommand in artifactDir (docs/containers.md). */
+  container?: { storageDir: string; image: string; command?: string };
   /** The full environment for one instance (platform + service variables). */
   env(instance: { id: string; port?: number }): Promise<Record<string, string>>;
 }
@@ -107,6 +109,7 @@ export function createInstances(deps: InstancesDeps) {
         },
         limits: PLAN_LIMITS[details.plan],
         network: networkOf(service),
+        ...(release.container ? { container: release.container } : {}),
         onExit: () => deps.onExited?.(id),
       });
       await repo.update(id, {

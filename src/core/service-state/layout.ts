@@ -36,6 +36,8 @@ export function createLayout(dataDir: string) {
     /** A deploy's build output, kept read-only for rollback. */
     artifactDir: (serviceId: string, deployId: string) => path.join(serviceDir(serviceId), 'artifacts', deployId),
     /** The file holding the service's build disk (runtime's mountBuildDisk), and where it is mounted during a build. */
+    /** The service's container storage: its images (one per deploy) and their layer cache (docs/containers.md). */
+    containerStorage: (serviceId: string) => path.join(serviceDir(serviceId), 'containers'),
     buildDiskImage: (serviceId: string) => path.join(serviceDir(serviceId), 'build-disk.img'),
     buildDir: (serviceId: string) => path.join(serviceDir(serviceId), 'build'),
     /** The dependency cache kept between its builds (build-cache.ts), on the build disk. */

@@ -3,7 +3,13 @@ import { badRequest } from '../../lib/errors.js';
 import { isRelativeInside } from '../../lib/paths.js';
 import { BUILD_PLANS, type ServiceType } from '../../model/enums.js';
 import type { Limits } from '../../model/limits.js';
-import { PLANS, type ServiceDetails, type ServiceDetailsInput } from '../../model/services.js';
+import {
+  CONTAINER_RUNTIMES,
+  PLANS,
+  type DockerDetails,
+  type ServiceDetails,
+  type ServiceDetailsInput,
+} from '../../model/services.js';
 import { isHeaderName, isHeaderValue } from '../../router/static-rules.js';
 
 /** Runtimes the local runtime can run natively; docker/image need a container engine. */
@@ -36,6 +42,8 @@ export function mergeDetails(
   type: ServiceType,
   input: ServiceDetailsInput | undefined,
   base: ServiceDetails = DEFAULTS,
+  /** Why docker and image services cannot run here (no engine); undefined where they can. */
+  noContainers?: string,
 ): ServiceDetails {
   const i = input ?? {};
   const env = i.envSpecificDetails ?? {};
@@ -66,11 +74,7 @@ export function mergeDetails(
       : undefined);
   if (previews) next.previews = previews as ServiceDetails['previews'];
   if (type === 'static_site') next.publishPath ||= 'public';
-  if (type !== 'static_site' && !NATIVE_RUNTIMES.has(next.runtime)) {
-    throw badRequest(
-      `runtime "${next.runtime}" needs a container engine, which the local runtime does not have; use one of ${[...NATIVE_RUNTIMES].join(', ')}`,
-    );
-  }
+  if (type !== 'static_site') containerDetails(next, i, noContainers);
   if (!(PLANS as readonly string[]).includes(next.plan)) throw badRequest(`plan must be one of ${PLANS.join(', ')}`);
   next.buildPlan ??= 'starter';
   if (!(BUILD_PLANS as readonly string[]).includes(next.buildPlan))
@@ -89,6 +93,47 @@ export function mergeDetails(
   }
   return next;
 }
+
+/** Render's `dockerDetails` and `image`: kept for docker and image services, checked, and refused without an engine. */
+function containerDetails(next: ServiceDetails, i: ServiceDetailsInput, noContainers: string | undefined) {
+  if (NATIVE_RUNTIMES.has(next.runtime)) return;
+  if (!CONTAINER_RUNTIMES.has(next.runtime)) throw badRequest(`runtime "${next.runtime}" is not one Slipway runs`);
+  if (noContainers)
+    throw badRequest(
+      `runtime "${next.runtime}" needs a container engine, which this machine does not have (${noContainers}); use one of ${[...NATIVE_RUNTIMES].join(', ')}`,
+    );
+  const env = i.envSpecificDetails ?? {};
+  if (next.runtime === 'docker') {
+    const before = next.docker ?? { dockerfilePath: '', dockerContext: '', dockerCommand: '' };
+    const docker: DockerDetails = {
+      dockerfilePath: env.dockerfilePath ?? before.dockerfilePath,
+      dockerContext: env.dockerContext ?? before.dockerContext,
+      dockerCommand: env.dockerCommand ?? before.dockerCommand,
+    };
+    const credential = env.registryCredentialId ?? before.registryCredentialId;
+    if (credential) docker.registryCredentialId = credential;
+    for (const field of ['dockerfilePath', 'dockerContext'] as const)
+      if (docker[field] && !isRelativeInside(docker[field].replace(/^\.\//, '')))
+        throw badRequest(`envSpecificDetails.${field} must be a relative path inside the repository`);
+    next.docker = docker;
+  }
+  if (next.runtime === 'image') {
+    const image = i.image ?? next.image;
+    if (!image?.imagePath) throw badRequest('an image service needs image.imagePath (registry/name:tag or @sha256:)');
+    if (!isImageRef(image.imagePath))
+      throw badRequest(
+        'image.imagePath must be an image reference: registry/name:tag or registry/name@sha256:<digest>',
+      );
+    next.image = image;
+  }
+}
+
+/** `host[:port]/path[:tag][@sha256:hex]`, lower-case path components, as registries name images. */
+export const isImageRef = (ref: string) =>
+  ref.length <= 512 &&
+  /^(?:[a-zA-Z0-9.-]+(?::\d+)?\/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/.test(
+    ref,
+  );
 
 const MAX_RULES = 100;
 /**

@@ -28,6 +28,8 @@ export interface ServiceInput {
   environmentId?: string;
   envVars?: EnvVarInput[];
   serviceDetails?: ServiceDetailsInput;
+  /** Render's `image` of an image service. */
+  image?: ServiceDetailsInput['image'];
 }
 export type ServicePatch = Partial<Omit<ServiceInput, 'type' | 'envVars' | 'environmentId'>>;
 
@@ -54,6 +56,9 @@ const withFilter = (details: ServiceDetails, filter: Partial<BuildFilter> | unde
   filter
     ? { ...details, buildFilter: { paths: filter.paths ?? [], ignoredPaths: filter.ignoredPaths ?? [] } }
     : details;
+
+const withImage = (details: ServiceDetailsInput | undefined, image: ServiceInput['image']) =>
+  image ? { ...details, image } : details;
 
 /** `my-app` -> `my-app`, or `my-app-x7k2` when taken: the host name label under the apps domain. */
 async function uniqueSlug(name: string, taken: (slug: string) => Promise<boolean>) {
@@ -85,6 +90,8 @@ export function createServices(deps: {
   /** 402 when the workspace may not add a paid plan now (core/billing/billing.ts). */
   assertMayAddPaid?: (workspaceId: string, kind: 'service', plan: string) => Promise<void>;
   cache: ReadCache;
+  /** Why docker and image services cannot run here (the runtime's capabilities.containers); undefined when they can. */
+  noContainers?: string;
 }) {
   const { repos, transact, envVars, events, engine } = deps;
 
@@ -116,7 +123,12 @@ export function createServices(deps: {
       opts: { deploy?: boolean; details?: ServiceDetails } = {},
     ): Promise<{ service: ServiceRow; deployId?: string }> {
       // `details`: settings copied whole from another service (a pull-request preview's, from its parent).
-      const details = opts.details ?? withFilter(mergeDetails(input.type, input.serviceDetails), input.buildFilter);
+      const details =
+        opts.details ??
+        withFilter(
+          mergeDetails(input.type, withImage(input.serviceDetails, input.image), undefined, deps.noContainers),
+          input.buildFilter,
+        );
       if (input.environmentId) await deps.assertEnvironment(workspaceId, input.environmentId);
       await deps.assertMayAddPaid?.(workspaceId, 'service', details.plan);
       const slug = await uniqueSlug(input.name, repos.services.slugTaken);
@@ -147,7 +159,8 @@ export function createServices(deps: {
         return row;
       });
       events.poke();
-      if (opts.deploy !== false && service.repo && deploysNewSource(service))
+      const hasSource = service.repo || service.details.runtime === 'image';
+      if (opts.deploy !== false && hasSource && deploysNewSource(service))
         return { service, deployId: (await engine.trigger(service, { trigger: 'api' })).id };
       return { service };
     },
@@ -161,7 +174,7 @@ export function createServices(deps: {
         const current = await tx.services.lock(service.id);
         if (!current) throw notFound('service');
         const details = withFilter(
-          mergeDetails(service.type, patch.serviceDetails, current.details),
+          mergeDetails(service.type, withImage(patch.serviceDetails, patch.image), current.details, deps.noContainers),
           patch.buildFilter,
         );
         const row = await tx.services.update(service.id, {

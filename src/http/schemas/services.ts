@@ -36,8 +36,19 @@ export const ServiceDetailsInput = Type.Object({
       buildCommand: Type.Optional(Command),
       startCommand: Type.Optional(Command),
       preDeployCommand: Type.Optional(Command),
+      dockerCommand: Type.Optional(Command),
+      dockerContext: Type.Optional(RootDir),
+      dockerfilePath: Type.Optional(RootDir),
+      registryCredentialId: Type.Optional(Type.String({ maxLength: 64 })),
     }),
   ),
+});
+
+/** Render's `image` (an image service's, POST and PATCH). */
+const ImageInput = Type.Object({
+  ownerId: Type.Optional(Type.String({ maxLength: 64 })),
+  imagePath: Type.String({ minLength: 1, maxLength: 512 }),
+  registryCredentialId: Type.Optional(Type.String({ maxLength: 64 })),
 });
 
 const EnvKey = Type.String({ minLength: 1, maxLength: 256 });
@@ -93,6 +104,7 @@ export const ServicePOST = Type.Object({
   environmentId: Type.Optional(Type.String({ maxLength: 64 })),
   envVars: Type.Optional(EnvVarInputArray),
   serviceDetails: Type.Optional(ServiceDetailsInput),
+  image: Type.Optional(ImageInput),
 });
 export type ServicePOST = Static<typeof ServicePOST>;
 
@@ -106,6 +118,7 @@ export const ServicePATCH = Type.Object(
     autoDeploy: Type.Optional(AutoDeploy),
     buildFilter: Type.Optional(BuildFilter),
     serviceDetails: Type.Optional(ServiceDetailsInput),
+    image: Type.Optional(ImageInput),
   },
   { additionalProperties: false },
 );
@@ -130,6 +143,8 @@ export const ServiceBody = Type.Object(
     suspended: literalUnion(SUSPENDED),
     suspenders: Type.Array(Type.String()),
     dashboardUrl: Type.String(),
+    imagePath: Type.Optional(Type.String()),
+    registryCredential: Type.Optional(Type.Object({ id: Type.String(), name: Type.String() })),
     createdAt: Timestamp,
     updatedAt: Timestamp,
     serviceDetails: Type.Record(Type.String(), Type.Unknown()),
@@ -148,17 +163,33 @@ const previewFields = (d: ServiceRow['details']) => {
   };
 };
 
-export function serviceBody(row: ServiceRow, urls: Pick<AppUrls, 'externalUrl' | 'dashboardUrl'>) {
+/** Render's envSpecificDetails: dockerDetails for docker (and image) services, nativeEnvironmentDetails else. */
+function envSpecificDetails(d: ServiceRow['details']) {
+  const preDeploy = d.preDeployCommand ? { preDeployCommand: d.preDeployCommand } : {};
+  if (d.runtime === 'docker' || d.runtime === 'image')
+    return {
+      dockerCommand: d.docker?.dockerCommand ?? '',
+      dockerContext: d.docker?.dockerContext || '.',
+      dockerfilePath: d.docker?.dockerfilePath || './Dockerfile',
+      ...preDeploy,
+    };
+  return { buildCommand: d.buildCommand, startCommand: d.startCommand, ...preDeploy };
+}
+
+export function serviceBody(
+  row: ServiceRow,
+  urls: Pick<AppUrls, 'externalUrl' | 'dashboardUrl'>,
+  credentialName?: (id: string) => string | undefined,
+) {
   const d = row.details;
-  const native = {
-    buildCommand: d.buildCommand,
-    startCommand: d.startCommand,
-    ...(d.preDeployCommand ? { preDeployCommand: d.preDeployCommand } : {}),
-  };
+  const credentialId = d.image?.registryCredentialId ?? d.docker?.registryCredentialId;
+  const credential = credentialId
+    ? { id: credentialId, name: credentialName?.(credentialId) ?? credentialId }
+    : undefined;
   const common = {
     env: d.runtime,
     runtime: d.runtime,
-    envSpecificDetails: native,
+    envSpecificDetails: envSpecificDetails(d),
     plan: d.plan,
     region: d.region,
     buildPlan: d.buildPlan ?? 'starter',
@@ -198,6 +229,8 @@ export function serviceBody(row: ServiceRow, urls: Pick<AppUrls, 'externalUrl' |
     autoDeploy: row.autoDeploy,
     ...(d.buildFilter ? { buildFilter: d.buildFilter } : {}),
     notifyOnFail: 'default',
+    ...(d.image ? { imagePath: d.image.imagePath } : {}),
+    ...(credential ? { registryCredential: credential } : {}),
     ...(row.environmentId ? { environmentId: row.environmentId } : {}),
     suspended: row.suspenders.length ? ('suspended' as const) : ('not_suspended' as const),
     suspenders: row.suspenders,

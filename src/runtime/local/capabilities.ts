@@ -141,6 +141,7 @@ export async function detectCapabilities(dataDir: string, mode: SandboxMode = 'a
       runAsUser: user,
       cgroups: cgroups?.version ?? 'none',
       network: 'shared',
+      containers: { none: 'not probed' }, // decided by createLocalRuntime, like the network
       notes,
       limits: {
         memory: !!cgroups?.has('memory'),

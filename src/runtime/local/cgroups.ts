@@ -114,14 +114,15 @@ export class Cgroups {
     } catch {
       return [];
     }
-    const name = lines.map((line) => new RegExp(`/${PARENT}/([\\w.-]+)$`).exec(line)?.[1]).find(Boolean);
+    // A container engine's groups sit below the instance's (…/<instance>/libpod-<id>): the instance's is the one.
+    const name = lines.map((line) => new RegExp(`/${PARENT}/([\\w.-]+)(/[\\w./-]*)?$`).exec(line)?.[1]).find(Boolean);
     return name ? this.hierarchies.map((h) => path.join(h.root, PARENT, name)) : [];
   }
 
   /** Pids listed in the group. */
   members(dirs: string[]): number[] {
     const pids = new Set<number>();
-    for (const dir of dirs) {
+    for (const dir of withChildren(dirs)) {
       try {
         readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')
           .split('\n')
@@ -168,7 +169,7 @@ export class Cgroups {
   /** Removes the group, waiting up to `waitMs` for its last processes to leave; returns the dirs that could not be removed. */
   async remove(dirs: string[], waitMs = 2000): Promise<string[]> {
     const deadline = Date.now() + waitMs;
-    let left = dirs;
+    let left = withChildren(dirs);
     for (;;) {
       left = left.filter((dir) => {
         try {
@@ -182,6 +183,20 @@ export class Cgroups {
       await sleep(50);
     }
   }
+}
+
+/** The groups a container engine made below these (conmon's, the container's), then these: children go first. */
+function withChildren(dirs: string[]): string[] {
+  const children = dirs.flatMap((dir) => {
+    try {
+      return readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => path.join(dir, e.name));
+    } catch {
+      return [];
+    }
+  });
+  return [...children, ...dirs];
 }
 
 /** The cgroup2 and v1 mount points, from /proc/self/mounts. */
@@ -294,6 +309,9 @@ export async function detectCgroups(notes: string[]): Promise<Cgroups | undefine
 /** The dirs of group `name` (an instance id, or a build's name) in every hierarchy, whether or not it still exists. */
 export const groupDirsOf = (cgroups: Cgroups, name: string) =>
   cgroups.hierarchies.map((h) => path.join(h.root, PARENT, name));
+
+/** The group `name` as a container engine's cgroup parent names it (relative to each hierarchy's root). */
+export const groupPathOf = (name: string) => `/${PARENT}/${name}`;
 
 /** A cgroup file's number (`key` given: from its `key value` line); undefined when the file or the key is missing. */
 function statOf(file: string, key?: string): number | undefined {

@@ -2,6 +2,7 @@ import { DEFAULT_NETWORK_CIDR } from '../../model/settings.js';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
 import type { Runtime, RuntimeCapabilities } from '../types.js';
+import { chooseContainers, containersOf } from './container-images.js';
 import { createBuildDisks, detectDiskTools, sweepBuildDisks } from './build-disks.js';
 import { runBuild, runTool } from './builds.js';
 import { detectCapabilities, findProgram, lookupUser, type SandboxMode } from './capabilities.js';
@@ -108,6 +109,8 @@ export async function createLocalRuntime(options: {
   nodeCacheDir?: string;
   /** How many Node.js releases that dir keeps at most (SLIPWAY_NODE_RELEASES_MAX). */
   nodeReleasesMax?: number;
+  /** Registries containers may reach without TLS checks (SLIPWAY_CONTAINER_INSECURE_REGISTRIES). */
+  insecureRegistries?: string[];
   log?: Pick<Logger, 'info' | 'warn'>;
 }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir, options.sandbox);
@@ -155,9 +158,25 @@ export async function createLocalRuntime(options: {
   });
   const pythons = createPythons();
   const boosts = createStartupBoosts(cgroups);
-  const deps: LocalDeps = { policy, cgroups, log, networks, hostFiles, toolchain, toolDirs: [node.dir], boosts };
+  const engine = await chooseContainers(
+    { dataDir: options.dataDir, insecureRegistries: options.insecureRegistries ?? [], log },
+    capabilities,
+    !!policy.bwrap?.seccomp,
+  );
+  const deps: LocalDeps = {
+    policy,
+    cgroups,
+    log,
+    networks,
+    hostFiles,
+    toolchain,
+    toolDirs: [node.dir],
+    boosts,
+    ...engine,
+  };
   return {
     capabilities,
+    containers: engine.containers && containersOf(engine.containers, deps),
     tools: {
       hostNode: process.versions.node,
       node: (request, signal) => node.resolve(request, signal),

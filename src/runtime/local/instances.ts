@@ -10,6 +10,8 @@ import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
 import type { StartupBoosts } from './startup-boost.js';
 import type { Toolchain } from './toolchain.js';
 import type { Logger } from '../../lib/logger.js';
+import type { PodmanEngine } from '../containers/engine.js';
+import { startContainer, watchExit } from './containers.js';
 
 export interface LocalDeps {
   policy: SandboxPolicy;
@@ -25,6 +27,10 @@ export interface LocalDeps {
   toolDirs?: string[];
   /** Instances start with more CPU until they are up (startup-boost.ts); undefined: at their plan's from the start. */
   boosts?: StartupBoosts;
+  /** The container engine, where installed (containers.ts). */
+  containers?: PodmanEngine;
+  /** The seccomp filter as an OCI profile file, for containers (seccomp.ts seccompProfile). */
+  seccompProfile?: string;
 }
 
 /**
@@ -104,19 +110,27 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
   };
   let attached: Attachment | undefined;
   let pid: number;
+  let startTime: string | undefined;
+  const exited = () => {
+    spec.onExit?.();
+    void removeGroup();
+  };
   try {
     attached =
       deps.networks && spec.network
         ? await deps.networks.networks.attach(spec.instanceId, spec.network.workspaceId, spec.network.hostnames)
         : undefined;
-    pid = await spawnDetached(
-      commandFor(deps, spec, { home, cwd, writableDirs, scratchDirs, groupDirs, attached }),
-      { stdoutPath, stderrPath },
-      () => {
-        spec.onExit?.();
-        void removeGroup();
-      },
-    );
+    const { container } = spec;
+    if (container) {
+      if (!deps.containers) throw new Error('no container engine on this machine');
+      const files = { attached, groupDirs, stdoutPath, stderrPath };
+      const engine = { engine: deps.containers, runAs: deps.policy.runAs, seccompProfile: deps.seccompProfile };
+      ({ pid, startTime } = await startContainer(engine, { ...spec, container }, files));
+      watchExit({ instanceId: spec.instanceId, pid, startTime }, exited);
+    } else {
+      const command = commandFor(deps, spec, { home, cwd, writableDirs, scratchDirs, groupDirs, attached });
+      pid = await spawnDetached(command, { stdoutPath, stderrPath }, exited);
+    }
   } catch (err) {
     // Nothing of a start that failed is left: not its cgroup, not its namespace (a cron job would leak one per tick).
     await removeGroup();
@@ -124,7 +138,7 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
     throw err;
   }
   // Readable even if it already exited: Node reaps children only when the event loop next polls, after this code.
-  const startTime = readStat(pid)?.startTime ?? '';
+  startTime ??= readStat(pid)?.startTime ?? '';
   const startedAt = new Date();
   writeFileSync(path.join(spec.instanceDir, 'instance.json'), JSON.stringify({ pid, startTime, startedAt }) + '\n');
   return {

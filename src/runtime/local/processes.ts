@@ -77,7 +77,7 @@ export async function stopInstance(
   if (!isRunning(handle)) return [];
   const groupDirs = cgroups?.groupOf(handle.pid) ?? [];
   const procs = new InstanceProcesses(handle, cgroups, groupDirs);
-  for (const proc of procs.running()) if (proc.comm !== 'bwrap') signal(proc.pid, 'SIGTERM');
+  for (const proc of procs.running()) if (proc.comm !== 'bwrap' && proc.comm !== 'conmon') signal(proc.pid, 'SIGTERM');
 
   if (!(await waitGone(procs, graceMs))) {
     // Inside out: first everything but the handle's process (SIGKILLing bwrap's sandbox init takes its whole pid

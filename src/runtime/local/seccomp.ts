@@ -172,3 +172,25 @@ function assemble(insns: Insn[]): Buffer {
   });
   return out;
 }
+
+/**
+ * The same filter as an OCI seccomp profile (what Podman's `--security-opt seccomp=` reads) for containers: the same
+ * refusals, each namespace flag of clone and unshare as a rule of its own (a profile's argument checks are ANDed).
+ */
+export function seccompProfile(arch: SeccompArch): string {
+  const bits = (mask: number) => [...Array(32).keys()].map((i) => 2 ** i).filter((bit) => (mask & bit) !== 0);
+  const deny = { action: 'SCMP_ACT_ERRNO', errnoRet: EPERM };
+  const syscalls = [
+    { names: Object.keys(deniedSyscalls(arch)), ...deny },
+    { names: ['clone3'], action: 'SCMP_ACT_ERRNO', errnoRet: ENOSYS },
+    ...Object.entries(FLAG_CHECKED).flatMap(([name, { mask }]) =>
+      bits(mask).map((bit) => ({
+        names: [name],
+        ...deny,
+        args: [{ index: 0, value: bit, valueTwo: bit, op: 'SCMP_CMP_MASKED_EQ' }],
+      })),
+    ),
+  ];
+  const architectures = arch === 'x64' ? ['SCMP_ARCH_X86_64'] : ['SCMP_ARCH_AARCH64'];
+  return JSON.stringify({ defaultAction: 'SCMP_ACT_ALLOW', defaultErrnoRet: EPERM, architectures, syscalls });
+}

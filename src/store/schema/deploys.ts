@@ -45,6 +45,12 @@ export interface DeployToolchain {
   venv?: string;
   /** Corepack's downloads the build used (yarn, pnpm), relative to the artifact: the instances' COREPACK_HOME. */
   corepackHome?: string;
+  /**
+   * A container's image (docker and image runtimes, docs/containers.md): the tag that names it in the service's storage
+   * (this deploy's, so rollback restarts exactly it), the image's id, and for a pulled image what its reference said
+   * and the manifest digest that reference resolved to.
+   */
+  image?: { tag: string; id: string; ref?: string; digest?: string };
 }
 
 export const instances = pgTable(

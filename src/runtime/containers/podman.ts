@@ -1,0 +1,171 @@
+import type { Command } from '../../lib/exec.js';
+import type { Limits } from '../../model/limits.js';
+
+/**
+ * Podman's command lines, as data (docs/containers.md). Every call names its storage (one per service: its images
+ * and layer cache, docs/containers.md "Layer cache"), runc (crun refuses this machine's hybrid cgroups) and plain
+ * cgroupfs groups, so no systemd is needed.
+ */
+export interface PodmanSetup {
+  podman: string;
+  /** runc's path. */
+  ociRuntime: string;
+  /** The registries.conf every call reads (short names, insecure registries the operator allowed). */
+  registriesConf: string;
+  /** podman-init (catatonit): PID 1 that forwards signals, so SIGTERM reaches an app that never installed a handler. */
+  init: boolean;
+  /** The open-files limit containers get: Slipway's own hard limit at most (a higher one fails in runc). */
+  nofile: number;
+}
+
+/** A service's storage: its images, layers and containers, and their run-time state (short-lived, root-only). */
+export interface Storage {
+  root: string;
+  runRoot: string;
+}
+
+const podmanEnv = (setup: PodmanSetup, storage: Storage): Record<string, string> => ({
+  PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+  LC_ALL: 'C',
+  HOME: storage.root,
+  TMPDIR: storage.runRoot,
+  CONTAINERS_REGISTRIES_CONF: setup.registriesConf,
+});
+
+function podman(setup: PodmanSetup, storage: Storage, args: string[]): Command {
+  return {
+    file: setup.podman,
+    args: [
+      ...['--root', storage.root, '--runroot', storage.runRoot, '--runtime', setup.ociRuntime],
+      // overlay, without its private mount of the storage dir: a service's dir is then removed like any other.
+      ...['--storage-driver', 'overlay', '--storage-opt', 'overlay.skip_mount_home=true'],
+      ...['--cgroup-manager', 'cgroupfs', '--events-backend', 'file', '--log-level', 'error'],
+      ...args,
+    ],
+    env: podmanEnv(setup, storage),
+  };
+}
+
+/** The open-files and processes rlimits, given explicitly: Podman's default nofile can be above the host's hard limit. */
+const ulimits = (setup: PodmanSetup, limits: Limits) => {
+  const { nofile } = setup;
+  const nproc = Math.max(64, limits.pids);
+  return ['--ulimit', `nofile=${nofile}:${nofile}`, '--ulimit', `nproc=${nproc}:${nproc}`];
+};
+
+export interface ImageBuild {
+  contextDir: string;
+  dockerfile: string;
+  tag: string;
+  buildArgs: Record<string, string>;
+  limits: Limits;
+  /** The build's network namespace: RUN steps share it. */
+  netnsPath: string | undefined;
+  authFile?: string;
+  noCache: boolean;
+}
+
+/** `podman build`: layers kept (the cache), RUN steps in the build's namespace and limits, no capabilities added. */
+export function buildCommand(setup: PodmanSetup, storage: Storage, build: ImageBuild): Command {
+  const memory = `${build.limits.memoryMb}m`;
+  return podman(setup, storage, [
+    'build',
+    ...['--layers', '--pull=missing', '--format', 'docker', '--isolation', 'oci'],
+    ...(build.noCache ? ['--no-cache'] : []),
+    ...['--network', build.netnsPath ? `ns:${build.netnsPath}` : 'none'],
+    ...['--memory', memory, '--memory-swap', memory, '--cpu-period', '100000'],
+    ...['--cpu-quota', String(Math.max(1000, Math.round(build.limits.cpuMillicores * 100)))],
+    ...ulimits(setup, build.limits),
+    ...(build.authFile ? ['--authfile', build.authFile] : []),
+    ...Object.entries(build.buildArgs).flatMap(([name, value]) => ['--build-arg', `${name}=${value}`]),
+    ...['--file', build.dockerfile, '--tag', build.tag, build.contextDir],
+  ]);
+}
+
+export const pullCommand = (setup: PodmanSetup, storage: Storage, ref: string, authFile?: string): Command =>
+  podman(setup, storage, ['pull', '--quiet', ...(authFile ? ['--authfile', authFile] : []), ref]);
+
+export const tagCommand = (setup: PodmanSetup, storage: Storage, ref: string, tag: string): Command =>
+  podman(setup, storage, ['tag', ref, tag]);
+
+/** One image's description (a JSON array of one). */
+export const inspectImageCommand = (setup: PodmanSetup, storage: Storage, ref: string): Command =>
+  podman(setup, storage, ['image', 'inspect', ref]);
+
+export interface ContainerRun {
+  name: string;
+  image: string;
+  /** Replaces the image's CMD, run by /bin/sh -c (Render's dockerCommand). */
+  command?: string;
+  /** The cgroup (relative to each hierarchy's root) whose limits bound it: the instance's own. */
+  cgroupParent: string | undefined;
+  netnsPath: string | undefined;
+  hostsFile?: string;
+  resolvConf?: string;
+  /** uid:gid, unless the image runs as a user of its own. */
+  user: string | undefined;
+  envFile: string;
+  /** Values an env file cannot hold (newlines): given as arguments. */
+  envArgs: Record<string, string>;
+  limits: Limits;
+  seccompProfile?: string;
+  labels: Record<string, string>;
+}
+
+/**
+ * `podman create` of an instance: a read-only root with a sized private /tmp (as native instances have), no
+ * capabilities, no new privileges, the namespace Slipway made, the instance's cgroup as parent (its limits), and its
+ * output handed straight to the files the init call is given (passthrough: docs/containers.md, "Logs").
+ */
+export function createCommand(setup: PodmanSetup, storage: Storage, c: ContainerRun): Command {
+  const tmpfs = (dir: string) => ['--tmpfs', `${dir}:rw,nosuid,nodev,size=${c.limits.diskMb}m,U`];
+  return podman(setup, storage, [
+    'create',
+    ...['--name', c.name, '--replace', '--rm', '--pull', 'never', '--log-driver', 'passthrough'],
+    ...(setup.init ? ['--init'] : []),
+    ...(c.cgroupParent ? ['--cgroup-parent', c.cgroupParent] : []),
+    ...['--network', c.netnsPath ? `ns:${c.netnsPath}` : 'host'],
+    ...(c.hostsFile ? ['--no-hosts', '--volume', `${c.hostsFile}:/etc/hosts:ro`] : []),
+    ...(c.resolvConf ? ['--volume', `${c.resolvConf}:/etc/resolv.conf:ro`] : []),
+    ...['--read-only', '--read-only-tmpfs=false', ...tmpfs('/tmp'), ...tmpfs('/var/tmp')],
+    ...['--cap-drop', 'all', '--security-opt', 'no-new-privileges'],
+    ...(c.seccompProfile ? ['--security-opt', `seccomp=${c.seccompProfile}`] : []),
+    ...(c.user ? ['--user', c.user] : []),
+    ...ulimits(setup, c.limits),
+    ...['--env-file', c.envFile],
+    ...Object.entries(c.envArgs).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
+    ...Object.entries(c.labels).flatMap(([name, value]) => ['--label', `${name}=${value}`]),
+    c.image,
+    ...(c.command === undefined ? [] : ['/bin/sh', '-c', c.command]),
+  ]);
+}
+
+/** Makes the container in the runtime (conmon takes the caller's stdout and stderr) without starting its process. */
+export const initCommand = (setup: PodmanSetup, storage: Storage, name: string): Command =>
+  podman(setup, storage, ['init', name]);
+
+export const startCommand = (setup: PodmanSetup, storage: Storage, name: string): Command =>
+  podman(setup, storage, ['start', name]);
+
+export const pidCommand = (setup: PodmanSetup, storage: Storage, name: string): Command =>
+  podman(setup, storage, ['container', 'inspect', '--format', '{{.State.Pid}}', name]);
+
+/** Containers (all, with their labels' instance ids) and their state, one `name state` per line. */
+export const listCommand = (setup: PodmanSetup, storage: Storage): Command =>
+  podman(setup, storage, ['ps', '--all', '--format', '{{.Names}} {{.State}}']);
+
+export const removeContainersCommand = (setup: PodmanSetup, storage: Storage, names: string[]): Command =>
+  podman(setup, storage, ['rm', '--force', '--ignore', '--time', '0', ...names]);
+
+/** Removes the images not in `keep` (tags of deploys still kept), and the layers only they used. */
+export const removeImageCommand = (setup: PodmanSetup, storage: Storage, refs: string[]): Command =>
+  podman(setup, storage, ['rmi', '--force', '--ignore', ...refs]);
+
+export const listImagesCommand = (setup: PodmanSetup, storage: Storage): Command =>
+  podman(setup, storage, ['images', '--format', '{{.Repository}}:{{.Tag}}', '--filter', 'dangling=false']);
+
+export const versionCommand = (podmanPath: string): Command => ({
+  file: podmanPath,
+  args: ['--version'],
+  env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LC_ALL: 'C' },
+});

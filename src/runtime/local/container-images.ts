@@ -1,0 +1,59 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Command } from '../../lib/exec.js';
+import type { Logger } from '../../lib/logger.js';
+import { detectPodman, type PodmanEngine, type Place } from '../containers/engine.js';
+import type { Containers, RuntimeCapabilities } from '../types.js';
+import type { LocalDeps } from './instances.js';
+import { seccompArch, seccompProfile } from './seccomp.js';
+
+/**
+ * The container engine where this machine has one (docs/containers.md, "The engine"): capabilities say which, or
+ * why none. Returns the engine for instances and the seccomp profile file they load.
+ */
+export async function chooseContainers(
+  options: { dataDir: string; insecureRegistries: string[]; log?: Pick<Logger, 'warn'> },
+  capabilities: RuntimeCapabilities,
+  seccomp: boolean,
+): Promise<Pick<LocalDeps, 'containers' | 'seccompProfile'>> {
+  const stateDir = path.join(options.dataDir, 'containers');
+  const found = await detectPodman({ stateDir, insecureRegistries: options.insecureRegistries });
+  if (typeof found === 'string') {
+    capabilities.containers = { none: found };
+    return {};
+  }
+  capabilities.containers = { engine: found.engine.engine };
+  const arch = seccompArch();
+  if (!seccomp || !arch) return { containers: found.engine };
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const file = path.join(stateDir, 'seccomp.json');
+  writeFileSync(file, seccompProfile(arch));
+  return { containers: found.engine, seccompProfile: file };
+}
+
+/** Builds and pulls in a build namespace of their own (the builds' egress rules), never on the host's network. */
+export function containersOf(engine: PodmanEngine, deps: LocalDeps): Containers {
+  async function inBuildNamespace<T>(fn: (place: Place) => Promise<T>): Promise<T> {
+    const networks = deps.networks;
+    if (!networks) return fn({ netnsPath: undefined });
+    const ns = await networks.networks.attachBuild();
+    const wrap = (cmd: Command): Command => ({
+      ...cmd,
+      file: networks.nsenterPath,
+      args: [`--net=${ns.netnsPath}`, '--', cmd.file, ...cmd.args],
+    });
+    try {
+      return await fn({ netnsPath: ns.netnsPath, wrap });
+    } finally {
+      await ns.release();
+    }
+  }
+  return {
+    engine: engine.engine,
+    build: (spec) => inBuildNamespace((place) => engine.build(spec, place)),
+    pull: (spec) => inBuildNamespace((place) => engine.pull(spec, place)),
+    inspect: (storageDir, ref) => engine.inspect(storageDir, ref),
+    removeImages: (storageDir, refs) => engine.removeImages(storageDir, refs),
+    images: (storageDir) => engine.images(storageDir),
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * Container images for the tests, made from this machine's own files (no internet): a base image with busybox and
+ * this Node.js (its binary and the libraries it links), imported with Podman and pushed to a real registry (Debian's
+ * docker-registry) that a test starts on one of the host's addresses, where builds may reach it (SLIPWAY_EGRESS_ALLOW).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import bcrypt from 'bcryptjs';
+import { waitFor } from './wait.js';
+
+const RUNC = ['/usr/sbin/runc', '/usr/bin/runc'].find((file) => existsSync(file));
+/** Whether this machine can run the container tests (Podman, runc, the registry, busybox). */
+export const hasContainerEngine =
+  existsSync('/usr/bin/podman') && !!RUNC && existsSync('/usr/bin/docker-registry') && existsSync('/bin/busybox');
+
+/** Shared by every test file of a run (the image is the same): built once. */
+const WORK = path.join(tmpdir(), 'slipway-test-images');
+const STORAGE = path.join(WORK, 'storage');
+const podman = (...args: string[]) =>
+  execFileSync(
+    'podman',
+    [
+      '--root',
+      STORAGE,
+      '--runroot',
+      path.join(WORK, 'run'),
+      '--runtime',
+      RUNC!,
+      '--cgroup-manager',
+      'cgroupfs',
+      ...args,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 },
+  ).toString();
+
+/** The libraries `file` links (ldd's paths). */
+function librariesOf(file: string): string[] {
+  return execFileSync('ldd', [file])
+    .toString()
+    .split('\n')
+    .map((line) => /(\/\S+) \(0x/.exec(line)?.[1])
+    .filter((lib): lib is string => !!lib);
+}
+
+/** A rootfs tarball: busybox as /bin/sh and friends, this Node as /usr/local/bin/node, /tmp, nobody's /etc/passwd line. */
+export function nodeRootfsTar(): string {
+  const tar = path.join(WORK, `node-base-${process.versions.node}.tar`);
+  if (existsSync(tar)) return tar;
+  mkdirSync(WORK, { recursive: true });
+  const root = mkdtempSync(path.join(WORK, 'rootfs-'));
+  const put = (from: string, to = from) => {
+    mkdirSync(path.join(root, path.dirname(to)), { recursive: true });
+    copyFileSync(from, path.join(root, to));
+  };
+  put('/bin/busybox', '/bin/busybox');
+  for (const tool of [
+    'sh',
+    'ls',
+    'cat',
+    'echo',
+    'sleep',
+    'id',
+    'wget',
+    'env',
+    'mkdir',
+    'cp',
+    'rm',
+    'true',
+    'head',
+    'dd',
+  ])
+    symlinkSync('busybox', path.join(root, 'bin', tool));
+  put(process.execPath, '/usr/local/bin/node');
+  for (const lib of librariesOf(process.execPath)) put(lib);
+  for (const dir of ['tmp', 'etc', 'app']) mkdirSync(path.join(root, dir), { recursive: true });
+  writeFileSync(path.join(root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/sh\n');
+  const partial = `${tar}.${process.pid}`;
+  execFileSync('tar', ['-C', root, '-cf', partial, '.']);
+  rmSync(root, { recursive: true, force: true });
+  execFileSync('mv', [partial, tar]);
+  return tar;
+}
+
+export interface TestRegistry {
+  /** host:port, what image references start with. */
+  address: string;
+  /** Pushes the base image under `name` (`base/node:20`); with the registry's user when it has one. */
+  pushBase(name: string): string;
+  close(): Promise<void>;
+}
+
+/** docker-registry on `host` (plain HTTP), with one user when `user` is given (htpasswd, as the registry checks it). */
+export async function startRegistry(
+  host: string,
+  user?: { name: string; password: string },
+  port = 21000 + Math.floor(Math.random() * 20000),
+): Promise<TestRegistry> {
+  mkdirSync(WORK, { recursive: true });
+  const dir = mkdtempSync(path.join(WORK, 'registry-'));
+  const address = `${host}:${port}`;
+  const auth = user ? `auth:\n  htpasswd:\n    realm: test\n    path: ${dir}/htpasswd\n` : '';
+  if (user) writeFileSync(path.join(dir, 'htpasswd'), `${user.name}:${bcrypt.hashSync(user.password, 8)}\n`);
+  writeFileSync(
+    path.join(dir, 'config.yml'),
+    `version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\nhttp:\n  addr: ${address}\n${auth}`,
+  );
+  const child: ChildProcess = spawn('/usr/bin/docker-registry', ['serve', path.join(dir, 'config.yml')], {
+    stdio: 'ignore',
+  });
+  await waitFor(
+    `the registry at ${address}`,
+    async () => (await fetch(`http://${address}/v2/`).catch(() => undefined)) !== undefined,
+    20_000,
+  );
+  const creds = user ? ['--creds', `${user.name}:${user.password}`] : [];
+  return {
+    address,
+    pushBase(name) {
+      const ref = `${address}/${name}`;
+      podman('import', '--quiet', nodeRootfsTar(), ref);
+      podman('push', '--quiet', '--tls-verify=false', ...creds, ref);
+      return ref;
+    },
+    async close() {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
