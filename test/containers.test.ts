@@ -4,15 +4,21 @@
  * The base image is made from this machine's files (test/helpers/containers.ts); nothing comes from the internet.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { finished, packFixture, upload, viaRouter } from './helpers/apps.js';
-import { signUp, type Client, type TestUser } from './helpers/client.js';
+import { deployFixture, finished, keepRequesting, packFixture, upload, viaRouter } from './helpers/apps.js';
+import { client, signUp, type Client, type TestUser } from './helpers/client.js';
 import { hasContainerEngine, startRegistry, type TestRegistry } from './helpers/containers.js';
-import { hostAddresses } from './helpers/network.js';
-import { useServer } from './helpers/server.js';
+import { hostAddresses, namespaceAddress } from './helpers/network.js';
+import { freshStore, spawnSlipway, type SlipwayProcess } from './helpers/process.js';
+import { killProcessesUnder, unmountUnder, useServer } from './helpers/server.js';
+import { freePort, waitFor } from './helpers/wait.js';
 
 const host = hostAddresses()[0]!;
 const registryPort = 21000 + Math.floor(Math.random() * 20000);
 const registryAddress = `${host}:${registryPort}`;
+/** A second registry, which asks for a user (an image service's registry credential). */
+const privatePort = 21000 + Math.floor(Math.random() * 20000);
+const privateAddress = `${host}:${privatePort}`;
+const robot = { name: 'robot', password: 'pull-secret-123' };
 
 /** The fixture app with a Dockerfile: a dependency layer (package.json), then the source, a build arg, dockerCommand-able. */
 const dockerfile = (base: string, extra = '') => `FROM ${base}
@@ -29,40 +35,57 @@ CMD ["node", "server.js"]
 describe.skipIf(!hasContainerEngine)('containers (Podman)', () => {
   const t = useServer({
     SLIPWAY_EGRESS_ALLOW: `${host}/32`,
-    SLIPWAY_CONTAINER_INSECURE_REGISTRIES: registryAddress,
+    SLIPWAY_CONTAINER_INSECURE_REGISTRIES: `${registryAddress},${privateAddress}`,
+    // A /tmp the disk probe fills in a moment.
+    SLIPWAY_DISK_LIMIT_MB: '64',
+    // A process limit the fork probe reaches in a moment.
+    SLIPWAY_PIDS_LIMIT: '128',
   });
   let registry: TestRegistry;
+  let privateRegistry: TestRegistry;
   let base: string;
   let owner: TestUser;
   let api: Client;
   beforeAll(async () => {
     registry = await startRegistry(host, undefined, registryPort);
     base = registry.pushBase('base/node:20');
+    privateRegistry = await startRegistry(host, robot, privatePort);
     api = t.api;
     owner = await signUp(api);
   }, 180_000);
-  afterAll(() => registry?.close());
+  afterAll(async () => {
+    await registry?.close();
+    await privateRegistry?.close();
+  });
 
-  async function dockerService(files: Record<string, string>, details: Record<string, unknown> = {}) {
+  async function dockerService(
+    files: Record<string, string>,
+    details: Record<string, unknown> = {},
+    fixture = 'node-web',
+    as = owner,
+  ) {
     const created = await api.post(
       '/v1/services',
       {
         type: 'web_service',
         name: `docker-${Math.random().toString(36).slice(2, 8)}`,
-        serviceDetails: { runtime: 'docker', healthCheckPath: '/healthz', ...details },
+        serviceDetails: { runtime: 'docker', ...details },
         envVars: [{ key: 'GREETING', value: 'hello from a build arg' }],
       },
-      owner,
+      as,
     );
     expect(created.status, created.text).toBe(201);
     const service = created.body.service as { id: string; slug: string };
-    const up = await upload(api, owner, service.id, await packFixture('node-web', files));
+    const up = await upload(api, as, service.id, await packFixture(fixture, files));
     expect(up.status, up.text).toBe(201);
     return { service, deployId: up.body.deployId as string };
   }
 
   it('builds a Dockerfile from an uploaded archive and serves it through the router, as a non-root user', async () => {
-    const { service, deployId } = await dockerService({ Dockerfile: dockerfile(base) });
+    const { service, deployId } = await dockerService(
+      { Dockerfile: dockerfile(base) },
+      { healthCheckPath: '/healthz' },
+    );
     const deploy = await finished(api, owner, service.id, deployId, 180_000);
     expect(deploy.status, deploy.failureReason).toBe('live');
     const reply = await viaRouter(t.server.slipway.routerPort, service.slug);
@@ -80,4 +103,250 @@ describe.skipIf(!hasContainerEngine)('containers (Podman)', () => {
       dockerCommand: '',
     });
   }, 240_000);
+
+  /** What a tenant's prober app (net-prober, in a container) answers to `what` (docs/containers.md, "Isolation"). */
+  const probe = async (slug: string, what: string, q: Record<string, string | number>) =>
+    JSON.parse(
+      (
+        await viaRouter(
+          t.server.slipway.routerPort,
+          slug,
+          `/${what}?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`,
+        )
+      ).text,
+    );
+
+  it('builds a multi-stage Dockerfile, runs dockerCommand, reuses the dependency layers, and rolls back to the same image', async () => {
+    const multiStage = `FROM ${base} AS build
+RUN mkdir -p /out && echo "built in stage one" > /out/built.txt
+${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
+    const files = { Dockerfile: multiStage, VERSION: 'v1' };
+    const details = { envSpecificDetails: { dockerCommand: 'GREETING=from-docker-command exec node server.js' } };
+    const first = await dockerService(files, details);
+    const v1 = await finished(api, owner, first.service.id, first.deployId, 180_000);
+    expect(v1.status, v1.failureReason).toBe('live');
+    const slug = first.service.slug;
+    const served = async () => JSON.parse((await viaRouter(t.server.slipway.routerPort, slug)).text);
+    const read = async (file: string) =>
+      JSON.parse((await viaRouter(t.server.slipway.routerPort, slug, `/read?${file}`)).text).content as string;
+    expect(await served()).toMatchObject({ version: 'v1', env: { GREETING: 'from-docker-command' } });
+    expect(await read('built.txt')).toBe('built in stage one\n');
+    const depsBefore = await read('deps.txt');
+
+    // A source change: the layers before COPY . . come from the cache (the same deps.txt, stamped when first built).
+    const up = await upload(api, owner, first.service.id, await packFixture('node-web', { ...files, VERSION: 'v2' }));
+    const v2 = await finished(api, owner, first.service.id, up.body.deployId, 180_000);
+    expect(v2.status, v2.failureReason).toBe('live');
+    expect(await served()).toMatchObject({ version: 'v2' });
+    expect(await read('deps.txt')).toBe(depsBefore);
+    const logs = await api.get(`/v1/logs?resource=${first.service.id}&type=build&limit=100`, owner);
+    expect(JSON.stringify(logs.body)).toMatch(/Using cache/);
+
+    const rollback = await api.post(`/v1/services/${first.service.id}/rollback`, { deployId: first.deployId }, owner);
+    expect(rollback.status, rollback.text).toBe(201);
+    const back = await finished(api, owner, first.service.id, rollback.body.id, 120_000);
+    expect(back.status, back.failureReason).toBe('live');
+    expect(await served()).toMatchObject({ version: 'v1', env: { GREETING: 'from-docker-command' } });
+  }, 400_000);
+
+  it('runs preDeployCommand in the new image: when it fails, the deploy fails and the old one keeps serving', async () => {
+    const files = { Dockerfile: dockerfile(base), VERSION: 'v1' };
+    const first = await dockerService(files, { preDeployCommand: 'test -f /app/VERSION && echo migrated' });
+    expect((await finished(api, owner, first.service.id, first.deployId, 180_000)).status).toBe('live');
+    const patched = await api.patch(
+      `/v1/services/${first.service.id}`,
+      { serviceDetails: { preDeployCommand: 'echo "migration failed" >&2; exit 3' } },
+      owner,
+    );
+    expect(patched.status, patched.text).toBe(200);
+    const up = await upload(api, owner, first.service.id, await packFixture('node-web', { ...files, VERSION: 'v2' }));
+    const failed = await finished(api, owner, first.service.id, up.body.deployId, 180_000);
+    expect(failed.status).toBe('pre_deploy_failed');
+    expect(failed.failureReason).toMatch(/exited with 3[\s\S]*migration failed/);
+    const reply = await viaRouter(t.server.slipway.routerPort, first.service.slug);
+    expect(JSON.parse(reply.text)).toMatchObject({ version: 'v1' });
+  }, 400_000);
+
+  it("keeps a container to its workspace's network: not another workspace's, not the host, not Slipway", async () => {
+    const other = await signUp(api);
+    const theirs = await deployFixture(api, other, 'node-web', { type: 'private_service' });
+    expect(theirs.deploy.status).toBe('live');
+    const mine = await deployFixture(api, owner, 'node-web', { type: 'private_service' });
+    const prober = await dockerService({ Dockerfile: dockerfile(base) }, {}, 'net-prober');
+    expect((await finished(api, owner, prober.service.id, prober.deployId, 180_000)).status).toBe('live');
+    const slug = prober.service.slug;
+    const instanceOf = async (as: TestUser, id: string) =>
+      ((await api.get(`/v1/services/${id}/instances`, as)).body as { id: string }[])[0]!.id;
+    expect(await probe(slug, 'connect', { host: mine.service.slug, port: 10000 })).toEqual({ ok: true });
+    const theirAddress = namespaceAddress(await instanceOf(other, theirs.service.id))!;
+    expect(await probe(slug, 'connect', { host: theirAddress, port: 10000 })).toMatchObject({ ok: false });
+    expect((await probe(slug, 'resolve', { name: theirs.service.slug })).ok).toBe(false);
+    const myAddress = namespaceAddress(await instanceOf(owner, prober.service.id))!;
+    const gateway = myAddress.replace(/\.\d+$/, '.1');
+    const apiPort = Number(new URL(t.server.url).port);
+    for (const to of ['127.0.0.1', '10.0.2.2', gateway, host])
+      for (const port of [apiPort, t.server.slipway.routerPort])
+        expect(await probe(slug, 'connect', { host: to, port }), `${to}:${port}`).toMatchObject({ ok: false });
+    const listening: string[] = await probe(slug, 'listening', {});
+    expect(listening.map((l) => parseInt(l.split(':')[1]!, 16))).toEqual([10000]);
+  }, 400_000);
+
+  it('holds a container to its plan: processes, /tmp, the seccomp filter, no root', async () => {
+    const { service, deployId } = await dockerService(
+      { Dockerfile: dockerfile(base) },
+      { plan: 'free', healthCheckPath: '/health' },
+      'limits-probe',
+    );
+    expect((await finished(api, owner, service.id, deployId, 180_000)).status).toBe('live');
+    const ask = async (what: string) =>
+      JSON.parse((await viaRouter(t.server.slipway.routerPort, service.slug, what, { timeoutMs: 30_000 })).text);
+    const fork = await ask('/fork?max=256');
+    expect(fork.code).toBe('EAGAIN');
+    expect(fork.spawned).toBeLessThan(128);
+    await ask('/release');
+    const fill = await ask('/fill?dir=tmp');
+    expect(fill.code).toBe('ENOSPC');
+    expect(fill.bytes).toBeLessThanOrEqual(64 * 1024 * 1024);
+    const syscalls = await ask('/syscalls');
+    expect(syscalls.seccomp).toBe('2');
+    expect(syscalls.userns.status).not.toBe(0);
+  }, 400_000);
+
+  it('deploys an image service from a private registry with a credential, and rolls back to the same digest', async () => {
+    // An image of the app, built from the base (as a team's CI would push it).
+    const pushed = privateRegistry.pushApp('apps/web:latest', base, 'v1');
+    const wrong = await api.post(
+      '/v1/registrycredentials',
+      { registry: 'DOCKER', name: 'wrong', username: robot.name, authToken: 'not-the-token' },
+      owner,
+    );
+    const right = await api.post(
+      '/v1/registrycredentials',
+      { registry: 'DOCKER', name: 'robot', username: robot.name, authToken: robot.password },
+      owner,
+    );
+    expect([wrong.status, right.status]).toEqual([200, 200]);
+    const created = await api.post(
+      '/v1/services',
+      {
+        type: 'web_service',
+        name: `image-${Math.random().toString(36).slice(2, 8)}`,
+        serviceDetails: { runtime: 'image', healthCheckPath: '/healthz' },
+        image: { ownerId: owner.workspaceId, imagePath: pushed, registryCredentialId: wrong.body.id },
+      },
+      owner,
+    );
+    expect(created.status, created.text).toBe(201);
+    const service = created.body.service as { id: string; slug: string };
+    expect(created.body.service.imagePath).toBe(pushed);
+    const refused = await finished(api, owner, service.id, created.body.deployId, 120_000);
+    expect(refused.status).toBe('build_failed');
+    expect(refused.failureReason).toMatch(/unauthorized|authentication required/i);
+    expect(JSON.stringify(refused)).not.toContain('not-the-token');
+
+    const fixed = await api.patch(
+      `/v1/services/${service.id}`,
+      { image: { imagePath: pushed, registryCredentialId: right.body.id } },
+      owner,
+    );
+    expect(fixed.status, fixed.text).toBe(200);
+    const first = await api.post(`/v1/services/${service.id}/deploys`, {}, owner);
+    const v1 = await finished(api, owner, service.id, first.body.id, 120_000);
+    expect(v1.status, v1.failureReason).toBe('live');
+    const served = async () => JSON.parse((await viaRouter(t.server.slipway.routerPort, service.slug)).text);
+    expect(await served()).toMatchObject({ version: 'v1' });
+
+    // The tag moves on; a new deploy pulls v2; a rollback runs the digest v1 resolved to, not the tag.
+    privateRegistry.pushApp('apps/web:latest', base, 'v2');
+    const second = await api.post(`/v1/services/${service.id}/deploys`, {}, owner);
+    expect((await finished(api, owner, service.id, second.body.id, 120_000)).status).toBe('live');
+    expect(await served()).toMatchObject({ version: 'v2' });
+    const rollback = await api.post(`/v1/services/${service.id}/rollback`, { deployId: first.body.id }, owner);
+    expect((await finished(api, owner, service.id, rollback.body.id, 120_000)).status).toBe('live');
+    expect(await served()).toMatchObject({ version: 'v1' });
+    expect((await api.delete(`/v1/registrycredentials/${right.body.id}`, owner)).status).toBe(409);
+  }, 400_000);
+
+  it('rolls over 10 times under load without a failed request', async () => {
+    const { service, deployId } = await dockerService(
+      { Dockerfile: dockerfile(base) },
+      { healthCheckPath: '/healthz' },
+    );
+    expect((await finished(api, owner, service.id, deployId, 180_000)).status).toBe('live');
+    const load = keepRequesting([() => viaRouter(t.server.slipway.routerPort, service.slug)]);
+    try {
+      for (let i = 0; i < 10; i++) {
+        const restart = await api.post(`/v1/services/${service.id}/restart`, {}, owner);
+        expect(restart.status, restart.text).toBeLessThan(300);
+        await waitFor(
+          `restart ${i + 1} to finish`,
+          async () => (await api.get(`/v1/services/${service.id}/instances`, owner)).body.length === 1,
+          60_000,
+        );
+      }
+    } finally {
+      await load.stop();
+    }
+    expect(load.failures).toEqual([]);
+    expect(load.served()).toBeGreaterThan(20);
+  }, 400_000);
+});
+
+describe.skipIf(!hasContainerEngine)('containers across a kill -9 of Slipway', () => {
+  let store: Awaited<ReturnType<typeof freshStore>> | undefined;
+  let proc: SlipwayProcess | undefined;
+  let registry: TestRegistry | undefined;
+  afterAll(async () => {
+    await proc?.kill();
+    await registry?.close();
+    if (store) {
+      killProcessesUnder(store.dataDir);
+      unmountUnder(store.dataDir);
+      await store.remove();
+    }
+  });
+
+  it('keeps a container serving while Slipway is down, and adopts it on restart', async () => {
+    const port = 21000 + Math.floor(Math.random() * 20000);
+    registry = await startRegistry(host, undefined, port);
+    const base = registry.pushBase('base/node:20');
+    store = await freshStore();
+    const routerPort = await freePort();
+    const env = {
+      ...store.env,
+      SLIPWAY_PORT: String(await freePort()),
+      SLIPWAY_ROUTER_PORT: String(routerPort),
+      SLIPWAY_EGRESS_ALLOW: `${host}/32`,
+      SLIPWAY_CONTAINER_INSECURE_REGISTRIES: `${host}:${port}`,
+    };
+    proc = spawnSlipway(env);
+    const url = /"url":"([^"]+)"/.exec(await proc.waitForOutput(/"msg":"slipway is up"/, 30_000))![1]!;
+    const api = client(url);
+    const owner = await signUp(api);
+    const created = await api.post(
+      '/v1/services',
+      { type: 'web_service', name: 'adopted', serviceDetails: { runtime: 'docker', healthCheckPath: '/healthz' } },
+      owner,
+    );
+    const service = created.body.service as { id: string; slug: string };
+    const up = await upload(api, owner, service.id, await packFixture('node-web', { Dockerfile: dockerfile(base) }));
+    expect((await finished(api, owner, service.id, up.body.deployId, 180_000)).status).toBe('live');
+    const before = JSON.parse((await viaRouter(routerPort, service.slug)).text);
+
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    // The router outlives Slipway (its own process), and the container outlives both.
+    expect(JSON.parse((await viaRouter(routerPort, service.slug)).text)).toMatchObject({ boot: before.boot });
+    proc = spawnSlipway(env);
+    await proc.waitForOutput(/"msg":"slipway is up"/, 30_000);
+    const after = JSON.parse((await viaRouter(routerPort, service.slug)).text);
+    expect(after).toMatchObject({ boot: before.boot }); // adopted, not restarted
+    const restart = await api.post(`/v1/services/${service.id}/restart`, {}, owner);
+    expect(restart.status, restart.text).toBeLessThan(300);
+    await waitFor(
+      'a new container after the restart',
+      async () => JSON.parse((await viaRouter(routerPort, service.slug)).text).boot !== before.boot,
+      60_000,
+    );
+  }, 400_000);
 });

@@ -169,6 +169,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     networkCidr: env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR,
     egressAllow: egressAllow(env.SLIPWAY_EGRESS_ALLOW, env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR),
+    containers: oneOf(env, 'SLIPWAY_CONTAINERS', ['auto', 'off'] as const, 'auto'),
     insecureRegistries: (env.SLIPWAY_CONTAINER_INSECURE_REGISTRIES ?? '')
       .split(',')
       .map((entry) => entry.trim())

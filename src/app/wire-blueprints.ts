@@ -26,7 +26,10 @@ const CREATE_WAIT_MS = 180_000;
 /** Blueprints over the core services: the sync reaches every resource through core, as the API does. */
 export function wireBlueprints(deps: {
   config: Config;
-  repos: Pick<Repos, 'blueprints' | 'services' | 'envGroups' | 'datastores' | 'projects' | 'deploys'>;
+  repos: Pick<
+    Repos,
+    'blueprints' | 'services' | 'envGroups' | 'datastores' | 'projects' | 'deploys' | 'registryCredentials'
+  >;
   services: Services;
   envVars: EnvVars;
   envGroups: EnvGroups;
@@ -92,6 +95,8 @@ export function wireBlueprints(deps: {
     link: (group, id) => deps.envGroups.link(group, id),
     hasDeploys: async (service) => (await repos.deploys.list({ serviceId: service.id, limit: 1 })).length > 0,
     latestSourceSha: async (id) => (await repos.deploys.latestSource(id))?.sha256,
+    registryCredentialId: async (ws, name) =>
+      first(await repos.registryCredentials.list({ workspaceIds: [ws], name: [name], ...one }))?.id,
     addDomains: (service, names) => deps.domains.ensure(service, names),
     deploy: async (service, archive) =>
       archive

@@ -94,6 +94,8 @@ export interface Config {
    * git server or package mirror. Never the workspaces' range.
    */
   egressAllow: string[];
+  /** auto: docker and image services where Podman is installed; off: refused, as where it is not. */
+  containers: 'auto' | 'off';
   /** Registries containers pull from over plain HTTP or unchecked TLS (SLIPWAY_CONTAINER_INSECURE_REGISTRIES: host:port list). */
   insecureRegistries: string[];
   /** auto: bubblewrap where it works; bwrap: refuse to start without it; off: never (apps reach their files through the data dir's permissions). */

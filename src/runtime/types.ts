@@ -136,6 +136,19 @@ export interface ImagePullSpec {
   signal?: AbortSignal;
 }
 
+/** A one-off command in an image (a pre-deploy command), on its workspace's network, under `limits`. */
+export interface ContainerJobSpec {
+  storageDir: string;
+  image: string;
+  command: string;
+  env: Record<string, string>;
+  limits: Limits;
+  network?: { workspaceId: string };
+  timeoutMs: number;
+  signal?: AbortSignal;
+  onOutput?(chunk: string): void;
+}
+
 /** The container engine (docs/containers.md): images in each service's own storage. */
 export interface Containers {
   /** `podman 4.3.1` */
@@ -145,6 +158,8 @@ export interface Containers {
   pull(spec: ImagePullSpec): Promise<RunResult & { image?: ImageInfo }>;
   inspect(storageDir: string, ref: string): Promise<ImageInfo | undefined>;
   removeImages(storageDir: string, refs: string[]): Promise<void>;
+  /** Runs a one-off command in an image and waits for it (RunResult as a build's). */
+  run(spec: ContainerJobSpec): Promise<RunResult>;
   /** `name:tag` of every tagged image in the storage. */
   images(storageDir: string): Promise<string[]>;
 }

@@ -4,10 +4,11 @@
  * docker-registry) that a test starts on one of the host's addresses, where builds may reach it (SLIPWAY_EGRESS_ALLOW).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import bcrypt from 'bcryptjs';
+import { FIXTURES } from './apps.js';
 import { waitFor } from './wait.js';
 
 const RUNC = ['/usr/sbin/runc', '/usr/bin/runc'].find((file) => existsSync(file));
@@ -88,6 +89,8 @@ export interface TestRegistry {
   address: string;
   /** Pushes the base image under `name` (`base/node:20`); with the registry's user when it has one. */
   pushBase(name: string): string;
+  /** Builds node-web on `base` with its VERSION file saying `version`, and pushes it as `name`. */
+  pushApp(name: string, base: string, version: string): string;
   close(): Promise<void>;
 }
 
@@ -121,6 +124,23 @@ export async function startRegistry(
       const ref = `${address}/${name}`;
       podman('import', '--quiet', nodeRootfsTar(), ref);
       podman('push', '--quiet', '--tls-verify=false', ...creds, ref);
+      return ref;
+    },
+    pushApp(name, base, version) {
+      const ref = `${address}/${name}`;
+      const context = mkdtempSync(path.join(WORK, 'app-'));
+      cpSync(path.join(FIXTURES, 'node-web'), context, { recursive: true });
+      writeFileSync(path.join(context, 'VERSION'), version);
+      writeFileSync(
+        path.join(context, 'Dockerfile'),
+        `FROM ${base}\nWORKDIR /app\nCOPY . .\nCMD ["node", "server.js"]\n`,
+      );
+      try {
+        podman('build', '--quiet', '--tls-verify=false', '--network', 'host', '--tag', ref, context);
+        podman('push', '--quiet', '--tls-verify=false', ...creds, ref);
+      } finally {
+        rmSync(context, { recursive: true, force: true });
+      }
       return ref;
     },
     async close() {

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /**
@@ -43,4 +44,18 @@ function holdsFileUnder(pid: string, inside: string): boolean {
     }
   }
   return false;
+}
+
+/**
+ * Lazily unmounts whatever is still mounted under a data dir, deepest first: a container's root (overlay) that its
+ * engine's cleanup, started when the test killed it, has not unmounted yet.
+ */
+export function unmountUnder(dataDir: string) {
+  const inside = `${dataDir}/`;
+  const points = readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[1]?.replace(/\\040/g, ' '))
+    .filter((point): point is string => !!point && point.startsWith(inside))
+    .sort((a, b) => b.length - a.length);
+  for (const point of points) spawnSync('umount', ['-l', point], { stdio: 'ignore' });
 }

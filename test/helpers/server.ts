@@ -11,9 +11,9 @@ import { removeNetworksOf } from '../../src/runtime/local/network/index.js';
 import { sweepBuildDisks } from '../../src/runtime/local/build-disks.js';
 import { startSlipway, type Slipway } from '../../src/app/start.js';
 import { client, type Client } from './client.js';
-import { killProcessesUnder } from './kill-under.js';
+import { killProcessesUnder, unmountUnder } from './kill-under.js';
 
-export { killProcessesUnder };
+export { killProcessesUnder, unmountUnder };
 
 /** Postgres to run against, when the suite runs in its Postgres mode. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || undefined;
@@ -156,10 +156,22 @@ export async function bootServer(
       await stopNginx(dataDir); // SLIPWAY_ROUTER=nginx: it outlives Slipway by design, not the test
       dataDirsByRouterPort.delete(slipway.routerPort);
       killProcessesUnder(dataDir);
+      unmountUnder(dataDir);
       await removeNetworksOf(dataDir, config.networkCidr, findProgram);
       await sweepBuildDisks(dataDir);
       await database?.drop();
-      rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 });
+      // A container's start that was under way when Slipway stopped may still mount its root: kill and unmount again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 });
+          break;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EBUSY' || attempt === 5) throw err;
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          killProcessesUnder(dataDir);
+          unmountUnder(dataDir);
+        }
+      }
     },
   };
 }

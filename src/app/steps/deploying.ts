@@ -62,8 +62,9 @@ export function wireDeploying(p: Foundation & Shared & Tenancy, cleanup: Cleanup
     gitToken: (service) => code.github.tokenFor(service),
     registryCredential: async (workspaceId, id, imageHost) => {
       const found = await p.registryCredentials.credentialFor(workspaceId, id);
-      // Google's and Amazon's registries have no fixed host: the credential is for the image's own.
-      return found && { host: found.registryHost || imageHost, username: found.username, password: found.authToken };
+      // Offered to the registry the image names (a team's own registry has no registry type of Render's); a docker
+      // build's base images are the credential's registry's.
+      return found && { host: imageHost || found.registryHost, username: found.username, password: found.authToken };
     },
     onBuildEnded: (service, deployId, startedAt, endedAt) =>
       usage.meter.recordBuild(service, deployId, startedAt, endedAt),

@@ -37,6 +37,7 @@ export async function openFoundation(
     network: config.network,
     networkCidr: config.networkCidr,
     egressAllow: config.egressAllow,
+    containers: config.containers,
     insecureRegistries: config.insecureRegistries,
     limits: { pids: config.pidsLimit, diskMb: config.diskLimitMb },
     sandbox: config.sandbox,

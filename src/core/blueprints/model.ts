@@ -1,6 +1,6 @@
 import type { HeaderRule, RouteRule } from '../../model/static-rules.js';
 import type { ServiceType } from '../../model/enums.js';
-import { CONTAINER_RUNTIMES, normalizePlan } from './spec.js';
+import { normalizePlan } from './spec.js';
 import { validateDocument, type Validation } from './validate.js';
 
 /**
@@ -20,7 +20,7 @@ interface Placed {
   environment?: { project: string; name: string };
 }
 export interface ServiceSpec extends Placed {
-  /** Slipway's type; undefined for what this Slipway cannot run (container runtimes, workflows): skipped with a warning. */
+  /** Slipway's type; undefined for what this Slipway cannot run (Render Workflows): skipped with a warning. */
   type?: ServiceType;
   renderType: string;
   runtime: string;
@@ -42,6 +42,10 @@ export interface ServiceSpec extends Placed {
   headers?: HeaderRule[];
   routes?: RouteRule[];
   buildFilter?: { paths: string[]; ignoredPaths: string[] };
+  /** runtime docker: Render's Dockerfile fields, and the name of the credential its base images are pulled with. */
+  docker?: { dockerfilePath?: string; dockerContext?: string; dockerCommand?: string; registryCredential?: string };
+  /** runtime image: the image it runs (Render's `image.url`), and the name of the credential it is pulled with. */
+  image?: { url: string; registryCredential?: string };
   /** Custom domains to add to the service (Render's `domains`); a sync adds, never removes. */
   domains?: string[];
   envVars: EnvVarSpec[];
@@ -120,6 +124,19 @@ const filterOf = (f: Obj) => ({
   ignoredPaths: ((f.ignoredPaths as unknown[] | undefined) ?? []).map(String),
 });
 
+/** The name in Render's `{fromRegistryCreds: {name}}`. */
+const credentialName = (ref: unknown) => str(((ref as Obj | undefined)?.fromRegistryCreds as Obj | undefined)?.name);
+const dockerOf = (s: Obj): ServiceSpec['docker'] => ({
+  dockerfilePath: str(s.dockerfilePath),
+  dockerContext: str(s.dockerContext),
+  dockerCommand: str(s.dockerCommand),
+  registryCredential: credentialName(s.registryCredential),
+});
+const imageOf = (image: Obj): ServiceSpec['image'] => ({
+  url: String(image.url),
+  registryCredential: credentialName(image.creds),
+});
+
 function addResources(model: BlueprintModel, set: Obj | undefined, environment: Placed['environment']) {
   for (const s of (set?.services as Obj[] | undefined) ?? []) {
     const renderType = String(s.type);
@@ -135,11 +152,7 @@ function addResources(model: BlueprintModel, set: Obj | undefined, environment: 
     }
     const runtime = String(s.runtime ?? s.env);
     const type =
-      CONTAINER_RUNTIMES.has(runtime) || renderType === 'workflow'
-        ? undefined
-        : runtime === 'static'
-          ? 'static_site'
-          : SERVICE_TYPE[renderType];
+      renderType === 'workflow' ? undefined : runtime === 'static' ? 'static_site' : SERVICE_TYPE[renderType];
     const trigger = str(s.autoDeployTrigger);
     const autoDeploy =
       trigger !== undefined
@@ -175,6 +188,8 @@ function addResources(model: BlueprintModel, set: Obj | undefined, environment: 
       ...(type === 'static_site' && s.headers ? { headers: (s.headers as Obj[]).map(headerRule) } : {}),
       ...(type === 'static_site' && s.routes ? { routes: (s.routes as Obj[]).map(routeRule) } : {}),
       ...(s.buildFilter ? { buildFilter: filterOf(s.buildFilter as Obj) } : {}),
+      ...(runtime === 'docker' ? { docker: dockerOf(s) } : {}),
+      ...(runtime === 'image' ? { image: imageOf(s.image as Obj) } : {}),
       ...(Array.isArray(s.domains) && s.domains.length ? { domains: (s.domains as unknown[]).map(String) } : {}),
       envVars: vars,
       groups,

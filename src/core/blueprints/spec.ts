@@ -142,7 +142,9 @@ export const NESTED: Record<string, { keys: readonly string[]; required?: readon
   buildFilter: { keys: ['paths', 'ignoredPaths'] },
   disk: { keys: ['name', 'mountPath', 'sizeGB'], required: ['name', 'mountPath'] },
   image: { keys: ['url', 'creds'], required: ['url'] },
+  // A docker service's `registryCredential` and an image's `creds`: `{fromRegistryCreds: {name}}`.
   registryCredential: { keys: ['fromRegistryCreds'], required: ['fromRegistryCreds'] },
+  fromRegistryCreds: { keys: ['name'], required: ['name'] },
   servicePreviews: { keys: ['generation', 'plan', 'numInstances'] },
   topPreviews: { keys: ['generation', 'expireAfterDays'] },
   ipAllowList: { keys: ['source', 'description'], required: ['source'] },
@@ -167,7 +169,13 @@ export const UNSUPPORTED_SERVICE_KEYS: Record<string, string> = {
   scaling: 'autoscaling is not supported here: numInstances (or 1) instances run',
   previews: 'preview environments are not supported here',
   pullRequestPreviewsEnabled: 'preview environments are not supported here',
-  registryCredential: 'registry credentials are not supported here',
   initialDeployHook: 'initialDeployHook is not supported here',
 };
-export const CONTAINER_RUNTIMES = new Set(['docker', 'image']);
+/** Service fields read for one runtime only (`dockerfilePath` on a node service is ignored, and said so). */
+export const RUNTIME_ONLY_KEYS: Record<string, string> = {
+  dockerfilePath: 'docker',
+  dockerContext: 'docker',
+  dockerCommand: 'docker',
+  registryCredential: 'docker',
+  image: 'image',
+};

@@ -40,6 +40,8 @@ export interface ServiceSyncDeps {
   hasDeploys(service: ServiceRow): Promise<boolean>;
   /** The SHA-256 of the service's newest uploaded source. */
   latestSourceSha(serviceId: string): Promise<string | undefined>;
+  /** The id of the workspace's registry credential of that name (a file names credentials; the API takes ids). */
+  registryCredentialId(workspaceId: string, name: string): Promise<string | undefined>;
   /** Adds the custom domains the service lacks; what could not be added (taken, invalid) comes back as warnings. */
   addDomains(service: ServiceRow, names: string[]): Promise<string[]>;
   /** Deploys: the blueprint's archive as the service's new source, or a build of its repo (or its current source). */
@@ -109,10 +111,56 @@ const sameRules = <T extends object>(a: T[] | undefined, b: T[] | undefined) => 
   return canon(a) === canon(b);
 };
 
-const toInput = ({ startCommand, ...rest }: ReturnType<typeof detailsOf>): ServiceDetailsInput => ({
-  ...rest,
-  ...(startCommand !== undefined ? { envSpecificDetails: { startCommand } } : {}),
-});
+type DockerInput = Pick<
+  NonNullable<ServiceDetailsInput['envSpecificDetails']>,
+  'dockerfilePath' | 'dockerContext' | 'dockerCommand' | 'registryCredentialId'
+>;
+type ImageInput = NonNullable<ServiceDetailsInput['image']>;
+
+const toInput = (
+  { startCommand, ...rest }: ReturnType<typeof detailsOf>,
+  docker: DockerInput = {},
+): ServiceDetailsInput => {
+  const env = { ...(startCommand !== undefined ? { startCommand } : {}), ...docker };
+  return { ...rest, ...(Object.keys(env).length ? { envSpecificDetails: env } : {}) };
+};
+
+const defined = <T extends object>(o: T): T =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+
+/** The id of the credential the file names; a name the workspace has no credential of is this resource's error. */
+async function credentialId(deps: ServiceSyncDeps, workspaceId: string, name: string | undefined, field: string) {
+  if (name === undefined) return undefined;
+  const id = await deps.registryCredentialId(workspaceId, name);
+  if (!id)
+    throw new Error(
+      `${field}: this workspace has no registry credential named "${name}" (create it with POST /v1/registrycredentials)`,
+    );
+  return id;
+}
+
+/** What the file sets of a docker or image service's container settings, as the API takes them. */
+async function containerOf(
+  deps: ServiceSyncDeps,
+  workspaceId: string,
+  spec: ServiceSpec,
+): Promise<{ docker?: DockerInput; image?: ImageInput }> {
+  if (spec.docker) {
+    const { registryCredential, ...paths } = spec.docker;
+    const id = await credentialId(deps, workspaceId, registryCredential, 'registryCredential.fromRegistryCreds.name');
+    return { docker: defined({ ...paths, registryCredentialId: id }) };
+  }
+  if (spec.image) {
+    const { url, registryCredential } = spec.image;
+    const id = await credentialId(deps, workspaceId, registryCredential, 'image.creds.fromRegistryCreds.name');
+    return { image: defined({ imagePath: url, registryCredentialId: id }) };
+  }
+  return {};
+}
+
+/** The fields of `wanted` that differ from `have`. */
+const differing = <T extends object>(wanted: T | undefined, have: Partial<T> | undefined): Partial<T> =>
+  Object.fromEntries(Object.entries(wanted ?? {}).filter(([k, v]) => have?.[k as keyof T] !== v)) as Partial<T>;
 
 /**
  * Creates the service, or adopts the one of that name and puts back what the file sets. Immutable fields (type,
@@ -123,9 +171,12 @@ export async function placeService(
   ctx: BlueprintCtx,
   spec: ServiceSpec,
 ): Promise<{ service: ServiceRow; created: boolean; changed: boolean }> {
-  const repo = spec.repo ?? ctx.blueprint.repo ?? undefined;
-  const branch = spec.branch ?? (spec.repo ? undefined : (ctx.blueprint.branch ?? undefined));
+  // An image service runs what it pulls: no repo, not the blueprint's either.
+  const pulled = spec.runtime === 'image';
+  const repo = pulled ? undefined : (spec.repo ?? ctx.blueprint.repo ?? undefined);
+  const branch = pulled ? undefined : (spec.branch ?? (spec.repo ? undefined : (ctx.blueprint.branch ?? undefined)));
   const wanted = detailsOf(spec);
+  const container = await containerOf(deps, ctx.workspaceId, spec);
   const existing = await deps.findService(ctx.workspaceId, spec.name);
   if (!existing) {
     const service = await deps.services.create(ctx.workspaceId, {
@@ -137,8 +188,9 @@ export async function placeService(
       autoDeploy: spec.autoDeploy,
       buildFilter: spec.buildFilter,
       environmentId: ctx.environmentId,
+      ...(container.image ? { image: container.image } : {}),
       serviceDetails: {
-        ...toInput(wanted),
+        ...toInput(wanted, container.docker),
         ...(spec.headers ? { headers: spec.headers } : {}),
         ...(spec.routes ? { routes: spec.routes } : {}),
         runtime: spec.type === 'static_site' ? 'node' : spec.runtime,
@@ -173,7 +225,12 @@ export async function placeService(
     headers: mergeRules(existing.details.headers, spec.headers, (h) => `${h.path}\n${h.name.toLowerCase()}`),
     routes: mergeRules(existing.details.routes, spec.routes, (r) => `${r.type}\n${r.source}`),
   };
-  const input: ServiceDetailsInput = Object.keys(details).length ? toInput(details) : {};
+  const docker = differing(container.docker, existing.details.docker);
+  const input: ServiceDetailsInput =
+    Object.keys(details).length || Object.keys(docker).length ? toInput(details, docker) : {};
+  // The image is replaced whole: a credential the file does not name is kept.
+  if (container.image && Object.keys(differing(container.image, existing.details.image)).length)
+    patch.image = { ...existing.details.image, ...container.image };
   if (rules.headers && !sameRules(rules.headers, existing.details.headers)) input.headers = rules.headers;
   if (rules.routes && !sameRules(rules.routes, existing.details.routes)) input.routes = rules.routes;
   if (Object.keys(input).length) patch.serviceDetails = input;
@@ -266,7 +323,7 @@ export async function wireService(
 
 /**
  * Deploys what the sync created or changed, and what never deployed. A service of an uploaded blueprint without a repo
- * takes the archive as its source when it is not already its newest one.
+ * takes the archive as its source when it is not already its newest one; an image service pulls its image.
  */
 export async function deployService(
   deps: ServiceSyncDeps,
@@ -274,9 +331,10 @@ export async function deployService(
   service: ServiceRow,
   changed: boolean,
 ): Promise<string | undefined> {
-  const archive = !service.repo ? ctx.blueprint.archive : undefined;
+  const pulled = service.details.runtime === 'image';
+  const archive = !service.repo && !pulled ? ctx.blueprint.archive : undefined;
   if (archive && (await deps.latestSourceSha(service.id)) !== archive.sha256) return deps.deploy(service, archive);
-  if (!service.repo && !archive) return undefined;
+  if (!service.repo && !archive && !pulled) return undefined;
   if (changed || !(await deps.hasDeploys(service))) return deps.deploy(service);
   return undefined;
 }

@@ -148,8 +148,12 @@ function service(
   if (get(m, 'domains')) w.list(get(m, 'domains'), `${path}.domains`, (n, p) => w.str(n, p));
   nested(w, m, path, 'scaling', 'scaling');
   nested(w, m, path, 'disk', 'disk');
-  nested(w, m, path, 'image', 'image');
-  nested(w, m, path, 'registryCredential', 'registryCredential');
+  if (get(m, 'image')) {
+    const image = w.map(get(m, 'image'), `${path}.image`, spec.NESTED.image!.keys, spec.NESTED.image!.required);
+    if (get(image, 'url')) w.str(get(image, 'url'), `${path}.image.url`);
+    if (get(image, 'creds')) registryCreds(w, get(image, 'creds'), `${path}.image.creds`);
+  }
+  if (get(m, 'registryCredential')) registryCreds(w, get(m, 'registryCredential'), `${path}.registryCredential`);
   nested(w, m, path, 'previews', 'servicePreviews');
   if (get(m, 'buildFilter')) {
     const filter = w.map(get(m, 'buildFilter'), `${path}.buildFilter`, spec.NESTED.buildFilter!.keys);
@@ -175,15 +179,22 @@ function service(
 
   (keyValue ? plan.keyValue : plan.services).push(name);
   if (type === 'workflow') w.warn(`${path}.type`, get(m, 'type'), name, 'Render Workflows are not supported here');
-  if (runtime && spec.CONTAINER_RUNTIMES.has(runtime))
-    w.warn(
-      runtimePath,
-      runtimeNode,
-      name,
-      `runtime ${runtime} needs a container engine, which this Slipway does not have`,
-    );
+  if (runtime && !keyValue)
+    for (const [key, only] of Object.entries(spec.RUNTIME_ONLY_KEYS))
+      if (get(m, key) && runtime !== only)
+        w.warn(`${path}.${key}`, get(m, key), name, `${key} is read for runtime ${only} only: ignored`);
   for (const [key, why] of Object.entries(spec.UNSUPPORTED_SERVICE_KEYS))
     if (get(m, key)) w.warn(`${path}.${key}`, get(m, key), name, why);
+}
+
+/** A docker service's `registryCredential` or an image's `creds`: a credential of the workspace by name. */
+function registryCreds(w: Walk, node: Node | null | undefined, path: string) {
+  const { keys, required } = spec.NESTED.registryCredential!;
+  const from = get(w.map(node, path, keys, required), 'fromRegistryCreds');
+  if (!from) return;
+  const named = spec.NESTED.fromRegistryCreds!;
+  const ref = w.map(from, `${path}.fromRegistryCreds`, named.keys, named.required);
+  if (get(ref, 'name')) w.str(get(ref, 'name'), `${path}.fromRegistryCreds.name`);
 }
 
 /** A nested object of a service or database: its keys and required ones (values are checked loosely). */

@@ -16,17 +16,33 @@ export async function runPreDeploy(
 ) {
   const { service, deploy } = release;
   const toLog = deps.buildLog?.(service, deploy.id);
-  const result = await deps.runtime.build({
-    dir: path.join(release.artifactDir, service.rootDir),
-    command: service.details.preDeployCommand,
-    env,
-    timeoutMs: deps.timeoutMs,
-    signal,
-    limits: PRE_DEPLOY_LIMITS,
-    onOutput: toLog?.write,
-    // Migrations reach the workspace's datastores by their internal names, as its instances do.
-    network: { workspaceId: service.workspaceId },
-  });
+  const { container } = release;
+  const containers = deps.runtime.containers;
+  // A container's runs in its new image (Render's), on the workspace's network as a native one's.
+  const result =
+    container && containers
+      ? await containers.run({
+          storageDir: container.storageDir,
+          image: container.image,
+          command: service.details.preDeployCommand,
+          env,
+          limits: PRE_DEPLOY_LIMITS,
+          network: { workspaceId: service.workspaceId },
+          timeoutMs: deps.timeoutMs,
+          signal,
+          onOutput: toLog?.write,
+        })
+      : await deps.runtime.build({
+          dir: path.join(release.artifactDir, service.rootDir),
+          command: service.details.preDeployCommand,
+          env,
+          timeoutMs: deps.timeoutMs,
+          signal,
+          limits: PRE_DEPLOY_LIMITS,
+          onOutput: toLog?.write,
+          // Migrations reach the workspace's datastores by their internal names, as its instances do.
+          network: { workspaceId: service.workspaceId },
+        });
   toLog?.end();
   const failure = commandFailure(
     'pre_deploy_failed',

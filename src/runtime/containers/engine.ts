@@ -94,7 +94,7 @@ export interface Place {
 }
 
 /** Containers, with each build and pull given its place by the runtime. */
-export interface PodmanEngine extends Omit<Containers, 'build' | 'pull'> {
+export interface PodmanEngine extends Omit<Containers, 'build' | 'pull' | 'run'> {
   setup: podman.PodmanSetup;
   build(spec: ImageBuildSpec, place: Place): ReturnType<Containers['build']>;
   pull(spec: ImagePullSpec, place: Place): ReturnType<Containers['pull']>;

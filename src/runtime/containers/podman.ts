@@ -117,11 +117,18 @@ export interface ContainerRun {
  * capabilities, no new privileges, the namespace Slipway made, the instance's cgroup as parent (its limits), and its
  * output handed straight to the files the init call is given (passthrough: docs/containers.md, "Logs").
  */
-export function createCommand(setup: PodmanSetup, storage: Storage, c: ContainerRun): Command {
+export function createCommand(
+  setup: PodmanSetup,
+  storage: Storage,
+  c: ContainerRun,
+  /** run: a one-off (a pre-deploy command) in the foreground, its output to the caller; create: an instance. */
+  verb: 'create' | 'run' = 'create',
+): Command {
   const tmpfs = (dir: string) => ['--tmpfs', `${dir}:rw,nosuid,nodev,size=${c.limits.diskMb}m,U`];
   return podman(setup, storage, [
-    'create',
-    ...['--name', c.name, '--replace', '--rm', '--pull', 'never', '--log-driver', 'passthrough'],
+    verb,
+    ...['--name', c.name, '--replace', '--rm', '--pull', 'never'],
+    ...(verb === 'create' ? ['--log-driver', 'passthrough'] : ['--log-driver', 'none', '--attach', 'stdout,stderr']),
     ...(setup.init ? ['--init'] : []),
     ...(c.cgroupParent ? ['--cgroup-parent', c.cgroupParent] : []),
     ...['--network', c.netnsPath ? `ns:${c.netnsPath}` : 'host'],

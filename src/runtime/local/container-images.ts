@@ -1,9 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
-import type { Logger } from '../../lib/logger.js';
 import { detectPodman, type PodmanEngine, type Place } from '../containers/engine.js';
-import type { Containers, RuntimeCapabilities } from '../types.js';
+import { randomBytes } from 'node:crypto';
+import type { ContainerJobSpec, Containers, RuntimeCapabilities } from '../types.js';
+import { runContainerJob } from './containers.js';
 import type { LocalDeps } from './instances.js';
 import { seccompArch, seccompProfile } from './seccomp.js';
 
@@ -12,11 +13,15 @@ import { seccompArch, seccompProfile } from './seccomp.js';
  * why none. Returns the engine for instances and the seccomp profile file they load.
  */
 export async function chooseContainers(
-  options: { dataDir: string; insecureRegistries: string[]; log?: Pick<Logger, 'warn'> },
+  options: { dataDir: string; insecureRegistries: string[]; off: boolean },
   capabilities: RuntimeCapabilities,
   seccomp: boolean,
 ): Promise<Pick<LocalDeps, 'containers' | 'seccompProfile'>> {
   const stateDir = path.join(options.dataDir, 'containers');
+  if (options.off) {
+    capabilities.containers = { none: 'turned off by SLIPWAY_CONTAINERS=off' };
+    return {};
+  }
   const found = await detectPodman({ stateDir, insecureRegistries: options.insecureRegistries });
   if (typeof found === 'string') {
     capabilities.containers = { none: found };
@@ -31,8 +36,26 @@ export async function chooseContainers(
   return { containers: found.engine, seccompProfile: file };
 }
 
+/**
+ * A one-off container in a group of its own (a build's weight and the job's limits), on its workspace's network: its
+ * env file goes to `stateDir` (Slipway's, root-only) for the moment podman reads it.
+ */
+async function runJob(engine: PodmanEngine, deps: LocalDeps, stateDir: string, job: ContainerJobSpec) {
+  const name = `job-${randomBytes(6).toString('hex')}`;
+  const groupDirs = deps.cgroups?.create(name, job.limits, { background: true }) ?? [];
+  const networks = deps.networks?.networks;
+  try {
+    const attached = networks && job.network ? await networks.attach(name, job.network.workspaceId, []) : undefined;
+    const containerDeps = { engine, runAs: deps.policy.runAs, seccompProfile: deps.seccompProfile };
+    return await runContainerJob(containerDeps, job, { attached, groupDirs, dir: stateDir });
+  } finally {
+    if (networks && job.network) await networks.release(name);
+    await deps.cgroups?.remove(groupDirs);
+  }
+}
+
 /** Builds and pulls in a build namespace of their own (the builds' egress rules), never on the host's network. */
-export function containersOf(engine: PodmanEngine, deps: LocalDeps): Containers {
+export function containersOf(engine: PodmanEngine, deps: LocalDeps, stateDir: string): Containers {
   async function inBuildNamespace<T>(fn: (place: Place) => Promise<T>): Promise<T> {
     const networks = deps.networks;
     if (!networks) return fn({ netnsPath: undefined });
@@ -55,5 +78,6 @@ export function containersOf(engine: PodmanEngine, deps: LocalDeps): Containers 
     inspect: (storageDir, ref) => engine.inspect(storageDir, ref),
     removeImages: (storageDir, refs) => engine.removeImages(storageDir, refs),
     images: (storageDir) => engine.images(storageDir),
+    run: (job) => runJob(engine, deps, stateDir, job),
   };
 }

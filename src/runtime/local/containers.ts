@@ -3,7 +3,10 @@ import path from 'node:path';
 import { run, spawnDetached } from '../../lib/exec.js';
 import { storageOf, type PodmanEngine } from '../containers/engine.js';
 import * as podman from '../containers/podman.js';
-import type { InstanceHandle, InstanceSpec } from '../types.js';
+import type { RunResult } from '../../lib/exec.js';
+import type { Limits } from '../../model/limits.js';
+import type { ContainerJobSpec, InstanceHandle, InstanceSpec } from '../types.js';
+import { randomBytes } from 'node:crypto';
 import { groupPathOf } from './cgroups.js';
 import type { Attachment } from './network/index.js';
 import { isRunning, readStat } from './proc.js';
@@ -25,13 +28,9 @@ function splitEnv(env: Record<string, string>): { file: string; args: Record<str
 }
 
 /** The user it runs as: the image's own when it names one but root, else Slipway's app user (docs/containers.md). */
-async function userFor(
-  runAs: SandboxPolicy['runAs'],
-  engine: PodmanEngine,
-  spec: Required<Pick<InstanceSpec, 'container'>>,
-) {
-  const info = await engine.inspect(spec.container.storageDir, spec.container.image);
-  if (!info) throw new Error(`image ${spec.container.image} is not in the service's storage`);
+async function userFor(runAs: SandboxPolicy['runAs'], engine: PodmanEngine, c: { storageDir: string; image: string }) {
+  const info = await engine.inspect(c.storageDir, c.image);
+  if (!info) throw new Error(`image ${c.image} is not in the service's storage`);
   const own = info.user.split(':')[0];
   if (own && own !== 'root' && own !== '0') return undefined;
   const user = runAs ?? { uid: 65534, gid: 65534 };
@@ -57,13 +56,54 @@ function removeStrayGroups(instanceId: string): void {
   }
 }
 
+export interface ContainerDeps {
+  engine: PodmanEngine;
+  runAs: SandboxPolicy['runAs'];
+  seccompProfile: string | undefined;
+}
+
+/** A container's settings (ContainerRun) from what it runs, its env (written to `envFile`, 0600) and where. */
+async function containerRun(
+  deps: ContainerDeps,
+  c: {
+    name: string;
+    storageDir: string;
+    image: string;
+    command?: string;
+    env: Record<string, string>;
+    envFile: string;
+    limits: Limits;
+    labels: Record<string, string>;
+  },
+  at: { attached: Attachment | undefined; groupDirs: string[] },
+): Promise<podman.ContainerRun> {
+  const env = splitEnv(c.env);
+  writeFileSync(c.envFile, env.file, { mode: 0o600 });
+  const { attached } = at;
+  return {
+    name: c.name,
+    image: c.image,
+    command: c.command,
+    cgroupParent: at.groupDirs.length > 0 ? groupPathOf(path.basename(at.groupDirs[0]!)) : undefined,
+    netnsPath: attached?.netnsPath,
+    hostsFile: attached?.hostsFile,
+    resolvConf: attached?.resolvConf,
+    user: await userFor(deps.runAs, deps.engine, c),
+    envFile: c.envFile,
+    envArgs: env.args,
+    limits: c.limits,
+    seccompProfile: deps.seccompProfile,
+    labels: c.labels,
+  };
+}
+
 /**
  * Starts an instance's container (docs/containers.md, "Instances"): in the namespace Slipway made, inside the
  * instance's cgroup (its limits), its output appended to the same files a native instance writes. `podman init`
  * hands conmon those files, and prints the container's name, which is cut; `start` then runs the app.
  */
 export async function startContainer(
-  deps: { engine: PodmanEngine; runAs: SandboxPolicy['runAs']; seccompProfile: string | undefined },
+  deps: ContainerDeps,
   spec: InstanceSpec & Required<Pick<InstanceSpec, 'container'>>,
   at: { attached: Attachment | undefined; groupDirs: string[]; stdoutPath: string; stderrPath: string },
 ): Promise<{ pid: number; startTime: string }> {
@@ -71,28 +111,14 @@ export async function startContainer(
   const storage = storageOf(spec.container.storageDir);
   const name = `slw-${spec.instanceId}`;
   const envFile = path.join(spec.instanceDir, 'container.env');
-  const env = splitEnv(spec.env);
-  writeFileSync(envFile, env.file, { mode: 0o600 });
-  const { attached } = at;
   try {
-    const created = await run(
-      podman.createCommand(engine.setup, storage, {
-        name,
-        image: spec.container.image,
-        command: spec.container.command,
-        cgroupParent: at.groupDirs.length > 0 ? groupPathOf(spec.instanceId) : undefined,
-        netnsPath: attached?.netnsPath,
-        hostsFile: attached?.hostsFile,
-        resolvConf: attached?.resolvConf,
-        user: await userFor(deps.runAs, engine, spec),
-        envFile,
-        envArgs: env.args,
-        limits: spec.limits,
-        seccompProfile: deps.seccompProfile,
-        labels: { 'slipway.instance': spec.instanceId, 'slipway.service': spec.serviceId },
-      }),
-      { timeoutMs: CALL_TIMEOUT_MS },
+    const labels = { 'slipway.instance': spec.instanceId, 'slipway.service': spec.serviceId };
+    const c = await containerRun(
+      deps,
+      { ...spec, ...spec.container, command: spec.container.command, name, envFile, labels },
+      at,
     );
+    const created = await run(podman.createCommand(engine.setup, storage, c), { timeoutMs: CALL_TIMEOUT_MS });
     if (created.exitCode !== 0) throw new Error(`podman create failed: ${created.output.trim().slice(-500)}`);
     const before = statSync(at.stdoutPath, { throwIfNoEntry: false })?.size ?? 0;
     const init = podman.initCommand(engine.setup, storage, name);
@@ -124,4 +150,30 @@ export function watchExit(handle: Pick<InstanceHandle, 'pid' | 'startTime' | 'in
     onExit();
   }, EXIT_POLL_MS);
   timer.unref();
+}
+
+/**
+ * A one-off command in an image (a docker service's pre-deploy command), in the foreground: its output and exit status
+ * are the caller's. Run as an instance is (cgroup, namespace, filter, user); removed whatever happens.
+ */
+export async function runContainerJob(
+  deps: ContainerDeps,
+  job: ContainerJobSpec,
+  at: { attached: Attachment | undefined; groupDirs: string[]; dir: string },
+): Promise<RunResult> {
+  const storage = storageOf(job.storageDir);
+  const name = `slw-job-${randomBytes(6).toString('hex')}`;
+  const envFile = path.join(at.dir, `${name}.env`);
+  try {
+    const c = await containerRun(deps, { ...job, name, envFile, labels: { 'slipway.job': name } }, at);
+    return await run(podman.createCommand(deps.engine.setup, storage, c, 'run'), {
+      timeoutMs: job.timeoutMs,
+      signal: job.signal,
+      onOutput: job.onOutput,
+      maxOutputBytes: 4 * 1024 * 1024,
+    });
+  } finally {
+    rmSync(envFile, { force: true });
+    await run(podman.removeContainersCommand(deps.engine.setup, storage, [name]), { timeoutMs: CALL_TIMEOUT_MS });
+  }
 }

@@ -109,6 +109,8 @@ export async function createLocalRuntime(options: {
   nodeCacheDir?: string;
   /** How many Node.js releases that dir keeps at most (SLIPWAY_NODE_RELEASES_MAX). */
   nodeReleasesMax?: number;
+  /** off: no container engine even where one is installed (SLIPWAY_CONTAINERS). */
+  containers?: 'auto' | 'off';
   /** Registries containers may reach without TLS checks (SLIPWAY_CONTAINER_INSECURE_REGISTRIES). */
   insecureRegistries?: string[];
   log?: Pick<Logger, 'info' | 'warn'>;
@@ -159,7 +161,11 @@ export async function createLocalRuntime(options: {
   const pythons = createPythons();
   const boosts = createStartupBoosts(cgroups);
   const engine = await chooseContainers(
-    { dataDir: options.dataDir, insecureRegistries: options.insecureRegistries ?? [], log },
+    {
+      dataDir: options.dataDir,
+      insecureRegistries: options.insecureRegistries ?? [],
+      off: options.containers === 'off',
+    },
     capabilities,
     !!policy.bwrap?.seccomp,
   );
@@ -176,7 +182,7 @@ export async function createLocalRuntime(options: {
   };
   return {
     capabilities,
-    containers: engine.containers && containersOf(engine.containers, deps),
+    containers: engine.containers && containersOf(engine.containers, deps, path.join(options.dataDir, 'containers')),
     tools: {
       hostNode: process.versions.node,
       node: (request, signal) => node.resolve(request, signal),
