@@ -96,6 +96,7 @@ describe.skipIf(!hasContainerEngine)('containers (Podman)', () => {
     expect(body.env.GREETING).toBe('hello from a build arg');
     const read = await viaRouter(t.server.slipway.routerPort, service.slug, '/read?greeting.txt');
     expect(JSON.parse(read.text)).toMatchObject({ read: true, content: 'hello from a build arg\n' });
+    expect((await api.get('/status')).body.containers.engine).toMatch(/^podman \d+\.\d+/);
     const got = await api.get(`/v1/services/${service.id}`, owner);
     expect(got.body.serviceDetails.envSpecificDetails).toMatchObject({
       dockerfilePath: './Dockerfile',
@@ -349,4 +350,21 @@ describe.skipIf(!hasContainerEngine)('containers across a kill -9 of Slipway', (
       60_000,
     );
   }, 400_000);
+});
+
+describe('containers where there is no engine', () => {
+  const t = useServer({ SLIPWAY_CONTAINERS: 'off' });
+
+  it('refuses docker and image services with the reason, and /status says so', async () => {
+    const owner = await signUp(t.api);
+    for (const body of [
+      { serviceDetails: { runtime: 'docker' } },
+      { serviceDetails: { runtime: 'image' }, image: { imagePath: 'docker.io/library/nginx:1.27' } },
+    ]) {
+      const res = await t.api.post('/v1/services', { type: 'web_service', name: 'no-engine', ...body }, owner);
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.message).toMatch(/needs a container engine.*SLIPWAY_CONTAINERS=off/);
+    }
+    expect((await t.api.get('/status')).body.containers).toEqual({ none: 'turned off by SLIPWAY_CONTAINERS=off' });
+  });
 });

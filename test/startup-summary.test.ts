@@ -25,6 +25,7 @@ const facts = (over: Partial<StartupFacts> = {}): StartupFacts => ({
       limits: { memory: true, cpu: true, pids: true, disk: false, seccomp: false, buildDisk: false },
       notes: ['apps are not isolated from each other: no bubblewrap sandbox (install it: apt-get install bubblewrap)'],
     },
+    containers: { engine: 'podman 4.3.1' },
     datastores: {
       postgres: { mode: 'local', versions: ['15', '16'] },
       keyValue: { mode: 'off', note: 'Key-value datastores are not enabled: install redis-server' },
@@ -78,6 +79,7 @@ describe('the start-up summary (a terminal)', () => {
       facts({
         machine: {
           isolation: { ...machine.isolation, notes: [] },
+          containers: machine.containers,
           datastores: { ...machine.datastores, keyValue: { mode: 'local', versions: ['7.2'] } },
         },
       }),

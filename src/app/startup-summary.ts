@@ -44,7 +44,9 @@ export const upFields = (facts: StartupFacts) => ({
 /** Every note of the machine status: the runtime's (each says what is missing and how to get it), then datastores that are off. */
 function notesOf(machine: MachineStatus): string[] {
   const datastores = Object.values(machine.datastores).flatMap((d) => (d.mode === 'off' && d.note ? [d.note] : []));
-  return [...machine.isolation.notes, ...datastores];
+  const containers =
+    'none' in machine.containers ? [`docker and image services are refused: ${machine.containers.none}`] : [];
+  return [...machine.isolation.notes, ...containers, ...datastores];
 }
 
 /** Words of `text` in lines of at most `width` characters (a longer word gets a line of its own), the first prefixed by `first`, the rest by `rest`. */

@@ -6,7 +6,12 @@ import type { Datastores } from './datastores/datastores.js';
  * and the start-up summary (app/startup-summary.ts) says it, so the two never disagree.
  */
 export function machineStatus(runtime: RuntimeCapabilities, datastores: Pick<Datastores, 'availability'>) {
-  const { network, sandbox, cgroups, limits, notes } = runtime;
-  return { isolation: { network, sandbox, cgroups, limits, notes }, datastores: datastores.availability() };
+  const { network, sandbox, cgroups, limits, notes, containers } = runtime;
+  return {
+    isolation: { network, sandbox, cgroups, limits, notes },
+    // docker and image services: the engine, or why they are refused here.
+    containers,
+    datastores: datastores.availability(),
+  };
 }
 export type MachineStatus = ReturnType<typeof machineStatus>;

@@ -9,6 +9,7 @@ import { createCronRunner } from './cron.js';
 import { mergeEnv, platformEnv } from '../service-state/env.js';
 import { createGarbageCollector } from './gc.js';
 import { withDeployToolchain } from '../builds/toolchains.js';
+import { imageTag } from '../builds/images.js';
 import { createInstances, type Release } from '../instances/instances.js';
 import { artifactOwner } from '../service-state/layout.js';
 import { createRouteRefresher } from '../instances/live-route.js';
@@ -129,6 +130,8 @@ export function createDeployEngine(deps: EngineDeps) {
       keep: deps.limits.keepArtifacts,
       budgetBytes: deps.limits.serviceDiskMb * 1024 * 1024,
       log,
+      removeImage: async (serviceId, deployId) =>
+        runtime.containers?.removeImages(layout.containerStorage(serviceId), [imageTag(serviceId, deployId)]),
     }),
   });
 

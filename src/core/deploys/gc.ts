@@ -20,6 +20,8 @@ export function createGarbageCollector(deps: {
   keep: number;
   budgetBytes: number;
   log?: Pick<Logger, 'warn'>;
+  /** A container deploy's image goes with its artifact: the layers only it used are freed (docs/containers.md). */
+  removeImage?(serviceId: string, deployId: string): Promise<void>;
 }) {
   const { repos, layout } = deps;
   return async function collectGarbage(serviceId: string) {
@@ -37,6 +39,7 @@ export function createGarbageCollector(deps: {
     );
     const discard = async (deployId: string) => {
       deps.trash.discard(layout.artifactDir(serviceId, deployId));
+      if (service.details.docker || service.details.image) await deps.removeImage?.(serviceId, deployId);
       await repos.deploys.update(deployId, { artifactDeleted: true });
     };
     const kept = owners.slice(0, Math.max(0, deps.keep - keep.length));

@@ -99,6 +99,7 @@ export function healthRoutes({ health, datastores }: HttpDeps) {
               }),
             ),
             isolation: Isolation,
+            containers: Type.Union([Type.Object({ engine: Type.String() }), Type.Object({ none: Type.String() })]),
             datastores: Type.Object({ postgres: DatastoreMode, keyValue: DatastoreMode }),
             router: Type.Object({
               kind: Type.Union([Type.Literal('node'), Type.Literal('nginx')]),
