@@ -119,12 +119,61 @@ describe('blueprints: validate', () => {
     ].join('\n');
     const { body } = await validate(owner, file);
     expect(body.valid).toBe(true);
-    expect(body.plan.warnings).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ resource: 'app', path: 'services[0].runtime', line: 4 }),
-        expect.objectContaining({ resource: 'app', path: 'services[0].disk', line: 7 }),
-      ]),
+    expect(body.plan.warnings).toEqual([
+      expect.objectContaining({ resource: 'app', path: 'services[0].disk', line: 7 }),
+    ]);
+  });
+
+  it("reads docker and image services' fields without a warning, and says where one is ignored", async () => {
+    const owner = await signUp(t.api);
+    const file = [
+      'services:',
+      '  - type: web',
+      '    name: built',
+      '    runtime: docker',
+      '    dockerfilePath: ./docker/Dockerfile',
+      '    dockerContext: .',
+      '    dockerCommand: node server.js',
+      '    registryCredential:',
+      '      fromRegistryCreds:',
+      '        name: hub',
+      '  - type: worker',
+      '    name: pulled',
+      '    runtime: image',
+      '    image:',
+      '      url: ghcr.io/acme/worker:1.2',
+      '      creds:',
+      '        fromRegistryCreds:',
+      '          name: ghcr',
+    ].join('\n');
+    const { body } = await validate(owner, file);
+    expect(body).toMatchObject({ valid: true, plan: { services: ['built', 'pulled'], warnings: [] } });
+    // A docker field on another runtime is read by nothing: a warning at its line.
+    const native = await validate(owner, file.replace('runtime: docker', 'runtime: node'));
+    expect(native.body.plan.warnings).toEqual(
+      // At the value: a nested mapping's starts on the line below its key.
+      Object.entries({ dockerfilePath: 5, dockerContext: 6, dockerCommand: 7, registryCredential: 9 }).map(
+        ([key, line]) =>
+          expect.objectContaining({
+            resource: 'built',
+            path: `services[0].${key}`,
+            line,
+            warning: `${key} is read for runtime docker only: ignored`,
+          }),
+      ),
     );
+    // A credential is named: `fromRegistryCreds` without a name, or a name that is not a string, is an error.
+    const nameless = await validate(owner, file.replace('          name: ghcr', '          label: ghcr'));
+    expect(nameless.body.valid).toBe(false);
+    expect(nameless.body.errors).toEqual([
+      expect.objectContaining({ path: 'services[1].image.creds.fromRegistryCreds.name', line: 18 }),
+    ]);
+    const listed = await validate(owner, file.replace('        name: hub', '        name: [hub]'));
+    expect(listed.body.errors).toEqual([
+      expect.objectContaining({ path: 'services[0].registryCredential.fromRegistryCreds.name', line: 10 }),
+    ]);
+    const urlless = await validate(owner, file.replace('      url: ghcr.io/acme/worker:1.2\n', ''));
+    expect(urlless.body.errors).toEqual([expect.objectContaining({ path: 'services[1].image.url', line: 15 })]);
   });
 
   it('reports broken YAML and wrong types as 200 valid: false with lines; over 10 MB is 413', async () => {
