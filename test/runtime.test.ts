@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { machineStatus } from '../src/core/machine-status.js';
 import { run } from '../src/lib/exec.js';
-import { detectCgroups, limitFiles } from '../src/runtime/local/cgroups.js';
+import { limitFiles } from '../src/runtime/local/cgroups.js';
+import { detectCgroups } from '../src/runtime/local/cgroups-detect.js';
 import { createLocalRuntime } from '../src/runtime/local/index.js';
 import { descendantsOf, isRunning, readStat, type ProcStat } from '../src/runtime/local/proc.js';
 import {

@@ -2,7 +2,8 @@ import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync } from 
 import path from 'node:path';
 import { run } from '../../lib/exec.js';
 import type { RuntimeCapabilities } from '../types.js';
-import { detectCgroups, type Cgroups } from './cgroups.js';
+import type { Cgroups } from './cgroups.js';
+import { detectCgroups } from './cgroups-detect.js';
 import { BWRAP_INSTALL, dataDirUnreachable } from './host-paths.js';
 import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
 import { detectSandboxLimits } from './sandbox-limits.js';

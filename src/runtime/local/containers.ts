@@ -131,7 +131,11 @@ export async function startContainer(
     if (started.exitCode !== 0) throw new Error(`podman start failed: ${started.output.trim().slice(-500)}`);
     const inspected = await run(podman.pidCommand(engine.setup, storage, name), { timeoutMs: CALL_TIMEOUT_MS });
     const pid = Number(inspected.output.trim());
-    if (!Number.isInteger(pid) || pid <= 0) throw new Error(`the container exited at once: see the instance's stderr`);
+    if (!Number.isInteger(pid) || pid <= 0)
+      throw new Error(
+        `the container exited at once (podman start: ${started.output.trim().slice(-300) || 'no output'}; ` +
+          `inspect: ${inspected.output.trim().slice(-300)}): see the instance's stderr`,
+      );
     return { pid, startTime: readStat(pid)?.startTime ?? '' };
   } catch (err) {
     await run(podman.removeContainersCommand(engine.setup, storage, [name]), { timeoutMs: CALL_TIMEOUT_MS });
