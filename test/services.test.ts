@@ -97,9 +97,15 @@ describe('services', () => {
     await bad({ type: 'web_service', name: '' });
     await bad({ type: 'web_service', name: 'x'.repeat(101) });
     await bad({ type: 'web_service', name: 5 });
-    await bad(webService('docker-out', { serviceDetails: { runtime: 'docker', envSpecificDetails: { dockerfilePath: '../x' } } }));
+    await bad(
+      webService('docker-out', {
+        serviceDetails: { runtime: 'docker', envSpecificDetails: { dockerfilePath: '../x' } },
+      }),
+    );
     await bad(webService('image-none', { serviceDetails: { runtime: 'image' } }));
-    await bad(webService('image-bad', { serviceDetails: { runtime: 'image' }, image: { imagePath: 'UPPER/Case:tag' } }));
+    await bad(
+      webService('image-bad', { serviceDetails: { runtime: 'image' }, image: { imagePath: 'UPPER/Case:tag' } }),
+    );
     await bad(webService('bad-plan', { serviceDetails: { runtime: 'node', plan: 'galactic' } }));
     await bad(webService('escape', { rootDir: '../other' }));
     await bad(webService('abs', { rootDir: '/etc' }));
