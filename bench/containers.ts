@@ -12,17 +12,13 @@
  *    (target >= 0.9). Beside it, the same load straight to each instance's namespace address (no router), which
  *    tells a gap of the router's path from one of the instance itself.
  * The base image is made from this machine's files and pushed to a local registry on a host address, as
- * test/containers.test.ts does (test/helpers/containers.ts, restated below): no internet. Skipped where there is no container
+ * test/containers.test.ts does (test/helpers/containers.ts): no internet. Skipped where there is no container
  * engine (Podman, runc, docker-registry, busybox). PGlite only: the store is not on any of these paths.
  */
 import autocannon from 'autocannon';
-import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { hasContainerEngine, startRegistry, type TestRegistry } from '../test/helpers/containers.js';
 import { hostAddresses, namespaceAddress } from '../test/helpers/network.js';
-import { waitFor } from '../test/helpers/wait.js';
 import {
   fixtureArchive,
   freePort,
@@ -36,103 +32,6 @@ import {
   type BenchCaller,
   type RunningSlipway,
 } from './lib.js';
-
-// test/helpers/containers.ts's container engine check, base image and registry, restated: that module imports
-// test/helpers/apps.ts, which imports server.ts and with it vitest, which cannot load outside a test run. The same
-// work dir, so the base image's rootfs is the tests' (built once per Node version).
-const RUNC = ['/usr/sbin/runc', '/usr/bin/runc'].find((file) => existsSync(file));
-const hasContainerEngine =
-  existsSync('/usr/bin/podman') && !!RUNC && existsSync('/usr/bin/docker-registry') && existsSync('/bin/busybox');
-const WORK = path.join(tmpdir(), 'slipway-test-images');
-const podman = (...args: string[]) =>
-  execFileSync(
-    'podman',
-    [
-      ...['--root', path.join(WORK, 'storage'), '--runroot', path.join(WORK, 'run')],
-      ...['--runtime', RUNC!, '--cgroup-manager', 'cgroupfs'],
-      ...args,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 },
-  ).toString();
-
-/** A rootfs tarball: busybox as /bin/sh and friends, this Node as /usr/local/bin/node, /tmp, nobody's passwd line. */
-function nodeRootfsTar(): string {
-  const tar = path.join(WORK, `node-base-${process.versions.node}.tar`);
-  if (existsSync(tar)) return tar;
-  mkdirSync(WORK, { recursive: true });
-  const root = mkdtempSync(path.join(WORK, 'rootfs-'));
-  const put = (from: string, to = from) => {
-    mkdirSync(path.join(root, path.dirname(to)), { recursive: true });
-    copyFileSync(from, path.join(root, to));
-  };
-  put('/bin/busybox');
-  for (const tool of [
-    'sh',
-    'ls',
-    'cat',
-    'echo',
-    'sleep',
-    'id',
-    'wget',
-    'env',
-    'mkdir',
-    'cp',
-    'rm',
-    'true',
-    'head',
-    'dd',
-  ])
-    symlinkSync('busybox', path.join(root, 'bin', tool));
-  put(process.execPath, '/usr/local/bin/node');
-  const libraries = execFileSync('ldd', [process.execPath])
-    .toString()
-    .split('\n')
-    .map((line) => /(\/\S+) \(0x/.exec(line)?.[1])
-    .filter((lib): lib is string => !!lib);
-  for (const lib of libraries) put(lib);
-  for (const dir of ['tmp', 'etc', 'app']) mkdirSync(path.join(root, dir), { recursive: true });
-  writeFileSync(path.join(root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/sh\n');
-  const partial = `${tar}.${process.pid}`;
-  execFileSync('tar', ['-C', root, '-cf', partial, '.']);
-  rmSync(root, { recursive: true, force: true });
-  execFileSync('mv', [partial, tar]);
-  return tar;
-}
-
-/** docker-registry on `host` (plain HTTP, no users), with the base image pushed as `base/node:20`. */
-async function startRegistry(host: string) {
-  mkdirSync(WORK, { recursive: true });
-  const dir = mkdtempSync(path.join(WORK, 'registry-'));
-  const address = `${host}:${21000 + Math.floor(Math.random() * 20000)}`;
-  writeFileSync(
-    path.join(dir, 'config.yml'),
-    `version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\nhttp:\n  addr: ${address}\n`,
-  );
-  const child = spawn('/usr/bin/docker-registry', ['serve', path.join(dir, 'config.yml')], { stdio: 'ignore' });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await exited;
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  try {
-    await waitFor(
-      `the registry at ${address}`,
-      async () => (await fetch(`http://${address}/v2/`).catch(() => undefined)) !== undefined,
-      20_000,
-    );
-    const base = `${address}/base/node:20`;
-    podman('import', '--quiet', nodeRootfsTar(), base);
-    podman('push', '--quiet', '--tls-verify=false', base);
-    return { address, base, close };
-  } catch (err) {
-    await close();
-    throw err;
-  }
-}
-type Registry = Awaited<ReturnType<typeof startRegistry>>;
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 /** Docker services built from cold (each its own layer cache), and rebuilds of each after a source change. */
@@ -342,13 +241,13 @@ async function main() {
     return;
   }
 
-  let registry: Registry | undefined;
+  let registry: TestRegistry | undefined;
   let slipway: RunningSlipway | undefined;
   let call: BenchCaller | undefined;
   const services: string[] = [];
   try {
     registry = await startRegistry(host);
-    const { base } = registry;
+    const base = registry.pushBase('base/node:20');
     log(`base image ${base}`);
     const routerPort = await freePort();
     slipway = await startSlipway({

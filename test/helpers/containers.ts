@@ -7,10 +7,12 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcryptjs';
-import { FIXTURES } from './apps.js';
 import { waitFor } from './wait.js';
 
+/** test/fixtures/apps, found from here: apps.ts would bring vitest along, which a bench cannot load. */
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/apps');
 const RUNC = ['/usr/sbin/runc', '/usr/bin/runc'].find((file) => existsSync(file));
 /** Whether this machine can run the container tests (Podman, runc, the registry, busybox). */
 export const hasContainerEngine =
