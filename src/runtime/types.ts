@@ -160,8 +160,6 @@ export interface Containers {
   removeImages(storageDir: string, refs: string[]): Promise<void>;
   /** Runs a one-off command in an image and waits for it (RunResult as a build's). */
   run(spec: ContainerJobSpec): Promise<RunResult>;
-  /** `name:tag` of every tagged image in the storage. */
-  images(storageDir: string): Promise<string[]>;
 }
 
 export interface RuntimeCapabilities {

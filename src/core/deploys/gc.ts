@@ -54,7 +54,8 @@ export function createGarbageCollector(deps: {
     for (const source of sources.slice(deps.keep)) await dropSource(source.id);
     const keptSources = sources.slice(1, deps.keep); // the newest upload stays: a redeploy builds it again
     // After the deploy went live, off its critical path: the live artifact's files become links to the previous one's.
-    if (live && !live.artifactOf) {
+    // A container's deploy has an image, not an artifact dir (docs/containers.md, "Layer cache").
+    if (live && !live.artifactOf && !live.toolchain?.image) {
       const notShared = await shareUnchangedFiles(layout.artifactDir(serviceId, live.id));
       if (notShared) deps.log?.warn({ serviceId, deployId: live.id }, `deploys: ${notShared}`);
     }

@@ -151,10 +151,5 @@ function createEngine(setup: podman.PodmanSetup, version: string): PodmanEngine 
       if (refs.length === 0 || !existsSync(storageDir)) return;
       await run(podman.removeImageCommand(setup, storageOf(storageDir), refs), { timeoutMs: 120_000 });
     },
-    async images(storageDir) {
-      if (!existsSync(storageDir)) return [];
-      const listed = await run(podman.listImagesCommand(setup, storageOf(storageDir)), { timeoutMs: 30_000 });
-      return listed.exitCode === 0 ? listed.output.split('\n').filter((l) => l && !l.includes('<none>')) : [];
-    },
   };
 }

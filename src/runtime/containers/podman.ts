@@ -105,6 +105,8 @@ export interface ContainerRun {
   /** uid:gid, unless the image runs as a user of its own. */
   user: string | undefined;
   envFile: string;
+  /** Written with the container's process id once it exists. */
+  pidFile?: string;
   /** Values an env file cannot hold (newlines): given as arguments. */
   envArgs: Record<string, string>;
   limits: Limits;
@@ -140,6 +142,7 @@ export function createCommand(
     ...(c.user ? ['--user', c.user] : []),
     ...ulimits(setup, c.limits),
     ...['--env-file', c.envFile],
+    ...(c.pidFile ? ['--pidfile', c.pidFile] : []),
     ...Object.entries(c.envArgs).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
     ...Object.entries(c.labels).flatMap(([name, value]) => ['--label', `${name}=${value}`]),
     c.image,
@@ -154,22 +157,12 @@ export const initCommand = (setup: PodmanSetup, storage: Storage, name: string):
 export const startCommand = (setup: PodmanSetup, storage: Storage, name: string): Command =>
   podman(setup, storage, ['start', name]);
 
-export const pidCommand = (setup: PodmanSetup, storage: Storage, name: string): Command =>
-  podman(setup, storage, ['container', 'inspect', '--format', '{{.State.Pid}}', name]);
-
-/** Containers (all, with their labels' instance ids) and their state, one `name state` per line. */
-export const listCommand = (setup: PodmanSetup, storage: Storage): Command =>
-  podman(setup, storage, ['ps', '--all', '--format', '{{.Names}} {{.State}}']);
-
 export const removeContainersCommand = (setup: PodmanSetup, storage: Storage, names: string[]): Command =>
   podman(setup, storage, ['rm', '--force', '--ignore', '--time', '0', ...names]);
 
-/** Removes the images not in `keep` (tags of deploys still kept), and the layers only they used. */
+/** Removes these images (discarded deploys' tags), and the layers only they used. */
 export const removeImageCommand = (setup: PodmanSetup, storage: Storage, refs: string[]): Command =>
   podman(setup, storage, ['rmi', '--force', '--ignore', ...refs]);
-
-export const listImagesCommand = (setup: PodmanSetup, storage: Storage): Command =>
-  podman(setup, storage, ['images', '--format', '{{.Repository}}:{{.Tag}}', '--filter', 'dangling=false']);
 
 export const versionCommand = (podmanPath: string): Command => ({
   file: podmanPath,

@@ -77,7 +77,6 @@ export function containersOf(engine: PodmanEngine, deps: LocalDeps, stateDir: st
     pull: (spec) => inBuildNamespace((place) => engine.pull(spec, place)),
     inspect: (storageDir, ref) => engine.inspect(storageDir, ref),
     removeImages: (storageDir, refs) => engine.removeImages(storageDir, refs),
-    images: (storageDir) => engine.images(storageDir),
     run: (job) => runJob(engine, deps, stateDir, job),
   };
 }

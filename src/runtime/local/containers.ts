@@ -1,4 +1,4 @@
-import { readdirSync, rmdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { run, spawnDetached } from '../../lib/exec.js';
 import { storageOf, type PodmanEngine } from '../containers/engine.js';
@@ -28,13 +28,21 @@ function splitEnv(env: Record<string, string>): { file: string; args: Record<str
 }
 
 /** The user it runs as: the image's own when it names one but root, else Slipway's app user (docs/containers.md). */
+/** Each image's user, by storage and tag: a deploy's tag never moves, so it is asked of Podman once. */
+const imageUsers = new Map<string, string | undefined>();
+const IMAGE_USERS_MAX = 1000;
+
 async function userFor(runAs: SandboxPolicy['runAs'], engine: PodmanEngine, c: { storageDir: string; image: string }) {
+  const key = `${c.storageDir}\0${c.image}`;
+  if (imageUsers.has(key)) return imageUsers.get(key);
   const info = await engine.inspect(c.storageDir, c.image);
   if (!info) throw new Error(`image ${c.image} is not in the service's storage`);
   const own = info.user.split(':')[0];
-  if (own && own !== 'root' && own !== '0') return undefined;
-  const user = runAs ?? { uid: 65534, gid: 65534 };
-  return `${user.uid}:${user.gid}`;
+  const fallback = runAs ?? { uid: 65534, gid: 65534 };
+  const user = own && own !== 'root' && own !== '0' ? undefined : `${fallback.uid}:${fallback.gid}`;
+  if (imageUsers.size >= IMAGE_USERS_MAX) imageUsers.delete(imageUsers.keys().next().value!);
+  imageUsers.set(key, user);
+  return user;
 }
 
 /** Removes the groups runc made in the hierarchies Slipway does not limit with (blkio, devices, …), once empty. */
@@ -72,6 +80,8 @@ async function containerRun(
     command?: string;
     env: Record<string, string>;
     envFile: string;
+    /** Where Podman writes the container's process id (an instance's). */
+    pidFile?: string;
     limits: Limits;
     labels: Record<string, string>;
   },
@@ -90,6 +100,7 @@ async function containerRun(
     resolvConf: attached?.resolvConf,
     user: await userFor(deps.runAs, deps.engine, c),
     envFile: c.envFile,
+    pidFile: c.pidFile,
     envArgs: env.args,
     limits: c.limits,
     seccompProfile: deps.seccompProfile,
@@ -111,11 +122,12 @@ export async function startContainer(
   const storage = storageOf(spec.container.storageDir);
   const name = `slw-${spec.instanceId}`;
   const envFile = path.join(spec.instanceDir, 'container.env');
+  const pidFile = path.join(spec.instanceDir, 'container.pid');
   try {
     const labels = { 'slipway.instance': spec.instanceId, 'slipway.service': spec.serviceId };
     const c = await containerRun(
       deps,
-      { ...spec, ...spec.container, command: spec.container.command, name, envFile, labels },
+      { ...spec, ...spec.container, command: spec.container.command, name, envFile, labels, pidFile },
       at,
     );
     const created = await run(podman.createCommand(engine.setup, storage, c), { timeoutMs: CALL_TIMEOUT_MS });
@@ -129,12 +141,10 @@ export async function startContainer(
     truncateSync(at.stdoutPath, before); // the name init printed
     const started = await run(podman.startCommand(engine.setup, storage, name), { timeoutMs: CALL_TIMEOUT_MS });
     if (started.exitCode !== 0) throw new Error(`podman start failed: ${started.output.trim().slice(-500)}`);
-    const inspected = await run(podman.pidCommand(engine.setup, storage, name), { timeoutMs: CALL_TIMEOUT_MS });
-    const pid = Number(inspected.output.trim());
-    if (!Number.isInteger(pid) || pid <= 0)
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    if (!Number.isInteger(pid) || pid <= 0 || !readStat(pid))
       throw new Error(
-        `the container exited at once (podman start: ${started.output.trim().slice(-300) || 'no output'}; ` +
-          `inspect: ${inspected.output.trim().slice(-300)}): see the instance's stderr`,
+        `the container exited at once (podman start: ${started.output.trim().slice(-300) || 'no output'}): see the instance's stderr`,
       );
     return { pid, startTime: readStat(pid)?.startTime ?? '' };
   } catch (err) {
