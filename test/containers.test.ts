@@ -20,6 +20,13 @@ const privatePort = 21000 + Math.floor(Math.random() * 20000);
 const privateAddress = `${host}:${privatePort}`;
 const robot = { name: 'robot', password: 'pull-secret-123' };
 
+/** Waits for a deploy to end, and says why when it did not go live. */
+async function expectLive(api: Client, as: TestUser, serviceId: string, deployId: string, timeoutMs: number) {
+  const deploy = await finished(api, as, serviceId, deployId, timeoutMs);
+  expect(deploy.status, deploy.failureReason).toBe('live');
+  return deploy;
+}
+
 /** The fixture app with a Dockerfile: a dependency layer (package.json), then the source, a build arg, dockerCommand-able. */
 const dockerfile = (base: string, extra = '') => `FROM ${base}
 WORKDIR /app
@@ -153,7 +160,7 @@ ${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
   it('runs preDeployCommand in the new image: when it fails, the deploy fails and the old one keeps serving', async () => {
     const files = { Dockerfile: dockerfile(base), VERSION: 'v1' };
     const first = await dockerService(files, { preDeployCommand: 'test -f /app/VERSION && echo migrated' });
-    expect((await finished(api, owner, first.service.id, first.deployId, 180_000)).status).toBe('live');
+    await expectLive(api, owner, first.service.id, first.deployId, 180_000);
     const patched = await api.patch(
       `/v1/services/${first.service.id}`,
       { serviceDetails: { preDeployCommand: 'echo "migration failed" >&2; exit 3' } },
@@ -174,7 +181,7 @@ ${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
     expect(theirs.deploy.status).toBe('live');
     const mine = await deployFixture(api, owner, 'node-web', { type: 'private_service' });
     const prober = await dockerService({ Dockerfile: dockerfile(base) }, {}, 'net-prober');
-    expect((await finished(api, owner, prober.service.id, prober.deployId, 180_000)).status).toBe('live');
+    await expectLive(api, owner, prober.service.id, prober.deployId, 180_000);
     const slug = prober.service.slug;
     const instanceOf = async (as: TestUser, id: string) =>
       ((await api.get(`/v1/services/${id}/instances`, as)).body as { id: string }[])[0]!.id;
@@ -198,7 +205,8 @@ ${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
       { plan: 'free', healthCheckPath: '/health' },
       'limits-probe',
     );
-    expect((await finished(api, owner, service.id, deployId, 180_000)).status).toBe('live');
+    const deployed = await finished(api, owner, service.id, deployId, 180_000);
+    expect(deployed.status, deployed.failureReason).toBe('live');
     const ask = async (what: string) =>
       JSON.parse((await viaRouter(t.server.slipway.routerPort, service.slug, what, { timeoutMs: 30_000 })).text);
     const fork = await ask('/fork?max=256');
@@ -260,12 +268,29 @@ ${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
     // The tag moves on; a new deploy pulls v2; a rollback runs the digest v1 resolved to, not the tag.
     privateRegistry.pushApp('apps/web:latest', base, 'v2');
     const second = await api.post(`/v1/services/${service.id}/deploys`, {}, owner);
-    expect((await finished(api, owner, service.id, second.body.id, 120_000)).status).toBe('live');
+    await expectLive(api, owner, service.id, second.body.id, 120_000);
     expect(await served()).toMatchObject({ version: 'v2' });
     const rollback = await api.post(`/v1/services/${service.id}/rollback`, { deployId: first.body.id }, owner);
-    expect((await finished(api, owner, service.id, rollback.body.id, 120_000)).status).toBe('live');
+    await expectLive(api, owner, service.id, rollback.body.id, 120_000);
     expect(await served()).toMatchObject({ version: 'v1' });
     expect((await api.delete(`/v1/registrycredentials/${right.body.id}`, owner)).status).toBe(409);
+
+    // Render's preview: the same image at another tag, named by the end of its path, as a service of its own.
+    privateRegistry.pushApp('apps/web:v3', base, 'v3');
+    const elsewhere = await api.post(`/v1/services/${service.id}/preview`, { imagePath: 'other/web:v3' }, owner);
+    expect(elsewhere.status, elsewhere.text).toBe(400);
+    const preview = await api.post(`/v1/services/${service.id}/preview`, { imagePath: 'web:v3' }, owner);
+    expect(preview.status, preview.text).toBe(200);
+    expect(preview.body.service).toMatchObject({
+      imagePath: pushed.replace(/:latest$/, ':v3'),
+      serviceDetails: { parentServer: { id: service.id } },
+      registryCredential: { id: right.body.id },
+    });
+    const previewed = await finished(api, owner, preview.body.service.id, preview.body.deployId, 120_000);
+    expect(previewed.status, previewed.failureReason).toBe('live');
+    const fromPreview = await viaRouter(t.server.slipway.routerPort, preview.body.service.slug);
+    expect(JSON.parse(fromPreview.text)).toMatchObject({ version: 'v3' });
+    expect(await served()).toMatchObject({ version: 'v1' });
   }, 400_000);
 
   it('rolls over 10 times under load without a failed request', async () => {
@@ -273,7 +298,7 @@ ${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
       { Dockerfile: dockerfile(base) },
       { healthCheckPath: '/healthz' },
     );
-    expect((await finished(api, owner, service.id, deployId, 180_000)).status).toBe('live');
+    await expectLive(api, owner, service.id, deployId, 180_000);
     const load = keepRequesting([() => viaRouter(t.server.slipway.routerPort, service.slug)]);
     try {
       for (let i = 0; i < 10; i++) {
@@ -331,7 +356,7 @@ describe.skipIf(!hasContainerEngine)('containers across a kill -9 of Slipway', (
     );
     const service = created.body.service as { id: string; slug: string };
     const up = await upload(api, owner, service.id, await packFixture('node-web', { Dockerfile: dockerfile(base) }));
-    expect((await finished(api, owner, service.id, up.body.deployId, 180_000)).status).toBe('live');
+    await expectLive(api, owner, service.id, up.body.deployId, 180_000);
     const before = JSON.parse((await viaRouter(routerPort, service.slug)).text);
 
     proc.child.kill('SIGKILL');

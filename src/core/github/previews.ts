@@ -2,10 +2,9 @@ import { conflict } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { DeployEngine } from '../deploys/engine.js';
-import type { EnvVarInput, EnvVars } from '../services/env-vars.js';
+import { copyVars } from '../services/copy-vars.js';
+import type { EnvVars } from '../services/env-vars.js';
 import type { Services } from '../services/services.js';
-
-type Ref = Extract<EnvVarInput, { fromDatabase: unknown }>['fromDatabase'];
 
 export interface PullRequestPayload {
   action?: string;
@@ -32,16 +31,6 @@ export function createPreviews(deps: {
   find: (workspaceId: string, name: string) => Promise<ServiceRow | undefined>;
   log: Logger;
 }) {
-  async function copyVars(parent: ServiceRow): Promise<EnvVarInput[]> {
-    // A variable that names a datastore stays a reference; the rest are copied as values.
-    return (await deps.envVars.list(parent.id)).map((v): EnvVarInput => {
-      const refs = v as { fromDatabase?: Ref; fromKeyValue?: Ref };
-      if (refs.fromDatabase) return { key: v.key, fromDatabase: refs.fromDatabase };
-      if (refs.fromKeyValue) return { key: v.key, fromKeyValue: refs.fromKeyValue };
-      return { key: v.key, value: v.value };
-    });
-  }
-
   async function open(parent: ServiceRow, name: string, branch: string): Promise<ServiceRow> {
     const existing = await deps.find(parent.workspaceId, name);
     if (existing && existing.details.parentServer?.id !== parent.id)
@@ -58,7 +47,7 @@ export function createPreviews(deps: {
         // Deployed by its pull request's events (synchronize), not by pushes to its branch as well.
         autoDeploy: 'no',
         environmentId: parent.environmentId ?? undefined,
-        envVars: await copyVars(parent),
+        envVars: await copyVars(deps.envVars, parent),
       },
       {
         deploy: false,

@@ -45,6 +45,9 @@ export function createServiceControl(deps: {
       .rollOver(serviceId, undefined, undefined, async (fresh) => fresh)
       .catch((err: unknown) => {
         if (err instanceof DeployFailure && lifecycle.isRemoving(serviceId)) throw notFound('service');
+        // The app's failure, not Slipway's: the instances that were running keep serving.
+        if (err instanceof DeployFailure)
+          throw conflict(`the new instances did not start (the running ones keep serving): ${err.message}`);
         throw err;
       });
 

@@ -16,6 +16,7 @@ import type { BuildFilter, ServiceDetails, ServiceDetailsInput } from '../../mod
 import { mergeDetails } from './details.js';
 import type { EnvVarInput, EnvVars } from './env-vars.js';
 import { createSiteRules } from './site-rules.js';
+import { createImagePreview } from './image-previews.js';
 
 export interface ServiceInput {
   type: ServiceType;
@@ -163,6 +164,11 @@ export function createServices(deps: {
       if (opts.deploy !== false && hasSource && deploysNewSource(service))
         return { service, deployId: (await engine.trigger(service, { trigger: 'api' })).id };
       return { service };
+    },
+
+    /** Render's image preview: a copy of an image service on another tag or digest, deployed (image-previews.ts). */
+    preview(parent: ServiceRow, input: Parameters<typeof createImagePreview>[2]) {
+      return createImagePreview({ envVars, create: (ws, i, opts) => this.create(ws, i, opts) }, parent, input);
     },
 
     async update(service: ServiceRow, patch: ServicePatch): Promise<ServiceRow> {

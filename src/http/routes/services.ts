@@ -6,7 +6,14 @@ import type { HttpDeps } from '../deps.js';
 import { loadService, ServiceParams } from '../helpers/load-service.js';
 import { defineRoute } from '../route.js';
 import { Envelope, ListQuery, literalUnion, NoContent, Timestamp, listWindow } from '../schemas/common.js';
-import { ServiceBody, serviceBody, ServicePATCH, ServicePOST } from '../schemas/services.js';
+import {
+  ServiceAndDeploy,
+  ServiceBody,
+  serviceBody,
+  ServicePATCH,
+  ServicePOST,
+  ServicePreviewPOST,
+} from '../schemas/services.js';
 
 const StringList = Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50 }));
 const ServiceInstance = Type.Object(
@@ -31,12 +38,7 @@ export function serviceRoutes(deps: HttpDeps) {
       audit: 'CreateServerEvent',
       schema: {
         body: ServicePOST,
-        response: {
-          201: Type.Object(
-            { service: ServiceBody, deployId: Type.Optional(Type.String()) },
-            { title: 'serviceAndDeploy' },
-          ),
-        },
+        response: { 201: ServiceAndDeploy },
       },
       handler: async (req, reply) => {
         const { workspaceId } = await guard.context(req, req.body.ownerId);
@@ -149,6 +151,26 @@ export function serviceRoutes(deps: HttpDeps) {
       schema: { params: ServiceParams, response: { 202: ServiceBody } },
       handler: async (req, reply) =>
         reply.code(202).send(body(await services.resume(await load(req, req.params.serviceId)))),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/v1/services/:serviceId/preview',
+      summary:
+        "Create a preview of an image service on another tag or digest of its image (Render's), deployed at once",
+      tags: ['Services'],
+      access: 'developer',
+      audit: 'CreateServerEvent',
+      schema: {
+        params: ServiceParams,
+        body: ServicePreviewPOST,
+        response: { 200: ServiceAndDeploy },
+      },
+      handler: async (req) => {
+        const parent = await load(req, req.params.serviceId);
+        const { service, deployId } = await services.preview(parent, req.body);
+        req.auditInfo.target = service.id;
+        return { service: body(service), ...(deployId ? { deployId } : {}) };
+      },
     }),
     defineRoute({
       method: 'POST',

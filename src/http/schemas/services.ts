@@ -153,6 +153,19 @@ export const ServiceBody = Type.Object(
   { title: 'service' },
 );
 
+/** Render's serviceAndDeploy: a created service and, when one started, its first deploy. */
+export const ServiceAndDeploy = Type.Object(
+  { service: ServiceBody, deployId: Type.Optional(Type.String()) },
+  { title: 'serviceAndDeploy' },
+);
+
+/** Render's previewInput: another tag or digest of an image service's image. */
+export const ServicePreviewPOST = Type.Object({
+  imagePath: Type.String({ minLength: 1, maxLength: 512 }),
+  name: Type.Optional(Name),
+  plan: Type.Optional(Enum(PLANS)),
+});
+
 /** Render's previews (with its deprecated twin) and, on a preview, `parentServer`. */
 const previewFields = (d: ServiceRow['details']) => {
   const generation = d.previews?.generation ?? 'off';

@@ -50,6 +50,8 @@ export async function detectPodman(
     registriesConf: confFile,
     init: existsSync(INIT),
     nofile: Math.min(65536, hardLimit('Max open files') ?? 1024),
+    // 32,768: what runc could set here (65,536 failed below this machine's hard limit of 96,365).
+    nproc: Math.min(32768, hardLimit('Max processes') ?? 4096),
   };
   return { engine: createEngine(setup, match[1]!), setup };
 }

@@ -14,8 +14,9 @@ export interface PodmanSetup {
   registriesConf: string;
   /** podman-init (catatonit): PID 1 that forwards signals, so SIGTERM reaches an app that never installed a handler. */
   init: boolean;
-  /** The open-files limit containers get: Slipway's own hard limit at most (a higher one fails in runc). */
+  /** The open-files and processes limits containers get: Slipway's own hard limits at most (higher fail in runc). */
   nofile: number;
+  nproc: number;
 }
 
 /** A service's storage: its images, layers and containers, and their run-time state (short-lived, root-only). */
@@ -46,12 +47,16 @@ function podman(setup: PodmanSetup, storage: Storage, args: string[]): Command {
   };
 }
 
-/** The open-files and processes rlimits, given explicitly: Podman's default nofile can be above the host's hard limit. */
-const ulimits = (setup: PodmanSetup, limits: Limits) => {
-  const { nofile } = setup;
-  const nproc = Math.max(64, limits.pids);
-  return ['--ulimit', `nofile=${nofile}:${nofile}`, '--ulimit', `nproc=${nproc}:${nproc}`];
-};
+/**
+ * The open-files and processes rlimits, given explicitly: Podman's defaults are above what runc may set here (it
+ * fails with "error setting rlimit type 7", or 6). Processes get a machine-wide figure, not the plan's pids:
+ * RLIMIT_NPROC counts every process of the user on the whole machine (other apps run as the same user), so a
+ * plan-sized one made containers fail to start on a busy machine; the cgroup's pids limit is what bounds a container.
+ */
+const ulimits = (setup: PodmanSetup) => [
+  ...['--ulimit', `nofile=${setup.nofile}:${setup.nofile}`],
+  ...['--ulimit', `nproc=${setup.nproc}:${setup.nproc}`],
+];
 
 export interface ImageBuild {
   contextDir: string;
@@ -75,7 +80,7 @@ export function buildCommand(setup: PodmanSetup, storage: Storage, build: ImageB
     ...['--network', build.netnsPath ? `ns:${build.netnsPath}` : 'none'],
     ...['--memory', memory, '--memory-swap', memory, '--cpu-period', '100000'],
     ...['--cpu-quota', String(Math.max(1000, Math.round(build.limits.cpuMillicores * 100)))],
-    ...ulimits(setup, build.limits),
+    ...ulimits(setup),
     ...(build.authFile ? ['--authfile', build.authFile] : []),
     ...Object.entries(build.buildArgs).flatMap(([name, value]) => ['--build-arg', `${name}=${value}`]),
     ...['--file', build.dockerfile, '--tag', build.tag, build.contextDir],
@@ -140,7 +145,7 @@ export function createCommand(
     ...['--cap-drop', 'all', '--security-opt', 'no-new-privileges'],
     ...(c.seccompProfile ? ['--security-opt', `seccomp=${c.seccompProfile}`] : []),
     ...(c.user ? ['--user', c.user] : []),
-    ...ulimits(setup, c.limits),
+    ...ulimits(setup),
     ...['--env-file', c.envFile],
     ...(c.pidFile ? ['--pidfile', c.pidFile] : []),
     ...Object.entries(c.envArgs).flatMap(([name, value]) => ['--env', `${name}=${value}`]),

@@ -144,7 +144,8 @@ export async function startContainer(
     const pid = Number(readFileSync(pidFile, 'utf8').trim());
     if (!Number.isInteger(pid) || pid <= 0 || !readStat(pid))
       throw new Error(
-        `the container exited at once (podman start: ${started.output.trim().slice(-300) || 'no output'}): see the instance's stderr`,
+        `the container exited at once (pid file: ${JSON.stringify(readFileSync(pidFile, 'utf8').trim())}; its stderr: ` +
+          `${JSON.stringify(readFileSync(at.stderrPath, 'utf8').slice(-400))})`,
       );
     return { pid, startTime: readStat(pid)?.startTime ?? '' };
   } catch (err) {
