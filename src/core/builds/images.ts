@@ -83,6 +83,9 @@ export async function buildImage(
   const auth = docker.registryCredentialId
     ? await deps.credential?.(service.workspaceId, docker.registryCredentialId, '')
     : undefined;
+  // Another workspace's id, or a deleted one: said, not built without it.
+  if (docker.registryCredentialId && !auth)
+    throw new DeployFailure('build_failed', `registry credential ${docker.registryCredentialId} was not found`);
   try {
     log?.write(`==> Building the image from ${dockerfilePath} (${containers.engine})\n`);
     const result = await containers.build({

@@ -33,7 +33,32 @@ const podmanEnv = (setup: PodmanSetup, storage: Storage): Record<string, string>
   CONTAINERS_REGISTRIES_CONF: setup.registriesConf,
 });
 
-function podman(setup: PodmanSetup, storage: Storage, args: string[]): Command {
+/**
+ * Names Podman itself reads from its environment (its config, storage, auth, proxies, Go's runtime, the loader): a
+ * tenant's variable of such a name must not reach Podman's environment, where it would change what Podman does.
+ */
+const PODMAN_READS =
+  /^(CONTAINERS?_|BUILDAH|PODMAN|STORAGE_|REGISTRY_|DOCKER|XDG_|GO|LD_|SSL_|LC_|TZ)|^(TMPDIR|HOME|PATH|LANG|SHELL|USER|NOTIFY_SOCKET)$|proxy$/i;
+
+/**
+ * A tenant's variables (build args, env values an env file cannot hold) kept off the command line, which every local
+ * user can read in /proc: Podman reads `--build-arg NAME` and `--env NAME` from its own environment. Names Podman
+ * reads itself (PODMAN_READS) are the exception, given as NAME=VALUE.
+ */
+function byEnvironment(flag: string, vars: Record<string, string>): { args: string[]; env: Record<string, string> } {
+  const args: string[] = [];
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(vars)) {
+    if (PODMAN_READS.test(name)) args.push(flag, `${name}=${value}`);
+    else {
+      args.push(flag, name);
+      env[name] = value;
+    }
+  }
+  return { args, env };
+}
+
+function podman(setup: PodmanSetup, storage: Storage, args: string[], vars: Record<string, string> = {}): Command {
   return {
     file: setup.podman,
     args: [
@@ -43,7 +68,7 @@ function podman(setup: PodmanSetup, storage: Storage, args: string[]): Command {
       ...['--cgroup-manager', 'cgroupfs', '--events-backend', 'file', '--log-level', 'error'],
       ...args,
     ],
-    env: podmanEnv(setup, storage),
+    env: { ...vars, ...podmanEnv(setup, storage) },
   };
 }
 
@@ -73,18 +98,24 @@ export interface ImageBuild {
 /** `podman build`: layers kept (the cache), RUN steps in the build's namespace and limits, no capabilities added. */
 export function buildCommand(setup: PodmanSetup, storage: Storage, build: ImageBuild): Command {
   const memory = `${build.limits.memoryMb}m`;
-  return podman(setup, storage, [
-    'build',
-    ...['--layers', '--pull=missing', '--format', 'docker', '--isolation', 'oci'],
-    ...(build.noCache ? ['--no-cache'] : []),
-    ...['--network', build.netnsPath ? `ns:${build.netnsPath}` : 'none'],
-    ...['--memory', memory, '--memory-swap', memory, '--cpu-period', '100000'],
-    ...['--cpu-quota', String(Math.max(1000, Math.round(build.limits.cpuMillicores * 100)))],
-    ...ulimits(setup),
-    ...(build.authFile ? ['--authfile', build.authFile] : []),
-    ...Object.entries(build.buildArgs).flatMap(([name, value]) => ['--build-arg', `${name}=${value}`]),
-    ...['--file', build.dockerfile, '--tag', build.tag, build.contextDir],
-  ]);
+  const buildArgs = byEnvironment('--build-arg', build.buildArgs);
+  return podman(
+    setup,
+    storage,
+    [
+      'build',
+      ...['--layers', '--pull=missing', '--format', 'docker', '--isolation', 'oci'],
+      ...(build.noCache ? ['--no-cache'] : []),
+      ...['--network', build.netnsPath ? `ns:${build.netnsPath}` : 'none'],
+      ...['--memory', memory, '--memory-swap', memory, '--cpu-period', '100000'],
+      ...['--cpu-quota', String(Math.max(1000, Math.round(build.limits.cpuMillicores * 100)))],
+      ...ulimits(setup),
+      ...(build.authFile ? ['--authfile', build.authFile] : []),
+      ...buildArgs.args,
+      ...['--file', build.dockerfile, '--tag', build.tag, build.contextDir],
+    ],
+    buildArgs.env,
+  );
 }
 
 export const pullCommand = (setup: PodmanSetup, storage: Storage, ref: string, authFile?: string): Command =>
@@ -112,7 +143,7 @@ export interface ContainerRun {
   envFile: string;
   /** Written with the container's process id once it exists. */
   pidFile?: string;
-  /** Values an env file cannot hold (newlines): given as arguments. */
+  /** Values an env file cannot hold (newlines): through Podman's environment (byEnvironment). */
   envArgs: Record<string, string>;
   limits: Limits;
   seccompProfile?: string;
@@ -132,27 +163,33 @@ export function createCommand(
   verb: 'create' | 'run' = 'create',
 ): Command {
   const tmpfs = (dir: string) => ['--tmpfs', `${dir}:rw,nosuid,nodev,size=${c.limits.diskMb}m,U`];
-  return podman(setup, storage, [
-    verb,
-    ...['--name', c.name, '--replace', '--rm', '--pull', 'never'],
-    ...(verb === 'create' ? ['--log-driver', 'passthrough'] : ['--log-driver', 'none', '--attach', 'stdout,stderr']),
-    ...(setup.init ? ['--init'] : []),
-    ...(c.cgroupParent ? ['--cgroup-parent', c.cgroupParent] : []),
-    ...['--network', c.netnsPath ? `ns:${c.netnsPath}` : 'host'],
-    ...(c.hostsFile ? ['--no-hosts', '--volume', `${c.hostsFile}:/etc/hosts:ro`] : []),
-    ...(c.resolvConf ? ['--volume', `${c.resolvConf}:/etc/resolv.conf:ro`] : []),
-    ...['--read-only', '--read-only-tmpfs=false', ...tmpfs('/tmp'), ...tmpfs('/var/tmp')],
-    ...['--cap-drop', 'all', '--security-opt', 'no-new-privileges'],
-    ...(c.seccompProfile ? ['--security-opt', `seccomp=${c.seccompProfile}`] : []),
-    ...(c.user ? ['--user', c.user] : []),
-    ...ulimits(setup),
-    ...['--env-file', c.envFile],
-    ...(c.pidFile ? ['--pidfile', c.pidFile] : []),
-    ...Object.entries(c.envArgs).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
-    ...Object.entries(c.labels).flatMap(([name, value]) => ['--label', `${name}=${value}`]),
-    c.image,
-    ...(c.command === undefined ? [] : ['/bin/sh', '-c', c.command]),
-  ]);
+  const multiline = byEnvironment('--env', c.envArgs);
+  return podman(
+    setup,
+    storage,
+    [
+      verb,
+      ...['--name', c.name, '--replace', '--rm', '--pull', 'never'],
+      ...(verb === 'create' ? ['--log-driver', 'passthrough'] : ['--log-driver', 'none', '--attach', 'stdout,stderr']),
+      ...(setup.init ? ['--init'] : []),
+      ...(c.cgroupParent ? ['--cgroup-parent', c.cgroupParent] : []),
+      ...['--network', c.netnsPath ? `ns:${c.netnsPath}` : 'host'],
+      ...(c.hostsFile ? ['--no-hosts', '--volume', `${c.hostsFile}:/etc/hosts:ro`] : []),
+      ...(c.resolvConf ? ['--volume', `${c.resolvConf}:/etc/resolv.conf:ro`] : []),
+      ...['--read-only', '--read-only-tmpfs=false', ...tmpfs('/tmp'), ...tmpfs('/var/tmp')],
+      ...['--cap-drop', 'all', '--security-opt', 'no-new-privileges'],
+      ...(c.seccompProfile ? ['--security-opt', `seccomp=${c.seccompProfile}`] : []),
+      ...(c.user ? ['--user', c.user] : []),
+      ...ulimits(setup),
+      ...['--env-file', c.envFile],
+      ...(c.pidFile ? ['--pidfile', c.pidFile] : []),
+      ...multiline.args,
+      ...Object.entries(c.labels).flatMap(([name, value]) => ['--label', `${name}=${value}`]),
+      c.image,
+      ...(c.command === undefined ? [] : ['/bin/sh', '-c', c.command]),
+    ],
+    multiline.env,
+  );
 }
 
 /** Makes the container in the runtime (conmon takes the caller's stdout and stderr) without starting its process. */
