@@ -4,7 +4,7 @@
  * The base image is made from this machine's files (test/helpers/containers.ts); nothing comes from the internet.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deployFixture, finished, keepRequesting, packFixture, upload, viaRouter } from './helpers/apps.js';
+import { deployFixture, finished, keepRequesting, packFixture, upload, probeVia, viaRouter } from './helpers/apps.js';
 import { client, signUp, type Client, type TestUser } from './helpers/client.js';
 import { hasContainerEngine, startRegistry, type TestRegistry } from './helpers/containers.js';
 import { hostAddresses, namespaceAddress } from './helpers/network.js';
@@ -113,16 +113,8 @@ describe.skipIf(!hasContainerEngine)('containers (Podman)', () => {
   }, 240_000);
 
   /** What a tenant's prober app (net-prober, in a container) answers to `what` (docs/containers.md, "Isolation"). */
-  const probe = async (slug: string, what: string, q: Record<string, string | number>) =>
-    JSON.parse(
-      (
-        await viaRouter(
-          t.server.slipway.routerPort,
-          slug,
-          `/${what}?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`,
-        )
-      ).text,
-    );
+  const probe = (slug: string, what: string, q: Record<string, string | number>) =>
+    probeVia(t.server.slipway.routerPort, slug, what, q);
 
   it('builds a multi-stage Dockerfile, runs dockerCommand, reuses the dependency layers, and rolls back to the same image', async () => {
     const multiStage = `FROM ${base} AS build

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { deployFixture, viaRouter } from './helpers/apps.js';
+import { deployFixture, probeVia } from './helpers/apps.js';
 import { client, signUp, type Caller } from './helpers/client.js';
 import { hasPostgresServer, hasRedisServer, requireOrSkip, untilStatus } from './helpers/datastores.js';
 import { leaseOf } from './helpers/network.js';
@@ -29,16 +29,8 @@ describe.runIf(IS_ROOT && serversOk)("datastores on their workspace's private ne
       (e) => e.event.type,
     );
   /** Asks a tenant's prober app, through the router, to try something on the network. */
-  const probe = async (slug: string, what: string, q: Record<string, string | number>) =>
-    JSON.parse(
-      (
-        await viaRouter(
-          t.server.slipway.routerPort,
-          slug,
-          `/${what}?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`,
-        )
-      ).text,
-    );
+  const probe = (slug: string, what: string, q: Record<string, string | number>) =>
+    probeVia(t.server.slipway.routerPort, slug, what, q);
 
   /** A Postgres and a key-value datastore of `as`, available, with their connection info. */
   async function datastoresOf(as: Caller) {

@@ -106,6 +106,18 @@ export const viaRouter = (routerPort: number, slug: string, urlPath = '/', opts:
   viaRouterAs(routerPort, `${slug}.localhost`, urlPath, opts);
 
 /** A request through Slipway's router for any host name (a custom domain), without following redirects. */
+/** Asks a tenant's prober app (net-prober), through the router, to try something on the network: its JSON answer. */
+export const probeVia = async (routerPort: number, slug: string, what: string, q: Record<string, string | number>) =>
+  JSON.parse(
+    (
+      await viaRouter(
+        routerPort,
+        slug,
+        `/${what}?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`,
+      )
+    ).text,
+  );
+
 export function viaRouterAs(
   routerPort: number,
   host: string,
