@@ -148,8 +148,13 @@ process.on('exit', () => {
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+/** The stops of the Slipways still running: a bench interrupted stops them in full (nginx, apps, namespaces) first. */
+const stops = new Set<() => Promise<void>>();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => process.exit(130));
+  process.once(
+    signal,
+    () => void Promise.allSettled([...stops].map((stop) => stop())).finally(() => process.exit(130)),
+  );
 }
 
 /**
@@ -211,6 +216,7 @@ async function startOnce(extraEnv: Record<string, string>, options: { dataDir?: 
   const stop = async () => {
     if (stopped) return;
     stopped = true;
+    stops.delete(stop);
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -226,6 +232,7 @@ async function startOnce(extraEnv: Record<string, string>, options: { dataDir?: 
     if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
   };
 
+  stops.add(stop);
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitForHealth(url, child, () => output);

@@ -171,7 +171,8 @@ function errorMismatch(what: string, res: Reply, status: number, code: string): 
 }
 
 beforeAll(async () => {
-  server = await bootServer();
+  // A's log stream points at a loopback address (no DNS here); nothing listens there, and nothing needs to.
+  server = await bootServer({ SLIPWAY_LOG_STREAM_ALLOW_PRIVATE: '1' });
   api = client(server.url);
   doc = (await api.get('/v1/openapi.json')).body;
   ops = operations(doc);
@@ -197,6 +198,14 @@ beforeAll(async () => {
   if (service.status !== 201) throw new Error(`service failed: ${service.status} ${service.text}`);
   const source = await upload(api, ownerA, service.body.service.id, await packFixture('static-site'));
   if (source.status !== 201) throw new Error(`upload failed: ${source.status} ${source.text}`);
+  // A's log stream and an override of its service's, so a viewer's reads find something to read.
+  for (const [url, body] of [
+    [`/v1/logs/streams/owner/${ownerA.workspaceId}`, { endpoint: '127.0.0.1:6514', token: 'authz', preview: 'send' }],
+    [`/v1/logs/streams/resource/${service.body.service.id}`, { setting: 'drop' }],
+  ] as const) {
+    const res = await api.put(url, body, ownerA);
+    if (res.status !== 200) throw new Error(`log stream failed: ${res.status} ${res.text}`);
+  }
   const group = await api.post(
     '/v1/env-groups',
     { name: 'authz-group', envVars: [{ key: 'FIXTURE', value: 'x' }], serviceIds: [service.body.service.id] },
@@ -249,13 +258,41 @@ beforeAll(async () => {
     )),
   });
   if (blueprint.status !== 201) throw new Error(`blueprint failed: ${blueprint.status} ${blueprint.text}`);
-  const events = await api.get(`/v1/services/${service.body.service.id}/events?limit=1`, ownerA);
+  const cron = await api.post(
+    '/v1/services',
+    {
+      type: 'cron_job',
+      name: 'authz-cron',
+      autoDeploy: 'no',
+      serviceDetails: { runtime: 'node', schedule: '0 3 * * *' },
+    },
+    ownerA,
+  );
+  if (cron.status !== 201) throw new Error(`cron job failed: ${cron.status} ${cron.text}`);
+  // A job of A's site, written as one that ended (a site runs none; test/jobs.test.ts runs real ones).
+  const jobId = 'job-00000000000000000000';
+  await server.slipway.store.executeSql(
+    `insert into jobs (id, service_id, workspace_id, deploy_id, start_command, plan, status)
+     values ($1, $2, $3, $4, 'true', 'starter', 'failed')`,
+    [jobId, service.body.service.id, ownerA.workspaceId, source.body.deployId],
+  );
+  const events = await api.get(
+    `/v1/services/${service.body.service.id}/events?limit=1&includeSlipwayEvents=true`,
+    ownerA,
+  );
   if (events.status !== 200 || !events.body[0]) throw new Error(`events failed: ${events.status} ${events.text}`);
   fixtures = {
     eventId: events.body[0].event.id,
     blueprintId: blueprint.body.blueprint.id,
     postgresId: postgres.body.id,
     keyValueId: keyValue.body.id,
+    redisId: keyValue.body.id, // the deprecated /v1/redis aliases of the key-value routes
+    // A's database's export and extra user (none exist: a viewer's download is still a 403, B's a 404).
+    exportId: 'exp-00000000000000000000',
+    username: 'authz_user',
+    secretFileName: 'authz.txt',
+    jobId,
+    cronJobId: cron.body.service.id,
     envGroupId: group.body.id,
     webhookId: webhook.body.id,
     registryCredentialId: credential.body.id,
@@ -267,6 +304,7 @@ beforeAll(async () => {
     inviteId: invA.id,
     token: invB.token,
     serviceId: service.body.service.id,
+    resourceId: service.body.service.id, // a log stream override's resource
     deployId: source.body.deployId,
     envVarKey: 'FIXTURE',
     // Not one of A's resources: a kind of sign-in (GET …/oauth/{provider}/link acts on the caller's own account).
@@ -276,6 +314,7 @@ beforeAll(async () => {
     provider: 'github',
     // An identity id: none of A's exist without a provider; test/oauth.test.ts covers another user's real one.
     identityId: 'idn-00000000000000000000',
+    label: 'level', // required query of GET /v1/logs/values
     metric: 'cpu', // required query of GET /v1/services/{serviceId}/metrics/history
   };
 });

@@ -84,7 +84,15 @@ describe('billing with Stripe', () => {
     const blocked = await newService('paid-before', 'starter');
     expect(blocked.status).toBe(402);
     expect(blocked.body).toMatchObject({ code: 'payment_required', message: /does not exist.*keeps running/ });
-    expect((await newService('free-one', 'free')).status).toBe(201);
+    const free = await newService('free-one', 'free');
+    expect(free.status).toBe(201);
+    // A one-off job of the free service on a paid plan is a paid run too.
+    const job = await api.post(
+      `/v1/services/${free.body.service.id}/jobs`,
+      { startCommand: 'true', planId: 'plan-srv-006' },
+      owner,
+    );
+    expect(job.status).toBe(402);
     const pg = await api.post('/v1/postgres', { name: 'paid-db', plan: 'basic_1gb' }, owner);
     expect(pg.status).toBe(402);
   });

@@ -108,7 +108,7 @@ ${dockerCommand ? `    dockerCommand: ${dockerCommand}\n` : ''}    healthCheckPa
     const image = services.get('bp-image');
     expect(docker).toMatchObject({
       type: 'web_service',
-      registryCredential: { id: hub.id },
+      registryCredential: { id: hub.id, name: 'hub' }, // the file's name, as the API shows it
       serviceDetails: {
         runtime: 'docker',
         envSpecificDetails: { dockerfilePath: './docker/Dockerfile', dockerContext: '.', dockerCommand: '' },
@@ -117,7 +117,7 @@ ${dockerCommand ? `    dockerCommand: ${dockerCommand}\n` : ''}    healthCheckPa
     expect(image).toMatchObject({
       type: 'web_service',
       imagePath: appImage,
-      registryCredential: { id: registry.id },
+      registryCredential: { id: registry.id, name: 'private-registry' },
       serviceDetails: { runtime: 'image' },
     });
     expect(image.repo).toBeUndefined();

@@ -3,7 +3,11 @@
  * real registry with a credential, run in the instance's namespace under its cgroup, and judged as native instances are.
  * The base image is made from this machine's files (test/helpers/containers.ts); nothing comes from the internet.
  */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storageOf } from '../src/runtime/containers/engine.js';
 import { deployFixture, finished, keepRequesting, packFixture, upload, probeVia, viaRouter } from './helpers/apps.js';
 import { client, signUp, type Client, type TestUser } from './helpers/client.js';
 import { hasContainerEngine, startRegistry, type TestRegistry } from './helpers/containers.js';
@@ -47,6 +51,8 @@ describe.skipIf(!hasContainerEngine)('containers (Podman)', () => {
     SLIPWAY_DISK_LIMIT_MB: '64',
     // A process limit the fork probe reaches in a moment.
     SLIPWAY_PIDS_LIMIT: '128',
+    // A container disk (images and roots) the root-fill probe reaches in a moment.
+    SLIPWAY_CONTAINER_DISK_MB: '512',
   });
   let registry: TestRegistry;
   let privateRegistry: TestRegistry;
@@ -88,17 +94,31 @@ describe.skipIf(!hasContainerEngine)('containers (Podman)', () => {
     return { service, deployId: up.body.deployId as string };
   }
 
-  it('builds a Dockerfile from an uploaded archive and serves it through the router, as a non-root user', async () => {
+  /** The first line of the app's /proc/self/uid_map: [id inside, host id, count] (docs/containers.md, "Users"). */
+  async function uidMapOf(slug: string): Promise<number[]> {
+    const read = await viaRouter(t.server.slipway.routerPort, slug, '/read?/proc/self/uid_map');
+    return (JSON.parse(read.text) as { content: string }).content.trim().split(/\s+/).map(Number);
+  }
+
+  it('builds a Dockerfile from an uploaded archive and serves it through the router, as root remapped to nobody on the host', async () => {
     const { service, deployId } = await dockerService(
-      { Dockerfile: dockerfile(base) },
+      { Dockerfile: dockerfile(base, 'RUN echo "resolver: $(grep -m1 nameserver /etc/resolv.conf)"') },
       { healthCheckPath: '/healthz' },
     );
     const deploy = await finished(api, owner, service.id, deployId, 180_000);
+    // RUN steps (and pulls) resolve names with the build namespace's resolver (slirp4netns's), not the host's.
+    const buildLog = await api.get(`/v1/logs?resource=${service.id}&type=build&limit=100`, owner);
+    expect(JSON.stringify(buildLog.body)).toMatch(/resolver: nameserver 10\.0\.2\.3/);
     expect(deploy.status, deploy.failureReason).toBe('live');
     const reply = await viaRouter(t.server.slipway.routerPort, service.slug);
     expect(reply.status).toBe(200);
     const body = JSON.parse(reply.text) as { uid: number; env: Record<string, string> };
-    expect(body.uid).not.toBe(0);
+    // No USER in the image: it runs as its root, in a user namespace of its own whose ids are no host user's.
+    expect(body.uid).toBe(0);
+    const [inside, hostBase, count] = await uidMapOf(service.slug);
+    expect(inside).toBe(0);
+    expect(hostBase).toBeGreaterThanOrEqual(2 ** 31);
+    expect(count).toBe(65_536);
     expect(body.env.PORT).toBe('10000');
     expect(body.env.GREETING).toBe('hello from a build arg');
     const read = await viaRouter(t.server.slipway.routerPort, service.slug, '/read?greeting.txt');
@@ -111,6 +131,41 @@ describe.skipIf(!hasContainerEngine)('containers (Podman)', () => {
       dockerCommand: '',
     });
   }, 240_000);
+
+  it("runs an image's USER as that user, and lets a root image drop to its own user only inside its namespace", async () => {
+    const [withUser, dropping] = await Promise.all([
+      dockerService({ Dockerfile: dockerfile(base, 'USER nobody') }, { healthCheckPath: '/healthz' }),
+      // As nginx's master does: starts as root, then becomes its worker user (setuid, setgid), which needs the
+      // capabilities root keeps in its own namespace.
+      dockerService(
+        { Dockerfile: dockerfile(base) },
+        {
+          healthCheckPath: '/healthz',
+          envSpecificDetails: { dockerCommand: 'su nobody -s /bin/sh -c "exec node server.js"' },
+        },
+      ),
+    ]);
+    for (const { service, deployId } of [withUser, dropping]) {
+      await expectLive(api, owner, service.id, deployId, 180_000);
+      const body = JSON.parse((await viaRouter(t.server.slipway.routerPort, service.slug)).text) as { uid: number };
+      expect(body.uid).toBe(65534);
+      const [, hostBase] = await uidMapOf(service.slug);
+      expect(hostBase).toBeGreaterThanOrEqual(2 ** 31);
+      // On the host, the app is an id of the service's range, not nobody nor root.
+      const owners = readdirSync('/proc')
+        .filter((pid) => /^\d+$/.test(pid))
+        .flatMap((pid) => {
+          try {
+            const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+            const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+            return cmd.includes('server.js') && uid ? [Number(uid)] : [];
+          } catch {
+            return [];
+          }
+        });
+      expect(owners).toContain(hostBase! + 65534);
+    }
+  }, 400_000);
 
   /** What a tenant's prober app (net-prober, in a container) answers to `what` (docs/containers.md, "Isolation"). */
   const probe = (slug: string, what: string, q: Record<string, string | number>) =>
@@ -191,9 +246,9 @@ ${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
     expect(listening.map((l) => parseInt(l.split(':')[1]!, 16))).toEqual([10000]);
   }, 400_000);
 
-  it('holds a container to its plan: processes, /tmp, the seccomp filter, no root', async () => {
+  it("holds a container to its plan: processes, /tmp and its image's volumes, the seccomp filter", async () => {
     const { service, deployId } = await dockerService(
-      { Dockerfile: dockerfile(base) },
+      { Dockerfile: dockerfile(base, 'VOLUME /data') },
       { plan: 'free', healthCheckPath: '/health' },
       'limits-probe',
     );
@@ -208,9 +263,28 @@ ${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
     const fill = await ask('/fill?dir=tmp');
     expect(fill.code).toBe('ENOSPC');
     expect(fill.bytes).toBeLessThanOrEqual(64 * 1024 * 1024);
+    // An image's VOLUME is a tmpfs of the same size, not an anonymous volume on the host's disk.
+    const volume = await ask('/fill?dir=volume');
+    expect(volume.code).toBe('ENOSPC');
+    expect(volume.bytes).toBeLessThanOrEqual(64 * 1024 * 1024);
     const syscalls = await ask('/syscalls');
     expect(syscalls.seccomp).toBe('2');
     expect(syscalls.userns.status).not.toBe(0);
+    // Its root is writable, as on Render, up to its service's container disk (images and roots together).
+    const root = await ask(`/fill?dir=root&max=${1024 * 1024 * 1024}`);
+    expect(root.code).toBe('ENOSPC');
+    expect(root.bytes).toBeLessThan(512 * 1024 * 1024);
+    expect(root.fsBytes).toBeLessThanOrEqual(512 * 1024 * 1024);
+
+    // Deleting the service unmounts its disk and removes its files.
+    const storage = path.join(t.server.dataDir, 'services', service.id, 'containers');
+    expect(readFileSync('/proc/self/mounts', 'utf8')).toContain(` ${storage} `);
+    expect((await api.delete(`/v1/services/${service.id}`, owner)).status).toBe(204);
+    await waitFor(
+      'the service disk unmounted and its files gone',
+      async () =>
+        !readFileSync('/proc/self/mounts', 'utf8').includes(` ${storage} `) && !existsSync(path.dirname(storage)),
+    );
   }, 400_000);
 
   it('deploys an image service from a private registry with a credential, and rolls back to the same digest', async () => {
@@ -308,6 +382,76 @@ ${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
     expect(load.failures).toEqual([]);
     expect(load.served()).toBeGreaterThan(20);
   }, 400_000);
+
+  it('mounts secret files read-only at /etc/secrets in a container and in its pre-deploy run', async () => {
+    const { service, deployId } = await dockerService({ Dockerfile: dockerfile(base) });
+    await expectLive(api, owner, service.id, deployId, 180_000);
+    const group = await api.post(
+      '/v1/env-groups',
+      { name: `files-${service.id}`, envVars: [], serviceIds: [service.id] },
+      owner,
+    );
+    await api.put(`/v1/env-groups/${group.body.id}/secret-files/shared.txt`, { content: 'from the group' }, owner);
+    await api.put(`/v1/services/${service.id}/secret-files/config.json`, { content: '{"db":"s3cret"}' }, owner);
+    // The pre-deploy run fails the deploy unless it reads the file.
+    const preDeployCommand = 'grep -q s3cret /etc/secrets/config.json';
+    expect(
+      (await api.patch(`/v1/services/${service.id}`, { serviceDetails: { preDeployCommand } }, owner)).status,
+    ).toBe(200);
+    const redeploy = await api.post(`/v1/services/${service.id}/deploys`, {}, owner);
+    expect(redeploy.status, redeploy.text).toBe(201);
+    await expectLive(api, owner, service.id, redeploy.body.id, 180_000);
+    const read = async (file: string) =>
+      JSON.parse((await viaRouter(t.server.slipway.routerPort, service.slug, `/read?/etc/secrets/${file}`)).text);
+    expect(await read('config.json')).toEqual({ read: true, content: '{"db":"s3cret"}' });
+    expect(await read('shared.txt')).toEqual({ read: true, content: 'from the group' });
+  }, 400_000);
+
+  it("garbage-collects a discarded deploy's image, keeps the live and the kept ones, and rolls back to a kept one", async () => {
+    // GC keeps the newest `keepArtifacts` deploys, the live one among them: one deploy more discards the first. The
+    // last builds the first's source again, so the cache gives it the first's very image, which must keep running.
+    const keep = t.server.config.keepArtifacts;
+    const files = { Dockerfile: dockerfile(base), VERSION: 'v1' };
+    const first = await dockerService(files, { healthCheckPath: '/healthz' });
+    const { id: serviceId, slug } = first.service;
+    await expectLive(api, owner, serviceId, first.deployId, 180_000);
+    const deployIds = [first.deployId];
+    for (const version of [...Array.from({ length: keep - 1 }, (_, i) => `v${i + 2}`), 'v1']) {
+      const up = await upload(api, owner, serviceId, await packFixture('node-web', { ...files, VERSION: version }));
+      expect(up.status, up.text).toBe(201);
+      await expectLive(api, owner, serviceId, up.body.deployId, 180_000);
+      deployIds.push(up.body.deployId);
+    }
+    const [discarded, ...kept] = deployIds as [string, ...string[]];
+    const { rows } = await t.server.slipway.store.executeSql('select id, toolchain from deploys where id = any($1)', [
+      [discarded, kept.at(-1)],
+    ]);
+    const imageIds = new Set(rows.map((r: { toolchain: { image: { id: string } } }) => r.toolchain.image.id));
+    expect(imageIds.size).toBe(1);
+
+    // The tags in the service's storage, read as Slipway's engine reads it (podman.ts's storage flags).
+    const storage = storageOf(path.join(t.server.dataDir, 'services', serviceId, 'containers'));
+    const tags = () =>
+      execFileSync('podman', [
+        ...['--root', storage.root, '--runroot', storage.runRoot],
+        ...['--storage-driver', 'overlay', '--storage-opt', 'overlay.skip_mount_home=true'],
+        ...['images', '--format', '{{.Repository}}:{{.Tag}}'],
+      ])
+        .toString()
+        .split('\n');
+    const tagOf = (deployId: string) => `localhost/slipway/${serviceId}:${deployId}`;
+    await waitFor("the discarded deploy's image to go", async () => !tags().includes(tagOf(discarded)), 60_000);
+    expect(tags()).toEqual(expect.arrayContaining(kept.map(tagOf)));
+    const served = async () => JSON.parse((await viaRouter(t.server.slipway.routerPort, slug)).text);
+    expect(await served()).toMatchObject({ version: 'v1' });
+
+    const gone = await api.post(`/v1/services/${serviceId}/rollback`, { deployId: discarded }, owner);
+    expect(gone.status, gone.text).toBe(409);
+    const rollback = await api.post(`/v1/services/${serviceId}/rollback`, { deployId: kept[0] }, owner);
+    expect(rollback.status, rollback.text).toBe(201);
+    await expectLive(api, owner, serviceId, rollback.body.id, 120_000);
+    expect(await served()).toMatchObject({ version: 'v2' });
+  }, 600_000);
 });
 
 describe.skipIf(!hasContainerEngine)('containers across a kill -9 of Slipway', () => {

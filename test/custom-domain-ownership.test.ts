@@ -43,7 +43,7 @@ async function servedBy(host: string): Promise<string | undefined> {
   return reply.json().env.SLIPWAY_SERVICE_ID;
 }
 const eventsOf = async (t: Tenant) =>
-  (await api.get(`/v1/services/${t.service.id}/events?limit=50`, t.user)).body.map(
+  (await api.get(`/v1/services/${t.service.id}/events?limit=50&includeSlipwayEvents=true`, t.user)).body.map(
     (e: { event: { type: string; details: { name?: string; reason?: string } } }) => e.event,
   );
 const unique = () => `own-${randomBytes(4).toString('hex')}.com`;

@@ -102,7 +102,7 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
     const redirect = await routed(`www.${apex}`, '/path?q=2');
     expect(redirect.status).toBe(301);
     expect(redirect.headers.location).toBe(`http://${apex}:${server.slipway.routerPort}/path?q=2`);
-    const events = await api.get(`/v1/services/${service.id}/events?limit=50`, owner);
+    const events = await api.get(`/v1/services/${service.id}/events?limit=50&includeSlipwayEvents=true`, owner);
     expect(events.body.map((e: { event: { type: string } }) => e.event.type)).toContain('custom_domain_verified');
 
     // The apex stops pointing here: the background check marks it unverified (not deleted) and routing stops.
@@ -113,7 +113,7 @@ describe.skipIf(!hasChallTestSrv())('custom domains', () => {
     expect(nowhere.verificationStatus).toBe('unverified');
     expect(nowhere.unverifiedReason).toContain(`${apex} does not point here (found A 198.51.100.7)`);
     expect((await routed(apex)).status).toBe(404);
-    const after = await api.get(`/v1/services/${service.id}/events?limit=50`, owner);
+    const after = await api.get(`/v1/services/${service.id}/events?limit=50&includeSlipwayEvents=true`, owner);
     expect(after.body.map((e: { event: { type: string } }) => e.event.type)).toContain('custom_domain_unverified');
 
     // Deleting the apex deletes its twin, and the twin stops routing at once.

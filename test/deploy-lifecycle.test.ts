@@ -128,7 +128,7 @@ describe('the deploy lifecycle', () => {
     const ended = res.body.find((i: any) => i.event.type === 'deploy_ended').event;
     expect(ended).toMatchObject({
       serviceId: service.id,
-      details: { deployId: deploy.id, status: 'live' },
+      details: { deployId: deploy.id, deployStatus: 'succeeded', finalStatus: 'live' },
       id: expect.stringMatching(/^evt-/),
     });
     const only = await t.api.get(`/v1/services/${service.id}/events?type=server_restarted`, owner);

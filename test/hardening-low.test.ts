@@ -234,14 +234,14 @@ describe('a crash of Slipway', () => {
     expect(ofDeploy('build_ended')).toEqual([
       expect.objectContaining({
         details: expect.objectContaining({
-          status: 'failed',
-          reason: expect.stringMatching(/interrupted/),
-          failure: { interrupted: true },
+          buildStatus: 'failed',
+          failureReason: expect.stringMatching(/interrupted/),
+          reason: { failure: { evicted: true, interrupted: true } },
         }),
       }),
     ]);
     expect(ofDeploy('deploy_ended')).toEqual([
-      expect.objectContaining({ details: expect.objectContaining({ status: 'build_failed' }) }),
+      expect.objectContaining({ details: expect.objectContaining({ finalStatus: 'build_failed' }) }),
     ]);
   }, 90_000);
 });

@@ -100,7 +100,7 @@ describe.skipIf(!TEST_DATABASE_URL || !hasPebble())('certificates across Slipway
       30_000,
     );
     expect(serials[0]).toBe(serials[1]);
-    const events = await viaB.get(`/v1/services/${service.id}/events?limit=100`, owner);
+    const events = await viaB.get(`/v1/services/${service.id}/events?limit=100&includeSlipwayEvents=true`, owner);
     const issued = events.body.filter((e: { event: { type: string } }) => e.event.type === 'certificate_issued');
     expect(issued).toHaveLength(1);
   }, 90_000);

@@ -95,7 +95,7 @@ for (const router of ROUTERS)
     });
 
     const eventsOf = async (api: Client, owner: TestUser, serviceId: string) =>
-      (await api.get(`/v1/services/${serviceId}/events?limit=100`, owner)).body.map(
+      (await api.get(`/v1/services/${serviceId}/events?limit=100&includeSlipwayEvents=true`, owner)).body.map(
         (e: { event: { type: string; details: Record<string, unknown> } }) => e.event,
       );
 

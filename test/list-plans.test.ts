@@ -92,6 +92,7 @@ const LISTS: Array<[string, (r: Repos, beforeId?: string) => Promise<unknown>]> 
   ['audit logs', (r, beforeId) => r.audit.list({ workspaceId: W, beforeId, limit: 20 })],
   ['services', (r, beforeId) => r.services.list({ workspaceIds: [W], beforeId, limit: 20 })],
   ['deploys', (r, beforeId) => r.deploys.list({ serviceId: S, beforeId, limit: 20 })],
+  ['one-off jobs', (r, beforeId) => r.jobs.list({ serviceId: S, beforeId, limit: 20 })],
   ['events of a service', (r, beforeId) => r.events.list({ serviceId: S }, { beforeId, limit: 20 })],
   ['api keys', (r, beforeId) => r.apiKeys.list(W, { beforeId, limit: 20 })],
   ['invites', (r, beforeId) => r.invites.listPending(W, new Date(), { beforeId, limit: 20 })],

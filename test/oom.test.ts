@@ -52,13 +52,13 @@ describe.skipIf(cgroups === 'none')('out-of-memory kills', () => {
     const [ended] = await eventsOf(owner, service.id, 'build_ended');
     expect(ended.details).toMatchObject({
       deployId: deploy.id,
-      status: 'failed',
-      failure: { oomKilled: { memoryLimit: '768Mi' } },
+      buildStatus: 'failed',
+      reason: { failure: { evicted: false, oomKilled: { memoryLimit: '768Mi' } } },
     });
     const [deployEnded] = await eventsOf(owner, service.id, 'deploy_ended');
     expect(deployEnded.details).toMatchObject({
-      status: 'build_failed',
-      failure: { oomKilled: { memoryLimit: '768Mi' } },
+      finalStatus: 'build_failed',
+      reason: { failure: { evicted: false, oomKilled: { memoryLimit: '768Mi' } } },
     });
   }, 120_000);
 
@@ -161,6 +161,6 @@ describe.skipIf(cgroups === 'none')('out-of-memory kills', () => {
       },
       30_000,
     );
-    expect(failed.details.reason).toEqual({ earlyExit: true });
+    expect(failed.details.reason).toEqual({ evicted: false, earlyExit: true });
   }, 120_000);
 });

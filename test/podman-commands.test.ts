@@ -6,8 +6,10 @@ const setup: PodmanSetup = {
   podman: '/usr/bin/podman',
   ociRuntime: '/usr/sbin/runc',
   registriesConf: '/x.conf',
+  containersConf: '/containers.conf',
   init: true,
   nofile: 1024,
+  userNamespaces: true,
   nproc: 4096,
 };
 const storage = { root: '/data/services/srv-1/containers', runRoot: '/run/slipway/containers/k' };
@@ -27,7 +29,7 @@ describe('podman command lines', () => {
     expect(cmd.args.join(' ')).not.toContain('hunter2');
     expect(cmd.args).toContain('DATABASE_URL');
     expect(cmd.env?.DATABASE_URL).toBe('postgres://u:hunter2@db/x');
-    expect(cmd.env?.CONTAINERS_CONF).toBeUndefined();
+    expect(cmd.env?.CONTAINERS_CONF).toBe('/containers.conf');
     expect(cmd.env?.CONTAINERS_REGISTRIES_CONF).toBe('/x.conf');
     expect(cmd.args).toContain('CONTAINERS_CONF=/tmp/evil.conf');
   });

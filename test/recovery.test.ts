@@ -47,6 +47,14 @@ describe('crashes', () => {
     }
     const svc = (await t.api.get(`/v1/services/${service.id}`, owner)).body;
     expect(svc.suspenders).toContain('stuck_crashlooping');
+    // Render's event for it: a suspender added by stuck_crashlooping (Slipway's service_crashlooping, read as Render's).
+    const added = await t.api.get(`/v1/services/${service.id}/events?type=suspender_added`, owner);
+    expect(added.body.map((i: any) => i.event)).toEqual([
+      expect.objectContaining({
+        type: 'suspender_added',
+        details: expect.objectContaining({ actor: 'stuck_crashlooping', slipwayType: 'service_crashlooping' }),
+      }),
+    ]);
   }, 120_000);
 });
 

@@ -233,7 +233,26 @@ describe('registry credentials', () => {
       registryCredentialId: docker.id,
     });
     // Another workspace's service naming the id does not hold it (it could never pull with it).
-    await useIn(await service(other, 'squatter'), 'image', { imagePath: 'x/y', registryCredentialId: docker.id });
+    const squatter = await service(other, 'squatter');
+    await useIn(squatter, 'image', { imagePath: 'x/y', registryCredentialId: docker.id });
+
+    // Service bodies name the credential (Render's registryCredential summary), a page's and a service's alike.
+    const credentialOf = async (as: TestUser, id: string) =>
+      (await t.api.get(`/v1/services/${id}`, as)).body.registryCredential;
+    const listed = async () =>
+      new Map<string, unknown>(
+        (await t.api.get('/v1/services', owner)).body.map((e: any) => [e.service.id, e.service.registryCredential]),
+      );
+    expect(await credentialOf(owner, puller)).toEqual({ id: image.id, name: image.name });
+    expect(await credentialOf(owner, builder)).toEqual({ id: docker.id, name: docker.name });
+    expect(await listed()).toEqual(
+      new Map([
+        [puller, { id: image.id, name: image.name }],
+        [builder, { id: docker.id, name: docker.name }],
+      ]),
+    );
+    // Never another workspace's credential's name.
+    expect(await credentialOf(other, squatter)).toEqual({ id: docker.id, name: docker.id });
 
     for (const [cred, user] of [
       [image, 'puller'],
@@ -254,6 +273,9 @@ describe('registry credentials', () => {
         )
       ).status,
     ).toBe(200);
+    // The rename shows at once, in the list too (its rows, which the read cache keeps, did not change).
+    expect(await credentialOf(owner, puller)).toEqual({ id: image.id, name: 'rotated' });
+    expect((await listed()).get(puller)).toEqual({ id: image.id, name: 'rotated' });
 
     await useIn(puller, 'image', { imagePath: 'ghcr.io/acme/app:1' });
     await useIn(builder, 'docker', null);

@@ -42,9 +42,9 @@ describe("Render's apps, unchanged", () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     const res = await viaRouter(t.server.slipway.routerPort, service.slug, '/');
     expect(res.text).toBe('Hello World!');
-    const events = (await t.api.get(`/v1/services/${service.id}/events?limit=50`, owner)).body.map(
-      (e: { event: { type: string; details: unknown } }) => e.event,
-    );
+    const events = (
+      await t.api.get(`/v1/services/${service.id}/events?limit=50&includeSlipwayEvents=true`, owner)
+    ).body.map((e: { event: { type: string; details: unknown } }) => e.event);
     expect(events.find((e: { type: string }) => e.type === 'port_detected')?.details).toMatchObject({
       port: 3000,
       expected: 10000,

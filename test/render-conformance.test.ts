@@ -23,7 +23,7 @@ import { deployFixture } from './helpers/apps.js';
 const renderDoc = loadRenderReference();
 
 // Render's auditLog `event` enum has no names for creating or deleting an API key or for
-// revoking a team invite, nor for Slipway's own webhook routes (test ping, secret rotation), so Slipway emits its own
+// revoking a team invite, nor for Slipway's own webhook routes (test ping, secret rotation) or notification settings, so Slipway emits its own
 // names for those actions. Only those names are added, and only for the audit-log check; everything else is Render's.
 const SLIPWAY_EVENTS = [
   'CreateApiKeyEvent',
@@ -31,6 +31,8 @@ const SLIPWAY_EVENTS = [
   'RevokeTeamInviteEvent',
   'TestWebhookEvent',
   'RotateWebhookSecretEvent',
+  'UpdateNotificationSettingsEvent',
+  'UpdateNotificationOverrideEvent',
 ];
 const SLIPWAY_WEBHOOK_EVENT_TYPES = WEBHOOK_EVENT_TYPES.filter(
   (t) => !(RENDER_WEBHOOK_EVENT_TYPES as readonly string[]).includes(t),
@@ -305,6 +307,25 @@ describe("conformance with Render's public API schemas", () => {
       expect(violations(renderBody('put', '/services/{serviceId}/routes'), replaced.body)).toEqual([]);
     });
 
+    it("every /v1/metrics/* operation answers Render's body", async () => {
+      const q = `resource=${deployed.service.id}`;
+      // Every /metrics/* operation Render's document has, so one it adds and Slipway lacks fails here.
+      const names = Object.keys(renderDoc.paths)
+        .filter((p) => p.startsWith('/metrics/'))
+        .map((p) => p.slice('/metrics/'.length));
+      expect(names.length).toBeGreaterThanOrEqual(20);
+      for (const name of names) {
+        const res = await api.get(`/v1/metrics/${name}?${q}`, viewer);
+        expect(res.status, `${name}: ${res.text}`).toBe(200);
+        // Every series operation's 200 is a $ref to /metrics/cpu's; the filters and bandwidth-sources have their own.
+        const own = name.startsWith('filters/') || name === 'bandwidth-sources';
+        const schema = renderBody('get', own ? `/metrics/${name}` : '/metrics/cpu');
+        expect(violations(schema, res.body), name).toEqual([]);
+      }
+      // Limits are series whatever the traffic: the check above saw values, not only an empty list.
+      expect((await api.get(`/v1/metrics/memory-limit?${q}`, viewer)).body[0].values.length).toBeGreaterThan(0);
+    });
+
     it("deploys, env vars and events are Render's", async () => {
       const { service, deploy } = deployed;
       expect(
@@ -334,6 +355,27 @@ describe("conformance with Render's public API schemas", () => {
         expect(Object.keys(item).sort()).toEqual(['cursor', 'event']);
         expect(Object.keys(item.event).sort()).toEqual(['details', 'id', 'serviceId', 'timestamp', 'type']);
       }
+    });
+
+    it("one-off jobs are Render's job and jobWithCursor (create 201, get, list, cancel), and end in job_run_ended", async () => {
+      const base = `/v1/services/${deployed.service.id}/jobs`;
+      const created = await api.post(base, { startCommand: 'echo hi' }, owner);
+      expect(created.status, created.text).toBe(201);
+      expect(violations(renderBody('post', '/services/{serviceId}/jobs', '201'), created.body)).toEqual([]);
+      const sleeper = await api.post(base, { startCommand: 'sleep 30', planId: 'plan-srv-008' }, owner);
+      const canceled = await api.post(`${base}/${sleeper.body.id}/cancel`, undefined, owner);
+      expect(canceled.status, canceled.text).toBe(200);
+      expect(violations(renderBody('post', '/services/{serviceId}/jobs/{jobId}/cancel'), canceled.body)).toEqual([]);
+      const one = await api.get(`${base}/${created.body.id}`, owner);
+      expect(violations(renderBody('get', '/services/{serviceId}/jobs/{jobId}'), one.body)).toEqual([]);
+      const list = await api.get(base, owner);
+      expect(list.body).toHaveLength(2);
+      expect(violations(renderBody('get', '/services/{serviceId}/jobs'), list.body)).toEqual([]);
+      const ends = await api.get(`/v1/services/${deployed.service.id}/events?type=job_run_ended`, owner);
+      // The canceled job's end at least (the echo's may not have come yet).
+      expect(new Set(ends.body.map((i: { event: { type: string } }) => i.event.type))).toEqual(
+        new Set(['job_run_ended']),
+      );
     });
 
     it("env groups are Render's envGroup and envGroupMeta", async () => {
@@ -374,6 +416,40 @@ describe("conformance with Render's public API schemas", () => {
       expect((await api.delete(url, owner)).status).toBe(204);
     });
 
+    it("log streams are Render's owner setting and resource override, and log label values Render's list", async () => {
+      const ownerPath = '/logs/streams/owner/{ownerId}';
+      const url = `/v1/logs/streams/owner/${owner.workspaceId}`;
+      // Render's PUT answers the GET's body (its response is a $ref to it).
+      const put = await api.put(
+        url,
+        { endpoint: 'logs.example.com:6514', token: 'conformance', preview: 'send' },
+        owner,
+      );
+      expect(put.status, put.text).toBe(200);
+      expect(violations(renderBody('get', ownerPath), put.body)).toEqual([]);
+      expect(violations(renderBody('get', ownerPath), (await api.get(url, owner)).body)).toEqual([]);
+      expect(Object.keys(put.body).sort()).toEqual(['endpoint', 'ownerId', 'preview']); // never the token
+      const resourcePath = '/logs/streams/resource/{resourceId}';
+      const resourceUrl = `/v1/logs/streams/resource/${deployed.service.id}`;
+      for (const body of [{ setting: 'send', endpoint: 'other.example.com:6514', token: 't' }, { setting: 'drop' }]) {
+        const override = await api.put(resourceUrl, body, owner);
+        expect(override.status, override.text).toBe(200);
+        expect(violations(renderBody('get', resourcePath), override.body)).toEqual([]);
+        expect(violations(renderBody('get', resourcePath), (await api.get(resourceUrl, owner)).body)).toEqual([]);
+      }
+      const list = await api.get(`/v1/logs/streams/resource?ownerId=${owner.workspaceId}`, owner);
+      expect(list.body).toHaveLength(1);
+      expect(violations(renderBody('get', '/logs/streams/resource'), list.body)).toEqual([]);
+      const values = await api.get(`/v1/logs/values?ownerId=${owner.workspaceId}&label=type`, owner);
+      expect(values.status, values.text).toBe(200);
+      const valuesSchema = validator(
+        'render#/components/responses/LogsValues200Response/content/application~1json/schema',
+      );
+      expect(violations(valuesSchema, values.body)).toEqual([]);
+      expect((await api.delete(resourceUrl, owner)).status).toBe(204);
+      expect((await api.delete(url, owner)).status).toBe(204);
+    });
+
     it("webhooks are Render's webhook, webhookWithCursor and webhookEventWithCursor", async () => {
       // Disabled: nothing is sent to the example address.
       const body = { ownerId: owner.workspaceId, name: 'conformance', url: 'https://example.com/hook', enabled: false };
@@ -409,6 +485,34 @@ describe("conformance with Render's public API schemas", () => {
         .eventType.enum as string[];
       expect([...RENDER_WEBHOOK_EVENT_TYPES]).toEqual(renderTypes);
       expect((await api.delete(`/v1/webhooks/${id}`, owner)).status).toBe(204);
+    });
+
+    it("notification settings and overrides are Render's (owner settings, override, notificationOverrideWithCursor)", async () => {
+      const owned = `/v1/notification-settings/owners/${owner.workspaceId}`;
+      const got = await api.get(owned, owner);
+      expect(violations(renderBody('get', '/notification-settings/owners/{ownerId}'), got.body)).toEqual([]);
+      const patched = await api.patch(owned, { notificationsToSend: 'all', emailEnabled: false }, owner);
+      expect(violations(renderBody('patch', '/notification-settings/owners/{ownerId}'), patched.body)).toEqual([]);
+      const one = `/v1/notification-settings/overrides/services/${deployed.service.id}`;
+      expect(
+        violations(
+          renderBody('get', '/notification-settings/overrides/services/{serviceId}'),
+          (await api.get(one, owner)).body,
+        ),
+      ).toEqual([]);
+      const override = await api.patch(
+        one,
+        { notificationsToSend: 'none', previewNotificationsEnabled: 'true' },
+        owner,
+      );
+      expect(
+        violations(renderBody('patch', '/notification-settings/overrides/services/{serviceId}'), override.body),
+      ).toEqual([]);
+      const list = await api.get(`/v1/notification-settings/overrides?serviceId=${deployed.service.id}`, owner);
+      expect(list.body).toHaveLength(1);
+      expect(violations(renderBody('get', '/notification-settings/overrides'), list.body)).toEqual([]);
+      await api.patch(owned, { notificationsToSend: 'failure', emailEnabled: true }, owner);
+      await api.patch(one, { notificationsToSend: 'default', previewNotificationsEnabled: 'default' }, owner);
     });
 
     it("projects and environments are Render's project, environment and their envelopes", async () => {

@@ -132,7 +132,7 @@ describe('services', () => {
     const id = created.body.service.id;
     const before = (await t.api.get(`/v1/services/${id}`, owner)).body;
     for (const [body, field] of [
-      [{ serviceDetails: { maintenanceMode: { enabled: true, uri: '' } } }, 'serviceDetails.maintenanceMode'],
+      [{ serviceDetails: { maintenanceMode: { enabled: true, page: '' } } }, 'serviceDetails.maintenanceMode.page'],
       [{ serviceDetails: { autoscaling: { enabled: true, min: 1, max: 3 } } }, 'serviceDetails.autoscaling'],
       [
         { name: 'renamed', serviceDetails: { plan: 'starter', autoscaling: { enabled: true } } },

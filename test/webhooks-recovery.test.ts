@@ -22,7 +22,9 @@ describe('webhooks: kill -9', () => {
     try {
       const a = await start();
       const owner = await signUp(a.api);
-      const hook = (await a.api.post('/v1/webhooks', { name: 'durable', url: r.url }, owner)).body;
+      const hook = (
+        await a.api.post('/v1/webhooks', { name: 'durable', url: r.url, eventFilter: ['service_created'] }, owner)
+      ).body;
       // Two events: one in flight when the process dies, one likely still waiting in the outbox.
       const ping = await a.api.post(`/v1/webhooks/${hook.id}/test`, undefined, owner);
       expect(ping.status).toBe(202);

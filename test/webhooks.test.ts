@@ -118,11 +118,14 @@ describe('webhooks: deliveries', () => {
     const owner = await signUp(t.api);
     const all = await receiver();
     const suspendedOnly = await receiver();
-    const hook = await createHook(owner, all.url);
+    // Slipway's own types (service_created) go to the webhooks that name them; one without a filter gets Render's only.
+    const hook = await createHook(owner, all.url, { eventFilter: ['service_created', 'service_suspended'] });
     await createHook(owner, suspendedOnly.url, { eventFilter: ['service_suspended'] });
+    const renderOnly = await receiver();
+    await createHook(owner, renderOnly.url);
     const other = await signUp(t.api);
     const otherReceiver = await receiver();
-    await createHook(other, otherReceiver.url);
+    await createHook(other, otherReceiver.url, { eventFilter: ['service_created'] });
 
     const service = await createService(owner, 'hooked');
     await createService(other, 'not-yours');
@@ -130,6 +133,8 @@ describe('webhooks: deliveries', () => {
     await waitFor('the events', async () => all.ofType('service_suspended').length === 1);
     await waitFor('the filtered event', async () => suspendedOnly.received.length === 1);
     await waitFor("the other workspace's event", async () => otherReceiver.received.length === 1);
+    await waitFor('the unfiltered webhook', async () => renderOnly.received.length === 1);
+    expect(renderOnly.received.map((r) => r.json.type)).toEqual(['service_suspended']);
 
     const created = all.ofType('service_created')[0]!;
     expect(created.json).toEqual({

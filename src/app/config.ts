@@ -4,6 +4,7 @@ import { DEFAULT_TIMEOUT_SECONDS as TIMEOUTS } from '../lib/http-timeouts.js';
 import { ipv4Range, overlaps } from '../lib/ip-ranges.js';
 import { githubApp, httpsSettings, oauthSettings } from './config-integrations.js';
 import { buildSettings } from './config-builds.js';
+import { notificationSettings } from './config-notifications.js';
 import { DEFAULT_NETWORK_CIDR, type Config } from '../model/settings.js';
 
 // The shapes live in model/settings.ts (the layers below read them); this file reads them from the environment.
@@ -155,6 +156,14 @@ export function loadConfig(env: Env = process.env): Config {
       pollMs: Math.max(10, int(env, 'SLIPWAY_WEBHOOK_POLL_MS', 250)),
       perWorkspace: Math.max(1, int(env, 'SLIPWAY_WEBHOOKS_PER_WORKSPACE', 25)),
     },
+    notifications: notificationSettings(env),
+    logStreams: {
+      allowPrivate: env.SLIPWAY_LOG_STREAM_ALLOW_PRIVATE === '1' || env.SLIPWAY_LOG_STREAM_ALLOW_PRIVATE === 'true',
+      caFile: env.SLIPWAY_LOG_STREAM_CA_FILE ? path.resolve(env.SLIPWAY_LOG_STREAM_CA_FILE) : undefined,
+      connectTimeoutMs: Math.max(100, int(env, 'SLIPWAY_LOG_STREAM_CONNECT_TIMEOUT_MS', 10_000)),
+      writeTimeoutMs: Math.max(100, int(env, 'SLIPWAY_LOG_STREAM_WRITE_TIMEOUT_MS', 30_000)),
+      backoffMinMs: Math.max(10, int(env, 'SLIPWAY_LOG_STREAM_BACKOFF_MS', 1000)),
+    },
     network: oneOf(env, 'SLIPWAY_NETWORK', ['auto', 'namespaces', 'shared'] as const, 'auto'),
     router: {
       kind: oneOf(env, 'SLIPWAY_ROUTER', ['auto', 'node', 'nginx'] as const, 'auto'),
@@ -170,6 +179,7 @@ export function loadConfig(env: Env = process.env): Config {
     networkCidr: env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR,
     egressAllow: egressAllow(env.SLIPWAY_EGRESS_ALLOW, env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR),
     containers: oneOf(env, 'SLIPWAY_CONTAINERS', ['auto', 'off'] as const, 'auto'),
+    containerDiskMb: optionalPositive(env, 'SLIPWAY_CONTAINER_DISK_MB', 16_777_216), // 16 TiB: ext4's limit
     insecureRegistries: (env.SLIPWAY_CONTAINER_INSECURE_REGISTRIES ?? '')
       .split(',')
       .map((entry) => entry.trim())
@@ -197,6 +207,13 @@ export function loadConfig(env: Env = process.env): Config {
     requestLogRateLines: Math.max(1, int(env, 'SLIPWAY_REQUEST_LOG_RATE_LINES', 200)),
     requestLogBurstLines: Math.max(1, int(env, 'SLIPWAY_REQUEST_LOG_BURST_LINES', 2000)),
     metricsIntervalMs: secondsAsMs(env, 'SLIPWAY_METRICS_INTERVAL', 10),
+    /** Autoscaling (docs/deploys.md, "Scaling"): how often it looks, and the waits after a change before the next. */
+    autoscale: {
+      intervalMs: secondsAsMs(env, 'SLIPWAY_AUTOSCALE_INTERVAL', 30),
+      upCooldownMs: secondsAsMs(env, 'SLIPWAY_AUTOSCALE_UP_COOLDOWN', 60),
+      downCooldownMs: secondsAsMs(env, 'SLIPWAY_AUTOSCALE_DOWN_COOLDOWN', 300),
+      warmupMs: secondsAsMs(env, 'SLIPWAY_AUTOSCALE_WARMUP', 30),
+    },
     usageIntervalMs: secondsAsMs(env, 'SLIPWAY_USAGE_INTERVAL_SECONDS', 60),
     priceCatalogPath: env.SLIPWAY_PRICE_CATALOG || undefined,
     stripe: {

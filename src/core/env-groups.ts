@@ -4,6 +4,7 @@ import type { SecretBox } from '../lib/secret-box.js';
 import { isUniqueViolation } from '../store/db.js';
 import type { EnvGroupQuery, EnvGroupRepo, EnvGroupRow } from '../store/repos/env-groups.js';
 import type { Repos, Transact } from '../store/repos/index.js';
+import type { SecretFile, SecretFiles } from './secret-files.js';
 import type { EnvLayer } from './service-state/env.js';
 import { createEnvVars, type EnvVarInput, type EnvVars, type RefPort } from './services/env-vars.js';
 import { MASKED_VALUE } from './services/env-view.js';
@@ -15,6 +16,7 @@ export interface EnvGroupMetaView {
 }
 export interface EnvGroupView extends EnvGroupMetaView {
   envVars: Awaited<ReturnType<EnvVars['list']>>;
+  secretFiles: SecretFile[];
 }
 
 /**
@@ -28,8 +30,10 @@ export function createEnvGroups(deps: {
   refs: RefPort;
   /** 404 unless the environment is in the workspace (core/projects.ts). */
   assertEnvironment: (workspaceId: string, environmentId: string) => Promise<void>;
+  /** The groups' secret files (core/secret-files.ts): shown and masked as their variables are. */
+  files: SecretFiles['group'];
 }) {
-  const { repos, transact, box, refs } = deps;
+  const { repos, transact, box, refs, files } = deps;
   const groupVars = createEnvVars({ repo: repos.envGroupVars, box, refs });
   const serviceVars = createEnvVars({ repo: repos.envVars, box, refs });
 
@@ -57,6 +61,7 @@ export function createEnvGroups(deps: {
   /** `reveal` false: the values masked, the keys and references shown (principal.ts readsSecrets). */
   const masked = <T extends { value: string }>(v: T, reveal: boolean): T =>
     reveal ? v : { ...v, value: MASKED_VALUE };
+  const maskedFile = (f: SecretFile, reveal: boolean): SecretFile => (reveal ? f : { ...f, content: MASKED_VALUE });
   /** The group with its linked services, in link order (Render's envGroupMeta, unserialized). */
   const metaView = async (group: EnvGroupRow): Promise<EnvGroupMetaView> => ({
     group,
@@ -91,6 +96,10 @@ export function createEnvGroups(deps: {
     replaceVars: (group: EnvGroupRow, inputs: EnvVarInput[]) => changed(group, () => groupVars.replace(group, inputs)),
     putVar: (group: EnvGroupRow, input: EnvVarInput) => changed(group, () => groupVars.put(group, input)),
     deleteVar: (group: EnvGroupRow, key: string) => changed(group, () => groupVars.delete(group.id, key)),
+    getFile: async (group: EnvGroupRow, name: string, reveal: boolean) =>
+      maskedFile(await files.get(group.id, name), reveal),
+    putFile: (group: EnvGroupRow, file: SecretFile) => changed(group, () => files.put(group.id, file)),
+    deleteFile: (group: EnvGroupRow, name: string) => changed(group, () => files.delete(group.id, name)),
     link: (group: EnvGroupRow, serviceId: string) =>
       changed(group, async () => repos.envGroups.link(group.id, (await serviceIn(group.workspaceId, serviceId)).id)),
     unlink: (group: EnvGroupRow, serviceId: string) =>
@@ -102,6 +111,7 @@ export function createEnvGroups(deps: {
     view: async (group: EnvGroupRow, reveal: boolean): Promise<EnvGroupView> => ({
       ...(await metaView(group)),
       envVars: (await groupVars.list(group.id)).map((v) => masked(v, reveal)),
+      secretFiles: (await files.list(group.id)).map((f) => maskedFile(f, reveal)),
     }),
     /** A service's variables below the platform's: its groups in link order, then its own. */
     async layersOf(serviceId: string): Promise<EnvLayer[]> {

@@ -2,13 +2,27 @@ import { notFound } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
 import type { ServiceEvent } from '../model/events.js';
 import type { EventRepo, EventRow } from '../store/repos/events.js';
+import { notificationLevel, QUIET_AFTER_MS } from './notifications/messages.js';
+import { storedTypes } from './render-events.js';
 import { webhookEventType, webhookPayload } from './webhooks/event-types.js';
+import { RENDER_WEBHOOK_EVENT_TYPES } from '../model/enums.js';
+
+const RENDER_TYPES = new Set<string>(RENDER_WEBHOOK_EVENT_TYPES);
 
 /** What events are listed about, and the list's filters and page. */
 export type EventsAbout = { serviceId: string } | { datastoreId: string };
-export type EventQuery = Parameters<EventRepo['list']>[1];
+/** The list's filters and page; a service's list reads Render's types unless `includeSlipwayEvents` (core/render-events.ts). */
+export type EventQuery = Parameters<EventRepo['list']>[1] & { includeSlipwayEvents?: boolean };
 
-export function createEvents(repo: Pick<EventRepo, 'insert' | 'list' | 'get'>, onRecorded?: () => void) {
+/**
+ * `onRecorded` wakes the outboxes' dispatchers (webhooks', notifications'); `emailConfigured`: SMTP is set, so email
+ * notifications are queued (docs/notifications.md).
+ */
+export function createEvents(
+  repo: Pick<EventRepo, 'insert' | 'list' | 'get'>,
+  onRecorded?: () => void,
+  options: { emailConfigured?: boolean } = {},
+) {
   /**
    * Deliveries queued inside transactions whose poke() has not come yet. Most events queue none (their workspace has no
    * webhook): those wake nobody, which spares the dispatcher a claim query per event.
@@ -16,7 +30,8 @@ export function createEvents(repo: Pick<EventRepo, 'insert' | 'list' | 'get'>, o
   let owed = 0;
   return {
     /** A service's (or a datastore's) events, newest first. */
-    list: (about: EventsAbout, q: EventQuery): Promise<EventRow[]> => repo.list(about, q),
+    list: (about: EventsAbout, { includeSlipwayEvents, ...q }: EventQuery): Promise<EventRow[]> =>
+      repo.list(about, 'serviceId' in about ? { ...q, types: storedTypes(q.types, includeSlipwayEvents) } : q),
     /** One event (Render's GET /events/:id) with what it is about; the caller checks its workspace. */
     async get(id: string): Promise<{ row: EventRow; about: EventsAbout }> {
       const row = await repo.get(id);
@@ -37,6 +52,7 @@ export function createEvents(repo: Pick<EventRepo, 'insert' | 'list' | 'get'>, o
       const id = newId('event');
       const createdAt = new Date();
       const type = webhookEventType(e);
+      const level = notificationLevel(e);
       const queued = await tx.insert(
         {
           id,
@@ -48,7 +64,14 @@ export function createEvents(repo: Pick<EventRepo, 'insert' | 'list' | 'get'>, o
           details: e.details ?? {},
           createdAt,
         },
-        { eventType: type, payload: JSON.stringify(webhookPayload(id, type, createdAt, e)) },
+        {
+          eventType: type,
+          payload: JSON.stringify(webhookPayload(id, type, createdAt, e)),
+          slipwayOnly: !RENDER_TYPES.has(type),
+          notify: level
+            ? { level, email: options.emailConfigured ?? false, quietMs: QUIET_AFTER_MS[e.type] }
+            : undefined,
+        },
       );
       if (queued === 0) return;
       if (tx === repo) onRecorded?.();

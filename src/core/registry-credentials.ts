@@ -2,9 +2,11 @@ import { conflict, notFound } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import type { RegistryCredentialRegistry } from '../model/enums.js';
+import { registryCredentialIdOf } from '../model/services.js';
 import { isUniqueViolation } from '../store/db.js';
 import type { Repos } from '../store/repos/index.js';
 import type { RegistryCredentialQuery, RegistryCredentialRow } from '../store/repos/registry-credentials.js';
+import type { ServiceRow } from '../store/repos/services.js';
 
 /** A credential as the API may show it: everything but the token, which is never read back once written. */
 export type RegistryCredential = Omit<RegistryCredentialRow, 'sealedToken'>;
@@ -33,6 +35,9 @@ export const REGISTRY_HOSTS: Record<RegistryCredentialRegistry, string> = {
   GOOGLE_ARTIFACT: '',
   AWS_ECR: '',
 };
+
+/** A service as far as its credential goes. */
+type CredentialUser = Pick<ServiceRow, 'workspaceId' | 'details'>;
 
 /** The row without its sealed token: nothing above core sees even the ciphertext. */
 const shown = ({ sealedToken: _sealed, ...credential }: RegistryCredentialRow): RegistryCredential => credential;
@@ -91,6 +96,20 @@ export function createRegistryCredentials(deps: {
             'point those services at another credential first',
         );
       await repo.delete(credential.id);
+    },
+    /**
+     * Render's `registryCredential.name` for each of `services`, read in one query for a whole page; undefined (and
+     * no query) when none names a credential. The lookup answers only a credential of the service's own workspace:
+     * a service may name another's id (its deploys then fail), and must not learn that credential's name.
+     */
+    async namesFor(services: readonly CredentialUser[]) {
+      const ids = new Set(services.map((s) => registryCredentialIdOf(s.details)).filter((id) => id !== undefined));
+      if (!ids.size) return undefined;
+      const byId = new Map((await repo.namesOf([...ids])).map((row) => [row.id, row]));
+      return (service: CredentialUser): string | undefined => {
+        const found = byId.get(registryCredentialIdOf(service.details) ?? '');
+        return found?.workspaceId === service.workspaceId ? found.name : undefined;
+      };
     },
     /**
      * The credential `id` of `workspaceId`, its token opened, for the deploy engine to sign in to the registry with;

@@ -72,11 +72,17 @@ export function createTeam(deps: TeamDeps) {
       return row;
     },
 
-    changeRole(workspaceId: string, actorRole: Role, userId: string, role: Role) {
+    /**
+     * `role`, or the role to give as a function of the member's current one (read under the lock): Render's `ADMIN`
+     * is Slipway's owner or admin, so an owner sent `ADMIN` stays one.
+     */
+    changeRole(workspaceId: string, actorRole: Role, userId: string, to: Role | ((current: Role) => Role)) {
+      let role: Role;
       return changeMember(
         workspaceId,
         userId,
         async (current, owners) => {
+          role = typeof to === 'function' ? to(current) : to;
           checkGrant(actorRole, role);
           checkGrant(actorRole, current);
           if (current === 'owner' && role !== 'owner' && (await owners()) <= 1)

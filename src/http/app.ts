@@ -20,9 +20,11 @@ import { registerRoutes } from './route.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditLogRoutes } from './routes/audit-logs.js';
 import { datastoreRoutes } from './routes/datastores.js';
+import { postgresAccessRoutes } from './routes/postgres-access.js';
 import { deployRoutes } from './routes/deploys.js';
 import { envGroupRoutes } from './routes/env-groups.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { notificationRoutes } from './routes/notifications.js';
 import { blueprintManagementRoutes } from './routes/blueprint-management.js';
 import { blueprintRoutes } from './routes/blueprints.js';
 import { deployHookRoutes } from './routes/deploy-hooks.js';
@@ -32,15 +34,21 @@ import { siteRuleRoutes } from './routes/site-rules.js';
 import { oauthRoutes } from './routes/oauth.js';
 import { billingRoutes } from './routes/billing.js';
 import { envVarRoutes } from './routes/env-vars.js';
+import { secretFileRoutes } from './routes/secret-files.js';
+import { jobRoutes } from './routes/jobs.js';
+import { scalingRoutes } from './routes/scaling.js';
+import { cronRunRoutes } from './routes/cron-runs.js';
 import { eventRoutes } from './routes/events.js';
 import { authRoutes } from './routes/auth.js';
 import { healthRoutes } from './routes/health.js';
 import { logRoutes } from './routes/logs.js';
 import websocket from '@fastify/websocket';
 import { metricRoutes } from './routes/metrics.js';
+import { metricFamilyRoutes } from './routes/metrics-family.js';
 import { registerPrometheus } from './routes/prometheus.js';
 import { projectRoutes } from './routes/projects.js';
 import { registryCredentialRoutes } from './routes/registry-credentials.js';
+import { logStreamRoutes } from './routes/log-streams.js';
 import { serviceRoutes } from './routes/services.js';
 import { registerUploadParsers, sourceUploadRoutes } from './routes/source-upload.js';
 import { teamRoutes } from './routes/team.js';
@@ -146,10 +154,16 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...serviceRoutes(deps),
     ...deployRoutes(deps),
     ...envVarRoutes(deps),
+    ...secretFileRoutes(deps),
+    ...jobRoutes(deps),
+    ...scalingRoutes(deps),
+    ...cronRunRoutes(deps),
     ...eventRoutes(deps),
     ...envGroupRoutes(deps),
     ...registryCredentialRoutes(deps),
+    ...logStreamRoutes(deps),
     ...webhookRoutes(deps),
+    ...notificationRoutes(deps),
     ...blueprintManagementRoutes(deps),
     ...blueprintRoutes(deps),
     ...deployHookRoutes(deps),
@@ -160,9 +174,11 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...billingRoutes(deps),
     ...projectRoutes(deps),
     ...datastoreRoutes(deps),
+    ...postgresAccessRoutes(deps),
     ...sourceUploadRoutes(deps),
     ...logRoutes(deps),
     ...metricRoutes(deps),
+    ...metricFamilyRoutes(deps),
     ...usageRoutes(deps),
   ]);
   return app;

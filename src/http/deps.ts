@@ -11,14 +11,20 @@ import type { DeployEngine } from '../core/deploys/engine.js';
 import type { AppUrls } from '../core/service-state/env.js';
 import type { Deploys } from '../core/deploys/deploys.js';
 import type { DeployHooks } from '../core/deploys/deploy-hooks.js';
+import type { SecretFiles } from '../core/secret-files.js';
+import type { OneOffJobs } from '../core/one-off-jobs.js';
 import type { EnvVars } from '../core/services/env-vars.js';
 import type { EnvView } from '../core/services/env-view.js';
+import type { PostgresCredentials } from '../core/datastores/credentials.js';
 import type { Datastores } from '../core/datastores/datastores.js';
+import type { PostgresExports } from '../core/datastores/exports.js';
 import type { EnvGroups } from '../core/env-groups.js';
 import type { Events } from '../core/events.js';
 import type { IdempotencyStore } from '../core/idempotency.js';
 import type { Projects } from '../core/projects.js';
 import type { RegistryCredentials } from '../core/registry-credentials.js';
+import type { LogStreamSettings } from '../core/log-streams/settings.js';
+import type { NotificationSettingsApi } from '../core/notifications/settings.js';
 import type { Webhooks } from '../core/webhooks/webhooks.js';
 import type { Workspaces } from '../core/workspaces.js';
 import type { Services } from '../core/services/services.js';
@@ -26,7 +32,7 @@ import type { Config } from '../model/settings.js';
 import type { RuntimeCapabilities } from '../runtime/types.js';
 import type { Guard } from './guard.js';
 import type { Logs } from '../observability/logs/index.js';
-import type { MetricQueries } from '../observability/metrics/series.js';
+import type { MetricsApi } from '../observability/metrics/index.js';
 import type { UsageReports } from '../observability/usage/report.js';
 import type { Billing } from '../core/billing/billing.js';
 import type { Blueprints } from '../core/blueprints/blueprints.js';
@@ -54,13 +60,22 @@ export interface HttpDeps {
   envVars: EnvVars;
   envView: EnvView;
   envGroups: EnvGroups;
+  /** Render's secret files: a service's own (and, through envGroups, its groups'). */
+  secretFiles: SecretFiles;
   /** Render's registry credentials (tokens sealed, never returned). */
   registryCredentials: RegistryCredentials;
+  logStreams: LogStreamSettings;
   webhooks: Webhooks;
+  notifications: NotificationSettingsApi;
   projects: Projects;
   datastores: Datastores;
+  /** Render's `/postgres/:id/export` and `/credentials`. */
+  postgresExports: PostgresExports;
+  postgresCredentials: PostgresCredentials;
   engine: DeployEngine;
   deploys: Deploys;
+  /** Render's one-off jobs (the engine runs their processes). */
+  jobs: OneOffJobs;
   /** Render's deploy hooks (POST /deploy/:serviceId?key=…). */
   deployHooks: DeployHooks;
   urls: AppUrls;
@@ -75,7 +90,7 @@ export interface HttpDeps {
     disk(): Promise<DiskStatus>;
   };
   logs: Logs;
-  metrics: MetricQueries;
+  metrics: MetricsApi;
   /** GET /metrics (Prometheus text). */
   prometheus: { contentType: string; metrics(): Promise<string> };
   /** GET /v1/usage. */

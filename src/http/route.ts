@@ -77,6 +77,8 @@ export interface RouteSpec<S extends FastifySchema = FastifySchema> {
    */
   formFile?: boolean;
   schema: S;
+  /** Marked `deprecated: true` in the OpenAPI document (Render's deprecated aliases, such as `/v1/redis`). */
+  deprecated?: boolean;
   /**
    * Runs before the body is read: what can be refused from the headers is refused without buffering it (GitHub's
    * webhook, whose 25 MB bodies are unverified until read).
@@ -131,6 +133,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
         operationId: `${spec.method.toLowerCase()}${spec.url.replace(/[^a-zA-Z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`,
         response: { ...errorResponses(spec), ...(schema.response as object) },
         ...(spec.access === 'public' ? { security: [] } : {}),
+        ...(spec.deprecated ? { deprecated: true } : {}),
         'x-slipway-access': spec.access,
       },
       ...(spec.beforeBody ? { onRequest: [spec.beforeBody] } : {}),
@@ -159,7 +162,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[]) {
 
 /**
  * A PATCH body, every object in it closed to fields it does not declare: a PATCH never drops a field silently (a Render
- * client sending `maintenanceMode` would believe the setting took); it applies the field or answers 400 naming it.
+ * client sending `autoscaling` would believe the setting took); it applies the field or answers 400 naming it.
  */
 function closed(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(closed);

@@ -1,8 +1,7 @@
-import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { isPublicAddress, literalAddress } from '../lib/ip-ranges.js';
+import { guardedLookup, Refused } from './guarded-lookup.js';
 
 /** One POST of a webhook delivery and what came back; `error` when there was no HTTP answer. */
 export interface SendRequest {
@@ -27,25 +26,6 @@ export interface SenderOptions {
   maxResponseBytes: number;
   /** SLIPWAY_WEBHOOK_ALLOW_PRIVATE: reach loopback and private addresses too (internal receivers, tests). */
   allowPrivate: boolean;
-}
-
-class Refused extends Error {}
-
-/**
- * Every address DNS answers is checked, and the connection is made to a checked one: a rebinding DNS server cannot
- * answer "public" to a check and "private" to the connect, because there is only one lookup.
- */
-function guardedLookup(allowPrivate: boolean): LookupFunction {
-  return (hostname, options, callback) => {
-    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, '', 0);
-      const usable = allowPrivate ? addresses : addresses.filter((a) => isPublicAddress(a.address));
-      if (usable.length === 0)
-        return callback(new Refused(`${hostname} resolves only to private or reserved addresses`), '', 0);
-      if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, usable);
-      callback(null, usable[0]!.address, usable[0]!.family);
-    });
-  };
 }
 
 /** node:http with the SSRF guard, a total time limit, no redirects (node never follows them) and a capped body. */

@@ -27,6 +27,9 @@ export const ID_PREFIXES = {
   headerRule: 'hdr',
   routeRule: 'rdr',
   registryCredential: 'rgc',
+  postgresExport: 'exp',
+  job: 'job',
+  logStream: 'lgs',
 } as const;
 export type IdKind = keyof typeof ID_PREFIXES;
 

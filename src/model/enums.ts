@@ -48,6 +48,15 @@ export const DEPLOY_TRIGGERS = ['api', 'new_commit', 'rollback', 'deploy_hook'] 
 export type DeployTrigger = (typeof DEPLOY_TRIGGERS)[number];
 
 export const INSTANCE_STATUSES = ['starting', 'running', 'stopped', 'failed'] as const;
+/** What an instance row's process is: one of a deploy's instances, a cron run, or a one-off job (its id is the job's). */
+export const INSTANCE_KINDS = ['instance', 'cron_run', 'job'] as const;
+export type InstanceKind = (typeof INSTANCE_KINDS)[number];
+/** Render's one-off job statuses (its `jobWithCursor` status), in their order. */
+export const JOB_STATUSES = ['pending', 'running', 'succeeded', 'failed', 'canceled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+/** Render's cron run statuses (its `cronJobRun` status; `pending` while it runs). */
+export const CRON_RUN_STATUSES = ['pending', 'successful', 'unsuccessful', 'canceled'] as const;
+export type CronRunStatus = (typeof CRON_RUN_STATUSES)[number];
 
 export const DATASTORE_KINDS = ['postgres', 'keyValue'] as const;
 export const DATASTORE_STATUSES = [
@@ -78,6 +87,9 @@ export const AUDIT_STATUSES = ['success', 'error'] as const;
 export const AUDIT_ACTOR_TYPES = ['user', 'rest_api', 'system'] as const;
 
 export const LOG_TYPES = ['app', 'build', 'request'] as const;
+/** Render's log stream settings: forward a resource's logs, or drop them. */
+export const LOG_STREAM_SETTINGS = ['send', 'drop'] as const;
+export type LogStreamSetting = (typeof LOG_STREAM_SETTINGS)[number];
 
 export const USAGE_KINDS = ['instance_seconds', 'build_seconds', 'bandwidth_bytes', 'datastore_seconds'] as const;
 
@@ -156,7 +168,6 @@ export const WEBHOOK_EVENT_TYPES = [
   'service_created',
   'service_updated',
   'service_deleted',
-  'service_crashlooping',
   'port_detected',
   'log_lines_dropped',
   'postgres_deleted',

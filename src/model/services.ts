@@ -37,6 +37,25 @@ export const PLAN_LIMITS: Record<Plan, Limits> = {
   pro_ultra: { memoryMb: 32768, cpuMillicores: 8000, pids: 16384, diskMb: 65536 },
 };
 
+/**
+ * Render's instance-type ids (a one-off job's `planId`, docs/deploys.md "One-off jobs"): `plan-srv-<n>`, and
+ * `plan-crn-<n>` for a cron job's jobs. 006, 008, 010 and 011 are the ids Render documents for starter, standard, pro and
+ * pro plus; the others are Slipway's, in the same sequence. Free has none: Render runs no job on it.
+ */
+export const RENDER_PLAN_NUMBERS: Partial<Record<Plan, string>> = {
+  starter: '006',
+  starter_plus: '007',
+  standard: '008',
+  standard_plus: '009',
+  pro: '010',
+  pro_plus: '011',
+  pro_max: '013',
+  pro_ultra: '014',
+};
+
+/** Instances a service may run (numInstances, scale, autoscaling's max): each is a process on this one host. */
+export const MAX_INSTANCES = 20;
+
 /** A service's settings as stored (services.details); '' means "detect" for commands. */
 export interface ServiceDetails {
   runtime: string;
@@ -65,6 +84,26 @@ export interface ServiceDetails {
   docker?: DockerDetails;
   /** runtime image: what it runs (Render's `image`), and the registry credential it pulls with. */
   image?: ImageDetails;
+  /** A web service's maintenance mode (Render's): the router answers for it, with its page or a redirect to `uri`. */
+  maintenanceMode?: MaintenanceMode;
+  /** Render's autoscaling (PUT/DELETE /v1/services/:id/autoscaling; core/services/autoscaling.ts). */
+  autoscaling?: Autoscaling;
+}
+export interface Autoscaling {
+  enabled: boolean;
+  min: number;
+  max: number;
+  /** Target average utilization, in percent of the plan's CPU and memory, of the criteria enabled. */
+  criteria: { cpu: AutoscalingTarget; memory: AutoscalingTarget };
+}
+export interface AutoscalingTarget {
+  enabled: boolean;
+  percentage: number;
+}
+export interface MaintenanceMode {
+  enabled: boolean;
+  /** An http(s) URL requests are redirected to (302); '' serves the router's maintenance page (503). */
+  uri: string;
 }
 export interface DockerDetails {
   /** Relative to the repo root; '' is `./Dockerfile` in the root dir. */
@@ -115,6 +154,9 @@ export interface ServiceDetailsInput {
     dockerfilePath?: string;
     registryCredentialId?: string;
   };
+  maintenanceMode?: Partial<MaintenanceMode>;
+  /** Set by the autoscaling routes only (a PATCH refuses it, as Render's API has its own routes for it); null removes. */
+  autoscaling?: Autoscaling | null;
   /** Render's top-level `image` of an image service (POST and PATCH), moved here by core/services. */
   image?: { imagePath: string; registryCredentialId?: string };
 }
@@ -124,3 +166,7 @@ export const CONTAINER_RUNTIMES = new Set(['docker', 'image']);
 
 /** Whether instances of this type listen on PORT (and get one). */
 export const listens = (type: ServiceType) => type === 'web_service' || type === 'private_service';
+
+/** The registry credential a service pulls its image (image) or its base images (docker) with, if it names one. */
+export const registryCredentialIdOf = (d: Pick<ServiceDetails, 'image' | 'docker'>) =>
+  d.image?.registryCredentialId ?? d.docker?.registryCredentialId;

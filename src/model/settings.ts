@@ -3,6 +3,8 @@
  * layers below the composition root are given. Types and constant tables only; reading and checking them is app/'s.
  */
 import type { BuildPlan } from './enums.js';
+import type { NotificationSettings } from './notifications.js';
+
 /** Every setting Slipway reads, typed, with its embedded default (docs/architecture.md, "Configuration"; docs/configuration.md lists them). */
 export interface Config {
   host: string;
@@ -80,6 +82,10 @@ export interface Config {
   crashBackoffMs: number;
   /** Webhook delivery (docs/webhooks.md "Webhooks"). */
   webhooks: WebhookSettings;
+  /** Email notifications' SMTP server and From address (docs/notifications.md); Slack's go out as webhooks do. */
+  notifications: NotificationSettings;
+  /** Log streams' syslog connections (docs/observability.md "Log streams"). */
+  logStreams: LogStreamSettings;
   /** A running blueprint sync whose process stopped beating this long is failed by the next sync or start. */
   blueprintSyncStaleMs: number;
   /** Reading one render.yaml (in a worker thread) may take this long and this much heap, else 413. */
@@ -98,6 +104,8 @@ export interface Config {
   containers: 'auto' | 'off';
   /** Registries containers pull from over plain HTTP or unchecked TLS (SLIPWAY_CONTAINER_INSECURE_REGISTRIES: host:port list). */
   insecureRegistries: string[];
+  /** Each service's container disk: its images, layer cache and containers' roots (SLIPWAY_CONTAINER_DISK_MB; unset: 10 GiB). */
+  containerDiskMb: number | undefined;
   /** auto: bubblewrap where it works; bwrap: refuse to start without it; off: never (apps reach their files through the data dir's permissions). */
   sandbox: 'auto' | 'bwrap' | 'off';
   /** Postgres datastores as role+database on this existing server (the `cluster` provisioner) instead of local servers. */
@@ -142,6 +150,8 @@ export interface Config {
   requestLogBurstLines: number;
   /** How often every running instance's CPU and memory are sampled (SLIPWAY_METRICS_INTERVAL seconds, fractions allowed). */
   metricsIntervalMs: number;
+  /** Autoscaling's round interval, and the waits after a change before the next up or down. */
+  autoscale: { intervalMs: number; upCooldownMs: number; downCooldownMs: number; warmupMs: number };
   /** How often the usage meter appends to the ledger (SLIPWAY_USAGE_INTERVAL_SECONDS, fractions allowed). */
   usageIntervalMs: number;
   /** SLIPWAY_PRICE_CATALOG: a YAML or JSON price catalog replacing the built-in one (core/billing/catalog.ts). */
@@ -178,6 +188,18 @@ export interface Config {
 }
 
 export const DEFAULT_NETWORK_CIDR = '10.213.0.0/16';
+
+export interface LogStreamSettings {
+  /** SLIPWAY_LOG_STREAM_ALLOW_PRIVATE=1: endpoints may be loopback and private addresses too. */
+  allowPrivate: boolean;
+  /** SLIPWAY_LOG_STREAM_CA_FILE: PEM certificates trusted besides Node's roots. */
+  caFile?: string;
+  connectTimeoutMs: number;
+  /** A batch the endpoint does not take within this long breaks the connection (it is sent again). */
+  writeTimeoutMs: number;
+  /** The first reconnect delay; it doubles per failure, up to a minute. */
+  backoffMinMs: number;
+}
 
 export interface WebhookSettings {
   /** SLIPWAY_WEBHOOK_ALLOW_PRIVATE=1: deliver to loopback and private addresses too. */

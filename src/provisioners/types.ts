@@ -90,5 +90,27 @@ export class PortTakenError extends Error {
   }
 }
 
-export type PostgresProvisioner = Provisioner<PostgresSpec>;
+/** One login role of a Postgres datastore (Render's `/credentials` item); createdAt is unknown for the default one. */
+export interface PostgresCredential {
+  username: string;
+  default: boolean;
+  createdAt?: string | undefined;
+  openConnections: number;
+}
+
+/** What a serving Postgres datastore offers besides its lifecycle: extra login roles and `pg_dump` exports. */
+export interface PostgresAccess {
+  listCredentials(spec: PostgresSpec, placement: Placement): Promise<PostgresCredential[]>;
+  createCredential(
+    spec: PostgresSpec,
+    placement: Placement,
+    credential: { username: string; password: string },
+  ): Promise<void>;
+  /** Rejects with a 404 AppError when `username` is not one of its extra credentials. */
+  dropCredential(spec: PostgresSpec, placement: Placement, username: string): Promise<void>;
+  /** A custom-format dump of its database into `file` (which it creates). */
+  dump(spec: PostgresSpec, placement: Placement, file: string): Promise<void>;
+}
+
+export type PostgresProvisioner = Provisioner<PostgresSpec> & Partial<PostgresAccess>;
 export type KeyValueProvisioner = Provisioner<KeyValueSpec>;

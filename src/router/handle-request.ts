@@ -118,6 +118,8 @@ function dispatch(state: RouterState, call: Call, target: RouteTarget | undefine
   }
   exchange.serviceId = target.serviceId;
   if (target.kind === 'suspended') return sendPage(res, 'suspended', exchange.hostname);
+  if (target.kind === 'maintenance')
+    return target.uri ? redirect(res, target.uri, 302) : sendPage(res, 'maintenance', exchange.hostname);
   if (target.kind === 'static') {
     serveStatic(req, res, target.root, exchange.hostname, target.rules).catch((err: unknown) => fail(state, call, err));
     return;
@@ -157,7 +159,12 @@ function fail(state: RouterState, call: Call, err: unknown): void {
   sendPage(call.res, 'internalError', call.exchange.hostname);
 }
 
-function redirect(res: http.ServerResponse, location: string): void {
-  res.writeHead(301, { location, 'content-length': '0' });
+function redirect(res: http.ServerResponse, location: string, status = 301): void {
+  // A temporary one (maintenance mode's page) must not be cached by the browser.
+  res.writeHead(status, {
+    location,
+    'content-length': '0',
+    ...(status === 302 ? { 'cache-control': 'no-store' } : {}),
+  });
   res.end();
 }

@@ -41,6 +41,7 @@ export function handleUpgrade(state: RouterState, req: http.IncomingMessage, soc
   if (!target || target.kind === 'redirect') return reject('noService');
   exchange.serviceId = target.serviceId;
   if (target.kind === 'suspended') return reject('suspended');
+  if (target.kind === 'maintenance') return reject('maintenance');
   if (target.kind === 'static') return reject('notFound'); // a static site has no WebSocket endpoint
   const upstream = pickUpstream(state, target.serviceId, target.upstreams);
   if (!upstream) return reject('noLiveDeploy');

@@ -17,6 +17,11 @@ const PAGES = {
     title: 'Service suspended',
     text: (host: string) => `The service at ${host} is suspended.`,
   },
+  maintenance: {
+    status: 503,
+    title: 'Down for maintenance',
+    text: (host: string) => `The service at ${host} is down for maintenance. Please try again later.`,
+  },
   badGateway: { status: 502, title: 'Bad gateway', text: (host: string) => `The service at ${host} did not answer.` },
   gatewayTimeout: {
     status: 504,

@@ -86,6 +86,9 @@ export function createRouteTable(appsDomain: string) {
       setSlug(slug, { kind: 'static', serviceId, root, ...(some ? { rules: compileRules(some) } : {}) });
     },
     setSuspended: (slug: string, serviceId: string) => setSlug(slug, { kind: 'suspended', serviceId }),
+    /** Maintenance mode: the router answers for the service (its instances keep running); `uri` '' is the default page. */
+    setMaintenance: (slug: string, serviceId: string, uri: string) =>
+      setSlug(slug, { kind: 'maintenance', serviceId, uri }),
     remove: (slug: string) => void (staticRules.delete(slug), bySlug.delete(slug) && changed()),
     /** Takes an instance out of whatever routes to it, at once (its process just exited). */
     dropInstance(instanceId: string) {

@@ -13,6 +13,7 @@ export type RouteTarget =
   | { kind: 'instances'; serviceId: string; upstreams: Upstream[] } // web service; [] = nothing live
   | { kind: 'static'; serviceId: string; root: string; rules?: CompiledRules } // static site: files from root
   | { kind: 'suspended'; serviceId: string }
+  | { kind: 'maintenance'; serviceId: string; uri: string } // maintenance mode: the page, or a redirect to `uri`
   | { kind: 'redirect'; to: string }; // a custom domain's www./apex twin: 301 to this host, same path
 export interface RequestRecord {
   serviceId: string;

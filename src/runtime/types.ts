@@ -13,6 +13,15 @@ export interface Sandbox {
   scratchDirs?: string[];
 }
 
+/** The dir under an instance's dir where the runtime writes its secret files; the caller removes it once it stopped. */
+export const SECRET_FILES_SUBDIR = 'secrets';
+
+/** One secret file: a plain file name (checked by core/secret-files.ts) and its content. */
+export interface SecretFileSpec {
+  name: string;
+  content: string;
+}
+
 export interface InstanceSpec {
   instanceId: string;
   serviceId: string;
@@ -23,6 +32,8 @@ export interface InstanceSpec {
   command: string;
   /** Full environment given to the app (PORT included for web services); nothing inherited from Slipway. */
   env: Record<string, string>;
+  /** Files the app reads at /etc/secrets/<name> (Render's secret files), read-only; none when absent. */
+  secretFiles?: SecretFileSpec[];
   sandbox: Sandbox;
   limits: Limits;
   /** Its workspace's private network, where it answers to `hostnames` (namespaces mode; ignored on the shared network). */
@@ -60,6 +71,8 @@ export interface BuildSpec {
   homeDir?: string;
   /** On this workspace's private network (a pre-deploy command reaching its datastores); else a namespace with only a way out. */
   network?: { workspaceId: string };
+  /** At /etc/secrets/<name>, as an instance's are (with bwrap). */
+  secretFiles?: SecretFileSpec[];
 }
 
 /**
@@ -109,6 +122,8 @@ export interface ImageInfo {
   user: string;
   /** Its EXPOSE'd ports. */
   ports: number[];
+  /** Its VOLUMEs' paths. */
+  volumes: string[];
 }
 
 /** A Dockerfile build into the service's storage (its layer cache), in a build namespace under a build's limits. */
@@ -142,6 +157,8 @@ export interface ContainerJobSpec {
   image: string;
   command: string;
   env: Record<string, string>;
+  /** At /etc/secrets/<name>, as an instance's are. */
+  secretFiles?: SecretFileSpec[];
   limits: Limits;
   network?: { workspaceId: string };
   timeoutMs: number;
@@ -160,6 +177,8 @@ export interface Containers {
   removeImages(storageDir: string, refs: string[]): Promise<void>;
   /** Runs a one-off command in an image and waits for it (RunResult as a build's). */
   run(spec: ContainerJobSpec): Promise<RunResult>;
+  /** Lets go of a deleted service's storage (its disk unmounted), before its files are removed. */
+  releaseStorage(storageDir: string): Promise<void>;
 }
 
 export interface RuntimeCapabilities {
@@ -171,7 +190,16 @@ export interface RuntimeCapabilities {
   /** namespaces: a namespace per instance and build, a private network per workspace; shared: the host's (one team only). */
   network: 'namespaces' | 'shared';
   /** Which limits this machine enforces; each false one is explained in `notes`. */
-  limits: { memory: boolean; cpu: boolean; pids: boolean; disk: boolean; seccomp: boolean; buildDisk: boolean };
+  limits: {
+    memory: boolean;
+    cpu: boolean;
+    pids: boolean;
+    disk: boolean;
+    seccomp: boolean;
+    buildDisk: boolean;
+    /** Each service's container storage (images, containers' roots) on a sized disk of its own. */
+    containerDisk?: boolean;
+  };
   /** One line per thing that could not be applied and why. */
   notes: string[];
 }

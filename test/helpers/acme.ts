@@ -23,7 +23,7 @@ export interface TestAcme {
 export const hasPebble = () => findProgram('pebble') !== undefined && findProgram('pebble-challtestsrv') !== undefined;
 
 /** pebble's own TLS: a CA made here and a certificate for 127.0.0.1 signed by it. */
-async function listenerCertificate(dir: string) {
+export async function listenerCertificate(dir: string) {
   const ca = await generate([{ name: 'commonName', value: 'slipway test ACME listener CA' }], {
     keyType: 'ec',
     curve: 'P-256',

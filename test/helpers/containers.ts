@@ -49,7 +49,7 @@ function librariesOf(file: string): string[] {
 
 /** A rootfs tarball: busybox as /bin/sh and friends, this Node as /usr/local/bin/node, /tmp, nobody's /etc/passwd line. */
 export function nodeRootfsTar(): string {
-  const tar = path.join(WORK, `node-base-${process.versions.node}.tar`);
+  const tar = path.join(WORK, `node-base-v2-${process.versions.node}.tar`);
   if (existsSync(tar)) return tar;
   mkdirSync(WORK, { recursive: true });
   const root = mkdtempSync(path.join(WORK, 'rootfs-'));
@@ -73,6 +73,8 @@ export function nodeRootfsTar(): string {
     'true',
     'head',
     'dd',
+    'su',
+    'chown',
   ])
     symlinkSync('busybox', path.join(root, 'bin', tool));
   put(process.execPath, '/usr/local/bin/node');

@@ -30,12 +30,16 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-/** A fresh database on the test Postgres, so servers never see each other's rows. */
+/**
+ * A fresh database on the test Postgres, so servers never see each other's rows: a copy of the run's migrated template
+ * (global-setup.ts), which a server's start then finds up to date.
+ */
 export async function createTestDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `slipway_t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const template = inject('pgTemplate');
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`create database ${name}`);
+  await admin.query(`create database ${name}${template ? ` template ${template}` : ''}`);
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;

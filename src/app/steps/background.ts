@@ -2,6 +2,7 @@ import { removePartialUploads } from '../../core/deploys/sources.js';
 import { scheduleLogRetention } from '../../jobs/log-retention.js';
 import { scheduleMaintenance } from '../../jobs/maintenance.js';
 import { scheduleMetricsRollup } from '../../jobs/metrics-rollup.js';
+import { holdLock } from '../../store/leader.js';
 import { listenChannel } from '../../store/notify.js';
 import { LOG_CHANNEL } from '../../store/repos/logs.js';
 import type { Cleanup } from '../cleanup.js';
@@ -15,14 +16,18 @@ import type { Traffic } from './traffic.js';
 /**
  * The work that runs without a request, in this order: the queue's jobs, log collection, metrics, the usage meter's
  * close of instances that died while Slipway was down, the engine's recovery, the router, datastores, the meters,
- * and last the webhook dispatcher.
+ * and last the webhook and notification dispatchers.
  */
 export async function startBackground(
   p: Foundation & Shared & Tenancy & Deploying & Traffic & Access,
   cleanup: Cleanup,
 ) {
   const { config, repos, store, queue, logs, metrics, usage, log } = p;
-  await scheduleMaintenance(queue.boss, { ...repos, analyze: store.analyze });
+  await scheduleMaintenance(queue.boss, {
+    ...repos,
+    analyze: store.analyze,
+    pruneExports: (now) => p.postgresExports.prune(now),
+  });
   await scheduleLogRetention(queue.boss, repos.logs, {
     retentionDays: config.logRetentionDays,
     maxBytesPerService: config.logMaxBytesPerService,
@@ -50,5 +55,16 @@ export async function startBackground(
   await p.datastores.start();
   await usage.meter.start();
   p.billingMeter?.start();
+  // Log streams forward from one process: on a shared Postgres, the one holding their lock.
+  const streams = p.logStreams.forwarder;
+  if (config.databaseUrl)
+    cleanup.push(
+      await holdLock(config.databaseUrl, 'slipway.log-streams', { onLead: streams.start, onLose: streams.stop }, log),
+    );
+  else {
+    await streams.start();
+    cleanup.push(() => streams.stop());
+  }
   cleanup.push(await p.hooks.start({ events: p.events, audit: p.audit, log, soleProcess: store.kind === 'pglite' }));
+  cleanup.push(await p.notifications.start({ log, soleProcess: store.kind === 'pglite' }));
 }

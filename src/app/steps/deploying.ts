@@ -35,6 +35,7 @@ export function wireDeploying(p: Foundation & Shared & Tenancy, cleanup: Cleanup
     events: p.events,
     urls: p.urls,
     layersOf: p.envGroups.layersOf,
+    secretFilesOf: p.secretFiles.resolved,
     limits: {
       buildTimeoutMs: config.buildTimeoutSeconds * 1000,
       healthTimeoutMs: config.healthCheckTimeoutSeconds * 1000,

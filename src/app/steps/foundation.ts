@@ -39,6 +39,7 @@ export async function openFoundation(
     egressAllow: config.egressAllow,
     containers: config.containers,
     insecureRegistries: config.insecureRegistries,
+    containerDiskMb: config.containerDiskMb,
     limits: { pids: config.pidsLimit, diskMb: config.diskLimitMb },
     sandbox: config.sandbox,
     corepack: { registry: config.npmRegistry, integrityKeys: config.corepackIntegrityKeys },

@@ -1,6 +1,8 @@
 import { createDeploys } from '../../core/deploys/deploys.js';
+import { createOneOffJobs } from '../../core/one-off-jobs.js';
 import { createSourceLinker, createSourceStore } from '../../core/deploys/sources.js';
 import { checkRepo, createServices } from '../../core/services/services.js';
+import { createAutoscaler } from '../../core/services/autoscaling.js';
 import type { Cleanup } from '../cleanup.js';
 import { wireBlueprints } from '../wire-blueprints.js';
 import { wireDomains } from '../wire-domains.js';
@@ -45,6 +47,17 @@ export async function wireResources(p: Parts, cleanup: Cleanup) {
     linkSource: createSourceLinker({ repo: repos.deploys, layout }),
     cache: p.readCache,
   });
+  const jobs = createOneOffJobs({ repos, engine, assertMayAddPaid: p.billing.assertMayAddPaid });
+  const autoscaler = createAutoscaler({
+    repos,
+    events,
+    log,
+    scale: (service, numInstances) => services.update(service, { serviceDetails: { numInstances } }),
+    ...config.autoscale,
+    sampleMaxAgeMs: 2 * config.metricsIntervalMs + config.autoscale.intervalMs,
+  });
+  autoscaler.start();
+  cleanup.push(() => autoscaler.stop());
   const { deployHooks, gitPoller } = wireDeployTriggers({
     config,
     repos,
@@ -87,6 +100,6 @@ export async function wireResources(p: Parts, cleanup: Cleanup) {
   });
   await blueprints.recover(store.kind === 'pglite');
   cleanup.push(() => blueprints.close());
-  return { services, deploys, deployHooks, custom, blueprints };
+  return { services, deploys, jobs, deployHooks, custom, blueprints };
 }
 export type Resources = Awaited<ReturnType<typeof wireResources>>;

@@ -4,6 +4,7 @@ import { createLifecycle } from '../../core/service-state/lifecycle.js';
 import { createEvents } from '../../core/events.js';
 import { createLogs } from '../../observability/logs/index.js';
 import { createRouteTable } from '../../router/route-table.js';
+import { wireNotifications } from '../wire-notifications.js';
 import { wireWebhooks } from '../wire-webhooks.js';
 import type { Foundation } from './foundation.js';
 
@@ -21,9 +22,18 @@ export function wireShared({ config, repos, box, store, log }: Foundation) {
     externalUrl: (slug) => `http://${slug}.${config.appsDomain}:${routerAddress.port}`,
     dashboardUrl: (id) => `${config.publicUrl}/services/${id}`,
   };
-  // Recording an event queues its webhook deliveries (the outbox) and wakes the dispatcher (startBackground).
+  // Recording an event queues its webhook deliveries and notifications (the outbox) and wakes their dispatchers
+  // (startBackground).
   const hooks = wireWebhooks({ config, repos, box });
-  const events = createEvents(repos.events, hooks.poke);
+  const notifications = wireNotifications({ config, repos, box, dashboardUrl: urls.dashboardUrl });
+  const events = createEvents(
+    repos.events,
+    () => {
+      hooks.poke();
+      notifications.poke();
+    },
+    { emailConfigured: notifications.emailConfigured },
+  );
   const layout = createLayout(config.dataDir);
   const logs = createLogs({
     repo: repos.logs,
@@ -52,6 +62,6 @@ export function wireShared({ config, repos, box, store, log }: Foundation) {
         details: { serviceId, instanceId, ...counts },
       }),
   });
-  return { routeTable, lifecycle, routerAddress, urls, hooks, events, layout, logs };
+  return { routeTable, lifecycle, routerAddress, urls, hooks, notifications, events, layout, logs };
 }
 export type Shared = ReturnType<typeof wireShared>;

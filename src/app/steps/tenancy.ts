@@ -1,14 +1,19 @@
+import path from 'node:path';
+import { createPostgresCredentials } from '../../core/datastores/credentials.js';
 import { createDatastores } from '../../core/datastores/datastores.js';
+import { createPostgresExports } from '../../core/datastores/exports.js';
 import { createEnvGroups } from '../../core/env-groups.js';
 import { machineStatus } from '../../core/machine-status.js';
 import { createProjects } from '../../core/projects.js';
 import { createRegistryCredentials } from '../../core/registry-credentials.js';
+import { createSecretFiles } from '../../core/secret-files.js';
 import { createEnvVars } from '../../core/services/env-vars.js';
 import { createUsage } from '../../observability/usage/index.js';
 import { chooseProvisioners } from '../../provisioners/choose.js';
 import type { Cleanup } from '../cleanup.js';
 import { logMachineReport } from '../startup-summary.js';
 import { wireBilling } from '../wire-billing.js';
+import { wireLogStreams } from '../wire-log-streams.js';
 import type { Foundation } from './foundation.js';
 import type { Shared } from './shared.js';
 
@@ -46,12 +51,22 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
     provisioners: chooseProvisioners(config, { runAs, network }),
   });
   cleanup.push(() => datastores.close());
+  const postgresExports = createPostgresExports({
+    repo: repos.postgresExports,
+    datastores,
+    dir: path.join(config.dataDir, 'exports'),
+    exists: async (id) => (await repos.datastores.get(id)) !== undefined,
+    log,
+  });
+  const postgresCredentials = createPostgresCredentials(datastores);
   const machine = () => machineStatus(runtime.capabilities, datastores);
   if (!startupSummary) logMachineReport(log, runtime.capabilities, machine());
   const refs = datastores.refs;
   const envVars = createEnvVars({ repo: repos.envVars, box, refs });
-  const envGroups = createEnvGroups({ repos, transact, box, assertEnvironment, refs });
+  const secretFiles = createSecretFiles({ repos, transact, box });
+  const envGroups = createEnvGroups({ repos, transact, box, assertEnvironment, refs, files: secretFiles.group });
   const registryCredentials = createRegistryCredentials({ repos, box });
+  const logStreams = wireLogStreams({ config, repos, box, logs: p.logs, log });
   const usage = createUsage({
     repo: repos.usage,
     intervalMs: config.usageIntervalMs,
@@ -68,6 +83,20 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
     log,
   });
   cleanup.push(async () => billingMeter?.stop());
-  return { projects, datastores, machine, envVars, envGroups, registryCredentials, usage, billing, billingMeter };
+  return {
+    projects,
+    datastores,
+    postgresExports,
+    postgresCredentials,
+    machine,
+    envVars,
+    envGroups,
+    secretFiles,
+    registryCredentials,
+    logStreams,
+    usage,
+    billing,
+    billingMeter,
+  };
 }
 export type Tenancy = ReturnType<typeof wireTenancy>;

@@ -8,7 +8,13 @@ import type { Tenancy } from './tenancy.js';
 /** The router (the data plane) and the metrics its requests feed, with the usage meter and the request logs. */
 export async function startTraffic(p: Foundation & Shared & Tenancy, cleanup: Cleanup) {
   const { config, repos, queue, logs, usage, log } = p;
-  const metrics = createMetrics({ repos, boss: queue.boss, intervalMs: config.metricsIntervalMs, log });
+  const metrics = createMetrics({
+    repos,
+    boss: queue.boss,
+    intervalMs: config.metricsIntervalMs,
+    serviceDiskBytes: config.serviceDiskMb * 1024 * 1024,
+    log,
+  });
   cleanup.push(() => metrics.stop());
   const router = await wireRouter({
     config,
@@ -17,6 +23,7 @@ export async function startTraffic(p: Foundation & Shared & Tenancy, cleanup: Cl
     runtime: p.runtime,
     onRequest: (record) => {
       metrics.traffic.record(record.serviceId, record.bytesOut);
+      metrics.http.record(record);
       usage.meter.traffic.record(record.serviceId, record.bytesOut);
       logs.onRequest(record);
     },

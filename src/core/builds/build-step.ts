@@ -1,7 +1,7 @@
 import { outputTail, secretValues } from '../service-state/output-tail.js';
 import { toStorableText } from '../../lib/text.js';
 import type { Limits } from '../../model/limits.js';
-import type { Runtime } from '../../runtime/types.js';
+import type { Runtime, SecretFileSpec } from '../../runtime/types.js';
 import type { BuildPlan } from '../../model/enums.js';
 import type { DeployRepo, DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
@@ -24,6 +24,8 @@ export interface BuildStepDeps {
   buildPlans: Record<BuildPlan, Limits>;
   timeoutMs: number;
   buildEnv(service: ServiceRow, deploy: DeployRow): Promise<Record<string, string>>;
+  /** The service's secret files, which its build reads at /etc/secrets as its instances do. */
+  secretFilesOf?(serviceId: string): Promise<SecretFileSpec[]>;
   buildLog?: BuildLog;
 }
 
@@ -110,6 +112,7 @@ export async function runBuildStep(
       signal,
       limits,
       onOutput: write,
+      secretFiles: await deps.secretFilesOf?.(service.id),
     });
     const full = result.exitCode !== 0 ? place.diskFull() : undefined;
     if (full && !result.canceled) throw new DeployFailure('build_failed', `the build command failed: ${full}`);

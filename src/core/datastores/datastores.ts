@@ -249,6 +249,8 @@ export function createDatastores(deps: DatastoreDeps) {
       });
     },
     connection,
+    /** A row's provisioner and spec, for the calls beyond its lifecycle (postgres-access.ts). */
+    driver,
     /** Env var references (`fromDatabase`, `fromKeyValue`) to datastores. */
     refs: {
       async check(workspaceId: string, ref: EnvVarRef) {

@@ -5,6 +5,7 @@ import type { ServiceRow } from '../../store/repos/services.js';
 import type { RouteTable } from '../../router/route-table.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Events } from '../events.js';
+import type { SecretFile } from '../secret-files.js';
 import type { AppUrls, EnvLayer } from '../service-state/env.js';
 import type { Layout } from '../service-state/layout.js';
 import type { Lifecycle } from '../service-state/lifecycle.js';
@@ -17,7 +18,7 @@ import type { CronDeps } from './cron.js';
 
 /** What the deploy engine is given (app/steps/deploying.ts wires it). */
 export interface EngineDeps {
-  repos: Pick<Repos, 'services' | 'deploys' | 'instances'>;
+  repos: Pick<Repos, 'services' | 'deploys' | 'instances' | 'jobs'>;
   transact: Transact;
   runtime: Runtime;
   layout: Layout;
@@ -27,6 +28,8 @@ export interface EngineDeps {
   events: Events;
   /** The service's variables above the platform's, in precedence order. */
   layersOf(serviceId: string): Promise<EnvLayer[]>;
+  /** The service's secret files as its instances see them (core/secret-files.ts resolved). */
+  secretFilesOf(serviceId: string): Promise<SecretFile[]>;
   urls: AppUrls;
   limits: PipelineLimits & {
     /** Builds at once (config-builds.ts): in all, per workspace, and their memory together. */

@@ -6,6 +6,7 @@ import { IN_PROGRESS, PENDING, type DeployRow } from '../../store/repos/deploys.
 import type { DeployTrigger } from '../../model/enums.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { createCronRunner } from './cron.js';
+import { createJobRunner } from './job-runner.js';
 import { mergeEnv, platformEnv } from '../service-state/env.js';
 import { createGarbageCollector } from './gc.js';
 import { withDeployToolchain } from '../builds/toolchains.js';
@@ -23,6 +24,7 @@ import { createServiceControl } from '../instances/service-control.js';
 import { createTrash } from '../service-state/trash.js';
 import { createSupervisor } from '../instances/supervisor.js';
 import type { EngineDeps } from './engine-deps.js';
+import { renderTrigger } from '../render-events.js';
 
 export type { EngineDeps };
 
@@ -64,6 +66,7 @@ export function createDeployEngine(deps: EngineDeps) {
     layout,
     limits: deps.limits,
     buildEnv: (s, d) => envFor(s, d),
+    secretFilesOf: deps.secretFilesOf,
     buildLog: deps.buildLog,
     cache: deps.buildCache,
     git: deps.git,
@@ -89,6 +92,7 @@ export function createDeployEngine(deps: EngineDeps) {
         }
       : {}),
     env: (instance) => envFor(service, deploy, instance),
+    secretFiles: () => deps.secretFilesOf(service.id),
   });
   const refreshRoute = createRouteRefresher({ repos, routeTable, runtime, layout, instances, lifecycle });
   const { rollOver, stopInstances } = createRollover({
@@ -109,7 +113,10 @@ export function createDeployEngine(deps: EngineDeps) {
     refreshRoute,
     rollOver,
     stopInstances,
-    releaseBuildDisk: async (serviceId) => runtime.unmountBuildDisk?.(layout.buildDir(serviceId)),
+    releaseDisks: async (serviceId) => {
+      await runtime.unmountBuildDisk?.(layout.buildDir(serviceId));
+      await runtime.containers?.releaseStorage(layout.containerStorage(serviceId));
+    },
   });
 
   const runDeploy = createDeployRunner({
@@ -166,7 +173,7 @@ export function createDeployEngine(deps: EngineDeps) {
       log.error({ err: err.message }, 'cannot read services; retrying on the next tick');
       return [];
     });
-  const cron = createCronRunner({
+  const loops = {
     repos,
     instances,
     events,
@@ -176,16 +183,12 @@ export function createDeployEngine(deps: EngineDeps) {
     lifecycle,
     intervalMs: Math.min(1000, deps.limits.crashCheckMs),
     collectOutput: deps.collectOutput,
-  });
+  };
+  const cron = createCronRunner(loops);
+  const jobs = createJobRunner({ ...loops, instanceDir: layout.instanceDir });
   const supervisor = createSupervisor({
-    repos,
-    instances,
-    events,
-    log,
-    releaseOf,
-    runnable,
+    ...loops,
     refreshRoute,
-    lifecycle,
     withServiceLock,
     intervalMs: deps.limits.crashCheckMs,
     backoffMs: deps.limits.crashBackoffMs,
@@ -243,7 +246,7 @@ export function createDeployEngine(deps: EngineDeps) {
             serviceId: service.id,
             deployId: row.id,
             type: 'deploy_started',
-            details: { trigger: opts.trigger },
+            details: { trigger: renderTrigger(row, !service.liveDeployId) },
           },
           tx.events,
         );
@@ -281,10 +284,16 @@ export function createDeployEngine(deps: EngineDeps) {
       throw conflict(`the deploy is ${(await reread()).status}: only queued or in-progress deploys can be canceled`);
     },
     ...control,
-    /** After a (re)start of Slipway: fail interrupted deploys, re-adopt live instances, resume queues. */
+    /** One-off jobs' processes (core/one-off-jobs.ts has the API's rules). */
+    jobs: { launch: jobs.launch, cancel: jobs.cancel },
+    /** Cron runs by request: Render's POST and DELETE /v1/cron-jobs/:id/runs. */
+    cronRuns: { trigger: cron.trigger, cancel: cron.cancel },
+    /** After a (re)start of Slipway: fail interrupted deploys, re-adopt live instances and jobs, resume queues. */
     async recover() {
       void trash.empty(); // what a crash left in it
       await recoverInstances({ ...deps, instances, stopInstances, refreshRoute });
+      await jobs.recover();
+      jobs.start();
       await supervisor.check();
       for (const d of await repos.deploys.inStatus(PENDING)) kick(d.serviceId);
       supervisor.start();
@@ -294,6 +303,7 @@ export function createDeployEngine(deps: EngineDeps) {
     async close() {
       supervisor.stop();
       await cron.stop();
+      await jobs.stop();
       lifecycle.abortAllDeploys();
       while (lifecycle.anyDeployRunning()) await sleep(50);
       await lifecycle.drained();

@@ -26,6 +26,7 @@ export async function runPreDeploy(
           image: container.image,
           command: service.details.preDeployCommand,
           env,
+          secretFiles: await release.secretFiles(),
           limits: PRE_DEPLOY_LIMITS,
           network: { workspaceId: service.workspaceId },
           timeoutMs: deps.timeoutMs,
@@ -42,6 +43,7 @@ export async function runPreDeploy(
           onOutput: toLog?.write,
           // Migrations reach the workspace's datastores by their internal names, as its instances do.
           network: { workspaceId: service.workspaceId },
+          secretFiles: await release.secretFiles(),
         });
   toLog?.end();
   const failure = commandFailure(

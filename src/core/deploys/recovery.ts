@@ -23,7 +23,8 @@ export async function recoverInstances(deps: {
   const { repos, instances } = deps;
   await failInterruptedDeploys(deps);
   // Processes that should not be running: an old deploy's (its drain was cut short), the
-  // interrupted deploy's, half-started ones, cron runs cut off. The supervisor refills.
+  // interrupted deploy's, half-started ones, cron runs cut off. The supervisor refills. One-off jobs are not among
+  // them: the job runner re-adopts those.
   const strays: InstanceRow[] = [];
   for (const row of await instances.active()) {
     const service = await repos.services.get(row.serviceId);
@@ -37,7 +38,7 @@ export async function recoverInstances(deps: {
   }
   await deps.stopInstances(strays, 1000);
   // Namespaces of instances that are gone (lost while Slipway was down, or never started) go too.
-  const kept = new Set((await instances.active()).map((r) => r.id));
+  const kept = new Set((await instances.active({ jobs: true })).map((r) => r.id));
   await deps.runtime.sweep((id) => kept.has(id));
   for (const service of await repos.services.listRunnable()) await deps.refreshRoute(service);
 }

@@ -13,6 +13,7 @@ import type { BuildLog } from '../builds/build-step.js';
 import type { createBuilder } from '../builds/pipeline.js';
 import { runPreDeploy } from './pre-deploy.js';
 import type { RollOver } from '../instances/rollover.js';
+import { renderTrigger } from '../render-events.js';
 
 /**
  * One deploy's steps, each a status and its events: build (pipeline.ts), pre-deploy (pre-deploy.ts), then go live
@@ -113,7 +114,7 @@ export function createDeployRunner(deps: {
           deploy,
           async (tx) =>
             !!(await tx.deploys.transition(deploy.id, PENDING, 'build_in_progress', { startedAt: new Date() })),
-          [{ type: 'build_started' }],
+          [{ type: 'build_started', details: { trigger: renderTrigger(deploy, !service.liveDeployId) } }],
         );
         if (!started) return;
         building = true;

@@ -119,7 +119,11 @@ export function createGitHubWebhook(deps: {
           workspaceId: service.workspaceId,
           serviceId: service.id,
           type: 'commit_ignored',
-          details: { id: commitId, reason: 'no changed file matches the buildFilter' },
+          details: {
+            id: commitId,
+            url: `${service.repo!.replace(/\.git$/, '')}/commit/${commitId}`,
+            reason: 'no changed file matches the buildFilter',
+          },
         });
         continue;
       }

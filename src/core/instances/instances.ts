@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { listens } from '../../model/services.js';
 import path from 'node:path';
-import type { InstanceHandle, Runtime } from '../../runtime/types.js';
+import { SECRET_FILES_SUBDIR, type InstanceHandle, type Runtime } from '../../runtime/types.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { InstanceRepo, InstanceRow } from '../../store/repos/instances.js';
 import type { Repos } from '../../store/repos/index.js';
 import type { Events } from '../events.js';
+import type { SecretFile } from '../secret-files.js';
 import type { ServiceRow } from '../../store/repos/services.js';
-import { PLAN_LIMITS } from '../../model/services.js';
+import { PLAN_LIMITS, type Plan } from '../../model/services.js';
 import type { Layout } from '../service-state/layout.js';
 import type { Lifecycle } from '../service-state/lifecycle.js';
 import type { Logger } from '../../lib/logger.js';
@@ -26,6 +27,33 @@ export interface Release {
   container?: { storageDir: string; image: string; command?: string };
   /** The full environment for one instance (platform + service variables). */
   env(instance: { id: string; port?: number }): Promise<Record<string, string>>;
+  /** Its secret files (at /etc/secrets), read at each start as the env is: a change applies from the next one. */
+  secretFiles(): Promise<SecretFile[]>;
+}
+
+/** What runOnce runs: a cron run (the release's start command) or a one-off job (its own id, command and plan). */
+export interface OneRun {
+  kind: 'cron_run' | 'job';
+  id?: string;
+  command?: string;
+  plan?: Plan;
+  /** Runs the moment the process exits while this Slipway runs it (its end is seen at once, not at the next poll). */
+  onExit?(): void;
+}
+export interface RunningOnce {
+  row: InstanceRow;
+  exitCodeFile: string;
+  instanceDir: string;
+}
+
+/** The exit status a run wrote (runOnce); undefined when it was killed before it could. */
+export function exitCodeOf(run: Pick<RunningOnce, 'exitCodeFile'>): number | undefined {
+  try {
+    const code = Number(readFileSync(run.exitCodeFile, 'utf8').trim());
+    return Number.isInteger(code) ? code : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const handleOf = (row: InstanceRow) => ({ pid: row.pid ?? 0, startTime: row.startTime ?? '' });
@@ -80,6 +108,9 @@ function withOutput(
 
 export function createInstances(deps: InstancesDeps) {
   const { repo, runtime, layout } = deps;
+  /** A stopped instance's secret files leave the disk with it (the next start writes them afresh). */
+  const dropSecrets = (row: Pick<InstanceRow, 'serviceId' | 'id'>) =>
+    rmSync(path.join(layout.instanceDir(row.serviceId, row.id), SECRET_FILES_SUBDIR), { recursive: true, force: true });
 
   async function startOne(release: Release, signal?: AbortSignal, existing?: InstanceRow): Promise<InstanceRow> {
     const { service, deploy } = release;
@@ -101,6 +132,7 @@ export function createInstances(deps: InstancesDeps) {
         instanceDir,
         command: release.startCommand,
         env,
+        secretFiles: await release.secretFiles(),
         sandbox: {
           appDir: release.artifactDir,
           workDir: service.rootDir,
@@ -150,6 +182,7 @@ export function createInstances(deps: InstancesDeps) {
       }
       if (handle) await runtime.stop(handle, 1000);
       await runtime.release(id);
+      dropSecrets(row);
       await repo.update(id, { status: 'failed', stoppedAt: new Date() });
       throw handle && !signal?.aborted ? withOutput(err, handle, env, service.id, id) : err;
     }
@@ -168,40 +201,56 @@ export function createInstances(deps: InstancesDeps) {
       return started;
     },
     /**
-     * One run of a cron job: started like an instance, without a port or health check. Its exit
-     * status is written to a file in the instance dir, since the process may outlive this Slipway.
+     * One run of a command to its end (a cron run, a one-off job): started like an instance, without a port or health
+     * check, from the release's start command unless `run.command` replaces it, on the service's plan unless `run.plan`
+     * does. Its exit status is written to a file in the instance dir, since the process may outlive this Slipway.
      */
-    async runOnce(release: Release): Promise<{ row: InstanceRow; exitCodeFile: string; instanceDir: string }> {
+    async runOnce(release: Release, run: OneRun): Promise<RunningOnce> {
       const { service, deploy } = release;
-      const id = `${service.id}-${randomBytes(4).toString('hex').slice(0, 5)}`;
+      const id = run.id ?? `${service.id}-${randomBytes(4).toString('hex').slice(0, 5)}`;
       const instanceDir = layout.instanceDir(service.id, id);
       const statusDir = path.join(instanceDir, 'status');
       mkdirSync(statusDir, { recursive: true });
-      const row = await repo.insert({ id, serviceId: service.id, deployId: deploy.id, status: 'starting' });
-      const exitCodeFile = path.join(statusDir, 'exit-code');
-      const handle = await runtime.start({
-        instanceId: id,
+      mkdirSync(path.join(instanceDir, 'tmp'), { recursive: true });
+      const row = await repo.insert({
+        id,
         serviceId: service.id,
         deployId: deploy.id,
-        instanceDir,
-        // A subshell, so that an `exit` or `exec` in the command still lets the status be written.
-        command: `(\n${release.startCommand}\n)\necho $? > "$SLIPWAY_RUN_STATUS_DIR/exit-code"`,
-        env: { ...(await release.env({ id })), SLIPWAY_RUN_STATUS_DIR: statusDir },
-        sandbox: { appDir: release.artifactDir, workDir: service.rootDir, writableDirs: [statusDir] },
-        limits: PLAN_LIMITS[service.details.plan],
-        network: networkOf(service),
+        status: 'starting',
+        kind: run.kind,
+        plan: run.plan ?? null,
       });
-      await repo.update(id, {
-        pid: handle.pid,
-        startTime: handle.startTime,
-        startedAt: handle.startedAt,
-        status: 'running',
-      });
-      return {
-        row: { ...row, pid: handle.pid, startTime: handle.startTime, status: 'running' },
-        exitCodeFile,
-        instanceDir,
-      };
+      const exitCodeFile = path.join(statusDir, 'exit-code');
+      try {
+        const handle = await runtime.start({
+          instanceId: id,
+          serviceId: service.id,
+          deployId: deploy.id,
+          instanceDir,
+          // A subshell, so that an `exit` or `exec` in the command still lets the status be written.
+          command: `(\n${run.command ?? release.startCommand}\n)\necho $? > "$SLIPWAY_RUN_STATUS_DIR/exit-code"`,
+          env: { ...(await release.env({ id })), SLIPWAY_RUN_STATUS_DIR: statusDir },
+          secretFiles: await release.secretFiles(),
+          sandbox: {
+            appDir: release.artifactDir,
+            workDir: service.rootDir,
+            writableDirs: [statusDir],
+            scratchDirs: [path.join(instanceDir, 'tmp')],
+          },
+          limits: PLAN_LIMITS[run.plan ?? service.details.plan],
+          network: networkOf(service),
+          ...(run.onExit ? { onExit: run.onExit } : {}),
+        });
+        const started = { pid: handle.pid, startTime: handle.startTime, startedAt: handle.startedAt };
+        await repo.update(id, { ...started, status: 'running' });
+        deps.onSpawned?.();
+        return { row: { ...row, ...started, status: 'running' }, exitCodeFile, instanceDir };
+      } catch (err) {
+        await runtime.release(id);
+        dropSecrets(row);
+        await repo.update(id, { status: 'failed', stoppedAt: new Date() });
+        throw err;
+      }
     },
     /** Replaces one crashed instance in place (same id, new process). */
     restart: (release: Release, row: InstanceRow) => startOne(release, undefined, row),
@@ -211,6 +260,7 @@ export function createInstances(deps: InstancesDeps) {
         rows.map(async (row) => {
           if (row.pid) await runtime.stop(handleOf(row), graceMs);
           await runtime.release(row.id);
+          dropSecrets(row);
           await repo.update(row.id, { status: 'stopped', stoppedAt: new Date() });
         }),
       );
@@ -218,9 +268,12 @@ export function createInstances(deps: InstancesDeps) {
     isAlive: (row: InstanceRow) => !!row.pid && runtime.isAlive(handleOf(row)),
     /** Whether the runtime saw the exited instance killed for going over its memory limit (told once). */
     oomKilled: (row: InstanceRow) => runtime.oomKilled?.(row.id) ?? false,
-    active: (filter: { serviceId?: string; deployId?: string } = {}) => repo.active(filter),
+    /** Starting or running; one-off jobs' processes only with `jobs` (InstanceRepo.active). */
+    active: (filter: { serviceId?: string; deployId?: string; jobs?: boolean } = {}) => repo.active(filter),
+    get: (id: string) => repo.get(id),
     async markFailed(row: InstanceRow) {
       await runtime.release(row.id);
+      dropSecrets(row);
       await repo.update(row.id, { status: 'failed', stoppedAt: new Date() });
     },
     bumpRestarts: (row: InstanceRow) => repo.update(row.id, { restarts: row.restarts + 1 }),

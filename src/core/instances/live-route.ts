@@ -31,6 +31,9 @@ export function createRouteRefresher(deps: {
     if (lifecycle.isRemoving(service.id)) return void routeTable.remove(service.slug);
     const details = service.details;
     if (service.suspenders.includes('user')) return routeTable.setSuspended(service.slug, service.id);
+    // The app keeps running (and deploying) behind it; turning it off routes to the live instances again.
+    if (service.type === 'web_service' && details.maintenanceMode?.enabled)
+      return routeTable.setMaintenance(service.slug, service.id, details.maintenanceMode.uri);
     const live = deploy ?? (await repos.deploys.liveOf(service));
     if (service.type === 'static_site') {
       if (live)

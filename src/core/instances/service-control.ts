@@ -28,8 +28,8 @@ export function createServiceControl(deps: {
   withServiceLock: WithKeyedLock;
   refreshRoute: RefreshRoute;
   rollOver: RollOver;
-  /** Unmounts the service's build disk if it was kept mounted after its last build. */
-  releaseBuildDisk(serviceId: string): Promise<void>;
+  /** Unmounts the service's disks: its build disk if kept mounted after its last build, its container storage's. */
+  releaseDisks(serviceId: string): Promise<void>;
   stopInstances(rows: InstanceRow[], graceMs: number): Promise<void>;
   /** Runs when a removed service's processes have stopped, before its rows go (the usage meter's last pass). */
   onRemoved?(): Promise<void>;
@@ -70,7 +70,7 @@ export function createServiceControl(deps: {
       lifecycle.abortDeploy(service.id);
       await withServiceLock(service.id, async () => {
         await refreshRoute(service);
-        await deps.stopInstances(await instances.active({ serviceId: service.id }), graceOf(service));
+        await deps.stopInstances(await instances.active({ serviceId: service.id, jobs: true }), graceOf(service));
       });
     },
     async resume(service: ServiceRow) {
@@ -98,12 +98,15 @@ export function createServiceControl(deps: {
         await withServiceLock(service.id, async () => {
           routeTable.remove(service.slug);
           await routeTable.applied();
-          await deps.stopInstances(await instances.active({ serviceId: service.id }), Math.min(graceOf(service), 5000));
+          await deps.stopInstances(
+            await instances.active({ serviceId: service.id, jobs: true }),
+            Math.min(graceOf(service), 5000),
+          );
         });
         await lifecycle.drained();
         await lifecycle.writesSettled(service.id);
         await lifecycle.tidied(service.id);
-        await deps.releaseBuildDisk(service.id);
+        await deps.releaseDisks(service.id);
         deps.trash.discard(layout.serviceDir(service.id));
         await deps.onRemoved?.();
       } catch (err) {

@@ -17,7 +17,8 @@ function allocatedBytes(file: string): number {
 
 /**
  * What a service takes on the host's disk (docs/deploys.md, "Artifacts and disk"): its artifacts and uploads, hard links
- * counted once (du), and its build disk image (source, build scratch and dependency cache). Undefined when du failed.
+ * counted once (du), its build disk image (source, build scratch and dependency cache) and its container disk image
+ * (images and containers' roots). Undefined when du failed.
  */
 export async function serviceDiskBytes(layout: Layout, serviceId: string): Promise<number | undefined> {
   const dir = layout.serviceDir(serviceId);
@@ -30,5 +31,7 @@ export async function serviceDiskBytes(layout: Layout, serviceId: string): Promi
     .filter((n): n is string => n !== undefined)
     .reduce((sum, n) => sum + Number(n), 0);
   if (du.exitCode !== 0 && kib === 0 && !du.output.includes('No such file')) return undefined;
-  return kib * 1024 + allocatedBytes(layout.buildDiskImage(serviceId));
+  return (
+    kib * 1024 + allocatedBytes(layout.buildDiskImage(serviceId)) + allocatedBytes(layout.containerDiskImage(serviceId))
+  );
 }

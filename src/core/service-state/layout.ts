@@ -38,6 +38,8 @@ export function createLayout(dataDir: string) {
     /** The file holding the service's build disk (runtime's mountBuildDisk), and where it is mounted during a build. */
     /** The service's container storage: its images (one per deploy) and their layer cache (docs/containers.md). */
     containerStorage: (serviceId: string) => path.join(serviceDir(serviceId), 'containers'),
+    /** The file holding that storage's disk (the runtime keeps it beside the storage: container-disks.ts). */
+    containerDiskImage: (serviceId: string) => path.join(serviceDir(serviceId), 'containers.img'),
     buildDiskImage: (serviceId: string) => path.join(serviceDir(serviceId), 'build-disk.img'),
     buildDir: (serviceId: string) => path.join(serviceDir(serviceId), 'build'),
     /** The dependency cache kept between its builds (build-cache.ts), on the build disk. */

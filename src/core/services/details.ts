@@ -7,6 +7,7 @@ import {
   CONTAINER_RUNTIMES,
   PLANS,
   type DockerDetails,
+  type MaintenanceMode,
   type ServiceDetails,
   type ServiceDetailsInput,
 } from '../../model/services.js';
@@ -73,6 +74,12 @@ export function mergeDetails(
       ? { generation: i.pullRequestPreviewsEnabled === 'yes' ? 'automatic' : 'off' }
       : undefined);
   if (previews) next.previews = previews as ServiceDetails['previews'];
+  if (i.maintenanceMode) next.maintenanceMode = maintenanceMode(type, i.maintenanceMode, base.maintenanceMode);
+  // Checked by core/services/autoscaling.ts before it gets here (its own routes); null removes it.
+  if (i.autoscaling !== undefined) {
+    if (i.autoscaling) next.autoscaling = i.autoscaling;
+    else delete next.autoscaling;
+  }
   if (type === 'static_site') next.publishPath ||= 'public';
   if (type !== 'static_site') containerDetails(next, i, noContainers);
   if (!(PLANS as readonly string[]).includes(next.plan)) throw badRequest(`plan must be one of ${PLANS.join(', ')}`);
@@ -92,6 +99,48 @@ export function mergeDetails(
     throw badRequest('serviceDetails.publishPath must be a relative path inside the repository');
   }
   return next;
+}
+
+/** Render's maintenanceMode, merged over what is set: web services only; `uri` an absolute http(s) URL or ''. */
+function maintenanceMode(
+  type: ServiceType,
+  input: Partial<MaintenanceMode>,
+  before?: MaintenanceMode,
+): MaintenanceMode {
+  if (type !== 'web_service') throw badRequest('serviceDetails.maintenanceMode is for web services only');
+  const uri = input.uri ?? before?.uri ?? '';
+  return { enabled: input.enabled ?? before?.enabled ?? false, uri: uri && redirectTarget(uri) };
+}
+
+/**
+ * An absolute http(s) URL, as WHATWG's parser writes it (what the router puts in a Location header: no whitespace or
+ * control characters left to split a header). A path would not do: every request to the service, its own pages
+ * too, gets the maintenance answer.
+ */
+function redirectTarget(uri: string): string {
+  let url: URL | undefined;
+  try {
+    url = /[\s\u0000-\u001f]/.test(uri) ? undefined : new URL(uri);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+    throw badRequest(
+      'serviceDetails.maintenanceMode.uri must be an http:// or https:// URL, or "" for the default page',
+    );
+  return url.href;
+}
+
+/** Render's events for a change of maintenance mode: maintenance_mode_enabled (on or off), …_uri_updated. */
+export function maintenanceEvents(before: MaintenanceMode | undefined, after: MaintenanceMode | undefined) {
+  const from = before ?? { enabled: false, uri: '' };
+  const to = after ?? from;
+  return [
+    ...(to.enabled !== from.enabled ? [{ type: 'maintenance_mode_enabled', details: { enabled: to.enabled } }] : []),
+    ...(to.uri !== from.uri
+      ? [{ type: 'maintenance_mode_uri_updated', details: { fromURI: from.uri, toURI: to.uri } }]
+      : []),
+  ];
 }
 
 /** Render's `dockerDetails` and `image`: kept for docker and image services, checked, and refused without an engine. */

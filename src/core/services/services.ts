@@ -12,8 +12,9 @@ import type { Lifecycle } from '../service-state/lifecycle.js';
 import type { DeployPort } from '../deploys/port.js';
 import type { Events } from '../events.js';
 import { cacheKey, type ReadCache } from '../read-cache.js';
-import type { BuildFilter, ServiceDetails, ServiceDetailsInput } from '../../model/services.js';
-import { mergeDetails } from './details.js';
+import type { Autoscaling, BuildFilter, ServiceDetails, ServiceDetailsInput } from '../../model/services.js';
+import { autoscalingChange } from './autoscaling.js';
+import { maintenanceEvents, mergeDetails } from './details.js';
 import type { EnvVarInput, EnvVars } from './env-vars.js';
 import { createSiteRules } from './site-rules.js';
 import { createImagePreview } from './image-previews.js';
@@ -197,6 +198,15 @@ export function createServices(deps: {
             { workspaceId: row.workspaceId, serviceId: row.id, type: 'service_updated', details: { fields } },
             tx.events,
           );
+          if (details.numInstances !== current.details.numInstances) {
+            const change = { fromInstances: current.details.numInstances, toInstances: details.numInstances };
+            await events.record(
+              { workspaceId: row.workspaceId, serviceId: row.id, type: 'instance_count_changed', details: change },
+              tx.events,
+            );
+          }
+          for (const e of maintenanceEvents(current.details.maintenanceMode, details.maintenanceMode))
+            await events.record({ workspaceId: row.workspaceId, serviceId: row.id, ...e }, tx.events);
         }
         return row;
       }).catch((err: unknown) => {
@@ -207,8 +217,25 @@ export function createServices(deps: {
       if (!updated) throw notFound('service');
       events.poke();
       const rules = patch.serviceDetails;
-      if (rules?.headers !== undefined || rules?.routes !== undefined) await engine.refreshRoute(updated);
+      // Routing settings take effect without a deploy.
+      if (rules?.headers !== undefined || rules?.routes !== undefined || rules?.maintenanceMode !== undefined)
+        await engine.refreshRoute(updated);
       return updated;
+    },
+
+    /** Render's PUT (`a`) and DELETE (null) of autoscaling (core/services/autoscaling.ts runs it). */
+    async setAutoscaling(service: ServiceRow, a: Autoscaling | null): Promise<ServiceRow> {
+      const change = autoscalingChange(service, a);
+      const row = await this.update(service, { serviceDetails: change.serviceDetails });
+      const { workspaceId, id: serviceId } = row;
+      await events.record({ workspaceId, serviceId, type: 'autoscaling_config_changed', details: change.event });
+      return row;
+    },
+    /** Render's scale: services that run instances only (a static site or a cron job has none to scale). */
+    scale(service: ServiceRow, numInstances: number): Promise<ServiceRow> {
+      if (service.type === 'static_site' || service.type === 'cron_job')
+        throw badRequest(`a ${service.type} runs no instances to scale`);
+      return this.update(service, { serviceDetails: { numInstances } });
     },
 
     // Each event below commits with the change it records (the outbox), and wakes the dispatcher after the commit.

@@ -1,5 +1,6 @@
 import type { WebhookEventType } from '../../model/enums.js';
 import type { ServiceEvent } from '../../model/events.js';
+import { renderEventType } from '../render-events.js';
 
 /** Datastore events (`datastore_<what>`) by kind: Render's postgres_* / key_value_* names, and the same style else. */
 const DATASTORE: Record<'postgres' | 'key_value', Record<string, WebhookEventType>> = {
@@ -29,14 +30,15 @@ const DATASTORE: Record<'postgres' | 'key_value', Record<string, WebhookEventTyp
 
 /**
  * The webhook event type of a recorded event. Service and deploy events already carry Render's names (deploy_started,
- * build_ended, server_failed, cron_job_run_ended, service_suspended, …); unknown types pass through unchanged.
+ * build_ended, server_failed, cron_job_run_ended, service_suspended, …), or are read as Render's (core/render-events.ts:
+ * service_crashlooping is suspender_added); Slipway's own pass through unchanged.
  */
 export function webhookEventType(e: Pick<ServiceEvent, 'type' | 'datastoreId'>): string {
   if (e.datastoreId) {
     const kind = e.datastoreId.startsWith('red-') ? 'key_value' : 'postgres';
     return DATASTORE[kind][e.type] ?? e.type.replace(/^datastore_/, `${kind}_`);
   }
-  return e.type;
+  return renderEventType(e.type);
 }
 
 /** Render's webhook payload: `{type, timestamp, data: {id, serviceId, serviceName, …details}}` (serviceName is added by the store). */

@@ -23,21 +23,21 @@ export const TEST_PINGS_KEPT = 5;
 /** How long the secret before a rotation still signs. */
 export const PREVIOUS_SECRET_MS = 24 * 3600_000;
 
-const invalid = (message: string) => new AppError('validation_failed', message, [{ field: 'url', message }]);
+const invalid = (message: string, field: string) => new AppError('validation_failed', message, [{ field, message }]);
 
 /** A target a webhook may have: http(s), no credentials, and no literal private or reserved address (unless allowed). */
-export function checkUrl(raw: string, allowPrivate: boolean): string {
+export function checkUrl(raw: string, allowPrivate: boolean, field = 'url'): string {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw invalid(`"${raw}" is not a URL`);
+    throw invalid(`"${raw}" is not a URL`, field);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid('the URL must be http or https');
-  if (url.username || url.password) throw invalid('the URL must not carry credentials');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid('the URL must be http or https', field);
+  if (url.username || url.password) throw invalid('the URL must not carry credentials', field);
   const literal = literalAddress(url.hostname);
   if (literal && !allowPrivate && !isPublicAddress(literal))
-    throw invalid(`${literal} is a private or reserved address: webhooks only reach public addresses`);
+    throw invalid(`${literal} is a private or reserved address: webhooks only reach public addresses`, field);
   return url.toString();
 }
 

@@ -15,6 +15,8 @@ export function eventListRoute(
     tag: string;
     params: TObject;
     load(req: FastifyRequest): Promise<EventsAbout>;
+    /** A service's list reads Render's types, Slipway's own when asked for (a datastore's are all Slipway's). */
+    renderTypes?: boolean;
   },
 ) {
   return defineRoute({
@@ -27,6 +29,12 @@ export function eventListRoute(
       params: opts.params,
       querystring: Type.Object({
         type: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 50 })),
+        ...(opts.renderTypes
+          ? {
+              /** A service's own Slipway events (port_detected, certificate_issued, …) beside Render's types. */
+              includeSlipwayEvents: Type.Optional(Type.Boolean()),
+            }
+          : {}),
         startTime: Type.Optional(Timestamp),
         endTime: Type.Optional(Timestamp),
         ...ListQuery,
@@ -38,6 +46,7 @@ export function eventListRoute(
       const q = req.query;
       const rows = await deps.events.list(about, {
         types: q.type,
+        includeSlipwayEvents: (q as { includeSlipwayEvents?: boolean }).includeSlipwayEvents,
         startTime: toDate(q.startTime),
         endTime: toDate(q.endTime),
         beforeId: decodeCursor(q.cursor),

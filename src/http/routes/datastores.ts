@@ -24,6 +24,9 @@ import {
   KeyValuePATCH,
   KeyValuePOST,
   PostgresBody,
+  RedisBody,
+  RedisConnectionInfo,
+  redisConnectionInfoBody,
   PostgresConnectionInfo,
   PostgresPATCH,
   PostgresPOST,
@@ -31,11 +34,11 @@ import {
 
 interface Family {
   kind: DatastoreKind;
-  /** `/v1/postgres` or `/v1/key-value`. */
+  /** `/v1/postgres`, `/v1/key-value` or `/v1/redis` (Render's deprecated name for key-value). */
   base: string;
   /** Path parameter and list envelope names (Render's). */
-  param: 'postgresId' | 'keyValueId';
-  item: 'postgres' | 'keyValue';
+  param: 'postgresId' | 'keyValueId' | 'redisId';
+  item: 'postgres' | 'keyValue' | 'redis';
   tag: string;
   /** Audit event infix, Render's: CreatePostgresEvent, CreateRedisEvent (key-value), ... */
   audit: string;
@@ -44,6 +47,8 @@ interface Family {
   body: TSchema;
   patch: TSchema;
   connectionInfo: TSchema;
+  /** Render's connection-info body for this family (default: connectionInfoBody). */
+  connectionBody?: (row: DatastoreRow, c: ReturnType<HttpDeps['datastores']['connection']>) => unknown;
 }
 
 /**
@@ -192,7 +197,7 @@ function familyRoutes(deps: HttpDeps, f: Family): RouteSpec[] {
       schema: { params: Params, response: { 200: f.connectionInfo } },
       handler: async (req) => {
         const row = await load(req);
-        return connectionInfoBody(row, datastores.connection(row));
+        return (f.connectionBody ?? connectionInfoBody)(row, datastores.connection(row));
       },
     }),
     eventListRoute(deps, {
@@ -235,5 +240,28 @@ export function datastoreRoutes(deps: HttpDeps): RouteSpec[] {
     patch: KeyValuePATCH,
     connectionInfo: KeyValueConnectionInfo,
   };
-  return [...familyRoutes(deps, postgres), ...familyRoutes(deps, keyValue)];
+  // Render's deprecated `/v1/redis`: the key-value routes under its older name, with its body names (redisDetail,
+  // redisCLICommand), only the operations Render has there, and deprecated in the OpenAPI document.
+  const redis: Family = {
+    ...keyValue,
+    base: '/v1/redis',
+    param: 'redisId',
+    item: 'redis',
+    tag: 'Redis (deprecated)',
+    body: RedisBody,
+    connectionInfo: RedisConnectionInfo,
+    connectionBody: redisConnectionInfoBody,
+  };
+  const REDIS_OPERATIONS = new Set([
+    'GET ',
+    'POST ',
+    'GET /:redisId',
+    'PATCH /:redisId',
+    'DELETE /:redisId',
+    'GET /:redisId/connection-info',
+  ]);
+  const redisAliases = familyRoutes(deps, redis)
+    .filter((r) => REDIS_OPERATIONS.has(`${r.method} ${r.url.slice(redis.base.length)}`))
+    .map((r) => ({ ...r, deprecated: true }));
+  return [...familyRoutes(deps, postgres), ...familyRoutes(deps, keyValue), ...redisAliases];
 }

@@ -6,6 +6,12 @@ import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { IdParam, ListQuery, Name, NoContent, StringList, TimeFilters, listWindow } from '../schemas/common.js';
 import { EnvGroupBody, envGroupBody, EnvGroupMeta, envGroupMetaBody } from '../schemas/env-groups.js';
+import {
+  GroupFileParams,
+  SECRET_FILE_BODY_LIMIT,
+  SecretFileBody,
+  SecretFileContentInput,
+} from '../schemas/secret-files.js';
 import { EnvVarBody, EnvVarInputArray, EnvVarValueInput } from '../schemas/services.js';
 
 const GroupParams = Type.Object({ envGroupId: IdParam });
@@ -175,6 +181,47 @@ export function envGroupRoutes(deps: HttpDeps) {
       schema: { params: KeyParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         await envGroups.deleteVar((await load(req, req.params.envGroupId)).group, req.params.envVarKey);
+        return reply.code(204).send(null);
+      },
+    }),
+    // Render's secret files of a group: shown and masked as its variables are (core/secret-files.ts).
+    defineRoute({
+      method: 'GET',
+      url: '/v1/env-groups/:envGroupId/secret-files/:secretFileName',
+      summary: 'Retrieve one secret file of an env group',
+      tags: ['Env groups'],
+      access: 'developer',
+      schema: { params: GroupFileParams, response: { 200: SecretFileBody } },
+      handler: async (req) => {
+        const { group, reveal } = await load(req, req.params.envGroupId);
+        return envGroups.getFile(group, req.params.secretFileName, reveal);
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: '/v1/env-groups/:envGroupId/secret-files/:secretFileName',
+      summary: 'Add or update one secret file of an env group',
+      tags: ['Env groups'],
+      access: 'developer',
+      audit: 'UpdateEnvGroupEvent',
+      bodyLimit: SECRET_FILE_BODY_LIMIT.one,
+      schema: { params: GroupFileParams, body: SecretFileContentInput, response: { 200: EnvGroupBody } },
+      handler: async (req) => {
+        const { group, reveal } = await load(req, req.params.envGroupId);
+        const file = { name: req.params.secretFileName, content: req.body.content };
+        return body(await envGroups.putFile(group, file), reveal);
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/v1/env-groups/:envGroupId/secret-files/:secretFileName',
+      summary: 'Delete one secret file of an env group',
+      tags: ['Env groups'],
+      access: 'developer',
+      audit: 'UpdateEnvGroupEvent',
+      schema: { params: GroupFileParams, response: { 204: NoContent } },
+      handler: async (req, reply) => {
+        await envGroups.deleteFile((await load(req, req.params.envGroupId)).group, req.params.secretFileName);
         return reply.code(204).send(null);
       },
     }),

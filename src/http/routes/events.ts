@@ -12,6 +12,7 @@ export function eventRoutes(deps: HttpDeps) {
       url: '/v1/services/:serviceId/events',
       tag: 'Services',
       params: ServiceParams,
+      renderTypes: true,
       load: async (req) => ({
         serviceId: (await loadService(deps, req, (req.params as { serviceId: string }).serviceId)).id,
       }),

@@ -2,9 +2,10 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { parseTimeRange, type LogQuery, type ParsedLogFilter } from '../../observability/logs/filters.js';
 import type { SubscribeFrom } from '../../observability/logs/stream.js';
+import { VALUE_LABELS } from '../../observability/logs/values.js';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { OwnerIdQuery, Timestamp } from '../schemas/common.js';
+import { literalUnion, OwnerIdQuery, Timestamp } from '../schemas/common.js';
 
 const Values = (description: string) =>
   Type.Optional(Type.Array(Type.String({ maxLength: 512 }), { maxItems: 50, description }));
@@ -59,6 +60,24 @@ export function logRoutes({ guard, logs }: HttpDeps) {
         response: { 200: LogsPage },
       },
       handler: async (req) => logs.page(await prepare(req, req.query), req.query),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/v1/logs/values',
+      summary:
+        "List a log label's values (Render: list-logs-values) among the entries the filters match, within the same budget as /v1/logs",
+      tags: ['Logs'],
+      access: 'viewer',
+      schema: {
+        querystring: Type.Object({
+          ...FILTERS,
+          label: literalUnion(VALUE_LABELS, { description: 'The label whose values to list' }),
+          direction: Type.Optional(Type.Union([Type.Literal('forward'), Type.Literal('backward')])),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+        }),
+        response: { 200: Type.Array(Type.String(), { description: 'An array of possible values for a log label' }) },
+      },
+      handler: async (req) => logs.values(await prepare(req, req.query), req.query),
     }),
     defineRoute({
       method: 'GET',

@@ -14,7 +14,7 @@ import { IdParam, literalUnion, Timestamp } from '../schemas/common.js';
 import { loadService, ServiceParams } from '../helpers/load-service.js';
 
 /** Render's metric series (GET /metrics/cpu's 200 body). */
-const SeriesBody = Type.Array(
+export const SeriesBody = Type.Array(
   Type.Object({
     labels: Type.Array(Type.Object({ field: Type.String(), value: Type.String() })),
     unit: Type.String(),
@@ -22,26 +22,26 @@ const SeriesBody = Type.Array(
   }),
   { title: 'metricSeries' },
 );
-const Aggregation = literalUnion(AGGREGATIONS, {
+export const Aggregation = literalUnion(AGGREGATIONS, {
   description: 'How instances (and samples in a bucket) are combined; default AVG',
 });
-const RelativeTo = Type.Optional(
+export const RelativeTo = Type.Optional(
   literalUnion(CPU_RELATIVE_TO, {
     description: "CPU in percent of one core (default) or of the plan's CPU limit",
   }),
 );
-const Source = Type.Optional(
+export const Source = Type.Optional(
   literalUnion(MEMORY_SOURCES, {
     description: "Memory: RSS of the process tree (default) or the instance cgroup's usage",
   }),
 );
-const Instances = Type.Optional(
+export const Instances = Type.Optional(
   Type.Array(Type.String({ maxLength: 64 }), {
     maxItems: 50,
     description: "Only these instances (Render's instance filter)",
   }),
 );
-const Range = {
+export const Range = {
   startTime: Type.Optional(Timestamp),
   endTime: Type.Optional(Timestamp),
   resolutionSeconds: Type.Optional(

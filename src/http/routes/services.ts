@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { envelopeOf } from '../../lib/cursor.js';
+import { envelope, envelopeOf } from '../../lib/cursor.js';
 import { SUSPENDED } from '../../model/enums.js';
 import type { HttpDeps } from '../deps.js';
 import { loadService, ServiceParams } from '../helpers/load-service.js';
@@ -23,8 +23,9 @@ const ServiceInstance = Type.Object(
 
 /** Services: Render's CRUD plus suspend/resume/restart (docs/architecture.md, "API conventions"). */
 export function serviceRoutes(deps: HttpDeps) {
-  const { guard, services, urls } = deps;
-  const body = (row: Parameters<typeof serviceBody>[0]) => serviceBody(row, urls);
+  const { guard, services, urls, registryCredentials } = deps;
+  const body = async (row: Parameters<typeof serviceBody>[0]) =>
+    serviceBody(row, urls, (await registryCredentials.namesFor([row]))?.(row));
 
   const load = (req: FastifyRequest, serviceId: string) => loadService(deps, req, serviceId);
 
@@ -44,7 +45,7 @@ export function serviceRoutes(deps: HttpDeps) {
         const { workspaceId } = await guard.context(req, req.body.ownerId);
         const { service, deployId } = await services.create(workspaceId, req.body);
         req.auditInfo.target = service.id;
-        return reply.code(201).send({ service: body(service), ...(deployId ? { deployId } : {}) });
+        return reply.code(201).send({ service: await body(service), ...(deployId ? { deployId } : {}) });
       },
     }),
     defineRoute({
@@ -79,7 +80,14 @@ export function serviceRoutes(deps: HttpDeps) {
           suspended: q.suspended,
           ...listWindow(q),
         });
-        return envelopeOf('service', rows, (r) => ({ ...body(r), blueprint: r.manager ?? undefined }));
+        const nameOf = await registryCredentials.namesFor(rows); // one query for the page's credentials
+        const item = (r: (typeof rows)[number]) => ({
+          ...serviceBody(r, urls, nameOf?.(r)),
+          blueprint: r.manager ?? undefined,
+        });
+        // envelopeOf shares a page by its cached rows, which a credential's rename does not change: such a page is
+        // built afresh.
+        return nameOf ? envelope('service', rows.map(item)) : envelopeOf('service', rows, item);
       },
     }),
     defineRoute({
@@ -91,7 +99,7 @@ export function serviceRoutes(deps: HttpDeps) {
       schema: { params: ServiceParams, response: { 200: ServiceBody } },
       handler: async (req) => {
         const service = await load(req, req.params.serviceId);
-        return { ...body(service), blueprint: await deps.blueprints.managerOf(service.id) };
+        return { ...(await body(service)), blueprint: await deps.blueprints.managerOf(service.id) };
       },
     }),
     defineRoute({
@@ -139,7 +147,7 @@ export function serviceRoutes(deps: HttpDeps) {
       audit: 'SuspendServiceEvent',
       schema: { params: ServiceParams, response: { 202: ServiceBody } },
       handler: async (req, reply) =>
-        reply.code(202).send(body(await services.suspend(await load(req, req.params.serviceId)))),
+        reply.code(202).send(await body(await services.suspend(await load(req, req.params.serviceId)))),
     }),
     defineRoute({
       method: 'POST',
@@ -150,7 +158,7 @@ export function serviceRoutes(deps: HttpDeps) {
       audit: 'ResumeServiceEvent',
       schema: { params: ServiceParams, response: { 202: ServiceBody } },
       handler: async (req, reply) =>
-        reply.code(202).send(body(await services.resume(await load(req, req.params.serviceId)))),
+        reply.code(202).send(await body(await services.resume(await load(req, req.params.serviceId)))),
     }),
     defineRoute({
       method: 'POST',
@@ -169,7 +177,7 @@ export function serviceRoutes(deps: HttpDeps) {
         const parent = await load(req, req.params.serviceId);
         const { service, deployId } = await services.preview(parent, req.body);
         req.auditInfo.target = service.id;
-        return { service: body(service), ...(deployId ? { deployId } : {}) };
+        return { service: await body(service), ...(deployId ? { deployId } : {}) };
       },
     }),
     defineRoute({

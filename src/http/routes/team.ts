@@ -1,5 +1,8 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
 import { requireUser } from '../../core/auth.js';
+import type { Role as RoleName } from '../../core/principal.js';
+import type { MemberRow } from '../../store/repos/workspaces.js';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
 import type { HttpDeps } from '../deps.js';
 import { principalOf } from '../guard.js';
@@ -14,12 +17,79 @@ import {
   OwnerIdQuery,
   Role,
 } from '../schemas/common.js';
-import { InviteBody, inviteBody, TeamMemberBody, teamMemberBody } from '../schemas/team.js';
+import {
+  InviteBody,
+  inviteBody,
+  OwnerMemberBody,
+  ownerMemberBody,
+  OwnerMemberRole,
+  roleFromRender,
+  TeamMemberBody,
+  teamMemberBody,
+} from '../schemas/team.js';
 
 const MemberParams = Type.Object({ userId: IdParam });
 const OwnerQuery = Type.Object({ ownerId: OwnerIdQuery });
 
-export function teamRoutes({ team, guard, config }: HttpDeps) {
+/** A member's role change and removal, on Slipway's path or Render's: the path's role names and member body. */
+function memberRoutes(
+  { team, guard }: HttpDeps,
+  path: {
+    url: string;
+    params: TSchema;
+    querystring?: TSchema;
+    ownerIdOf: (req: FastifyRequest) => string | undefined;
+    role: TSchema;
+    toRole: (role: string) => RoleName | ((current: RoleName) => RoleName);
+    body: TSchema;
+    serialize: (m: MemberRow) => unknown;
+  },
+) {
+  const userIdOf = (req: FastifyRequest) => (req.params as { userId: string }).userId;
+  return [
+    defineRoute({
+      method: 'PATCH',
+      url: path.url,
+      summary: "Change a member's role",
+      tags: ['Team'],
+      access: 'admin',
+      audit: 'ChangeTeamMemberRoleEvent',
+      schema: {
+        params: path.params,
+        ...(path.querystring ? { querystring: path.querystring } : {}),
+        body: Type.Object({ role: path.role }),
+        response: { 200: path.body },
+      },
+      handler: async (req) => {
+        const { workspaceId, role } = await guard.context(req, path.ownerIdOf(req));
+        const to = path.toRole((req.body as { role: string }).role);
+        await team.changeRole(workspaceId, role, userIdOf(req), to);
+        return path.serialize(await team.member(workspaceId, userIdOf(req)));
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: path.url,
+      summary: 'Remove a member from a workspace',
+      tags: ['Team'],
+      access: 'admin',
+      audit: 'RemoveUserFromTeamEvent',
+      schema: {
+        params: path.params,
+        ...(path.querystring ? { querystring: path.querystring } : {}),
+        response: { 204: NoContent },
+      },
+      handler: async (req, reply) => {
+        const { workspaceId, role } = await guard.context(req, path.ownerIdOf(req));
+        await team.removeMember(workspaceId, role, userIdOf(req));
+        return reply.code(204).send(null);
+      },
+    }),
+  ];
+}
+
+export function teamRoutes(deps: HttpDeps) {
+  const { team, guard, config } = deps;
   const member = async (workspaceId: string, userId: string) => teamMemberBody(await team.member(workspaceId, userId));
 
   return [
@@ -45,38 +115,25 @@ export function teamRoutes({ team, guard, config }: HttpDeps) {
         );
       },
     }),
-    defineRoute({
-      method: 'PATCH',
+    ...memberRoutes(deps, {
       url: '/v1/team-members/:userId',
-      summary: "Change a member's role",
-      tags: ['Team'],
-      access: 'admin',
-      audit: 'ChangeTeamMemberRoleEvent',
-      schema: {
-        params: MemberParams,
-        querystring: OwnerQuery,
-        body: Type.Object({ role: Role }),
-        response: { 200: TeamMemberBody },
-      },
-      handler: async (req) => {
-        const { workspaceId, role } = await guard.context(req, req.query.ownerId);
-        await team.changeRole(workspaceId, role, req.params.userId, req.body.role);
-        return member(workspaceId, req.params.userId);
-      },
+      params: MemberParams,
+      querystring: OwnerQuery,
+      ownerIdOf: (req) => (req.query as { ownerId?: string }).ownerId,
+      role: Role,
+      toRole: (role) => role as RoleName,
+      body: TeamMemberBody,
+      serialize: teamMemberBody,
     }),
-    defineRoute({
-      method: 'DELETE',
-      url: '/v1/team-members/:userId',
-      summary: 'Remove a member from a workspace',
-      tags: ['Team'],
-      access: 'admin',
-      audit: 'RemoveUserFromTeamEvent',
-      schema: { params: MemberParams, querystring: OwnerQuery, response: { 204: NoContent } },
-      handler: async (req, reply) => {
-        const { workspaceId, role } = await guard.context(req, req.query.ownerId);
-        await team.removeMember(workspaceId, role, req.params.userId);
-        return reply.code(204).send(null);
-      },
+    // Render's path for the same (update-workspace-member, remove-workspace-member): its role names and body.
+    ...memberRoutes(deps, {
+      url: '/v1/owners/:ownerId/members/:userId',
+      params: Type.Object({ ownerId: IdParam, userId: IdParam }),
+      ownerIdOf: (req) => (req.params as { ownerId: string }).ownerId,
+      role: OwnerMemberRole,
+      toRole: roleFromRender,
+      body: OwnerMemberBody,
+      serialize: ownerMemberBody,
     }),
     defineRoute({
       method: 'POST',

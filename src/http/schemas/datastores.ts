@@ -99,10 +99,10 @@ export const PostgresBody = Type.Object(
   },
   { title: 'postgresDetail' },
 );
-export const KeyValueBody = Type.Object(
-  { ...common, options: Type.Object({ maxmemoryPolicy: Type.Optional(Type.String()) }) },
-  { title: 'keyValueDetail' },
-);
+const keyValueFields = { ...common, options: Type.Object({ maxmemoryPolicy: Type.Optional(Type.String()) }) };
+export const KeyValueBody = Type.Object(keyValueFields, { title: 'keyValueDetail' });
+/** Render's deprecated name for a key-value instance: the same fields. */
+export const RedisBody = Type.Object(keyValueFields, { title: 'redisDetail' });
 export const PostgresConnectionInfo = Type.Object(
   {
     password: Type.String(),
@@ -120,6 +120,15 @@ export const KeyValueConnectionInfo = Type.Object(
     keyPrefix: Type.Optional(Type.String({ description: 'On a shared server: the prefix every key must start with' })),
   },
   { title: 'keyValueConnectionInfo' },
+);
+export const RedisConnectionInfo = Type.Object(
+  {
+    internalConnectionString: Type.String(),
+    externalConnectionString: Type.String(),
+    redisCLICommand: Type.String(),
+    keyPrefix: KeyValueConnectionInfo.properties.keyPrefix,
+  },
+  { title: 'redisConnectionInfo' },
 );
 
 /** Render's postgres/postgresDetail and keyValue/keyValueDetail bodies. */
@@ -174,4 +183,10 @@ export function connectionInfoBody(row: DatastoreRow, c: ReturnType<Datastores['
     cliCommand: `redis-cli -u ${external}`,
     ...(c.keyPrefix ? { keyPrefix: c.keyPrefix } : {}),
   };
+}
+
+/** Render's deprecated redisConnectionInfo: keyValueConnectionInfo with the CLI command as `redisCLICommand`. */
+export function redisConnectionInfoBody(row: DatastoreRow, c: ReturnType<Datastores['connection']>) {
+  const { cliCommand, ...rest } = connectionInfoBody(row, c) as { cliCommand: string };
+  return { ...rest, redisCLICommand: cliCommand };
 }

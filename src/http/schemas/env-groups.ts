@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { EnvGroupMetaView, EnvGroupView } from '../../core/env-groups.js';
 import { ManagedBy, Timestamp } from './common.js';
+import { SecretFileBody } from './secret-files.js';
 import { EnvVarBody } from './services.js';
 
 /** Render's serviceTypeShort, used in an env group's serviceLinks. */
@@ -24,7 +25,7 @@ const Meta = {
 };
 export const EnvGroupMeta = Type.Object(Meta, { title: 'envGroupMeta' });
 export const EnvGroupBody = Type.Object(
-  { ...Meta, envVars: Type.Array(EnvVarBody), secretFiles: Type.Array(Type.Unknown()) },
+  { ...Meta, envVars: Type.Array(EnvVarBody), secretFiles: Type.Array(SecretFileBody) },
   { title: 'envGroup' },
 );
 
@@ -39,9 +40,9 @@ export const envGroupMetaBody = ({ group, serviceLinks }: EnvGroupMetaView) => (
   serviceLinks: serviceLinks.map((l) => ({ ...l, type: SHORT_TYPE[l.type] })),
 });
 
-/** Render's envGroup: envGroupMeta with the (opened) variables. */
+/** Render's envGroup: envGroupMeta with the (opened or masked) variables and secret files. */
 export const envGroupBody = (view: EnvGroupView) => ({
   ...envGroupMetaBody(view),
   envVars: view.envVars,
-  secretFiles: [] as never[],
+  secretFiles: view.secretFiles,
 });

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { renderServiceEvent } from '../../core/render-events.js';
 import type { EventsAbout } from '../../core/events.js';
 import type { EventRow } from '../../store/repos/events.js';
 import { Timestamp } from './common.js';
@@ -20,6 +21,8 @@ export const eventBody = (e: EventRow, about: EventsAbout) => ({
   id: e.id,
   timestamp: e.createdAt.toISOString(),
   ...about,
-  type: e.type,
-  details: { ...e.details, ...(e.deployId ? { deployId: e.deployId } : {}) },
+  // A service's events read as Render's (core/render-events.ts); a datastore's are Slipway's own.
+  ...('serviceId' in about
+    ? renderServiceEvent(e)
+    : { type: e.type, details: { ...e.details, ...(e.deployId ? { deployId: e.deployId } : {}) } }),
 });

@@ -3,7 +3,7 @@ import type { AppUrls } from '../../core/service-state/env.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import { AUTO_DEPLOY, BUILD_PLANS, ENV_VAR_REF_PROPERTIES, SERVICE_TYPES, SUSPENDED } from '../../model/enums.js';
-import { PLANS, RUNTIMES } from '../../model/services.js';
+import { MAX_INSTANCES, PLANS, registryCredentialIdOf, RUNTIMES } from '../../model/services.js';
 import { literalUnion, ManagedBy, Name, Timestamp } from './common.js';
 
 const Enum = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
@@ -20,7 +20,7 @@ export const ServiceDetailsInput = Type.Object({
   plan: Type.Optional(Enum(PLANS)),
   buildPlan: Type.Optional(Enum(BUILD_PLANS)),
   region: Type.Optional(Type.String({ maxLength: 50 })),
-  numInstances: Type.Optional(Type.Integer({ minimum: 1, maximum: 20 })),
+  numInstances: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INSTANCES })),
   healthCheckPath: Type.Optional(Type.String({ maxLength: 1024 })),
   buildCommand: Type.Optional(Command),
   publishPath: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -31,6 +31,10 @@ export const ServiceDetailsInput = Type.Object({
     Type.Object({ generation: Type.Union([Type.Literal('off'), Type.Literal('manual'), Type.Literal('automatic')]) }),
   ),
   pullRequestPreviewsEnabled: Type.Optional(Type.Union([Type.Literal('yes'), Type.Literal('no')])),
+  /** Render's maintenanceMode of a web service: switched without a deploy (docs/routing.md, "Maintenance mode"). */
+  maintenanceMode: Type.Optional(
+    Type.Object({ enabled: Type.Optional(Type.Boolean()), uri: Type.Optional(Type.String({ maxLength: 2048 })) }),
+  ),
   envSpecificDetails: Type.Optional(
     Type.Object({
       buildCommand: Type.Optional(Command),
@@ -189,16 +193,18 @@ function envSpecificDetails(d: ServiceRow['details']) {
   return { buildCommand: d.buildCommand, startCommand: d.startCommand, ...preDeploy };
 }
 
+/**
+ * Render's `service`. `credentialName` is its registry credential's (core/registry-credentials.ts `namesFor`); without
+ * one (a credential of another workspace) the summary, whose name Render requires, shows the id.
+ */
 export function serviceBody(
   row: ServiceRow,
   urls: Pick<AppUrls, 'externalUrl' | 'dashboardUrl'>,
-  credentialName?: (id: string) => string | undefined,
+  credentialName?: string,
 ) {
   const d = row.details;
-  const credentialId = d.image?.registryCredentialId ?? d.docker?.registryCredentialId;
-  const credential = credentialId
-    ? { id: credentialId, name: credentialName?.(credentialId) ?? credentialId }
-    : undefined;
+  const credentialId = registryCredentialIdOf(d);
+  const credential = credentialId ? { id: credentialId, name: credentialName ?? credentialId } : undefined;
   const common = {
     env: d.runtime,
     runtime: d.runtime,
@@ -221,14 +227,25 @@ export function serviceBody(
       : row.type === 'cron_job'
         ? { ...common, schedule: d.schedule }
         : row.type === 'background_worker'
-          ? { ...common, numInstances: d.numInstances, maxShutdownDelaySeconds: d.maxShutdownDelaySeconds }
+          ? {
+              ...common,
+              numInstances: d.numInstances,
+              maxShutdownDelaySeconds: d.maxShutdownDelaySeconds,
+              ...(d.autoscaling ? { autoscaling: d.autoscaling } : {}),
+            }
           : {
               ...common,
               numInstances: d.numInstances,
               maxShutdownDelaySeconds: d.maxShutdownDelaySeconds,
+              ...(d.autoscaling ? { autoscaling: d.autoscaling } : {}),
               openPorts: [],
               url: row.type === 'web_service' ? url : '',
-              ...(row.type === 'web_service' ? { healthCheckPath: d.healthCheckPath } : {}),
+              ...(row.type === 'web_service'
+                ? {
+                    healthCheckPath: d.healthCheckPath,
+                    maintenanceMode: d.maintenanceMode ?? { enabled: false, uri: '' },
+                  }
+                : {}),
             };
   return {
     id: row.id,

@@ -107,6 +107,8 @@ export function createLogs(deps: LogsDeps) {
     /** The checked filter of a log query in a workspace, and a page of what it finds (read.ts). */
     filterFor: reader.filterFor,
     page: reader.page,
+    /** Render's GET /logs/values (values.ts). */
+    values: reader.values,
     async start() {
       await hub.start();
       collector.start();

@@ -3,6 +3,7 @@ import { createFairSlots } from '../../lib/fair-slots.js';
 import type { LogRepo } from '../../store/repos/logs.js';
 import { parseLogFilter, type LogQuery, type ParsedLogFilter } from './filters.js';
 import { queryLogs, type QueryBudget } from './query.js';
+import { labelValues } from './values.js';
 
 /**
  * Filtered queries (matched in memory) at once in this process, and per workspace: two, so a third request, a health
@@ -29,6 +30,19 @@ export function createLogReader(deps: {
     err.retryAfterSeconds = Math.max(1, Math.ceil(deps.budget.ms / 1000));
     return err;
   };
+  /** Runs a scan in the workspace's turn (at most its time budget waiting; 429 past MAX_WAITING). */
+  async function inTurn<T>(parsed: ParsedLogFilter, scan: () => Promise<T>): Promise<T> {
+    const key = parsed.scope.workspaceId;
+    if (scans.waiting(key) >= MAX_WAITING) throw busy();
+    const release = await scans.acquire(key, { signal: AbortSignal.timeout(deps.budget.ms) }).catch(() => {
+      throw busy();
+    });
+    try {
+      return await scan();
+    } finally {
+      release();
+    }
+  }
   return {
     /** The validated filter; a `resource` that is not a service of the workspace answers 404, as if it did not exist. */
     async filterFor(workspaceId: string, q: LogQuery): Promise<ParsedLogFilter> {
@@ -40,16 +54,10 @@ export function createLogReader(deps: {
     /** One page of entries (observability/logs/query.ts); a filtered query waits its turn (at most its time budget). */
     async page(parsed: ParsedLogFilter, q: Parameters<typeof queryLogs>[2]) {
       if (!parsed.narrows) return queryLogs(deps.repo, parsed, q, deps.budget);
-      const key = parsed.scope.workspaceId;
-      if (scans.waiting(key) >= MAX_WAITING) throw busy();
-      const release = await scans.acquire(key, { signal: AbortSignal.timeout(deps.budget.ms) }).catch(() => {
-        throw busy();
-      });
-      try {
-        return await queryLogs(deps.repo, parsed, q, deps.budget);
-      } finally {
-        release();
-      }
+      return inTurn(parsed, () => queryLogs(deps.repo, parsed, q, deps.budget));
     },
+    /** The values of a label (values.ts): a scan, so it takes a turn as a filtered query does. */
+    values: (parsed: ParsedLogFilter, q: Parameters<typeof labelValues>[2]) =>
+      inTurn(parsed, () => labelValues(deps.repo, parsed, q, deps.budget)),
   };
 }

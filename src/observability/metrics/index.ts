@@ -1,6 +1,8 @@
 import type PgBoss from 'pg-boss';
 import type { Repos } from '../../store/repos/index.js';
 import { createScrape, metricSamplesWritten } from '../prometheus.js';
+import { createMetricFamily } from './family.js';
+import { createHttpBreakdown } from './http-breakdown.js';
 import { createMetricsSampler, createTrafficCounter } from './sampler.js';
 import { createMetricQueries } from './series.js';
 import type { Logger } from '../../lib/logger.js';
@@ -10,15 +12,19 @@ import type { Logger } from '../../lib/logger.js';
  * the queries behind the routes and the Prometheus scrape (the roll-up job is src/jobs/metrics-rollup.ts).
  */
 export function createMetrics(deps: {
-  repos: Pick<Repos, 'instances' | 'metrics'>;
+  repos: Pick<Repos, 'instances' | 'metrics' | 'httpMetrics'>;
   boss: PgBoss;
   intervalMs: number;
+  /** A service's disk budget (GET /v1/metrics/disk-capacity). */
+  serviceDiskBytes: number;
   log: Logger;
 }) {
   const { repos, boss } = deps;
   const traffic = createTrafficCounter();
+  const http = createHttpBreakdown();
+  const queries = createMetricQueries({ repo: repos.metrics, intervalMs: deps.intervalMs });
   const sampler = createMetricsSampler({
-    activeInstances: () => repos.instances.active(),
+    activeInstances: () => repos.instances.active({ jobs: true }), // a job's CPU and memory are its service's too
     insert: async (rows) => {
       await repos.metrics.insert(rows);
       metricSamplesWritten.inc(rows.length);
@@ -26,10 +32,16 @@ export function createMetrics(deps: {
     intervalMs: deps.intervalMs,
     log: deps.log,
     traffic,
+    http,
   });
   return {
     traffic,
-    queries: createMetricQueries({ repo: repos.metrics, intervalMs: deps.intervalMs }),
+    /** The router's requests by status, latency, host and path (fed per request, like `traffic`). */
+    http,
+    queries: {
+      ...queries,
+      family: createMetricFamily({ queries, repo: repos.httpMetrics, serviceDiskBytes: deps.serviceDiskBytes }),
+    },
     prometheus: createScrape({
       queueDepths: async () =>
         Promise.all(
@@ -41,3 +53,5 @@ export function createMetrics(deps: {
     stop: () => sampler.stop(),
   };
 }
+/** What the HTTP routes read (GET /v1/metrics/…). */
+export type MetricsApi = ReturnType<typeof createMetrics>['queries'];

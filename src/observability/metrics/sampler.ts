@@ -10,6 +10,7 @@ import {
   uptimeSeconds,
 } from './procfs.js';
 import type { Logger } from '../../lib/logger.js';
+import type { HttpBreakdown } from './http-breakdown.js';
 
 export interface SamplerDeps {
   /** Instances that have (or may have) a process. */
@@ -55,7 +56,7 @@ export type TrafficCounter = ReturnType<typeof createTrafficCounter>;
  * from one /proc scan for all instances, written in one insert together with the router's
  * request and byte counts.
  */
-export function createMetricsSampler(deps: SamplerDeps & { traffic: TrafficCounter }) {
+export function createMetricsSampler(deps: SamplerDeps & { traffic: TrafficCounter; http?: HttpBreakdown }) {
   const previous = new Map<string, Previous>();
   const cgroupFiles = new Map<string, string | undefined>();
   let timer: NodeJS.Timeout | undefined;
@@ -111,6 +112,7 @@ export function createMetricsSampler(deps: SamplerDeps & { traffic: TrafficCount
         memoryBytes: c.bytes,
       });
     }
+    if (deps.http) rows.push(...deps.http.drain(now));
     await deps.insert(rows);
     return rows.length;
   }

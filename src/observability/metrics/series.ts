@@ -24,6 +24,12 @@ export interface SeriesOptions {
 }
 
 const MAX_POINTS = 10_000;
+/** Render's range parameters: the last hour in 60 s buckets by default. */
+export interface RangeQuery {
+  startTime?: string;
+  endTime?: string;
+  resolutionSeconds?: number;
+}
 const DEFAULT_RANGE_MS = 3_600_000; // Render's default: the last hour
 
 export interface MetricQueryDeps {
@@ -87,7 +93,26 @@ export function createMetricQueries(deps: MetricQueryDeps) {
       .map(([, s]) => s);
   }
 
+  /** A query's range and bucket size, checked: start before end, at least the sampling interval, at most MAX_POINTS buckets. */
+  function rangeOf(q: RangeQuery): { start: Date; end: Date; resolutionSeconds: number } {
+    const end = q.endTime ? new Date(q.endTime) : now();
+    const start = q.startTime ? new Date(q.startTime) : new Date(end.getTime() - DEFAULT_RANGE_MS);
+    if (start >= end) throw badRequest('startTime must be before endTime');
+    const minResolution = Math.max(1, Math.ceil(deps.intervalMs / 1000));
+    const resolutionSeconds = q.resolutionSeconds ?? Math.max(60, minResolution);
+    if (resolutionSeconds < minResolution)
+      throw badRequest(`resolutionSeconds must be at least the sampling interval (${minResolution} s)`);
+    if ((end.getTime() - start.getTime()) / 1000 / resolutionSeconds > MAX_POINTS) {
+      throw badRequest(
+        `that range at that resolution is more than ${MAX_POINTS} points: raise resolutionSeconds or narrow the range`,
+      );
+    }
+    return { start, end, resolutionSeconds };
+  }
+
   return {
+    rangeOf,
+    now,
     /** The newest sample of each instance (not older than three intervals) and their aggregate for the service. */
     async current(service: { id: string; plan: Plan }, metric: 'cpu' | 'memory', o: SeriesOptions): Promise<Series[]> {
       const latest = await deps.repo.latest(service.id, new Date(now().getTime() - 3 * deps.intervalMs - 1000));
@@ -119,20 +144,9 @@ export function createMetricQueries(deps: MetricQueryDeps) {
     async history(
       service: { id: string; plan: Plan },
       metric: HistoryMetric,
-      q: SeriesOptions & { startTime?: string; endTime?: string; resolutionSeconds?: number },
+      q: SeriesOptions & RangeQuery,
     ): Promise<Series[]> {
-      const end = q.endTime ? new Date(q.endTime) : now();
-      const start = q.startTime ? new Date(q.startTime) : new Date(end.getTime() - DEFAULT_RANGE_MS);
-      if (start >= end) throw badRequest('startTime must be before endTime');
-      const minResolution = Math.max(1, Math.ceil(deps.intervalMs / 1000));
-      const resolutionSeconds = q.resolutionSeconds ?? Math.max(60, minResolution);
-      if (resolutionSeconds < minResolution)
-        throw badRequest(`resolutionSeconds must be at least the sampling interval (${minResolution} s)`);
-      if ((end.getTime() - start.getTime()) / 1000 / resolutionSeconds > MAX_POINTS) {
-        throw badRequest(
-          `that range at that resolution is more than ${MAX_POINTS} points: raise resolutionSeconds or narrow the range`,
-        );
-      }
+      const { start, end, resolutionSeconds } = rangeOf(q);
       const rows = await deps.repo.buckets({
         serviceId: service.id,
         column: columnOf(metric, q),

@@ -1,6 +1,15 @@
 import type pg from 'pg';
 import { conflict } from '../../lib/errors.js';
 import type { Placement, PostgresProvisioner, PostgresSpec } from '../types.js';
+import {
+  createCredential,
+  databaseConnectionLimit,
+  dropAllCredentials,
+  dropCredential,
+  listCredentials,
+  setCredentialsLogin,
+} from './credentials.js';
+import { newestPgDump, pgDumpCommand, runDump } from './dump.js';
 import { canLogIn, ident, literal, quietSession, serverMajor, upsertRole, withClient } from './sql.js';
 
 export interface ClusterPostgresOptions {
@@ -48,8 +57,14 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
   const port = Number(adminUrl.port || 5432);
   const placement: Placement = { host, port, state: {} };
 
-  const admin = <T>(fn: (client: pg.Client) => Promise<T>) =>
-    withClient({ connectionString: opts.adminUrl }, async (client) => {
+  /** The admin URL, in another database (the datastore's) when given. */
+  const adminUrlIn = (database?: string) => {
+    const url = new URL(opts.adminUrl);
+    if (database) url.pathname = `/${encodeURIComponent(database)}`;
+    return url;
+  };
+  const admin = <T>(fn: (client: pg.Client) => Promise<T>, database?: string) =>
+    withClient({ connectionString: adminUrlIn(database).toString() }, async (client) => {
       await quietSession(client);
       return fn(client);
     });
@@ -127,6 +142,7 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
         await client.query(`COMMENT ON DATABASE ${db} IS ${literal(tagOf(spec))}`);
         await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${db} FROM PUBLIC`);
         await client.query(`GRANT CONNECT, TEMPORARY ON DATABASE ${db} TO ${user}`);
+        await client.query(databaseConnectionLimit(spec));
       });
       return placement;
     },
@@ -135,6 +151,7 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
       await admin(async (client) => {
         await requireOurRole(client, spec);
         await client.query(`ALTER ROLE ${ident(spec.databaseUser)} LOGIN`);
+        await setCredentialsLogin(client, spec, true);
       });
       return placement;
     },
@@ -145,6 +162,7 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
         if ((await ownership(client, spec)).role !== 'ours') return;
         await client.query(`ALTER ROLE ${ident(spec.databaseUser)} NOLOGIN`);
         await terminateSessions(client, spec);
+        await setCredentialsLogin(client, spec, false);
       });
     },
 
@@ -156,8 +174,22 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
         await client.query(
           `ALTER ROLE ${ident(spec.databaseUser)} CONNECTION LIMIT ${Math.trunc(spec.size.maxConnections)}`,
         );
+        await client.query(databaseConnectionLimit(spec));
       });
       return placement;
+    },
+
+    listCredentials: (spec) => admin((client) => listCredentials(client, spec)),
+    createCredential: (spec, _placement, credential) => admin((client) => createCredential(client, spec, credential)),
+    dropCredential: (spec, _placement, username) =>
+      admin((client) => dropCredential(client, spec, username), spec.databaseName),
+
+    /** pg_dump as the admin URL's user, its password in pg_dump's environment, never on its command line. */
+    dump(spec, _placement, file) {
+      const url = adminUrlIn(spec.databaseName);
+      const password = decodeURIComponent(url.password);
+      url.password = '';
+      return runDump(pgDumpCommand(newestPgDump(), { dbname: url.toString(), password }, file));
     },
 
     /** Drops only what is ours: a conflicting role or database of the same name (someone else's) stays. */
@@ -166,6 +198,7 @@ export function createClusterPostgres(opts: ClusterPostgresOptions): PostgresPro
         const found = await ownership(client, spec);
         if (found.database === 'ours')
           await client.query(`DROP DATABASE IF EXISTS ${ident(spec.databaseName)} WITH (FORCE)`);
+        await dropAllCredentials(client, spec);
         if (found.role === 'ours') {
           await terminateSessions(client, spec);
           await client.query(`DROP ROLE IF EXISTS ${ident(spec.databaseUser)}`);

@@ -29,6 +29,7 @@ import {
 } from './local-files.js';
 import { createServerNetworking, LOOPBACK, type Listener, type ServerNetwork } from '../server-network.js';
 import { withSocketDir } from '../unix-socket.js';
+import { localPostgresAccess } from './local-access.js';
 import { scramVerifies } from './scram.js';
 import { CONNECT_TIMEOUT_MS, databaseExists, ident, quietSession, roleExists, upsertRole, withClient } from './sql.js';
 import { logSince } from '../server-output.js';
@@ -292,5 +293,11 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
 
     /** Its port was bound by someone else while it was down (shared network): postgresql.conf is rewritten for a new one, and it starts there. */
     relocate: (spec) => startFresh(spec),
+
+    ...localPostgresAccess({
+      asAdmin,
+      socketDir: (spec) => layoutOf(spec).socketDir,
+      postgresBin: (spec) => installFor(spec.version).postgres,
+    }),
   };
 }

@@ -7,6 +7,8 @@ const ADMIN_MAP = 'slipway';
 /** A string in postgresql.conf / pg_hba.conf syntax. */
 const confString = (value: string) => `'${value.replaceAll("'", "''")}'`;
 const hbaName = (name: string) => `"${name.replaceAll('"', '""')}"`;
+/** A role name that pg_hba.conf takes unquoted (what Slipway makes). */
+const PLAIN_NAME = /^[a-z_][a-z0-9_]*$/;
 
 export interface ServerSettings {
   /** 127.0.0.1 on the shared network, else its namespace's address. */
@@ -81,6 +83,10 @@ export function hbaConf(
     '# Written by Slipway before every start.',
     `local all ${hbaName(SUPERUSER)} peer map=${ADMIN_MAP}`,
     ...clients.map((from) => `host ${db} ${user} ${from} scram-sha-256`),
+    // Its extra credentials (/credentials) are members of it; `+` works unquoted only, so only for a plain name.
+    ...(PLAIN_NAME.test(spec.databaseUser)
+      ? clients.map((from) => `host ${db} +${spec.databaseUser} ${from} scram-sha-256`)
+      : []),
     '',
   ].join('\n');
 }

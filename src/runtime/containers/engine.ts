@@ -29,6 +29,12 @@ export function registriesConf(insecure: string[]): string {
 }
 
 /**
+ * No sysctls of Podman's own: it sets `net.ipv4.ping_group_range` in a container's network namespace by default, which
+ * a container in a user namespace of its own may not do in the namespace Slipway made (runc: permission denied).
+ */
+export const CONTAINERS_CONF = '[containers]\ndefault_sysctls = []\n';
+
+/**
  * Podman, when this machine has it and runc (docs/containers.md, "The engine"); else why not. Each service's images
  * live in a storage of its own under its dir, so one service's layer cache is never another's.
  */
@@ -44,16 +50,29 @@ export async function detectPodman(
   mkdirSync(options.stateDir, { recursive: true, mode: 0o700 });
   const confFile = path.join(options.stateDir, 'registries.conf');
   writeFileSync(confFile, registriesConf(options.insecureRegistries) + '\n');
+  const containersConf = path.join(options.stateDir, 'containers.conf');
+  writeFileSync(containersConf, CONTAINERS_CONF);
   const setup: podman.PodmanSetup = {
     podman: podmanPath!,
     ociRuntime: runc,
     registriesConf: confFile,
+    containersConf,
     init: existsSync(INIT),
     nofile: Math.min(65536, hardLimit('Max open files') ?? 1024),
     // 32,768: what runc could set here (65,536 failed below this machine's hard limit of 96,365).
     nproc: Math.min(32768, hardLimit('Max processes') ?? 4096),
+    userNamespaces: userNamespacesAllowed(),
   };
   return { engine: createEngine(setup, match[1]!), setup };
+}
+
+/** Whether the kernel lets new user namespaces be made (a root image's container gets one: docs/containers.md). */
+function userNamespacesAllowed(): boolean {
+  try {
+    return Number(readFileSync('/proc/sys/user/max_user_namespaces', 'utf8').trim()) > 0;
+  } catch {
+    return false;
+  }
 }
 
 /** One of this process's hard limits (/proc/self/limits), which a container's may not exceed. */
@@ -96,7 +115,7 @@ export interface Place {
 }
 
 /** Containers, with each build and pull given its place by the runtime. */
-export interface PodmanEngine extends Omit<Containers, 'build' | 'pull' | 'run'> {
+export interface PodmanEngine extends Omit<Containers, 'build' | 'pull' | 'run' | 'releaseStorage'> {
   setup: podman.PodmanSetup;
   build(spec: ImageBuildSpec, place: Place): ReturnType<Containers['build']>;
   pull(spec: ImagePullSpec, place: Place): ReturnType<Containers['pull']>;
@@ -109,13 +128,14 @@ function createEngine(setup: podman.PodmanSetup, version: string): PodmanEngine 
     const [raw] = JSON.parse(result.output) as {
       Id: string;
       Digest: string;
-      Config?: { User?: string; ExposedPorts?: Record<string, unknown> };
+      Config?: { User?: string; ExposedPorts?: Record<string, unknown>; Volumes?: Record<string, unknown> };
     }[];
     if (!raw) return undefined;
     const ports = Object.keys(raw.Config?.ExposedPorts ?? {})
       .map((p) => Number(p.split('/')[0]))
       .filter((p) => Number.isInteger(p) && p > 0);
-    return { id: raw.Id, digest: raw.Digest, user: raw.Config?.User ?? '', ports };
+    const volumes = Object.keys(raw.Config?.Volumes ?? {});
+    return { id: raw.Id, digest: raw.Digest, user: raw.Config?.User ?? '', ports, volumes };
   };
   const inNamespace = (cmd: Command, wrap?: (cmd: Command) => Command) => (wrap ? wrap(cmd) : cmd);
   return {

@@ -12,11 +12,15 @@ export interface PodmanSetup {
   ociRuntime: string;
   /** The registries.conf every call reads (short names, insecure registries the operator allowed). */
   registriesConf: string;
+  /** The containers.conf every call reads (engine.ts containersConf). */
+  containersConf: string;
   /** podman-init (catatonit): PID 1 that forwards signals, so SIGTERM reaches an app that never installed a handler. */
   init: boolean;
   /** The open-files and processes limits containers get: Slipway's own hard limits at most (higher fail in runc). */
   nofile: number;
   nproc: number;
+  /** Whether containers may run in user namespaces of their own (the kernel allows them): root images are remapped. */
+  userNamespaces: boolean;
 }
 
 /** A service's storage: its images, layers and containers, and their run-time state (short-lived, root-only). */
@@ -31,6 +35,7 @@ const podmanEnv = (setup: PodmanSetup, storage: Storage): Record<string, string>
   HOME: storage.root,
   TMPDIR: storage.runRoot,
   CONTAINERS_REGISTRIES_CONF: setup.registriesConf,
+  CONTAINERS_CONF: setup.containersConf,
 });
 
 /**
@@ -128,6 +133,25 @@ export const tagCommand = (setup: PodmanSetup, storage: Storage, ref: string, ta
 export const inspectImageCommand = (setup: PodmanSetup, storage: Storage, ref: string): Command =>
   podman(setup, storage, ['image', 'inspect', ref]);
 
+/**
+ * A container's own user namespace (docs/containers.md, "Users"): its ids 0…size-1 are host ids from `hostBase`, none
+ * of which is a host user's, so its root is nobody on the host. The capabilities it keeps act only inside it (they
+ * let an image that starts as root drop to its own user, as nginx's master does).
+ */
+export interface IdMap {
+  hostBase: number;
+  size: number;
+  capabilities: string[];
+}
+
+const idMapArgs = (m: IdMap) => [
+  ...['--uidmap', `0:${m.hostBase}:${m.size}`, '--gidmap', `0:${m.hostBase}:${m.size}`],
+  ...m.capabilities.flatMap((cap) => ['--cap-add', cap]),
+];
+
+/** A path a --tmpfs argument can name (its syntax splits on ':' and ','). */
+const isPlainPath = (dir: string) => /^\/[\w./@+-]*$/.test(dir) && !['/', '/tmp', '/var/tmp'].includes(dir);
+
 export interface ContainerRun {
   name: string;
   image: string;
@@ -140,7 +164,15 @@ export interface ContainerRun {
   resolvConf?: string;
   /** uid:gid, unless the image runs as a user of its own. */
   user: string | undefined;
+  /** The host ids its ids 0…size-1 are (a user namespace of its own), and the capabilities it keeps in it. */
+  idMap?: IdMap;
+  /** The image's VOLUMEs: each a sized tmpfs, as /tmp is. */
+  volumes?: string[];
   envFile: string;
+  /** Its root writable (its storage is on a sized disk), else read-only; /tmp and /var/tmp are sized tmpfs either way. */
+  writableRoot?: boolean;
+  /** A dir of secret files, mounted read-only at /etc/secrets (`U`: owned by the container's user, as it maps). */
+  secretsDir?: string;
   /** Written with the container's process id once it exists. */
   pidFile?: string;
   /** Values an env file cannot hold (newlines): through Podman's environment (byEnvironment). */
@@ -151,7 +183,7 @@ export interface ContainerRun {
 }
 
 /**
- * `podman create` of an instance: a read-only root with a sized private /tmp (as native instances have), no
+ * `podman create` of an instance: a root it writes only where its storage's disk bounds it, a sized private /tmp (as native instances have), no
  * capabilities, no new privileges, the namespace Slipway made, the instance's cgroup as parent (its limits), and its
  * output handed straight to the files the init call is given (passthrough: docs/containers.md, "Logs").
  */
@@ -176,8 +208,13 @@ export function createCommand(
       ...['--network', c.netnsPath ? `ns:${c.netnsPath}` : 'host'],
       ...(c.hostsFile ? ['--no-hosts', '--volume', `${c.hostsFile}:/etc/hosts:ro`] : []),
       ...(c.resolvConf ? ['--volume', `${c.resolvConf}:/etc/resolv.conf:ro`] : []),
-      ...['--read-only', '--read-only-tmpfs=false', ...tmpfs('/tmp'), ...tmpfs('/var/tmp')],
+      ...(c.secretsDir ? ['--volume', `${c.secretsDir}:/etc/secrets:ro,U`] : []),
+      ...(c.writableRoot ? [] : ['--read-only', '--read-only-tmpfs=false']),
+      ...[...tmpfs('/tmp'), ...tmpfs('/var/tmp')],
+      // An image's VOLUMEs: sized tmpfs where the path is plain, never an anonymous volume on the host's disk.
+      ...['--image-volume', 'tmpfs', ...(c.volumes ?? []).filter(isPlainPath).flatMap(tmpfs)],
       ...['--cap-drop', 'all', '--security-opt', 'no-new-privileges'],
+      ...(c.idMap ? idMapArgs(c.idMap) : []),
       ...(c.seccompProfile ? ['--security-opt', `seccomp=${c.seccompProfile}`] : []),
       ...(c.user ? ['--user', c.user] : []),
       ...ulimits(setup),

@@ -4,12 +4,13 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { run, type Command, type RunResult } from '../../lib/exec.js';
 import type { Limits } from '../../model/limits.js';
-import type { BuildSpec, ToolSpec } from '../types.js';
+import type { BuildSpec, SecretFileSpec, ToolSpec } from '../types.js';
 import { findProgram } from './capabilities.js';
 import { oomKilled } from './cgroups.js';
 import { openWayTo } from './host-paths.js';
 import { giveTo, giveTreeCommand, toolReadOnlyDirs, withToolchain, type LocalDeps } from './instances.js';
 import { sandboxedCommand, shellQuote } from './sandbox.js';
+import { ensureSecretsMountPoint, writeSecretFiles } from './secret-files.js';
 
 /** A build's namespace: on its workspace's network when asked (with its hosts file), else with only a way out. */
 async function attachNetwork(deps: LocalDeps, name: string, network: BuildSpec['network']) {
@@ -47,6 +48,7 @@ interface Job {
   signal?: AbortSignal;
   onOutput?(chunk: string): void;
   maxOutputBytes?: number;
+  secretFiles?: SecretFileSpec[];
 }
 
 /**
@@ -62,7 +64,13 @@ async function runJob(deps: LocalDeps, job: Job): Promise<RunResult> {
     job.home === 'tmpfs' && !policy.bwrap ? mkdtempSync(path.join(tmpdir(), `slipway-${name}-`)) : undefined;
   const home = job.home === 'tmpfs' ? (tmpHome ?? `/tmp/${name}-home`) : job.home.dir;
   let network: { netnsPath: string; hostsFile?: string; resolvConf: string; release(): Promise<void> } | undefined;
+  // Secret files need bwrap's private /etc/secrets; the dir is root's, the files the app user's (secret-files.ts).
+  const secretsHome =
+    policy.bwrap && job.secretFiles?.length ? mkdtempSync(path.join(tmpdir(), `${name}-`)) : undefined;
   try {
+    if (secretsHome) ensureSecretsMountPoint();
+    const secretsDir =
+      secretsHome && writeSecretFiles(path.join(secretsHome, 'secrets'), job.secretFiles, policy.runAs);
     network = await attachNetwork(deps, name, job.network);
     if (policy.runAs && job.giveTree) {
       const given = await run(giveTreeCommand(job.giveTree, policy.runAs), {
@@ -89,6 +97,7 @@ async function runJob(deps: LocalDeps, job: Job): Promise<RunResult> {
       scratchDirs: job.home === 'tmpfs' && policy.bwrap ? [home] : [],
       diskBytes: job.limits.diskMb * 1024 * 1024, // /tmp (and a tmpfs HOME)
       cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
+      secretsDir,
       network: network && {
         nsenterPath: deps.networks!.nsenterPath,
         netnsPath: network.netnsPath,
@@ -109,6 +118,7 @@ async function runJob(deps: LocalDeps, job: Job): Promise<RunResult> {
   } finally {
     await network?.release();
     if (tmpHome) rmSync(tmpHome, { recursive: true, force: true });
+    if (secretsHome) rmSync(secretsHome, { recursive: true, force: true });
     const left = (await cgroups?.remove(groupDirs)) ?? [];
     if (left.length > 0) log?.warn({ cgroups: left }, 'could not remove the cgroups of a finished build');
   }
@@ -134,6 +144,7 @@ export function runBuild(deps: LocalDeps, spec: BuildSpec): Promise<RunResult> {
     timeoutMs: spec.timeoutMs,
     signal: spec.signal,
     onOutput: spec.onOutput,
+    secretFiles: spec.secretFiles,
   }).finally(() => throwaway && rmSync(throwaway, { recursive: true, force: true }));
 }
 

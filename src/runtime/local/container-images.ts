@@ -1,9 +1,10 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
 import { detectPodman, type PodmanEngine, type Place } from '../containers/engine.js';
 import { randomBytes } from 'node:crypto';
 import type { ContainerJobSpec, Containers, RuntimeCapabilities } from '../types.js';
+import { diskImageOf } from './container-disks.js';
 import { runContainerJob } from './containers.js';
 import type { LocalDeps } from './instances.js';
 import { seccompArch, seccompProfile } from './seccomp.js';
@@ -46,13 +47,29 @@ async function runJob(engine: PodmanEngine, deps: LocalDeps, stateDir: string, j
   const networks = deps.networks?.networks;
   try {
     const attached = networks && job.network ? await networks.attach(name, job.network.workspaceId, []) : undefined;
-    const containerDeps = { engine, runAs: deps.policy.runAs, seccompProfile: deps.seccompProfile };
+    const containerDeps = {
+      engine,
+      runAs: deps.policy.runAs,
+      seccompProfile: deps.seccompProfile,
+      disks: deps.containerDisks,
+    };
     return await runContainerJob(containerDeps, job, { attached, groupDirs, dir: stateDir });
   } finally {
     if (networks && job.network) await networks.release(name);
     await deps.cgroups?.remove(groupDirs);
   }
 }
+
+/**
+ * The build namespace's resolver over /etc/resolv.conf, in a mount namespace of the call's own: the host's may name a
+ * server the namespace cannot reach (a loopback one, or one the egress rules refuse). Podman reads it for pulls, and
+ * RUN steps get a copy of it.
+ */
+const withResolver = (resolvConf: string) => [
+  ...[UNSHARE, '--mount', '--propagation', 'private', '--'],
+  ...['/bin/sh', '-c', 'mount --bind "$0" /etc/resolv.conf && exec "$@"', resolvConf],
+];
+const UNSHARE = '/usr/bin/unshare';
 
 /** Builds and pulls in a build namespace of their own (the builds' egress rules), never on the host's network. */
 export function containersOf(engine: PodmanEngine, deps: LocalDeps, stateDir: string): Containers {
@@ -63,7 +80,7 @@ export function containersOf(engine: PodmanEngine, deps: LocalDeps, stateDir: st
     const wrap = (cmd: Command): Command => ({
       ...cmd,
       file: networks.nsenterPath,
-      args: [`--net=${ns.netnsPath}`, '--', cmd.file, ...cmd.args],
+      args: [`--net=${ns.netnsPath}`, '--', ...withResolver(ns.resolvConf), cmd.file, ...cmd.args],
     });
     try {
       return await fn({ netnsPath: ns.netnsPath, wrap });
@@ -71,12 +88,19 @@ export function containersOf(engine: PodmanEngine, deps: LocalDeps, stateDir: st
       await ns.release();
     }
   }
+  // Every use of a storage mounts its disk first (container-disks.ts); only a build or a pull makes a new one.
+  const disks = deps.containerDisks;
+  const onDisk = async <T>(storageDir: string, fn: () => Promise<T>, make = true): Promise<T> => {
+    if (make || existsSync(storageDir) || existsSync(diskImageOf(storageDir))) await disks?.ensure(storageDir);
+    return fn();
+  };
   return {
     engine: engine.engine,
-    build: (spec) => inBuildNamespace((place) => engine.build(spec, place)),
-    pull: (spec) => inBuildNamespace((place) => engine.pull(spec, place)),
-    inspect: (storageDir, ref) => engine.inspect(storageDir, ref),
-    removeImages: (storageDir, refs) => engine.removeImages(storageDir, refs),
+    build: (spec) => onDisk(spec.storageDir, () => inBuildNamespace((place) => engine.build(spec, place))),
+    pull: (spec) => onDisk(spec.storageDir, () => inBuildNamespace((place) => engine.pull(spec, place))),
+    inspect: (storageDir, ref) => onDisk(storageDir, () => engine.inspect(storageDir, ref), false),
+    removeImages: (storageDir, refs) => onDisk(storageDir, () => engine.removeImages(storageDir, refs), false),
     run: (job) => runJob(engine, deps, stateDir, job),
+    releaseStorage: async (storageDir) => disks?.release(storageDir),
   };
 }

@@ -5,12 +5,14 @@ import { storageOf, type PodmanEngine } from '../containers/engine.js';
 import * as podman from '../containers/podman.js';
 import type { RunResult } from '../../lib/exec.js';
 import type { Limits } from '../../model/limits.js';
-import type { ContainerJobSpec, InstanceHandle, InstanceSpec } from '../types.js';
-import { randomBytes } from 'node:crypto';
+import { SECRET_FILES_SUBDIR, type ContainerJobSpec, type InstanceHandle, type InstanceSpec } from '../types.js';
+import { createHash, randomBytes } from 'node:crypto';
 import { groupPathOf } from './cgroups.js';
 import type { Attachment } from './network/index.js';
 import { isRunning, readStat } from './proc.js';
+import { writeSecretFiles } from './secret-files.js';
 import type { SandboxPolicy } from './sandbox.js';
+import type { ContainerDisks } from './container-disks.js';
 
 /** How often a container's process is checked for having exited (no child of ours to wait for: conmon holds it). */
 const EXIT_POLL_MS = 250;
@@ -27,22 +29,58 @@ function splitEnv(env: Record<string, string>): { file: string; args: Record<str
   return { file: lines.join('\n') + '\n', args };
 }
 
-/** The user it runs as: the image's own when it names one but root, else Slipway's app user (docs/containers.md). */
-/** Each image's user, by storage and tag: a deploy's tag never moves, so it is asked of Podman once. */
-const imageUsers = new Map<string, string | undefined>();
-const IMAGE_USERS_MAX = 1000;
+/**
+ * Who a container runs as (docs/containers.md, "Users"). With user namespaces: as the image says (its USER, else
+ * root), in a namespace of its own whose ids are unprivileged host ids; root keeps the capabilities an image needs to
+ * drop to its own user, which act only in that namespace. Without them: the image's USER when it is not root, else
+ * Slipway's app user.
+ */
+interface Identity {
+  user: string | undefined;
+  idMap?: podman.IdMap;
+  /** The image's VOLUMEs (at most MAX_VOLUMES), each mounted as a sized tmpfs. */
+  volumes: string[];
+}
+const MAX_VOLUMES = 16;
 
-async function userFor(runAs: SandboxPolicy['runAs'], engine: PodmanEngine, c: { storageDir: string; image: string }) {
+/** Each image's identity and volumes, by storage and tag: a deploy's tag never moves, so Podman is asked once. */
+const identities = new Map<string, Identity>();
+const IDENTITIES_MAX = 1000;
+
+/** Root's capabilities in its own namespace: Podman's defaults but those that change files' capabilities or roots. */
+const NAMESPACED_ROOT = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'NET_BIND_SERVICE', 'SETGID', 'SETUID'];
+
+/** The first host id of a service's range: above 2^31, where no host user is, 65,536 ids per range. */
+export const ID_RANGE = { base: 2 ** 31, size: 65_536, count: 16_384 };
+export function hostBaseOf(storageDir: string): number {
+  const slot = createHash('sha256').update(path.resolve(storageDir)).digest().readUInt32BE(0) % ID_RANGE.count;
+  return ID_RANGE.base + slot * ID_RANGE.size;
+}
+
+async function identityOf(
+  runAs: SandboxPolicy['runAs'],
+  engine: PodmanEngine,
+  c: { storageDir: string; image: string },
+): Promise<Identity> {
   const key = `${c.storageDir}\0${c.image}`;
-  if (imageUsers.has(key)) return imageUsers.get(key);
+  const known = identities.get(key);
+  if (known) return known;
   const info = await engine.inspect(c.storageDir, c.image);
   if (!info) throw new Error(`image ${c.image} is not in the service's storage`);
   const own = info.user.split(':')[0];
+  const root = !own || own === 'root' || own === '0';
   const fallback = runAs ?? { uid: 65534, gid: 65534 };
-  const user = own && own !== 'root' && own !== '0' ? undefined : `${fallback.uid}:${fallback.gid}`;
-  if (imageUsers.size >= IMAGE_USERS_MAX) imageUsers.delete(imageUsers.keys().next().value!);
-  imageUsers.set(key, user);
-  return user;
+  const volumes = info.volumes.slice(0, MAX_VOLUMES);
+  const identity: Identity = !engine.setup.userNamespaces
+    ? { user: root ? `${fallback.uid}:${fallback.gid}` : undefined, volumes }
+    : {
+        user: undefined,
+        volumes,
+        idMap: { hostBase: hostBaseOf(c.storageDir), size: ID_RANGE.size, capabilities: root ? NAMESPACED_ROOT : [] },
+      };
+  if (identities.size >= IDENTITIES_MAX) identities.delete(identities.keys().next().value!);
+  identities.set(key, identity);
+  return identity;
 }
 
 /** Removes the groups runc made in the hierarchies Slipway does not limit with (blkio, devices, …), once empty. */
@@ -68,6 +106,8 @@ export interface ContainerDeps {
   engine: PodmanEngine;
   runAs: SandboxPolicy['runAs'];
   seccompProfile: string | undefined;
+  /** Without: storages are plain dirs of the host's disk, and containers' roots stay read-only. */
+  disks?: ContainerDisks;
 }
 
 /** A container's settings (ContainerRun) from what it runs, its env (written to `envFile`, 0600) and where. */
@@ -80,6 +120,8 @@ async function containerRun(
     command?: string;
     env: Record<string, string>;
     envFile: string;
+    /** Its secret files' dir (secret-files.ts), mounted at /etc/secrets. */
+    secretsDir?: string;
     /** Where Podman writes the container's process id (an instance's). */
     pidFile?: string;
     limits: Limits;
@@ -87,6 +129,8 @@ async function containerRun(
   },
   at: { attached: Attachment | undefined; groupDirs: string[] },
 ): Promise<podman.ContainerRun> {
+  // A root the container may write is bounded by its storage's disk; an uncapped storage keeps it read-only.
+  const writableRoot = (await deps.disks?.ensure(c.storageDir)) ?? false;
   const env = splitEnv(c.env);
   writeFileSync(c.envFile, env.file, { mode: 0o600 });
   const { attached } = at;
@@ -98,8 +142,10 @@ async function containerRun(
     netnsPath: attached?.netnsPath,
     hostsFile: attached?.hostsFile,
     resolvConf: attached?.resolvConf,
-    user: await userFor(deps.runAs, deps.engine, c),
+    ...(await identityOf(deps.runAs, deps.engine, c)),
     envFile: c.envFile,
+    writableRoot,
+    secretsDir: c.secretsDir,
     pidFile: c.pidFile,
     envArgs: env.args,
     limits: c.limits,
@@ -125,9 +171,10 @@ export async function startContainer(
   const pidFile = path.join(spec.instanceDir, 'container.pid');
   try {
     const labels = { 'slipway.instance': spec.instanceId, 'slipway.service': spec.serviceId };
+    const secretsDir = writeSecretFiles(path.join(spec.instanceDir, SECRET_FILES_SUBDIR), spec.secretFiles, deps.runAs);
     const c = await containerRun(
       deps,
-      { ...spec, ...spec.container, command: spec.container.command, name, envFile, labels, pidFile },
+      { ...spec, ...spec.container, command: spec.container.command, name, envFile, secretsDir, labels, pidFile },
       at,
     );
     const created = await run(podman.createCommand(engine.setup, storage, c), { timeoutMs: CALL_TIMEOUT_MS });
@@ -137,7 +184,7 @@ export async function startContainer(
     const code = await new Promise<number | null>((resolve, reject) => {
       spawnDetached(init, at, (exitCode) => resolve(exitCode)).catch(reject);
     });
-    if (code !== 0) throw new Error(`podman init failed (exit ${code}): see the instance's stderr`);
+    if (code !== 0) throw new Error(`podman init failed (exit ${code}): ${JSON.stringify(tailOf(at.stderrPath, 400))}`);
     truncateSync(at.stdoutPath, before); // the name init printed
     const started = await run(podman.startCommand(engine.setup, storage, name), { timeoutMs: CALL_TIMEOUT_MS });
     if (started.exitCode !== 0) throw new Error(`podman start failed: ${started.output.trim().slice(-500)}`);
@@ -145,7 +192,7 @@ export async function startContainer(
     if (!Number.isInteger(pid) || pid <= 0 || !readStat(pid))
       throw new Error(
         `the container exited at once (pid file: ${JSON.stringify(readFileSync(pidFile, 'utf8').trim())}; its stderr: ` +
-          `${JSON.stringify(readFileSync(at.stderrPath, 'utf8').slice(-400))})`,
+          `${JSON.stringify(tailOf(at.stderrPath, 400))})`,
       );
     return { pid, startTime: readStat(pid)?.startTime ?? '' };
   } catch (err) {
@@ -155,6 +202,8 @@ export async function startContainer(
     rmSync(envFile, { force: true });
   }
 }
+
+const tailOf = (file: string, chars: number) => readFileSync(file, 'utf8').slice(-chars);
 
 /** Calls `onExit` once the container's process is gone (conmon, not Slipway, is its parent). */
 export function watchExit(handle: Pick<InstanceHandle, 'pid' | 'startTime' | 'instanceId'>, onExit: () => void) {
@@ -179,8 +228,10 @@ export async function runContainerJob(
   const storage = storageOf(job.storageDir);
   const name = `slw-job-${randomBytes(6).toString('hex')}`;
   const envFile = path.join(at.dir, `${name}.env`);
+  const secretsPath = path.join(at.dir, `${name}.secrets`);
   try {
-    const c = await containerRun(deps, { ...job, name, envFile, labels: { 'slipway.job': name } }, at);
+    const secretsDir = writeSecretFiles(secretsPath, job.secretFiles, deps.runAs);
+    const c = await containerRun(deps, { ...job, name, envFile, secretsDir, labels: { 'slipway.job': name } }, at);
     return await run(podman.createCommand(deps.engine.setup, storage, c, 'run'), {
       timeoutMs: job.timeoutMs,
       signal: job.signal,
@@ -190,5 +241,6 @@ export async function runContainerJob(
   } finally {
     rmSync(envFile, { force: true });
     await run(podman.removeContainersCommand(deps.engine.setup, storage, [name]), { timeoutMs: CALL_TIMEOUT_MS });
+    rmSync(secretsPath, { recursive: true, force: true });
   }
 }

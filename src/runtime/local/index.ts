@@ -4,6 +4,7 @@ import type { Command } from '../../lib/exec.js';
 import type { Runtime, RuntimeCapabilities } from '../types.js';
 import { chooseContainers, containersOf } from './container-images.js';
 import { createBuildDisks, detectDiskTools, sweepBuildDisks } from './build-disks.js';
+import { createContainerDisks, DEFAULT_CONTAINER_DISK_MB } from './container-disks.js';
 import { runBuild, runTool } from './builds.js';
 import { detectCapabilities, findProgram, lookupUser, type SandboxMode } from './capabilities.js';
 import { permissionHint } from './host-paths.js';
@@ -113,6 +114,8 @@ export async function createLocalRuntime(options: {
   containers?: 'auto' | 'off';
   /** Registries containers may reach without TLS checks (SLIPWAY_CONTAINER_INSECURE_REGISTRIES). */
   insecureRegistries?: string[];
+  /** Each service's container disk, in MiB (SLIPWAY_CONTAINER_DISK_MB). */
+  containerDiskMb?: number;
   log?: Pick<Logger, 'info' | 'warn'>;
 }): Promise<Runtime> {
   const { capabilities, policy, cgroups } = await detectCapabilities(options.dataDir, options.sandbox);
@@ -169,7 +172,17 @@ export async function createLocalRuntime(options: {
     capabilities,
     !!policy.bwrap?.seccomp,
   );
+  capabilities.limits.containerDisk = !!engine.containers && typeof disks !== 'string';
+  if (engine.containers && typeof disks === 'string')
+    capabilities.notes.push(
+      `containers' roots are read-only, and their images take the host's disk unbounded: ${disks}`,
+    );
+  const containerDisks = createContainerDisks(
+    typeof disks === 'string' ? undefined : disks,
+    options.containerDiskMb ?? DEFAULT_CONTAINER_DISK_MB,
+  );
   const deps: LocalDeps = {
+    containerDisks,
     policy,
     cgroups,
     log,

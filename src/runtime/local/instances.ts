@@ -1,16 +1,18 @@
 import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { spawnDetached, type Command } from '../../lib/exec.js';
-import type { InstanceHandle, InstanceSpec } from '../types.js';
+import { SECRET_FILES_SUBDIR, type InstanceHandle, type InstanceSpec } from '../types.js';
 import type { Cgroups } from './cgroups.js';
 import { openWayTo, type AppUser } from './host-paths.js';
 import { readStat } from './proc.js';
 import type { Attachment, Networks } from './network/index.js';
 import { sandboxedCommand, type SandboxPolicy } from './sandbox.js';
+import { ensureSecretsMountPoint, rootSecretBinds, writeSecretFiles } from './secret-files.js';
 import type { StartupBoosts } from './startup-boost.js';
 import type { Toolchain } from './toolchain.js';
 import type { Logger } from '../../lib/logger.js';
 import type { PodmanEngine } from '../containers/engine.js';
+import type { ContainerDisks } from './container-disks.js';
 import { startContainer, watchExit } from './containers.js';
 
 export interface LocalDeps {
@@ -31,6 +33,8 @@ export interface LocalDeps {
   containers?: PodmanEngine;
   /** The seccomp filter as an OCI profile file, for containers (seccomp.ts seccompProfile). */
   seccompProfile?: string;
+  /** Each service's container storage on a sized disk of its own (container-disks.ts). */
+  containerDisks?: ContainerDisks;
 }
 
 /**
@@ -124,11 +128,17 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
     if (container) {
       if (!deps.containers) throw new Error('no container engine on this machine');
       const files = { attached, groupDirs, stdoutPath, stderrPath };
-      const engine = { engine: deps.containers, runAs: deps.policy.runAs, seccompProfile: deps.seccompProfile };
+      const engine = {
+        engine: deps.containers,
+        runAs: deps.policy.runAs,
+        seccompProfile: deps.seccompProfile,
+        disks: deps.containerDisks,
+      };
       ({ pid, startTime } = await startContainer(engine, { ...spec, container }, files));
       watchExit({ instanceId: spec.instanceId, pid, startTime }, exited);
     } else {
-      const command = commandFor(deps, spec, { home, cwd, writableDirs, scratchDirs, groupDirs, attached });
+      const secretsDir = nativeSecrets(deps, spec);
+      const command = commandFor(deps, spec, { home, cwd, writableDirs, scratchDirs, groupDirs, attached, secretsDir });
       pid = await spawnDetached(command, { stdoutPath, stderrPath }, exited);
     }
   } catch (err) {
@@ -152,6 +162,16 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
   };
 }
 
+/**
+ * A native instance's secret files, bound at /etc/secrets by bwrap. Without bwrap there is nowhere private to put
+ * them: none are written (docs/deploys.md, "Secret files").
+ */
+function nativeSecrets(deps: LocalDeps, spec: InstanceSpec): string | undefined {
+  if (!deps.policy.bwrap) return undefined;
+  if (spec.secretFiles?.length) ensureSecretsMountPoint();
+  return writeSecretFiles(path.join(spec.instanceDir, SECRET_FILES_SUBDIR), spec.secretFiles, deps.policy.runAs);
+}
+
 /** The sandboxed command line of an instance: its dirs, limits, cgroups and namespace. */
 function commandFor(
   deps: LocalDeps,
@@ -163,9 +183,11 @@ function commandFor(
     scratchDirs: string[];
     groupDirs: string[];
     attached: Attachment | undefined;
+    secretsDir: string | undefined;
   },
 ) {
-  const { home, cwd, writableDirs, scratchDirs, groupDirs, attached } = at;
+  const { home, cwd, writableDirs, scratchDirs, groupDirs, attached, secretsDir } = at;
+  const rootSecrets = rootSecretBinds(secretsDir, cwd, spec.sandbox.appDir);
   return sandboxedCommand(deps.policy, {
     kind: 'instance',
     command: spec.command,
@@ -177,6 +199,8 @@ function commandFor(
     scratchDirs,
     diskBytes: spec.limits.diskMb * 1024 * 1024,
     cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
+    secretsDir,
+    rootSecretBinds: rootSecrets,
     network: attached && {
       nsenterPath: deps.networks!.nsenterPath,
       netnsPath: attached.netnsPath,

@@ -77,9 +77,16 @@ export async function stopInstance(
   if (!isRunning(handle)) return [];
   const groupDirs = cgroups?.groupOf(handle.pid) ?? [];
   const procs = new InstanceProcesses(handle, cgroups, groupDirs);
-  for (const proc of procs.running()) if (proc.comm !== 'bwrap' && proc.comm !== 'conmon') signal(proc.pid, 'SIGTERM');
+  const terminate = (left: ProcStat[]) => {
+    const apps = left.filter((proc) => proc.comm !== 'bwrap' && proc.comm !== 'conmon');
+    for (const proc of apps) signal(proc.pid, 'SIGTERM');
+    return apps.length > 0;
+  };
+  // A stop right after the start (a job canceled at once) may find only bwrap, the app not exec'd yet: its SIGTERM
+  // goes to the app once it appears, not lost to wait out the whole grace. Once one was sent, none is sent again.
+  let termed = terminate(procs.running());
 
-  if (!(await waitGone(procs, graceMs))) {
+  if (!(await waitGone(procs, graceMs, (left) => (termed ||= terminate(left))))) {
     // Inside out: first everything but the handle's process (SIGKILLing bwrap's sandbox init takes its whole pid
     // namespace along), so that bwrap's outer process can reap it and exit by itself rather than orphan it; then the
     // handle's group and whatever is left, repeated each poll for anything forked between a scan and the kill.

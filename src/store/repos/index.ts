@@ -16,11 +16,17 @@ import { createIdempotencyRepo } from './idempotency.js';
 import { createIdentityRepo } from './identities.js';
 import { createInstanceRepo } from './instances.js';
 import { createInviteRepo } from './invites.js';
+import { createJobRepo } from './jobs.js';
 import { createLogRepo } from './logs.js';
+import { createHttpMetricRepo } from './http-metrics.js';
 import { createMetricRepo } from './metrics.js';
 import { createNoticeRepo } from './notices.js';
+import { createNotificationRepo } from './notifications.js';
+import { createPostgresExportRepo } from './postgres-exports.js';
 import { createProjectRepo } from './projects.js';
 import { createRegistryCredentialRepo } from './registry-credentials.js';
+import { createLogStreamRepo } from './log-streams.js';
+import { createEnvGroupSecretFileRepo, createSecretFileRepo } from './secret-files.js';
 import { createServiceRepo } from './services.js';
 import { createSessionRepo } from './sessions.js';
 import { createUsageRepo } from './usage.js';
@@ -44,15 +50,21 @@ export function createRepos(db: Db) {
     envVars: createEnvVarRepo(db),
     envGroups: createEnvGroupRepo(db),
     envGroupVars: createEnvGroupVarRepo(db),
+    secretFiles: createSecretFileRepo(db),
+    envGroupSecretFiles: createEnvGroupSecretFileRepo(db),
     instances: createInstanceRepo(db),
+    jobs: createJobRepo(db),
     events: createEventRepo(db),
     projects: createProjectRepo(db),
     datastores: createDatastoreRepo(db),
+    postgresExports: createPostgresExportRepo(db),
     logs: createLogRepo(db),
     metrics: createMetricRepo(db),
+    httpMetrics: createHttpMetricRepo(db),
     usage: createUsageRepo(db),
     notices: createNoticeRepo(db),
     webhooks: createWebhookRepo(db),
+    notifications: createNotificationRepo(db),
     billing: createBillingRepo(db),
     blueprints: createBlueprintRepo(db),
     github: createGitHubRepo(db),
@@ -60,6 +72,7 @@ export function createRepos(db: Db) {
     customDomains: createCustomDomainRepo(db),
     certificates: createCertificateRepo(db),
     registryCredentials: createRegistryCredentialRepo(db),
+    logStreams: createLogStreamRepo(db),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

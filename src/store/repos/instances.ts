@@ -1,4 +1,4 @@
-import { and, eq, inArray } from 'drizzle-orm';
+import { and, eq, inArray, ne } from 'drizzle-orm';
 import type { Db } from '../db.js';
 import { instances } from '../schema/index.js';
 
@@ -13,8 +13,15 @@ export function createInstanceRepo(db: Db) {
     async update(id: string, patch: Partial<typeof instances.$inferInsert>): Promise<void> {
       await db.update(instances).set(patch).where(eq(instances.id, id));
     },
-    /** Instances that have (or may have) a process: starting or running. */
-    active(filter: { serviceId?: string; deployId?: string } = {}): Promise<InstanceRow[]> {
+    async get(id: string): Promise<InstanceRow | undefined> {
+      const [found] = await db.select().from(instances).where(eq(instances.id, id)).limit(1);
+      return found;
+    },
+    /**
+     * Instances that have (or may have) a process: starting or running. One-off jobs' processes only with `jobs`: they
+     * are neither routed nor supervised, and a deploy does not replace them.
+     */
+    active(filter: { serviceId?: string; deployId?: string; jobs?: boolean } = {}): Promise<InstanceRow[]> {
       return db
         .select()
         .from(instances)
@@ -23,6 +30,7 @@ export function createInstanceRepo(db: Db) {
             inArray(instances.status, ['starting', 'running']),
             filter.serviceId ? eq(instances.serviceId, filter.serviceId) : undefined,
             filter.deployId ? eq(instances.deployId, filter.deployId) : undefined,
+            filter.jobs ? undefined : ne(instances.kind, 'job'),
           ),
         );
     },

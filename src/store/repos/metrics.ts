@@ -31,6 +31,23 @@ function aggregate(column: SeriesColumn, method: Aggregation): SQL {
   return sql.raw(`avg(${value})`);
 }
 
+/** A range of a service's samples (every resolution) with their `bucket`, as a subquery `s`; `where` picks the rows. */
+export const bucketed = (q: BucketRange, where: SQL) => sql`(
+  select *, to_timestamp(floor(extract(epoch from "timestamp") / ${q.resolutionSeconds}::float8) * ${q.resolutionSeconds}::float8) as bucket
+  from metric_samples
+  where service_id = ${q.serviceId} and resolution in (0, 60, 3600)
+    and "timestamp" >= ${q.start.toISOString()}::timestamptz and "timestamp" < ${q.end.toISOString()}::timestamptz
+    and ${where}
+) s`;
+/** The rows of instances (not the router's counters). */
+export const INSTANCE_ROWS = sql`instance_id not like ${`%${ROUTER_SUFFIX}`}`;
+export interface BucketRange {
+  serviceId: string;
+  start: Date;
+  end: Date;
+  resolutionSeconds: number;
+}
+
 export interface BucketRow {
   /** null: the service's row (every instance of the bucket together). */
   instanceId: string | null;
@@ -58,24 +75,11 @@ export function createMetricRepo(db: Db) {
      * a roll-up deletes what it summarises, so each instant is in exactly one of them, and older
      * ranges come from the roll-ups.
      */
-    async buckets(q: {
-      serviceId: string;
-      column: SeriesColumn;
-      method: Aggregation;
-      start: Date;
-      end: Date;
-      resolutionSeconds: number;
-    }): Promise<BucketRow[]> {
+    async buckets(q: BucketRange & { column: SeriesColumn; method: Aggregation }): Promise<BucketRow[]> {
       const routerRows = isCounter(q.column);
       const result = await db.execute(sql`
         select instance_id, bucket, ${aggregate(q.column, q.method)}::float8 as value
-        from (
-          select *, to_timestamp(floor(extract(epoch from "timestamp") / ${q.resolutionSeconds}::float8) * ${q.resolutionSeconds}::float8) as bucket
-          from metric_samples
-          where service_id = ${q.serviceId} and resolution in (0, 60, 3600)
-            and "timestamp" >= ${q.start.toISOString()}::timestamptz and "timestamp" < ${q.end.toISOString()}::timestamptz
-            and ${routerRows ? sql`instance_id = ${routerInstanceId(q.serviceId)}` : sql`instance_id not like ${`%${ROUTER_SUFFIX}`}`}
-        ) s
+        from ${bucketed(q, routerRows ? sql`instance_id = ${routerInstanceId(q.serviceId)}` : INSTANCE_ROWS)}
         group by grouping sets ((instance_id, bucket), (bucket))
         order by bucket, instance_id nulls first`);
       return rowsOf(result)
@@ -87,13 +91,19 @@ export function createMetricRepo(db: Db) {
         }));
     },
 
-    /** The newest raw sample of each instance of a service taken after `since`. */
-    async latest(serviceId: string, since: Date): Promise<LatestRow[]> {
+    /**
+     * The newest raw sample of each instance of a service taken after `since`; with `warmupMs`, only samples taken that
+     * long after their instance started (a process starting burns CPU that says nothing about its load).
+     */
+    async latest(serviceId: string, since: Date, warmupMs = 0): Promise<LatestRow[]> {
       const result = await db.execute(sql`
         select distinct on (instance_id) instance_id, "timestamp", cpu_percent, memory_bytes, cgroup_memory_bytes
-        from metric_samples
+        from metric_samples m
         where service_id = ${serviceId} and resolution = 0 and "timestamp" > ${since.toISOString()}::timestamptz
-          and instance_id not like ${`%${ROUTER_SUFFIX}`}
+          and ${INSTANCE_ROWS}
+          and (${warmupMs}::int = 0 or exists (
+            select 1 from instances i where i.id = m.instance_id
+              and i.started_at <= m."timestamp" - make_interval(secs => ${warmupMs}::int / 1000.0)))
         order by instance_id, "timestamp" desc`);
       return rowsOf(result).map((r) => ({
         instanceId: r.instance_id as string,

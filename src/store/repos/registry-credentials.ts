@@ -24,6 +24,15 @@ export function createRegistryCredentialRepo(db: Db) {
       const [row] = await db.select().from(registryCredentials).where(eq(registryCredentials.id, id)).limit(1);
       return row;
     },
+    /** The workspace and name of each of `ids` that exists, in one query (a page of services names its credentials). */
+    namesOf(ids: readonly string[]): Promise<Pick<RegistryCredentialRow, 'id' | 'workspaceId' | 'name'>[]> {
+      if (!ids.length) return Promise.resolve([]);
+      const { id, workspaceId, name } = registryCredentials;
+      return db
+        .select({ id, workspaceId, name })
+        .from(registryCredentials)
+        .where(inArray(id, [...ids]));
+    },
     /** Newest first, with Render's filters. */
     list(q: RegistryCredentialQuery): Promise<RegistryCredentialRow[]> {
       return db

@@ -85,6 +85,13 @@ export function createServiceRepo(db: Db) {
         .orderBy(services.id)
         .limit(limit);
     },
+    /** Services with autoscaling enabled (the autoscaler's rounds; few, and read by a scan of the details). */
+    async autoscaled(): Promise<ServiceRow[]> {
+      return db
+        .select()
+        .from(services)
+        .where(sql`(${services.details} -> 'autoscaling' ->> 'enabled') = 'true'`);
+    },
     /** The service's measured disk use: not a change the user made, so updatedAt stays. */
     async setDiskBytes(id: string, diskBytes: number): Promise<void> {
       await db.update(services).set({ diskBytes }).where(eq(services.id, id));

@@ -109,7 +109,7 @@ export function createUsageRepo(db: Db) {
     async meterableInstances(): Promise<MeterableInstance[]> {
       const result = await db.execute(sql`
         select i.id, i.service_id, i.status, i.pid, i.start_time, i.started_at, i.stopped_at,
-               s.workspace_id, coalesce(s.details->>'plan', 'starter') as plan, u.last_end, u.last_closed
+               s.workspace_id, coalesce(i.plan, s.details->>'plan', 'starter') as plan, u.last_end, u.last_closed
         from instances i
         join services s on s.id = i.service_id
         ${lateral(sql.raw('i.id'), 'instance_seconds')}

@@ -1,5 +1,6 @@
 import { and, desc, eq, inArray, lt, ne, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
+import { busyJson, fairTurns, leaseFor, lockChosen } from './fair-claim.js';
 import { rowsOf } from '../db.js';
 import { webhookAttempts, webhookDeliveries, webhooks } from '../schema/index.js';
 import { idsWithin, within, type ListWindow } from './filters.js';
@@ -111,7 +112,6 @@ export function createWebhookRepo(db: Db) {
      * mid-send leaves a lease that expires, and the row is claimed again (at least once).
      */
     async claim(q: ClaimQuery): Promise<ClaimedDelivery[]> {
-      const busy = (counts: ReadonlyMap<string, number>) => JSON.stringify(Object.fromEntries(counts));
       const result = await db.execute(sql`
         with recursive pending(webhook_id) as (
           select min(webhook_id) from webhook_deliveries where status = 'pending'
@@ -120,9 +120,9 @@ export function createWebhookRepo(db: Db) {
             where d.status = 'pending' and d.webhook_id > p.webhook_id)
           from pending p where p.webhook_id is not null
         ), busy_webhook as (
-          select key as webhook_id, value::int as n from jsonb_each_text(${busy(q.busyWebhooks)}::jsonb)
+          select key as webhook_id, value::int as n from jsonb_each_text(${busyJson(q.busyWebhooks)}::jsonb)
         ), busy_workspace as (
-          select key as workspace_id, value::int as n from jsonb_each_text(${busy(q.busyWorkspaces)}::jsonb)
+          select key as workspace_id, value::int as n from jsonb_each_text(${busyJson(q.busyWorkspaces)}::jsonb)
         ), candidates as (
           select c.id, c.next_attempt_at, w.workspace_id
           from pending p join webhooks w on w.id = p.webhook_id and w.enabled
@@ -135,20 +135,11 @@ export function createWebhookRepo(db: Db) {
             limit greatest(0, coalesce(-bh.n, 0)
               + case when w.failing_since is null then ${q.perWebhook}::int else ${q.perFailingWebhook}::int end)
           ) c
-        ), turns as (
-          select c.id, c.next_attempt_at, coalesce(bw.n, 0)
-            + row_number() over (partition by c.workspace_id order by c.next_attempt_at, c.id) as turn
-          from candidates c left join busy_workspace bw on bw.workspace_id = c.workspace_id
-        ), chosen as (
-          select id from turns where turn <= ${q.perWorkspace}::int order by turn, next_attempt_at, id limit ${q.limit}
-        )
-        update webhook_deliveries d set claimed_until = now() + ${`${q.leaseMs} milliseconds`}::interval
+        ), ${fairTurns(q.perWorkspace, q.limit)}
+        update webhook_deliveries d set claimed_until = now() + ${leaseFor(q.leaseMs)}
         from webhooks w
         where w.id = d.webhook_id and d.id in (
-          select d2.id from webhook_deliveries d2
-          where d2.id in (select id from chosen) and d2.status = 'pending'
-            and (d2.claimed_until is null or d2.claimed_until < now())
-          for update of d2 skip locked
+          ${lockChosen('webhook_deliveries')}
         )
         returning d.id, d.webhook_id, d.event_id, d.event_type, d.payload, d.attempts, d.created_at, w.workspace_id,
           w.failing_since, w.url, w.sealed_secret, w.sealed_previous_secret, w.previous_secret_expires_at`);

@@ -1,4 +1,4 @@
-import { boolean, index, integer, jsonb, pgTable, text, type AnyPgColumn } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, jsonb, pgTable, text, type AnyPgColumn } from 'drizzle-orm/pg-core';
 import { DATASTORE_KINDS, DATASTORE_STATUSES } from '../../model/enums.js';
 import { createdAt, ts } from './columns.js';
 import { environments } from './projects.js';
@@ -48,5 +48,33 @@ export const datastores = pgTable(
     index('datastores_workspace_idx').on(t.workspaceId, t.kind, t.id),
     index('datastores_status_idx').on(t.status),
     index('datastores_environment_idx').on(t.environmentId),
+  ],
+);
+
+/**
+ * `pg_dump` exports of Postgres datastores (Render's `/export`): the file is `<data dir>/exports/<datastore id>/<id>.dump`,
+ * kept until `expires_at` (7 days), then removed with its row by the maintenance job.
+ */
+export const postgresExports = pgTable(
+  'postgres_exports',
+  {
+    id: text('id').primaryKey(),
+    datastoreId: text('datastore_id')
+      .notNull()
+      .references(() => datastores.id, { onDelete: 'cascade' }),
+    /** running | done | failed. */
+    status: text('status', { enum: ['running', 'done', 'failed'] }).notNull(),
+    sizeBytes: bigint('size_bytes', { mode: 'number' }),
+    /** Why it failed (pg_dump's last words). */
+    error: text('error'),
+    createdAt: createdAt(),
+    finishedAt: ts('finished_at'),
+    /** Renewed while its dump runs: a running export whose heartbeat stopped was cut short (a restart, a crash). */
+    heartbeatAt: ts('heartbeat_at').notNull().defaultNow(),
+    expiresAt: ts('expires_at').notNull(),
+  },
+  (t) => [
+    index('postgres_exports_datastore_idx').on(t.datastoreId, t.id),
+    index('postgres_exports_expiry_idx').on(t.expiresAt),
   ],
 );

@@ -1,5 +1,6 @@
 import { boolean, index, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
-import { DEPLOY_STATUSES, DEPLOY_TRIGGERS, INSTANCE_STATUSES } from '../../model/enums.js';
+import { DEPLOY_STATUSES, DEPLOY_TRIGGERS, INSTANCE_KINDS, INSTANCE_STATUSES } from '../../model/enums.js';
+import { PLANS } from '../../model/services.js';
 import { createdAt, ts } from './columns.js';
 import { services } from './services.js';
 
@@ -62,6 +63,10 @@ export const instances = pgTable(
       .references(() => services.id, { onDelete: 'cascade' }),
     deployId: text('deploy_id').notNull(),
     status: text('status', { enum: INSTANCE_STATUSES }).notNull(),
+    /** A deploy's instance, a cron run or a one-off job: only instances are routed, supervised and rolled over. */
+    kind: text('kind', { enum: INSTANCE_KINDS }).notNull().default('instance'),
+    /** The plan it runs (and is metered) on, where not its service's: a one-off job's `planId`. */
+    plan: text('plan', { enum: PLANS }),
     pid: integer('pid'),
     startTime: text('start_time'),
     port: integer('port'),

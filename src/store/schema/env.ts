@@ -79,3 +79,33 @@ export const envGroupLinks = pgTable(
   },
   (t) => [primaryKey({ columns: [t.groupId, t.serviceId] }), index('env_group_links_service_idx').on(t.serviceId)],
 );
+
+/** A service's own secret files (Render's secretFile), mounted at /etc/secrets/<name> in its instances. */
+export const secretFiles = pgTable(
+  'secret_files',
+  {
+    serviceId: text('service_id')
+      .notNull()
+      .references(() => services.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    /** The content sealed with the secret box (AES-256-GCM), as env var values are. */
+    sealedContent: text('sealed_content').notNull(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.serviceId, t.name] })],
+);
+
+/** An env group's secret files; a service's own file of the same name wins over them. */
+export const envGroupSecretFiles = pgTable(
+  'env_group_secret_files',
+  {
+    groupId: text('group_id')
+      .notNull()
+      .references(() => envGroups.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    /** The content sealed with the secret box (AES-256-GCM). */
+    sealedContent: text('sealed_content').notNull(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.groupId, t.name] })],
+);

@@ -19,3 +19,6 @@ export * from './blueprints.js';
 export * from './github.js';
 export * from './domains.js';
 export * from './registry-credentials.js';
+export * from './jobs.js';
+export * from './log-streams.js';
+export * from './notifications.js';

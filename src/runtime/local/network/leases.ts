@@ -131,6 +131,9 @@ export function createLeaseFiles(stateDir: string, net: Supernet) {
     writeResolvConf(text: string): string {
       mkdirSync(stateDir, { recursive: true, mode: 0o700 });
       const file = path.join(stateDir, 'resolv.conf');
+      // Unchanged, it is left alone: a rename would unlink the file another Slipway's container start has just opened
+      // to mount (runc then fails with "no such file or directory").
+      if (existsSync(file) && readFileSync(file, 'utf8') === text) return file;
       // Several Slipways on one machine write it at start: each through a name of its own, then one atomic rename.
       const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
       writeFileSync(temp, text, { mode: 0o644 });
