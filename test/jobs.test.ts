@@ -186,12 +186,21 @@ describe('one-off jobs', () => {
     expect((await t.api.post(`${base}/${early.id}/cancel`, undefined, owner)).body.status).toBe('canceled');
     await waitFor('its process to go', async () => processesOfInstance(early.id).length === 0, 5000, 50);
     expect(Date.now() - earlyAt).toBeLessThan(5000);
+    // And a little later, while its sandbox starts: the one SIGTERM must not miss the command (its grace is 30 s).
+    for (const delayMs of [20, 60, 150, 300]) {
+      const job = (await t.api.post(base, { startCommand: 'sleep 60' }, owner)).body;
+      await new Promise((r) => setTimeout(r, delayMs));
+      const at = Date.now();
+      expect((await t.api.post(`${base}/${job.id}/cancel`, undefined, owner)).body.status).toBe('canceled');
+      await waitFor('its process to go', async () => processesOfInstance(job.id).length === 0, 5000, 50);
+      expect(Date.now() - at, `canceled ${delayMs} ms after its start`).toBeLessThan(5000);
+    }
     // One ended: there is room for another.
     const again = await t.api.post(base, { startCommand: 'sleep 60' }, owner);
     expect(again.status, again.text).toBe(201);
     for (const job of [...sleepers.slice(1), again.body])
       expect((await t.api.post(`${base}/${job.id}/cancel`, undefined, owner)).body.status).toBe('canceled');
-    expect((await t.api.get(`${base}?status=canceled`, owner)).body).toHaveLength(5);
+    expect((await t.api.get(`${base}?status=canceled`, owner)).body).toHaveLength(9);
   }, 120_000);
 });
 

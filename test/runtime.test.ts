@@ -10,6 +10,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -281,6 +282,26 @@ describe('sandboxedCommand (pure)', () => {
       'cpu.weight',
       '1',
     ]);
+  });
+});
+
+describe('the sandbox reaper (shell)', () => {
+  // In a pid namespace of its own, as in bwrap: the reaper's `kill -KILL -1` must reach nothing else.
+  const reap = (script: string, command: string, env: NodeJS.ProcessEnv = {}) =>
+    spawnSync('unshare', ['--pid', '--fork', '/bin/sh', '-c', script, 'slipway-app', command], {
+      env: { PATH: '/usr/bin:/bin', ...env },
+    });
+
+  it('runs no command once a stop came before it started, and ignores an app env var named stopping', () => {
+    // The SIGTERM lands right after the trap is set, as when a job is canceled while its sandbox starts.
+    const early = REAPER_SCRIPT.replace('trap stopping=1 TERM INT HUP', (trap) => `${trap}; kill -TERM $$`);
+    expect(early).not.toBe(REAPER_SCRIPT);
+    const stopped = reap(early, 'echo ran');
+    expect(stopped.stdout.toString()).toBe('');
+    expect(stopped.status).toBe(143);
+    const ran = reap(REAPER_SCRIPT, 'echo ran', { stopping: '1' });
+    expect(ran.stdout.toString()).toBe('ran\n');
+    expect(ran.status).toBe(0);
   });
 });
 

@@ -129,9 +129,9 @@ export function createJobRunner(deps: JobRunnerDeps) {
         const startedAt = entry.run.row.startedAt ?? new Date();
         if (await repos.jobs.transition(job.id, ['pending'], 'running', { startedAt })) entry.job.startedAt = startedAt;
         else {
-          // Canceled while it started: it ended then; only its process is left to stop.
+          // Canceled while it started: it ended then, before it ran, so its process is killed without a grace.
           going.delete(job.id);
-          await cleanUp(job, entry.run, graceOf(service));
+          await cleanUp(job, entry.run, 0);
         }
       })().catch(async (err: Error) => {
         going.delete(job.id);

@@ -1,4 +1,5 @@
 import { shellQuote, type Command } from '../../lib/exec.js';
+import { SECRETS_MOUNT } from './secret-files.js';
 
 /** How apps and builds are wrapped on this machine; decided once by detectCapabilities. */
 export interface SandboxPolicy {
@@ -35,6 +36,10 @@ export interface SandboxedProcess {
   cgroupProcsFiles: string[];
   /** The network namespace to run in (entered with nsenter, before bwrap), and the hosts file its workspace sees. */
   network?: { nsenterPath: string; netnsPath: string; hostsFile?: string; resolvConf?: string };
+  /** With bwrap: a dir of secret files, bound read-only at /etc/secrets (secret-files.ts). */
+  secretsDir?: string;
+  /** With bwrap: secret files bound read-only in the app's root dir too, as [file, mount point] (rootSecretBinds). */
+  rootSecretBinds?: [string, string][];
 }
 
 /** Re-exported: the sandbox's callers quote with it. */
@@ -56,7 +61,11 @@ export { shellQuote };
  */
 export const REAPER_SCRIPT = [
   'exec 3>&2 2>/dev/null',
+  'stopping=', // not the app's env var of that name
   'trap stopping=1 TERM INT HUP',
+  // A stop that came before the command started (a job canceled at once) ends the sandbox here: the command, not yet
+  // spawned, would miss Slipway's one SIGTERM and run out the whole grace.
+  'if [ -n "$stopping" ]; then exit 143; fi',
   `/bin/sh -c 'exec 2>&3 3>&-; exec /bin/sh -c "$1"' slipway-app "$1"`,
   'code=$?',
   'if [ -n "$stopping" ]; then while kill -0 -1; do sleep 0.1; done; else kill -KILL -1; ' +
@@ -113,6 +122,7 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
       ...bwrap.systemMounts,
       ...(proc.network?.hostsFile ? ['--ro-bind', proc.network.hostsFile, '/etc/hosts'] : []),
       ...(proc.network?.resolvConf ? ['--ro-bind', proc.network.resolvConf, '/etc/resolv.conf'] : []),
+      ...(proc.secretsDir ? ['--ro-bind', proc.secretsDir, SECRETS_MOUNT] : []),
       '--proc',
       '/proc',
       '--dev',
@@ -121,6 +131,8 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
       ...scratchDirs.flatMap((dir) => ['--perms', '0755', '--dir', dir, ...tmpfs('0700', dir)]),
       ...proc.readOnlyDirs.flatMap((dir) => bindAt('--ro-bind', dir)),
       ...proc.writableDirs.flatMap((dir) => bindAt('--bind', dir)),
+      // After the app dir's bind, over it.
+      ...(proc.rootSecretBinds ?? []).flatMap(([file, at]) => ['--ro-bind', file, at]),
       // No --new-session: Slipway already starts every sandbox in a session of its own without a terminal (setsid),
       // and a second one inside would take the app out of the process group, so kill(-pid) would miss it.
       '--unshare-pid',
