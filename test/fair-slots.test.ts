@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createFairSlots, type Release } from '../src/lib/fair-slots.js';
+import { createFairSlots, createTurns, type Release } from '../src/lib/fair-slots.js';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -67,5 +67,44 @@ describe('fair slots (builds and git polls)', () => {
     first();
     (await next)();
     expect([slots.running(), slots.waiting()]).toEqual([0, 0]);
+  });
+});
+
+describe('turns (log scans and metrics queries per workspace)', () => {
+  const gate = () => {
+    let open!: () => void;
+    const opened = new Promise<void>((r) => (open = r));
+    return { open, opened };
+  };
+  const busy = () => new Error('busy');
+
+  it("lets a workspace's burst wait behind itself, refuses it past its waiting, and runs another workspace beside it", async () => {
+    const turns = createTurns({ slots: 2, perKey: 1, maxWaiting: 2, waitMs: 10_000, busy });
+    const started: string[] = [];
+    const first = gate();
+    const run = (key: string, name: string, until: Promise<void> = Promise.resolve()) =>
+      turns(key, async () => {
+        started.push(name);
+        await until;
+        return name;
+      });
+    const a1 = run('a', 'a1', first.opened);
+    const a2 = run('a', 'a2');
+    const a3 = run('a', 'a3');
+    await expect(run('a', 'a4')).rejects.toThrow('busy'); // two already wait
+    expect(await run('b', 'b1')).toBe('b1'); // not behind a's queue
+    expect(started).toEqual(['a1', 'b1']);
+    first.open();
+    expect(await Promise.all([a1, a2, a3])).toEqual(['a1', 'a2', 'a3']);
+  });
+
+  it('refuses a query that waited its whole wait', async () => {
+    const turns = createTurns({ slots: 1, perKey: 1, maxWaiting: 4, waitMs: 50, busy });
+    const held = gate();
+    const long = turns('a', () => held.opened);
+    await expect(turns('b', async () => 'b')).rejects.toThrow('busy');
+    held.open();
+    await long;
+    expect(await turns('b', async () => 'b')).toBe('b');
   });
 });

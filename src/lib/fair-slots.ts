@@ -105,3 +105,28 @@ export function createFairSlots(opts: { slots: number; perKey: number; capacity?
   };
 }
 export type FairSlots = ReturnType<typeof createFairSlots>;
+
+/**
+ * Queries run in their key's turn (createFairSlots): `busy()` (a 429) when `maxWaiting` of the key already wait, or
+ * once one has waited `waitMs`. What the log reader and the metrics family give each workspace.
+ */
+export function createTurns(opts: {
+  slots: number;
+  perKey: number;
+  maxWaiting: number;
+  waitMs: number;
+  busy(): Error;
+}) {
+  const slots = createFairSlots(opts);
+  return async function inTurn<T>(key: string, work: () => Promise<T>): Promise<T> {
+    if (slots.waiting(key) >= opts.maxWaiting) throw opts.busy();
+    const release = await slots.acquire(key, { signal: AbortSignal.timeout(opts.waitMs) }).catch(() => {
+      throw opts.busy();
+    });
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  };
+}

@@ -117,6 +117,7 @@ async function resourcesOf(deps: HttpDeps, req: FastifyRequest, name?: MetricNam
       const s = await loadService(deps, req, id);
       out.push({
         kind: 'service',
+        workspaceId: s.workspaceId,
         id,
         plan: s.details.plan,
         autoscaling: s.details.autoscaling,
@@ -127,6 +128,7 @@ async function resourcesOf(deps: HttpDeps, req: FastifyRequest, name?: MetricNam
       await deps.guard.resource(req, row.workspaceId, 'resource');
       out.push({
         kind: 'datastore',
+        workspaceId: row.workspaceId,
         id,
         connections: name === 'active-connections' ? await connectionsOf(deps, row) : undefined,
       });

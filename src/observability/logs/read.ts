@@ -1,5 +1,5 @@
 import { AppError, notFound } from '../../lib/errors.js';
-import { createFairSlots } from '../../lib/fair-slots.js';
+import { createTurns } from '../../lib/fair-slots.js';
 import type { LogRepo } from '../../store/repos/logs.js';
 import { parseLogFilter, type LogQuery, type ParsedLogFilter } from './filters.js';
 import { queryLogs, type QueryBudget } from './query.js';
@@ -21,7 +21,6 @@ export function createLogReader(deps: {
   workspaceOf(serviceId: string): Promise<string | undefined>;
   budget: QueryBudget;
 }) {
-  const scans = createFairSlots(SCANS);
   const busy = () => {
     const err = new AppError(
       'rate_limited',
@@ -31,18 +30,8 @@ export function createLogReader(deps: {
     return err;
   };
   /** Runs a scan in the workspace's turn (at most its time budget waiting; 429 past MAX_WAITING). */
-  async function inTurn<T>(parsed: ParsedLogFilter, scan: () => Promise<T>): Promise<T> {
-    const key = parsed.scope.workspaceId;
-    if (scans.waiting(key) >= MAX_WAITING) throw busy();
-    const release = await scans.acquire(key, { signal: AbortSignal.timeout(deps.budget.ms) }).catch(() => {
-      throw busy();
-    });
-    try {
-      return await scan();
-    } finally {
-      release();
-    }
-  }
+  const turns = createTurns({ ...SCANS, maxWaiting: MAX_WAITING, waitMs: deps.budget.ms, busy });
+  const inTurn = <T>(parsed: ParsedLogFilter, scan: () => Promise<T>) => turns(parsed.scope.workspaceId, scan);
   return {
     /** The validated filter; a `resource` that is not a service of the workspace answers 404, as if it did not exist. */
     async filterFor(workspaceId: string, q: LogQuery): Promise<ParsedLogFilter> {

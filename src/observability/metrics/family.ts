@@ -1,3 +1,5 @@
+import { AppError } from '../../lib/errors.js';
+import { createTurns } from '../../lib/fair-slots.js';
 import { PLAN_LIMITS, type Autoscaling, type Plan } from '../../model/services.js';
 import type { HttpFilter, HttpMetricRepo } from '../../store/repos/http-metrics.js';
 import { LATENCY_BOUNDS_MS, pathGroup, quantileOf } from './http-breakdown.js';
@@ -25,13 +27,14 @@ export const METRIC_NAMES = [
 export type MetricName = (typeof METRIC_NAMES)[number];
 
 /** A resource the caller may read: a service (with what its limits and targets come from) or a datastore. */
-export type MetricResource =
+export type MetricResource = { workspaceId: string } & (
   | { kind: 'service'; id: string; plan: Plan; autoscaling?: Autoscaling | null; diskBytes: number }
   | {
       kind: 'datastore';
       id: string;
       /** Postgres: client connections now (its credentials' open connections). */ connections?: number;
-    };
+    }
+);
 
 export interface FamilyQuery extends RangeQuery, SeriesOptions, HttpFilter {
   aggregateBy?: 'statusCode' | 'host';
@@ -48,6 +51,16 @@ const httpFilter = (q: HttpFilter): HttpFilter => ({
 const DEFAULT_QUANTILE = 0.95;
 /** Label values a filter lists at most. */
 const FILTER_VALUES = 100;
+/**
+ * Queries at once in this process (2) and per workspace (1), as the log reader's scans: a range of a week over many
+ * series reads thousands of rows, so a workspace's burst waits behind itself, and past 4 waiting (or 10 s) is a 429.
+ */
+const TURNS = { slots: 2, perKey: 1, maxWaiting: 4, waitMs: 10_000 };
+const busy = () => {
+  const err = new AppError('rate_limited', "this workspace's metrics queries are busy; retry shortly");
+  err.retryAfterSeconds = 1;
+  return err;
+};
 
 /**
  * Render's metrics family over the stored samples: CPU, memory and bandwidth through the same series code as
@@ -62,6 +75,10 @@ export function createMetricFamily(deps: {
   serviceDiskBytes: number;
 }) {
   const { queries, repo } = deps;
+  const turns = createTurns({ ...TURNS, busy });
+  /** Runs a query in the turn of the workspace of its resources (the route checked the caller may read each). */
+  const inTurn = <T>(resources: MetricResource[], work: () => Promise<T>) =>
+    turns(resources[0]?.workspaceId ?? '', work);
   const resourceLabel = (id: string) => ({ field: 'resource', value: id });
   const round = (v: number) => Math.round(v * 100) / 100;
 
@@ -180,39 +197,44 @@ export function createMetricFamily(deps: {
   }
 
   /** Values of a label over the resources' samples in the range, deduplicated, at most FILTER_VALUES. */
-  async function union(resources: MetricResource[], read: (serviceId: string) => Promise<string[]>): Promise<string[]> {
-    const all = new Set<string>();
-    for (const r of resources) if (r.kind === 'service') for (const v of await read(r.id)) all.add(v);
-    return [...all].slice(0, FILTER_VALUES);
+  function union(resources: MetricResource[], read: (serviceId: string) => Promise<string[]>): Promise<string[]> {
+    return inTurn(resources, async () => {
+      const all = new Set<string>();
+      for (const r of resources) if (r.kind === 'service') for (const v of await read(r.id)) all.add(v);
+      return [...all].slice(0, FILTER_VALUES);
+    });
   }
 
   return {
     /** The series of `name` for each resource, in the order given. */
     async series(name: MetricName, resources: MetricResource[], q: FamilyQuery): Promise<Series[]> {
       queries.rangeOf(q); // a bad range is a 400 whatever the resources
-      const out: Series[] = [];
-      for (const r of resources)
-        if (r.kind === 'service') out.push(...(await serviceSeries(name, r, q)));
-        else if (name === 'active-connections' && r.connections !== undefined)
-          out.push(...now(r, q, 'connections', r.connections));
-      return out;
+      return inTurn(resources, async () => {
+        const out: Series[] = [];
+        for (const r of resources)
+          if (r.kind === 'service') out.push(...(await serviceSeries(name, r, q)));
+          else if (name === 'active-connections' && r.connections !== undefined)
+            out.push(...now(r, q, 'connections', r.connections));
+        return out;
+      });
     },
     /**
      * GET /metrics/bandwidth-sources: bytes an hour per service, as Render's `total` source (the router does not tell
      * HTTP from WebSocket bytes, and there is no NAT or PrivateLink here). Timestamps are Unix seconds, as Render's.
      */
-    async bandwidthSources(resources: MetricResource[], q: RangeQuery) {
-      const data = [];
-      for (const r of resources) {
-        if (r.kind !== 'service') continue;
-        const [series] = await queries.history(r, 'bandwidth', { ...q, resolutionSeconds: 3600 });
-        data.push({
-          labels: { resource: r.id, trafficSource: 'total' as const },
-          values: (series?.values ?? []).map((v) => ({ timestamp: Date.parse(v.timestamp) / 1000, value: v.value })),
-        });
-      }
-      return { data };
-    },
+    bandwidthSources: (resources: MetricResource[], q: RangeQuery) =>
+      inTurn(resources, async () => {
+        const data = [];
+        for (const r of resources) {
+          if (r.kind !== 'service') continue;
+          const [series] = await queries.history(r, 'bandwidth', { ...q, resolutionSeconds: 3600 });
+          data.push({
+            labels: { resource: r.id, trafficSource: 'total' as const },
+            values: (series?.values ?? []).map((v) => ({ timestamp: Date.parse(v.timestamp) / 1000, value: v.value })),
+          });
+        }
+        return { data };
+      }),
     /** GET /metrics/filters/application: the instances sampled in the range. */
     async instances(resources: MetricResource[], q: RangeQuery) {
       const range = queries.rangeOf(q);
