@@ -23,6 +23,4 @@ CREATE TABLE "log_streams" (
 ALTER TABLE "log_stream_overrides" ADD CONSTRAINT "log_stream_overrides_workspace_id_workspaces_id_fk" FOREIGN KEY ("workspace_id") REFERENCES "public"."workspaces"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "log_streams" ADD CONSTRAINT "log_streams_workspace_id_workspaces_id_fk" FOREIGN KEY ("workspace_id") REFERENCES "public"."workspaces"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "log_stream_overrides_resource_key" ON "log_stream_overrides" USING btree ("resource_id");--> statement-breakpoint
-CREATE INDEX "log_stream_overrides_workspace_idx" ON "log_stream_overrides" USING btree ("workspace_id","id");--> statement-breakpoint
-CREATE INDEX "logs_workspace_id_idx" ON "logs" USING btree ("workspace_id","id");--> statement-breakpoint
-CREATE INDEX "logs_resource_id_idx" ON "logs" USING btree ("resource_id","id");
+CREATE INDEX "log_stream_overrides_workspace_idx" ON "log_stream_overrides" USING btree ("workspace_id","id");

@@ -35,8 +35,10 @@ export function createLogStreamRepo(db: Db) {
   /**
    * At most `limit` entries of the workspace, or of one resource, after `afterId` and within `span` ids of it, in id
    * order, and how far that read: to the last entry when `limit` were found, else to the end of the span or the
-   * newest entry (ids become visible in order: store/repos/logs.ts). The span bounds what one statement reads whatever
-   * plan the statistics of a fast-growing table lead to (an index walk, or a bitmap scan and a sort of the span).
+   * newest entry (ids become visible in order: store/repos/logs.ts). The read walks the primary key over the span and
+   * filters by owner (`|| ''` keeps the planner off the owner's time index, which would read all of the owner's
+   * entries): one statement reads at most `span` entries whatever the statistics, and the log table needs no index
+   * of its own for streams, which every log line would pay for.
    */
   async function forwardBatch(
     scope: { workspaceId: string } | { resourceId: string },
@@ -45,7 +47,9 @@ export function createLogStreamRepo(db: Db) {
     span: number,
   ): Promise<{ rows: ForwardRow[]; readTo: number }> {
     const owner =
-      'workspaceId' in scope ? sql`workspace_id = ${scope.workspaceId}` : sql`resource_id = ${scope.resourceId}`;
+      'workspaceId' in scope
+        ? sql`workspace_id || '' = ${scope.workspaceId}`
+        : sql`resource_id || '' = ${scope.resourceId}`;
     const [newest] = rowsOf(await db.execute(sql`select coalesce(max(id), 0)::text as id from logs`));
     const rows = rowsOf(
       await db.execute(

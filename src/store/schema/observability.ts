@@ -33,9 +33,6 @@ export const logs = pgTable(
     index('logs_resource_time_idx').on(t.resourceId, t.timestamp, t.id),
     index('logs_workspace_time_idx').on(t.workspaceId, t.timestamp, t.id),
     index('logs_time_idx').on(t.timestamp),
-    // Log streams read a workspace's or a resource's entries in id order from their cursor.
-    index('logs_workspace_id_idx').on(t.workspaceId, t.id),
-    index('logs_resource_id_idx').on(t.resourceId, t.id),
   ],
 );
 
