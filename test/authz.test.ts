@@ -172,7 +172,7 @@ function errorMismatch(what: string, res: Reply, status: number, code: string): 
 
 beforeAll(async () => {
   // A's log stream points at a loopback address (no DNS here); nothing listens there, and nothing needs to.
-  server = await bootServer({ SLIPWAY_LOG_STREAM_ALLOW_PRIVATE: '1' });
+  server = await bootServer({ SLIPWAY_LOG_STREAM_ALLOW_PRIVATE: '1', SLIPWAY_METRICS_STREAM_ALLOW_PRIVATE: '1' });
   api = client(server.url);
   doc = (await api.get('/v1/openapi.json')).body;
   ops = operations(doc);
@@ -198,13 +198,14 @@ beforeAll(async () => {
   if (service.status !== 201) throw new Error(`service failed: ${service.status} ${service.text}`);
   const source = await upload(api, ownerA, service.body.service.id, await packFixture('static-site'));
   if (source.status !== 201) throw new Error(`upload failed: ${source.status} ${source.text}`);
-  // A's log stream and an override of its service's, so a viewer's reads find something to read.
+  // A's log stream, an override of its service's and its metrics stream, so a viewer's reads find something to read.
   for (const [url, body] of [
     [`/v1/logs/streams/owner/${ownerA.workspaceId}`, { endpoint: '127.0.0.1:6514', token: 'authz', preview: 'send' }],
     [`/v1/logs/streams/resource/${service.body.service.id}`, { setting: 'drop' }],
+    [`/v1/metrics-stream/${ownerA.workspaceId}`, { url: 'http://127.0.0.1:4318', token: 'authz' }],
   ] as const) {
     const res = await api.put(url, body, ownerA);
-    if (res.status !== 200) throw new Error(`log stream failed: ${res.status} ${res.text}`);
+    if (res.status !== 200) throw new Error(`stream failed: ${res.status} ${res.text}`);
   }
   const group = await api.post(
     '/v1/env-groups',

@@ -164,6 +164,12 @@ export function loadConfig(env: Env = process.env): Config {
       writeTimeoutMs: Math.max(100, int(env, 'SLIPWAY_LOG_STREAM_WRITE_TIMEOUT_MS', 30_000)),
       backoffMinMs: Math.max(10, int(env, 'SLIPWAY_LOG_STREAM_BACKOFF_MS', 1000)),
     },
+    metricsStreams: {
+      allowPrivate:
+        env.SLIPWAY_METRICS_STREAM_ALLOW_PRIVATE === '1' || env.SLIPWAY_METRICS_STREAM_ALLOW_PRIVATE === 'true',
+      intervalMs: Math.max(1000, secondsAsMs(env, 'SLIPWAY_METRICS_STREAM_INTERVAL', 60)),
+      timeoutMs: 10_000,
+    },
     network: oneOf(env, 'SLIPWAY_NETWORK', ['auto', 'namespaces', 'shared'] as const, 'auto'),
     router: {
       kind: oneOf(env, 'SLIPWAY_ROUTER', ['auto', 'node', 'nginx'] as const, 'auto'),

@@ -24,6 +24,7 @@ import type { IdempotencyStore } from '../core/idempotency.js';
 import type { Projects } from '../core/projects.js';
 import type { RegistryCredentials } from '../core/registry-credentials.js';
 import type { LogStreamSettings } from '../core/log-streams/settings.js';
+import type { MetricsStreamSettings } from '../core/metrics-streams/settings.js';
 import type { NotificationSettingsApi } from '../core/notifications/settings.js';
 import type { Webhooks } from '../core/webhooks/webhooks.js';
 import type { Workspaces } from '../core/workspaces.js';
@@ -65,6 +66,7 @@ export interface HttpDeps {
   /** Render's registry credentials (tokens sealed, never returned). */
   registryCredentials: RegistryCredentials;
   logStreams: LogStreamSettings;
+  metricsStreams: MetricsStreamSettings;
   webhooks: Webhooks;
   notifications: NotificationSettingsApi;
   projects: Projects;

@@ -30,6 +30,12 @@ export function createGuard(access: Access) {
       if (!workspaceId) throw badRequest('ownerId is required with the operator token');
       return workspace(request, workspaceId, 'workspace');
     },
+    /** The workspace a `/…/:ownerId` route acts on (checked as `context`), recorded as its audit event's target. */
+    async owner(request: FastifyRequest, ownerId: string): Promise<string> {
+      const { workspaceId } = await this.context(request, ownerId);
+      request.auditInfo.target = workspaceId;
+      return workspaceId;
+    },
     /**
      * The workspaces a list acts on: those named by `ownerId` (each checked), else the
      * caller's default one; undefined (every workspace) for the operator without ownerId.

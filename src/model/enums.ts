@@ -90,6 +90,18 @@ export const LOG_TYPES = ['app', 'build', 'request'] as const;
 /** Render's log stream settings: forward a resource's logs, or drop them. */
 export const LOG_STREAM_SETTINGS = ['send', 'drop'] as const;
 export type LogStreamSetting = (typeof LOG_STREAM_SETTINGS)[number];
+/** Render's metrics stream providers: each is sent OTLP over HTTP here (Render sends Datadog its own format). */
+export const METRICS_STREAM_PROVIDERS = [
+  'BETTER_STACK',
+  'GRAFANA',
+  'DATADOG',
+  'NEW_RELIC',
+  'HONEYCOMB',
+  'SIGNOZ',
+  'GROUNDCOVER',
+  'CUSTOM',
+] as const;
+export type MetricsStreamProvider = (typeof METRICS_STREAM_PROVIDERS)[number];
 
 export const USAGE_KINDS = ['instance_seconds', 'build_seconds', 'bandwidth_bytes', 'datastore_seconds'] as const;
 

@@ -86,6 +86,15 @@ export interface Config {
   notifications: NotificationSettings;
   /** Log streams' syslog connections (docs/observability.md "Log streams"). */
   logStreams: LogStreamSettings;
+  /** Metrics streams' OTLP exports (docs/observability.md "Metrics streams"). */
+  metricsStreams: {
+    /** SLIPWAY_METRICS_STREAM_ALLOW_PRIVATE=1: URLs may reach loopback and private addresses too. */
+    allowPrivate: boolean;
+    /** SLIPWAY_METRICS_STREAM_INTERVAL (seconds, default 60): one export per stream this often. */
+    intervalMs: number;
+    /** An export the endpoint has not answered within this long fails. */
+    timeoutMs: number;
+  };
   /** A running blueprint sync whose process stopped beating this long is failed by the next sync or start. */
   blueprintSyncStaleMs: number;
   /** Reading one render.yaml (in a worker thread) may take this long and this much heap, else 413. */

@@ -48,6 +48,7 @@ export async function buildApi(p: Parts, options: LogOptions, cleanup: Cleanup) 
       secretFiles: p.secretFiles,
       registryCredentials: p.registryCredentials,
       logStreams: p.logStreams.settings,
+      metricsStreams: p.metricsStreams.settings,
       webhooks: p.hooks.webhooks,
       notifications: p.notifications.settings,
       projects: p.projects,

@@ -65,6 +65,21 @@ export async function startBackground(
     await streams.start();
     cleanup.push(() => streams.stop());
   }
+  // Metrics streams too: one exporter, so that an endpoint gets each window once.
+  const metricsStreams = p.metricsStreams.exporter;
+  if (config.databaseUrl)
+    cleanup.push(
+      await holdLock(
+        config.databaseUrl,
+        'slipway.metrics-streams',
+        { onLead: metricsStreams.start, onLose: metricsStreams.stop },
+        log,
+      ),
+    );
+  else {
+    await metricsStreams.start();
+    cleanup.push(() => metricsStreams.stop());
+  }
   cleanup.push(await p.hooks.start({ events: p.events, audit: p.audit, log, soleProcess: store.kind === 'pglite' }));
   cleanup.push(await p.notifications.start({ log, soleProcess: store.kind === 'pglite' }));
 }

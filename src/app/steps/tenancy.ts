@@ -14,6 +14,7 @@ import type { Cleanup } from '../cleanup.js';
 import { logMachineReport } from '../startup-summary.js';
 import { wireBilling } from '../wire-billing.js';
 import { wireLogStreams } from '../wire-log-streams.js';
+import { wireMetricsStreams } from '../wire-metrics-streams.js';
 import type { Foundation } from './foundation.js';
 import type { Shared } from './shared.js';
 
@@ -67,6 +68,7 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
   const envGroups = createEnvGroups({ repos, transact, box, assertEnvironment, refs, files: secretFiles.group });
   const registryCredentials = createRegistryCredentials({ repos, box });
   const logStreams = wireLogStreams({ config, repos, box, logs: p.logs, log });
+  const metricsStreams = wireMetricsStreams({ config, repos, box, log });
   const usage = createUsage({
     repo: repos.usage,
     intervalMs: config.usageIntervalMs,
@@ -94,6 +96,7 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
     secretFiles,
     registryCredentials,
     logStreams,
+    metricsStreams,
     usage,
     billing,
     billingMeter,

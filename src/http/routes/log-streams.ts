@@ -31,11 +31,7 @@ export function logStreamRoutes(deps: HttpDeps) {
     req.auditInfo.target = resourceId;
     return workspaceId;
   }
-  const owner = async (req: FastifyRequest, ownerId: string) => {
-    const { workspaceId } = await guard.context(req, ownerId);
-    req.auditInfo.target = workspaceId;
-    return workspaceId;
-  };
+  const owner = (req: FastifyRequest, ownerId: string) => guard.owner(req, ownerId);
 
   return [
     defineRoute({

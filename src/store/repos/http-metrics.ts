@@ -71,6 +71,23 @@ export function createHttpMetricRepo(db: Db) {
       return rowsOf(result).map((r) => String(r.value));
     },
 
+    /** The router's raw counts of a service in (from, to], by status code and host: requests and bytes sent. */
+    async totals(serviceId: string, from: Date, to: Date) {
+      const result = await db.execute(sql`
+        select ${FIELD.status} as status, ${FIELD.host} as host,
+          sum(cpu_percent)::float8 as requests, sum(memory_bytes)::float8 as bytes
+        from metric_samples
+        where service_id = ${serviceId} and resolution = 0 and ${breakdownRows(serviceId, {})}
+          and "timestamp" > ${from.toISOString()}::timestamptz and "timestamp" <= ${to.toISOString()}::timestamptz
+        group by 1, 2`);
+      return rowsOf(result).map((r) => ({
+        status: String(r.status),
+        host: String(r.host),
+        requests: Number(r.requests),
+        bytes: Number(r.bytes),
+      }));
+    },
+
     /** Instances that were sampled in the range (at most `limit`). */
     async instanceIds(q: BucketRange & { limit: number }): Promise<string[]> {
       const result = await db.execute(sql`

@@ -26,6 +26,7 @@ import { createPostgresExportRepo } from './postgres-exports.js';
 import { createProjectRepo } from './projects.js';
 import { createRegistryCredentialRepo } from './registry-credentials.js';
 import { createLogStreamRepo } from './log-streams.js';
+import { createMetricsStreamRepo } from './metrics-streams.js';
 import { createEnvGroupSecretFileRepo, createSecretFileRepo } from './secret-files.js';
 import { createServiceRepo } from './services.js';
 import { createSessionRepo } from './sessions.js';
@@ -73,6 +74,7 @@ export function createRepos(db: Db) {
     certificates: createCertificateRepo(db),
     registryCredentials: createRegistryCredentialRepo(db),
     logStreams: createLogStreamRepo(db),
+    metricsStreams: createMetricsStreamRepo(db),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

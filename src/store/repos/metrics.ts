@@ -114,6 +114,16 @@ export function createMetricRepo(db: Db) {
       }));
     },
 
+    /** Each instance's sum of raw CPU samples (percent of a core, one per sampling interval) in (from, to]. */
+    async cpuSums(serviceId: string, from: Date, to: Date): Promise<Map<string, number>> {
+      const result = await db.execute(sql`
+        select instance_id, sum(cpu_percent)::float8 as cpu from metric_samples
+        where service_id = ${serviceId} and resolution = 0 and ${INSTANCE_ROWS}
+          and "timestamp" > ${from.toISOString()}::timestamptz and "timestamp" <= ${to.toISOString()}::timestamptz
+        group by instance_id`);
+      return new Map(rowsOf(result).map((r) => [String(r.instance_id), Number(r.cpu)]));
+    },
+
     /**
      * Replaces the `from`-resolution rows older than `before` by `to`-second roll-ups (average,
      * max and min; router counters are summed) in one statement, so a crash leaves either both

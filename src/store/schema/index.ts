@@ -21,4 +21,5 @@ export * from './domains.js';
 export * from './registry-credentials.js';
 export * from './jobs.js';
 export * from './log-streams.js';
+export * from './metrics-streams.js';
 export * from './notifications.js';
