@@ -416,6 +416,22 @@ describe("conformance with Render's public API schemas", () => {
       expect((await api.delete(url, owner)).status).toBe(204);
     });
 
+    it('maintenance runs (none: an empty list, any run a 404) and cache purge (no cache: a 409)', async () => {
+      const list = await api.get(`/v1/maintenance?ownerId=${owner.workspaceId}&state=scheduled`, owner);
+      expect(list.status, list.text).toBe(200);
+      expect(list.body).toEqual([]);
+      expect(violations(renderBody('get', '/maintenance'), list.body)).toEqual([]);
+      const stranger = await signUp(api);
+      expect((await api.get(`/v1/maintenance?ownerId=${owner.workspaceId}`, stranger)).status).toBe(404);
+      expect((await api.get('/v1/maintenance/mrn-abc', owner)).status).toBe(404);
+      expect((await api.get('/v1/maintenance?state=sleeping', owner)).status).toBe(400);
+      // Nor is there a cache to purge: a 409 that says so, not a 202 that pretends.
+      const purge = await api.post(`/v1/services/${deployed.service.id}/cache/purge`, undefined, developer);
+      expect(purge.status, purge.text).toBe(409);
+      expect(purge.body.message).toMatch(/caches no responses/);
+      expect((await api.post(`/v1/services/${deployed.service.id}/cache/purge`, undefined, stranger)).status).toBe(404);
+    });
+
     it("log streams are Render's owner setting and resource override, and log label values Render's list", async () => {
       const ownerPath = '/logs/streams/owner/{ownerId}';
       const url = `/v1/logs/streams/owner/${owner.workspaceId}`;

@@ -49,6 +49,8 @@ import { registerPrometheus } from './routes/prometheus.js';
 import { projectRoutes } from './routes/projects.js';
 import { registryCredentialRoutes } from './routes/registry-credentials.js';
 import { logStreamRoutes } from './routes/log-streams.js';
+import { metricsStreamRoutes } from './routes/metrics-streams.js';
+import { maintenanceRunRoutes } from './routes/maintenance-runs.js';
 import { serviceRoutes } from './routes/services.js';
 import { registerUploadParsers, sourceUploadRoutes } from './routes/source-upload.js';
 import { teamRoutes } from './routes/team.js';
@@ -162,6 +164,8 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...envGroupRoutes(deps),
     ...registryCredentialRoutes(deps),
     ...logStreamRoutes(deps),
+    ...metricsStreamRoutes(deps),
+    ...maintenanceRunRoutes(deps),
     ...webhookRoutes(deps),
     ...notificationRoutes(deps),
     ...blueprintManagementRoutes(deps),

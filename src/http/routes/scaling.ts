@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { purgeCache } from '../../core/services/cache.js';
 import { MAX_INSTANCES } from '../../model/services.js';
 import type { HttpDeps } from '../deps.js';
 import { loadService, ServiceParams } from '../helpers/load-service.js';
@@ -14,7 +15,10 @@ const AutoscalingBody = Type.Object({
   criteria: Type.Object({ cpu: Target, memory: Target }),
 });
 
-/** Render's scaling routes: a fixed count, or autoscaling on CPU and memory (docs/deploys.md, "Scaling"). */
+/**
+ * Render's scaling routes: a fixed count, or autoscaling on CPU and memory (docs/deploys.md, "Scaling"); and its cache
+ * purge, which has no cache to purge here.
+ */
 export function scalingRoutes(deps: HttpDeps) {
   const { services } = deps;
   return [
@@ -34,6 +38,16 @@ export function scalingRoutes(deps: HttpDeps) {
         await services.scale(await loadService(deps, req, req.params.serviceId), req.body.numInstances);
         return reply.code(202).send(null);
       },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/v1/services/:serviceId/cache/purge',
+      summary: "Purge the service's edge cache (Render's): Slipway caches no responses, so this is a 409 saying so",
+      tags: ['Services'],
+      access: 'developer',
+      audit: 'PurgeCacheEvent',
+      schema: { params: ServiceParams, response: { 202: NoContent } },
+      handler: async (req) => purgeCache(await loadService(deps, req, req.params.serviceId)),
     }),
     defineRoute({
       method: 'PUT',
