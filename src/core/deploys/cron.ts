@@ -189,6 +189,6 @@ export function createCronRunner(deps: CronDeps) {
         if (!current || !(await cancelRun(service, current, by))) throw conflict('no run of this cron job is going');
       });
     },
-    ...tickLoop(tick, deps.intervalMs),
+    ...tickLoop(tick, deps.intervalMs, (err) => log.error({ err }, 'cron check failed')),
   };
 }

@@ -83,7 +83,7 @@ export function createMetricsStreamExporter(deps: {
     );
   }
 
-  const loop = tickLoop(tick, deps.intervalMs);
+  const loop = tickLoop(tick, deps.intervalMs, (err) => deps.log.warn({ err }, 'metrics stream: export round failed'));
   return {
     start: async () => loop.start(),
     async stop() {

@@ -140,6 +140,6 @@ export function createAutoscaler(deps: AutoscalerDeps) {
     }
   }
 
-  return { tick, ...tickLoop(tick, deps.intervalMs) };
+  return { tick, ...tickLoop(tick, deps.intervalMs, (err) => deps.log.error({ err }, 'autoscaling check failed')) };
 }
 export type Autoscaler = ReturnType<typeof createAutoscaler>;
