@@ -154,7 +154,11 @@ export function createSupervisor(
     /** One pass now (also used at boot, before traffic is routed). */
     check: () => (checking ??= check().finally(() => (checking = undefined))),
     start() {
-      timer = setInterval(() => void this.check(), deps.intervalMs);
+      // A store error in a pass is logged and the next pass runs: an unhandled rejection would end the process.
+      timer = setInterval(
+        () => void this.check().catch((err: Error) => log.error({ err: err.message }, 'supervisor pass failed')),
+        deps.intervalMs,
+      );
       timer.unref();
     },
     stop: () => clearInterval(timer),
