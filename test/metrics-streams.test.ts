@@ -122,6 +122,7 @@ describe('a metrics stream', () => {
     // Sums are totals since the stream began: a later export never goes lower.
     const cpu = () => newest('render.service.cpu.time')?.value ?? -1;
     const cpuBefore = cpu();
+    expect(cpuBefore).toBeGreaterThanOrEqual(0); // the instance's CPU time was exported
     const seen = exports.length;
     await waitFor('another export', async () => exports.length > seen, 10_000, 250);
     expect(cpu()).toBeGreaterThanOrEqual(cpuBefore);

@@ -1,4 +1,5 @@
 import type { OtlpSender } from '../../integrations/otlp-metrics.js';
+import { createFairSlots } from '../../lib/fair-slots.js';
 import { tickLoop } from '../../lib/tick-loop.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secret-box.js';
@@ -20,8 +21,8 @@ const SERVICES_MAX = 500;
 
 /**
  * Exports every workspace's metrics to its metrics stream (docs/observability.md, "Metrics streams"): every
- * `intervalMs`, each stream gets one OTLP export of its window, all streams at once, so a slow or dead endpoint only
- * delays its own (each export has the sender's time limit). A window ends one sampling interval before now, so
+ * `intervalMs`, each stream gets one OTLP export of its window, all streams at once (their reads two at a time), so a
+ * slow or dead endpoint only delays its own (each export has the sender's time limit). A window ends one sampling interval before now, so
  * that samples still being written belong to the next one. An export that fails is not retried: the next one carries
  * the sums on, and gauges are only ever their newest values.
  */
@@ -34,6 +35,7 @@ export function createMetricsStreamExporter(deps: {
   log: Pick<Logger, 'info' | 'warn'>;
 }) {
   const going = new Map<string, Going>();
+  const reads = createFairSlots({ slots: 2, perKey: 1 });
   const settingsOf = (row: MetricsStreamRow) => `${row.url}\n${row.sealedToken ?? ''}`;
 
   async function exportOne(row: MetricsStreamRow, to: Date) {
@@ -51,8 +53,16 @@ export function createMetricsStreamExporter(deps: {
       };
       going.set(row.workspaceId, entry);
     }
-    const services = await deps.repos.services.list({ workspaceIds: [row.workspaceId], limit: SERVICES_MAX });
-    const points = await pointsOf(deps.points, services, { from: entry.from, to }, entry.totals);
+    // Reading takes a turn (two workspaces at once, one slot each): the sends wait on the network together, but a
+    // round of many workspaces' reads never lands on the store (or PGlite's event loop) all at once.
+    const release = await reads.acquire(row.workspaceId);
+    let points;
+    try {
+      const services = await deps.repos.services.list({ workspaceIds: [row.workspaceId], limit: SERVICES_MAX });
+      points = await pointsOf(deps.points, services, { from: entry.from, to }, entry.totals);
+    } finally {
+      release();
+    }
     entry.from = to;
     try {
       await entry.sender.send(points);
