@@ -40,9 +40,7 @@ export function notificationRoutes(deps: HttpDeps) {
       audit: 'UpdateNotificationSettingsEvent',
       schema: { params: OwnerParams, body: OwnerSettingsPatch, response: { 200: OwnerSettingsBody } },
       handler: async (req) => {
-        const { workspaceId } = await guard.resource(req, req.params.ownerId, 'workspace');
-        req.auditInfo.target = workspaceId;
-        return notifications.update(workspaceId, req.body);
+        return notifications.update(await guard.owner(req, req.params.ownerId), req.body);
       },
     }),
     defineRoute({
