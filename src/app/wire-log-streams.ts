@@ -21,10 +21,7 @@ export function wireLogStreams(p: { config: Config; repos: Repos; box: SecretBox
       connectTimeoutMs: s.connectTimeoutMs,
       writeTimeoutMs: s.writeTimeoutMs,
     }),
-    subscribe: (onWritten) =>
-      logs.hub.subscribe({
-        onRows: (rows) => onWritten(new Set(rows.map((r) => r.workspaceId))),
-      }),
+    subscribe: (onRows) => logs.hub.subscribe({ onRows }),
     log,
     settings: {
       batch: 200,

@@ -3,7 +3,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import type { SyslogConnect } from '../../integrations/syslog-sender.js';
 import type { LogStreamRepo } from '../../store/repos/log-streams.js';
-import { startRunner, type Runner, type RunnerDeps, type StreamSpec } from './runner.js';
+import { startRunner, type LiveRow, type Runner, type RunnerDeps, type StreamSpec } from './runner.js';
 
 export interface ForwarderDeps {
   repo: Pick<
@@ -12,8 +12,8 @@ export interface ForwarderDeps {
   >;
   box: SecretBox;
   connect: SyslogConnect;
-  /** New log entries were written, by workspace (the log hub's fan-out); returns the unsubscribe. */
-  subscribe(onWritten: (workspaceIds: Set<string>) => void): () => void;
+  /** New log entries, every one with an id in (afterId, last row's id] (the log hub's fan-out); returns the unsubscribe. */
+  subscribe(onRows: (rows: LiveRow[], afterId: number) => void): () => void;
   log: Pick<Logger, 'info' | 'warn'>;
   settings: RunnerDeps['settings'] & {
     /** How often the streams are read again from the store (another process changed them). */
@@ -28,8 +28,9 @@ const TURNS = { slots: 2, perKey: 1 };
 
 /**
  * Forwards every workspace's logs to its log streams (Render's log streams): one runner (runner.ts) per stream, the
- * workspace's setting and each `send` override, started, changed and stopped as the settings change. New entries wake
- * the runners of their workspace; a poll finds what a wake-up missed.
+ * workspace's setting and each `send` override, started, changed and stopped as the settings change. New entries go to
+ * every runner (a caught-up one sends them without reading the store) and wake the runners of their workspace; a poll
+ * finds what a wake-up missed.
  */
 export function createLogStreamForwarder(deps: ForwarderDeps) {
   const runners = new Map<string, Runner>();
@@ -112,15 +113,26 @@ export function createLogStreamForwarder(deps: ForwarderDeps) {
     await Promise.all(stopping);
     if (closed) return;
     for (const [key, spec] of next) runners.set(key, startRunner(spec, runnerDeps));
-    if (runners.size && !unsubscribe) unsubscribe = deps.subscribe(wakeWorkspaces);
+    if (runners.size && !unsubscribe) unsubscribe = deps.subscribe(handOver);
     if (!runners.size && unsubscribe) {
       unsubscribe();
       unsubscribe = undefined;
     }
   }
 
-  function wakeWorkspaces(workspaceIds: Set<string>) {
-    for (const runner of runners.values()) if (workspaceIds.has(runner.spec.workspaceId)) runner.poke();
+  function handOver(rows: LiveRow[], afterId: number) {
+    const byWorkspace = new Map<string, LiveRow[]>();
+    for (const row of rows) {
+      const list = byWorkspace.get(row.workspaceId);
+      if (list) list.push(row);
+      else byWorkspace.set(row.workspaceId, [row]);
+    }
+    const to = rows.at(-1)!.id;
+    for (const runner of runners.values()) {
+      const mine = byWorkspace.get(runner.spec.workspaceId);
+      runner.offer(mine ?? [], afterId, to);
+      if (mine) runner.poke();
+    }
   }
 
   /** Reads the streams again (coalesced: a change during a load loads once more after it). */

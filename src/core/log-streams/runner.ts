@@ -5,6 +5,16 @@ import type { SyslogConnect, SyslogConnection } from '../../integrations/syslog-
 import { frame, syslogMessage } from '../../integrations/syslog.js';
 import type { ForwardRow, LogStreamRepo } from '../../store/repos/log-streams.js';
 
+/** An entry as the log hub hands it over: what a frame needs, and whose it is. */
+export type LiveRow = ForwardRow & { workspaceId: string };
+
+/** New entries the hub handed over, not yet sent: every entry of the stream's scope with an id in (from, to]. */
+interface Handed {
+  from: number;
+  to: number;
+  rows: LiveRow[];
+}
+
 /** One stream as the forwarder runs it: where to, with what token, what it reads and skips, and its cursor. */
 export interface StreamSpec {
   /** `owner:<workspace id>` or `override:<override id>`. */
@@ -30,6 +40,7 @@ export interface RunnerDeps {
   turn(workspaceId: string): Promise<Release>;
   log: Pick<Logger, 'info' | 'warn'>;
   settings: {
+    /** Entries one read from the store takes at most; ten times this may wait in memory (handed over by the hub). */
     batch: number;
     pollMs: number;
     backoffMinMs: number;
@@ -43,7 +54,9 @@ export interface RunnerDeps {
 
 /**
  * One stream's loop: connect, read the entries after the cursor (a bounded batch), write them as one buffer, wait
- * until the socket took it (back-pressure: one batch in flight), move the cursor and save it. A failure closes the
+ * until the socket took it (back-pressure: one batch in flight), move the cursor and save it. A caught-up stream takes
+ * new entries from the log hub instead of reading them back from the store (offer()); a stream behind reads the
+ * store until it has caught up with what the hub handed over. A failure closes the
  * connection and retries from the saved cursor after a backoff (doubling, with jitter, up to backoffMaxMs), so an
  * endpoint that is down gets the backlog once it is back. Every stream is its own loop: a slow or dead endpoint only
  * ever holds its own.
@@ -88,7 +101,7 @@ export function startRunner(initial: StreamSpec, deps: RunnerDeps) {
           tsUs: row.tsUs,
           hostname: services.get(row.resourceId)?.name ?? row.resourceId,
           appName: row.resourceId,
-          procId: row.instanceId,
+          procId: row.instanceId ?? null,
           msgId: row.type,
           level: row.level,
           message: row.message,
@@ -96,6 +109,20 @@ export function startRunner(initial: StreamSpec, deps: RunnerDeps) {
         spec.token,
       ),
     );
+
+  /** Entries the hub handed over, not yet sent (contiguous, at most maxHanded rows). */
+  const maxHanded = deps.settings.batch * 10;
+  let handed: Handed | undefined;
+  const inScope = (row: LiveRow) =>
+    'workspaceId' in spec.scope ? row.workspaceId === spec.scope.workspaceId : row.resourceId === spec.scope.resourceId;
+  /** The handed-over entries when they reach back to the cursor (nothing between is missing), else undefined. */
+  function takeHanded(): { rows: ForwardRow[]; readTo: number } | undefined {
+    const h = handed;
+    if (!h || h.from > cursor) return undefined; // the store holds entries before them: read those first
+    handed = undefined;
+    if (h.to <= cursor) return undefined; // a read of the store went past them
+    return { rows: h.rows.filter((r) => r.id > cursor), readTo: h.to };
+  }
 
   let saved = cursor;
   let savedAt = 0;
@@ -117,8 +144,13 @@ export function startRunner(initial: StreamSpec, deps: RunnerDeps) {
     const release = await deps.turn(spec.workspaceId);
     let data: Buffer;
     let readTo: number;
+    let more = true;
     try {
-      const batch = await deps.repo.forwardBatch(spec.scope, cursor, deps.settings.batch, deps.settings.span);
+      const fromHub = takeHanded();
+      // After entries from the hub the stream is caught up: the hub wakes it for the next ones.
+      if (fromHub) more = false;
+      const batch =
+        fromHub ?? (await deps.repo.forwardBatch(spec.scope, cursor, deps.settings.batch, deps.settings.span));
       readTo = batch.readTo;
       if (readTo === cursor) {
         await save(true); // caught up: the cursor is where a restart begins
@@ -132,7 +164,7 @@ export function startRunner(initial: StreamSpec, deps: RunnerDeps) {
     if (data.length) await conn.write(data);
     cursor = readTo;
     await save(false);
-    return true;
+    return more;
   }
 
   const done = (async () => {
@@ -171,6 +203,20 @@ export function startRunner(initial: StreamSpec, deps: RunnerDeps) {
       }
       spec = { ...next, cursor };
       services = new Map(); // names are read again (a rename)
+    },
+    /**
+     * Entries the hub handed over: `rows` are the workspace's entries with ids in (afterId, to], in id order. Kept
+     * while they continue what was handed before; after a gap, or past maxHanded waiting, they start again from
+     * these (the store has the ones before).
+     */
+    offer(rows: readonly LiveRow[], afterId: number, to: number) {
+      const mine = rows.filter(inScope);
+      if (handed && handed.to === afterId && handed.rows.length + mine.length <= maxHanded) {
+        handed.to = to;
+        for (const row of mine) handed.rows.push(row);
+      } else {
+        handed = mine.length <= maxHanded ? { from: afterId, to, rows: mine } : undefined;
+      }
     },
     /** New entries may be there. */
     poke() {

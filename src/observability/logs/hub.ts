@@ -13,8 +13,11 @@ export interface LogHubDeps {
 }
 
 export interface HubSubscriber {
-  /** New entries in id order (one committed batch or one page read back). */
-  onRows(rows: LogRow[]): void;
+  /**
+   * New entries in id order (one committed batch or one page read back): every entry with an id in (afterId, last
+   * row's id], so a subscriber that has seen everything up to afterId may take these as the whole of that range.
+   */
+  onRows(rows: LogRow[], afterId: number): void;
 }
 
 /**
@@ -56,8 +59,9 @@ export function createLogHub(deps: LogHubDeps) {
 
   function deliver(rows: LogRow[]) {
     if (!rows.length) return;
+    const afterId = lastId;
     lastId = rows.at(-1)!.id;
-    for (const s of subscribers) s.onRows(rows);
+    for (const s of subscribers) s.onRows(rows, afterId);
   }
 
   /** `upTo`: the newest id a writer announced; nothing to read when it was delivered already (our own batch's NOTIFY). */

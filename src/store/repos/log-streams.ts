@@ -22,7 +22,7 @@ export interface ForwardRow {
   id: number;
   tsUs: number;
   resourceId: string;
-  instanceId: string | null;
+  instanceId?: string | null;
   type: string;
   level: string;
   message: string;
