@@ -140,6 +140,19 @@ describe('GET /v1/metrics/http-requests, http-latency, bandwidth (through the ro
 
 describe('the other series and the filters', () => {
   it('instance count, limits, targets, disk and what has no meaning here', async () => {
+    // A one-off job runs in its own instance, sampled as the service's: it is not one of the service's instances.
+    const job = await api.post(`/v1/services/${web.id}/jobs`, { startCommand: 'sleep 3' }, owner);
+    expect(job.status, job.text).toBe(201);
+    await waitFor('the job', async () =>
+      ['succeeded', 'failed'].includes(
+        (await api.get(`/v1/services/${web.id}/jobs/${job.body.id}`, owner)).body.status,
+      ),
+    );
+    await waitFor('the job sampled', async () =>
+      server.slipway.store
+        .executeSql(`select 1 from metric_samples where instance_id = $1`, [job.body.id])
+        .then((r) => r.rows.length > 0),
+    );
     const [count] = (await metric('instance-count')).body as Series[];
     expect(count!.values.map((v) => v.value)).toContain(1);
     expect(Math.max(...count!.values.map((v) => v.value))).toBe(1);
