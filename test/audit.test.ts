@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { useServer } from './helpers/server.js';
 import { addMember, createApiKey, signUp } from './helpers/client.js';
 
-const t = useServer();
+const OPERATOR_TOKEN = 'operator-token-for-audit-tests-0123456789';
+const t = useServer({ SLIPWAY_OPERATOR_TOKEN: OPERATOR_TOKEN });
 
 type Entry = {
   auditLog: {
@@ -102,5 +103,23 @@ describe('audit log', () => {
     expect((await t.api.get(`/v1/audit-logs?ownerId=${owner.workspaceId}`, other)).status).toBe(404);
     const viewer = await addMember(t.api, owner, 'viewer');
     expect((await t.api.get(`/v1/audit-logs?ownerId=${owner.workspaceId}`, viewer)).status).toBe(403);
+  });
+
+  it("gives the operator the organization's log (every workspace's) under Render's organization path, and no one else", async () => {
+    const [a, b] = [await signUp(t.api), await signUp(t.api)];
+    for (const user of [a, b]) await createApiKey(t.api, user, 'org log');
+    const org = '/v1/organizations/org-slipway/audit-logs';
+    const res = await t.api.get(`${org}?limit=100`, { token: OPERATOR_TOKEN });
+    expect(res.status, res.text).toBe(200);
+    const actors = new Set(res.body.map((e: Entry) => e.auditLog.actor.email));
+    expect(actors).toContain(a.email);
+    expect(actors).toContain(b.email);
+    // Its time range and cursor are the workspace log's.
+    const page1 = await t.api.get(`${org}?limit=1`, { token: OPERATOR_TOKEN });
+    const page2 = await t.api.get(`${org}?limit=1&cursor=${page1.body[0].cursor}`, { token: OPERATOR_TOKEN });
+    expect(page2.body[0].auditLog.id).not.toBe(page1.body[0].auditLog.id);
+    // Another organization is not this one; members of a workspace are not the organization's admins.
+    expect((await t.api.get('/v1/organizations/org-other/audit-logs', { token: OPERATOR_TOKEN })).status).toBe(404);
+    expect((await t.api.get(org, a)).status).toBe(403);
   });
 });

@@ -5,7 +5,7 @@ import { bootServer, type TestServer } from './helpers/server.js';
 import { client, type Client } from './helpers/client.js';
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
-const ACCESS = ['public', 'signed-in', 'viewer', 'developer', 'admin', 'owner'];
+const ACCESS = ['public', 'signed-in', 'operator', 'viewer', 'developer', 'admin', 'owner'];
 
 let server: TestServer;
 let api: Client;

@@ -94,6 +94,7 @@ export function loadConfig(env: Env = process.env): Config {
     routerPort: int(env, 'SLIPWAY_ROUTER_PORT', 8080),
     appsDomain: env.SLIPWAY_APPS_DOMAIN || 'localhost',
     operatorToken: env.SLIPWAY_OPERATOR_TOKEN || undefined,
+    organizationId: env.SLIPWAY_ORGANIZATION_ID || 'org-slipway',
     secretKey: env.SLIPWAY_SECRET_KEY || undefined,
     logLevel: env.SLIPWAY_LOG_LEVEL || 'info',
     bodyLimitBytes: int(env, 'SLIPWAY_BODY_LIMIT_BYTES', 1024 * 1024),

@@ -15,6 +15,8 @@ export interface Config {
   routerPort: number;
   appsDomain: string;
   operatorToken: string | undefined;
+  /** This installation as Render's organization (its audit logs): every workspace, read with the operator token. */
+  organizationId: string;
   secretKey: string | undefined;
   logLevel: string;
   /** Largest JSON body accepted, in bytes. */

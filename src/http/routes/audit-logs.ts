@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { decodeCursor, envelopeOf } from '../../lib/cursor.js';
-import { badRequest } from '../../lib/errors.js';
+import { badRequest, notFound } from '../../lib/errors.js';
 import type { HttpDeps } from '../deps.js';
 import { principalOf } from '../guard.js';
 import { defineRoute } from '../route.js';
@@ -9,7 +9,7 @@ import { DEFAULT_LIMIT, Envelope, IdParam, ListQuery, OwnerIdQuery, Timestamp } 
 
 const TimeRange = { startTime: Type.Optional(Timestamp), endTime: Type.Optional(Timestamp), ...ListQuery };
 
-export function auditLogRoutes({ audit, guard }: HttpDeps) {
+export function auditLogRoutes({ audit, guard, config }: HttpDeps) {
   async function list(
     req: Parameters<typeof guard.context>[0],
     ownerId: string | undefined,
@@ -55,6 +55,23 @@ export function auditLogRoutes({ audit, guard }: HttpDeps) {
         response: { 200: Envelope('auditLog', AuditLogBody) },
       },
       handler: async (req) => list(req, req.params.ownerId, req.query),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/v1/organizations/:orgId/audit-logs',
+      summary:
+        "List every workspace's audit logs (Render: list-organization-audit-logs): the organization is this installation (SLIPWAY_ORGANIZATION_ID), read with the operator token",
+      tags: ['Audit logs'],
+      access: 'operator',
+      schema: {
+        params: Type.Object({ orgId: IdParam }),
+        querystring: Type.Object(TimeRange),
+        response: { 200: Envelope('auditLog', AuditLogBody) },
+      },
+      handler: async (req) => {
+        if (req.params.orgId !== config.organizationId) throw notFound('organization');
+        return list(req, undefined, req.query);
+      },
     }),
   ];
 }
