@@ -140,7 +140,7 @@ describe('GET /v1/metrics/http-requests, http-latency, bandwidth (through the ro
 
 describe('the other series and the filters', () => {
   it('instance count, limits, targets, disk and what has no meaning here', async () => {
-    // A one-off job runs in its own instance, sampled as the service's: it is not one of the service's instances.
+    // A one-off job runs in an instance of its own for 3 s (samples every second): not one of the service's instances.
     const job = await api.post(`/v1/services/${web.id}/jobs`, { startCommand: 'sleep 3' }, owner);
     expect(job.status, job.text).toBe(201);
     await waitFor('the job', async () =>
@@ -148,11 +148,10 @@ describe('the other series and the filters', () => {
         (await api.get(`/v1/services/${web.id}/jobs/${job.body.id}`, owner)).body.status,
       ),
     );
-    await waitFor('the job sampled', async () =>
-      server.slipway.store
-        .executeSql(`select 1 from metric_samples where instance_id = $1`, [job.body.id])
-        .then((r) => r.rows.length > 0),
-    );
+    const jobSamples = await server.slipway.store.executeSql(`select 1 from metric_samples where instance_id = $1`, [
+      job.body.id,
+    ]);
+    expect(jobSamples.rows).toEqual([]);
     const [count] = (await metric('instance-count')).body as Series[];
     expect(count!.values.map((v) => v.value)).toContain(1);
     expect(Math.max(...count!.values.map((v) => v.value))).toBe(1);
@@ -239,7 +238,7 @@ describe('bounds', () => {
 describe('a Postgres datastore', () => {
   const pgOk = requireOrSkip('postgres/initdb', hasPostgresServer());
   it.runIf(pgOk)(
-    "counts its client connections now (active-connections); no CPU series; another workspace's is 404",
+    "counts its client connections now (active-connections), samples its server's CPU and memory; another workspace's is 404",
     async () => {
       const created = await api.post('/v1/postgres', { name: 'metrics', plan: 'free' }, owner);
       expect(created.status, created.text).toBe(201);
@@ -260,7 +259,24 @@ describe('a Postgres datastore', () => {
         expect(series!.values).toHaveLength(1);
         expect(series!.values[0]!.value).toBeGreaterThanOrEqual(2);
         expect((await api.get(path, stranger)).status).toBe(404);
-        expect((await api.get(`/v1/metrics/cpu?resource=${created.body.id}`, owner)).body).toEqual([]);
+        // The server's processes (postmaster and backends) are sampled as the datastore's one instance.
+        await clients[0]!.query('select count(*) from generate_series(1, 3000000)');
+        const seriesOf = async (name: string) => {
+          const r = await api.get(`/v1/metrics/${name}?resource=${created.body.id}&resolutionSeconds=60`, owner);
+          expect(r.status, r.text).toBe(200);
+          expect(schema(r.body), JSON.stringify(schema.errors)).toBe(true);
+          return r.body as Series[];
+        };
+        await waitFor('CPU samples of the server', async () => (await seriesOf('cpu')).length > 0, 20_000, 250);
+        const [cpu] = await seriesOf('cpu');
+        expect(label(cpu!, 'instance')).toBe(created.body.id);
+        expect(Math.max(...cpu!.values.map((v) => v.value))).toBeGreaterThan(0);
+        const [memory] = await seriesOf('memory');
+        expect(Math.max(...memory!.values.map((v) => v.value))).toBeGreaterThan(10 * 1024 * 1024);
+        const [memoryLimit] = await seriesOf('memory-limit');
+        expect(memoryLimit!.values[0]!.value).toBe(256 * 1024 * 1024); // the free plan's
+        expect(await seriesOf('cpu-limit')).toEqual([]); // no CPU limit here
+        expect((await api.get(`/v1/metrics/cpu?resource=${created.body.id}`, stranger)).status).toBe(404);
       } finally {
         for (const c of clients) await c.end().catch(() => undefined);
       }

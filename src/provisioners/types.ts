@@ -77,6 +77,8 @@ export interface Provisioner<Spec> {
    * someone else while it was down). Returns the new placement; clients must be told the new port.
    */
   relocate?(spec: Spec, placement: Placement): Promise<Placement>;
+  /** The server's process while it runs (local servers), whose CPU and memory the metrics sampler reads. */
+  serverProcess?(placement: Placement): { pid: number; startTime: string } | undefined;
 }
 
 /** A server could not listen on its port: something else bound it while the server was down. */

@@ -13,6 +13,7 @@ export async function startTraffic(p: Foundation & Shared & Tenancy, cleanup: Cl
     boss: queue.boss,
     intervalMs: config.metricsIntervalMs,
     serviceDiskBytes: config.serviceDiskMb * 1024 * 1024,
+    datastoreProcesses: () => p.datastores.processes(),
     log,
   });
   cleanup.push(() => metrics.stop());

@@ -166,6 +166,17 @@ export function createDatastores(deps: DatastoreDeps) {
     get,
     availability,
     list: (q: DatastoreQuery) => repo.list(q),
+    /** The running servers' processes (local provisioners), by datastore id: what the metrics sampler reads. */
+    async processes(): Promise<Array<{ id: string; pid: number; startTime: string }>> {
+      const out = [];
+      for (const row of await repo.all()) {
+        const placement = placementOf(row);
+        const p = row.kind === 'postgres' ? provisioners.postgres : provisioners.keyValue;
+        const proc = placement && row.status === 'available' ? p?.serverProcess?.(placement) : undefined;
+        if (proc) out.push({ id: row.id, ...proc });
+      }
+      return out;
+    },
     password,
     start: () => reconciler.start(),
     close: () => reconciler.close(),

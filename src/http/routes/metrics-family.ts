@@ -1,6 +1,7 @@
 import { Type, type TProperties } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { AppError, badRequest, notFound } from '../../lib/errors.js';
+import { keyValueSize, postgresSize } from '../../core/datastores/plans.js';
 import type { DatastoreRow } from '../../store/repos/datastores.js';
 import {
   METRIC_NAMES,
@@ -131,6 +132,7 @@ async function resourcesOf(deps: HttpDeps, req: FastifyRequest, name?: MetricNam
         workspaceId: row.workspaceId,
         id,
         connections: name === 'active-connections' ? await connectionsOf(deps, row) : undefined,
+        memoryBytes: (row.kind === 'postgres' ? postgresSize(row.plan) : keyValueSize(row.plan)).memoryMb * 1024 * 1024,
       });
     } else throw notFound(`resource ${id}`);
   }

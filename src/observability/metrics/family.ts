@@ -33,6 +33,8 @@ export type MetricResource = { workspaceId: string } & (
       kind: 'datastore';
       id: string;
       /** Postgres: client connections now (its credentials' open connections). */ connections?: number;
+      /** The plan's memory (its server's setting: shared_buffers, maxmemory). */
+      memoryBytes: number;
     }
 );
 
@@ -65,8 +67,9 @@ const busy = () => {
 /**
  * Render's metrics family over the stored samples: CPU, memory and bandwidth through the same series code as
  * /v1/metrics/:serviceId/*, the router's request breakdown (http-breakdown.ts), instance counts, and the plan's limits,
- * autoscaling's targets and the disk budget as series. What this host has no data for (datastores' CPU, connections,
- * replicas, task runs) is an empty list, as Render answers for a resource without such data.
+ * autoscaling's targets and the disk budget as series; a local datastore's server process is sampled as its one
+ * instance (CPU, memory). What this host has no data for (a datastore's CPU limit, replicas, task runs) is an empty
+ * list, as Render answers for a resource without such data.
  */
 export function createMetricFamily(deps: {
   queries: MetricQueries;
@@ -196,6 +199,20 @@ export function createMetricFamily(deps: {
     }
   }
 
+  async function datastoreSeries(name: MetricName, d: Extract<MetricResource, { kind: 'datastore' }>, q: FamilyQuery) {
+    switch (name) {
+      case 'cpu':
+      case 'memory':
+        return queries.history(d, name, q);
+      case 'memory-limit':
+        return constant(d, q, 'bytes', d.memoryBytes);
+      case 'active-connections':
+        return d.connections === undefined ? [] : now(d, q, 'connections', d.connections);
+      default:
+        return [];
+    }
+  }
+
   /** Values of a label over the resources' samples in the range, deduplicated, at most FILTER_VALUES. */
   function union(resources: MetricResource[], read: (serviceId: string) => Promise<string[]>): Promise<string[]> {
     return inTurn(resources, async () => {
@@ -213,8 +230,7 @@ export function createMetricFamily(deps: {
         const out: Series[] = [];
         for (const r of resources)
           if (r.kind === 'service') out.push(...(await serviceSeries(name, r, q)));
-          else if (name === 'active-connections' && r.connections !== undefined)
-            out.push(...now(r, q, 'connections', r.connections));
+          else out.push(...(await datastoreSeries(name, r, q)));
         return out;
       });
     },

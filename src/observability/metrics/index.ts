@@ -17,6 +17,8 @@ export function createMetrics(deps: {
   intervalMs: number;
   /** A service's disk budget (GET /v1/metrics/disk-capacity). */
   serviceDiskBytes: number;
+  /** Datastores' server processes (local ones), sampled as their datastore's only instance. */
+  datastoreProcesses(): Promise<Array<{ id: string; pid: number; startTime: string }>>;
   log: Logger;
 }) {
   const { repos, boss } = deps;
@@ -24,7 +26,10 @@ export function createMetrics(deps: {
   const http = createHttpBreakdown();
   const queries = createMetricQueries({ repo: repos.metrics, intervalMs: deps.intervalMs });
   const sampler = createMetricsSampler({
-    activeInstances: () => repos.instances.active({ jobs: true }), // a job's CPU and memory are its service's too
+    activeInstances: async () => [
+      ...(await repos.instances.active()), // not one-off jobs: they are not the service's instances
+      ...(await deps.datastoreProcesses()).map((d) => ({ ...d, serviceId: d.id, status: 'running' as const })),
+    ],
     insert: async (rows) => {
       await repos.metrics.insert(rows);
       metricSamplesWritten.inc(rows.length);

@@ -56,8 +56,8 @@ export function createMetricQueries(deps: MetricQueryDeps) {
   const unitOf = (metric: HistoryMetric) =>
     metric === 'cpu' ? 'percent' : metric === 'http_requests' ? 'requests' : 'bytes';
   /** Percent of one core -> percent of the plan's limit (1000 millicores = one core). */
-  const scaleOf = (metric: HistoryMetric, plan: Plan, o: SeriesOptions) =>
-    metric === 'cpu' && o.relativeTo === 'limit' ? 1000 / PLAN_LIMITS[plan].cpuMillicores : 1;
+  const scaleOf = (metric: HistoryMetric, plan: Plan | undefined, o: SeriesOptions) =>
+    metric === 'cpu' && o.relativeTo === 'limit' && plan ? 1000 / PLAN_LIMITS[plan].cpuMillicores : 1;
 
   const labels = (serviceId: string, instanceId: string | null) => [
     { field: 'resource', value: serviceId },
@@ -141,8 +141,9 @@ export function createMetricQueries(deps: MetricQueryDeps) {
     },
 
     /** Stored samples in [startTime, endTime) in `resolutionSeconds` buckets, aggregated by the database. */
+    /** `service`: a service, or a datastore (no plan: no CPU limit to be relative to). */
     async history(
-      service: { id: string; plan: Plan },
+      service: { id: string; plan?: Plan },
       metric: HistoryMetric,
       q: SeriesOptions & RangeQuery,
     ): Promise<Series[]> {

@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import { killGroup, spawnDetached } from '../../lib/exec.js';
 import { rotateLogIfLarge } from '../../lib/log-file.js';
 import { isRunning, readStat } from '../../runtime/local/proc.js';
+import { recordedProcess, runningProcess, type RecordedProcess } from '../process-state.js';
 import { createServerNetworking, LOOPBACK, type Listener, type ServerNetwork } from '../server-network.js';
 import { PortTakenError, type KeyValueProvisioner, type KeyValueSpec, type Placement } from '../types.js';
 import { withSocketPath } from '../unix-socket.js';
@@ -35,10 +36,7 @@ const PORT_TAKEN = /Could not create server TCP listening socket .*Address alrea
 /** The server's last log lines, for a failure's reason. */
 const lastLines = (files: Files) => logSince(files.log, 0).split('\n').slice(-5).join('\n') || '(no output)';
 
-interface ServerProcess {
-  pid: number;
-  startTime: string;
-}
+type ServerProcess = RecordedProcess;
 
 /** valkey-server when on the PATH, else redis-server. */
 export function findKeyValueServer(searchPath = process.env.PATH ?? ''): string | undefined {
@@ -56,16 +54,11 @@ export function findKeyValueServer(searchPath = process.env.PATH ?? ''): string 
   return undefined;
 }
 
-const asServerProcess = (value: unknown): ServerProcess | undefined => {
-  const { pid, startTime } = (value ?? {}) as Partial<ServerProcess>;
-  return typeof pid === 'number' && typeof startTime === 'string' ? { pid, startTime } : undefined;
-};
-
 /** The last launch: its process and where it listens (records of older Slipways have no host: they listened on loopback). */
 function readServerRecord(files: Files): (ServerProcess & { host: string; port: number }) | undefined {
   try {
     const record = JSON.parse(readFileSync(files.serverRecord, 'utf8')) as { host?: unknown; port?: unknown };
-    const proc = asServerProcess(record);
+    const proc = recordedProcess(record);
     return proc && typeof record.port === 'number'
       ? { ...proc, host: typeof record.host === 'string' ? record.host : LOOPBACK, port: record.port }
       : undefined;
@@ -83,7 +76,7 @@ function runningServer(
   placement: Pick<Placement, 'host' | 'port' | 'state'>,
 ): { proc: ServerProcess; at: { host: string; port: number } } | undefined {
   const record = readServerRecord(files);
-  const remembered = asServerProcess(placement.state);
+  const remembered = recordedProcess(placement.state);
   if (remembered && isRunning(remembered)) {
     const recorded = record?.pid === remembered.pid && record.startTime === remembered.startTime;
     return { proc: remembered, at: recorded ? record : placement };
@@ -276,5 +269,6 @@ export function createLocalKeyValue(opts: {
 
     /** Its port was bound by someone else while it was down (shared network): the config is rewritten for a new one, and it starts there. */
     relocate: (spec) => serveFresh(spec),
+    serverProcess: (placement) => runningProcess(placement.state),
   };
 }

@@ -28,6 +28,7 @@ import {
   type DatastoreLayout,
 } from './local-files.js';
 import { createServerNetworking, LOOPBACK, type Listener, type ServerNetwork } from '../server-network.js';
+import { runningProcess } from '../process-state.js';
 import { withSocketDir } from '../unix-socket.js';
 import { localPostgresAccess } from './local-access.js';
 import { scramVerifies } from './scram.js';
@@ -293,6 +294,7 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
 
     /** Its port was bound by someone else while it was down (shared network): postgresql.conf is rewritten for a new one, and it starts there. */
     relocate: (spec) => startFresh(spec),
+    serverProcess: (placement) => runningProcess(placement.state),
 
     ...localPostgresAccess({
       asAdmin,

@@ -39,11 +39,8 @@ export const bucketed = (q: BucketRange, where: SQL) => sql`(
     and "timestamp" >= ${q.start.toISOString()}::timestamptz and "timestamp" < ${q.end.toISOString()}::timestamptz
     and ${where}
 ) s`;
-/**
- * The rows of the service's instances: not the router's counters, nor one-off jobs (sampled under their service, with
- * the job's id as the instance's), which neither count as instances nor drive the autoscaler.
- */
-export const INSTANCE_ROWS = sql`instance_id not like ${`%${ROUTER_SUFFIX}`} and instance_id not like 'job-%'`;
+/** The rows of instances (not the router's counters). */
+export const INSTANCE_ROWS = sql`instance_id not like ${`%${ROUTER_SUFFIX}`}`;
 export interface BucketRange {
   serviceId: string;
   start: Date;
