@@ -80,6 +80,7 @@ function spec(overrides: Partial<KeyValueSpec> = {}): KeyValueSpec {
     password: randomBytes(18).toString('base64url'),
     size: { memoryMb: 64, maxConnections: 50 },
     maxmemoryPolicy: 'allkeys-lru',
+    persistent: true,
     ...overrides,
   };
 }
@@ -219,6 +220,54 @@ describe.skipIf(!serverPath)('local key-value provisioner (a server per datastor
     expect(await kv.check(main, placement)).toBe(false);
     placement = await kv.start(main, placement);
     expect(await (await login(placement, main.user, main.password)).get('before-crash')).toBe('yes');
+  });
+
+  it('persists per plan: acknowledged writes up to about a second before kill -9 survive; a free one keeps nothing, until made persistent live', async () => {
+    // Writes acknowledged one after another while the server is killed: all but the last second's are back.
+    const client = await login(placement, main.user, main.password);
+    const acked: number[] = [];
+    const started = Date.now();
+    let i = 0;
+    while (Date.now() - started < 2500) {
+      await client.set(`w:${i}`, String(Date.now()));
+      acked.push(Date.now());
+      i++;
+    }
+    const killedAt = Date.now();
+    process.kill(placement.state.pid as number, 'SIGKILL');
+    await waitFor('the server to die', async () => !isRunning(procOf(placement)), 5000);
+    placement = await kv.start(main, placement);
+    const after = await login(placement, main.user, main.password);
+    const older = acked.flatMap((at, n) => (at < killedAt - 1500 ? [`w:${n}`] : []));
+    expect(older.length).toBeGreaterThan(10);
+    const values = await after.mget(...older);
+    expect(values.filter((v) => v === null)).toEqual([]);
+
+    // A free plan's server (persistent: false) keeps writes in memory only.
+    const free = spec({ persistent: false });
+    let p = await kv.create(free);
+    try {
+      await (await login(p, free.user, free.password)).set('lost', '1');
+      process.kill(p.state.pid as number, 'SIGKILL');
+      await waitFor('the free server to die', async () => !isRunning(procOf(p)), 5000);
+      p = await kv.start(free, p);
+      const freeClient = await login(p, free.user, free.password);
+      expect(await freeClient.get('lost')).toBeNull();
+      expect(await info(freeClient, 'aof_enabled')).toBe('0');
+      // An upgrade to a paid plan turns the append-only file on without a restart.
+      const paid = { ...free, persistent: true };
+      expect(await kv.update(paid, p)).toEqual(p);
+      expect(await info(freeClient, 'aof_enabled')).toBe('1');
+      await freeClient.set('kept', '1');
+      await waitFor('the rewrite', async () => (await info(freeClient, 'aof_rewrite_in_progress')) === '0', 10_000);
+      await new Promise((r) => setTimeout(r, 1500)); // the next fsync
+      process.kill(p.state.pid as number, 'SIGKILL');
+      await waitFor('the paid server to die', async () => !isRunning(procOf(p)), 5000);
+      p = await kv.start(paid, p);
+      expect(await (await login(p, free.user, free.password)).get('kept')).toBe('1');
+    } finally {
+      await kv.destroy(free, p);
+    }
   });
 
   it('update applies the eviction policy, memory and connections live (no restart) and for later starts', async () => {

@@ -137,6 +137,7 @@ describe.runIf(IS_ROOT && redisServer)('local key-value in a namespace of its ow
       password: randomBytes(18).toString('base64url'),
       size: { memoryMb: 32, maxConnections: 20 },
       maxmemoryPolicy: 'allkeys-lru',
+      persistent: true,
     };
     const reaches = async (p: Placement) => {
       const r = new Redis({

@@ -169,6 +169,7 @@ describe.runIf(redisServer)('local key-value on a taken port, and on its socket 
     password: randomBytes(18).toString('base64url'),
     size: { memoryMb: 32, maxConnections: 20 },
     maxmemoryPolicy: 'allkeys-lru',
+    persistent: true,
   };
   const data = path.join(deepDir, 'datastores', spec.id, 'data');
   let placement: Placement;

@@ -50,6 +50,8 @@ export interface KeyValueSpec {
   size: PlanSize;
   /** Redis' spelling, e.g. `allkeys-lru`. */
   maxmemoryPolicy: string;
+  /** Writes are kept on disk (append-only file, fsync every second); false: in memory only, gone at a restart. */
+  persistent: boolean;
 }
 
 export interface Provisioner<Spec> {

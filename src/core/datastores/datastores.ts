@@ -14,7 +14,14 @@ import type { EnvVarRef } from '../../store/schema/index.js';
 import type { Transact } from '../../store/repos/index.js';
 import type { ServiceEvent } from '../../model/events.js';
 import type { Events } from '../events.js';
-import { checkIdentifier, defaultIdentifier, keyValueSize, postgresSize, redisPolicy } from './plans.js';
+import {
+  checkIdentifier,
+  defaultIdentifier,
+  keyValuePersists,
+  keyValueSize,
+  postgresSize,
+  redisPolicy,
+} from './plans.js';
 import { createDatastoreReconciler, placementOf, type DatastoreDriver } from './reconciler.js';
 import type { Logger } from '../../lib/logger.js';
 
@@ -91,6 +98,7 @@ export function createDatastores(deps: DatastoreDeps) {
           password: password(row),
           size: keyValueSize(row.plan),
           maxmemoryPolicy: redisPolicy(row.maxmemoryPolicy ?? 'allkeys_lru'),
+          persistent: keyValuePersists(row.plan),
         };
   const driver: DatastoreDriver = {
     provisioner: (row) => {

@@ -58,6 +58,9 @@ export function postgresSize(plan: string): PlanSize {
   return { memoryMb, maxConnections: memoryMb <= 1024 ? 100 : memoryMb <= 8192 ? 200 : 500 };
 }
 
+/** Render's key-value persistence: paid plans keep writes on disk (append-only, fsync every second); free ones do not. */
+export const keyValuePersists = (plan: string): boolean => plan !== 'free';
+
 export function keyValueSize(plan: string): PlanSize {
   const size = KEY_VALUE[plan];
   if (!size) throw invalid('plan', `unknown plan "${plan}"; one of ${KEY_VALUE_PLANS.join(', ')}`);

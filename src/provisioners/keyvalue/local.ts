@@ -239,7 +239,10 @@ export function createLocalKeyValue(opts: {
       return answersOnSocket(files, { user: spec.user, password: spec.password });
     },
 
-    /** Live: CONFIG SET and ACL SETUSER (a changed password too), and the config file for the next start. No restart. */
+    /**
+     * Live: CONFIG SET and ACL SETUSER (a changed password too), and the config file for the next start. No restart:
+     * turning persistence on writes the append-only file from memory in the background.
+     */
     async update(spec, placement) {
       assertKeyValueSpec(spec);
       const files = filesOf(spec);
@@ -256,6 +259,8 @@ export function createLocalKeyValue(opts: {
           spec.maxmemoryPolicy,
           'maxclients',
           String(spec.size.maxConnections),
+          'appendonly',
+          spec.persistent ? 'yes' : 'no',
         );
         await redis.call('ACL', 'SETUSER', spec.user, ...ownServerRules(spec.password));
       });

@@ -61,7 +61,8 @@ export function serverConfig(
       'unixsocketperm 700',
       'protected-mode yes',
       'daemonize no',
-      'appendonly yes',
+      // Paid plans: an append-only file synced every second (a crash loses at most about a second); free: memory only.
+      `appendonly ${spec.persistent ? 'yes' : 'no'}`,
       'appendfsync everysec',
       'save ""',
       `maxmemory ${spec.size.memoryMb}mb`,
