@@ -21,6 +21,7 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditLogRoutes } from './routes/audit-logs.js';
 import { datastoreRoutes } from './routes/datastores.js';
 import { postgresAccessRoutes } from './routes/postgres-access.js';
+import { datastoreExportRoutes } from './routes/datastore-exports.js';
 import { deployRoutes } from './routes/deploys.js';
 import { envGroupRoutes } from './routes/env-groups.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -179,6 +180,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...projectRoutes(deps),
     ...datastoreRoutes(deps),
     ...postgresAccessRoutes(deps),
+    ...datastoreExportRoutes(deps),
     ...sourceUploadRoutes(deps),
     ...logRoutes(deps),
     ...metricRoutes(deps),

@@ -17,7 +17,7 @@ import type { EnvVars } from '../core/services/env-vars.js';
 import type { EnvView } from '../core/services/env-view.js';
 import type { PostgresCredentials } from '../core/datastores/credentials.js';
 import type { Datastores } from '../core/datastores/datastores.js';
-import type { PostgresExports } from '../core/datastores/exports.js';
+import type { DatastoreExports } from '../core/datastores/exports.js';
 import type { EnvGroups } from '../core/env-groups.js';
 import type { Events } from '../core/events.js';
 import type { IdempotencyStore } from '../core/idempotency.js';
@@ -71,8 +71,8 @@ export interface HttpDeps {
   notifications: NotificationSettingsApi;
   projects: Projects;
   datastores: Datastores;
-  /** Render's `/postgres/:id/export` and `/credentials`. */
-  postgresExports: PostgresExports;
+  /** Render's `/postgres/:id/export`, and Slipway's `/key-value/:id/export`. */
+  datastoreExports: DatastoreExports;
   postgresCredentials: PostgresCredentials;
   engine: DeployEngine;
   deploys: Deploys;

@@ -21,14 +21,14 @@ interface MaintenanceDeps {
   github: Pick<GitHubRepo, 'deleteDeliveriesBefore'>;
   /** The store's statistics refresh (Store.analyze: PGlite has no autovacuum). */
   analyze: () => Promise<void>;
-  /** Removes Postgres exports past their 7 days (core/datastores/exports.ts); returns how many. */
+  /** Removes datastore exports past their 7 days (core/datastores/exports.ts); returns how many. */
   pruneExports?: (now: Date) => Promise<number>;
   now?: () => Date;
 }
 
 /**
  * Removes what has outlived its use (expired sessions, used or expired invites, idempotency replies past 24 h, old
- * webhook deliveries and delivery log entries, GitHub delivery ids past a week, Postgres exports past 7 days),
+ * webhook deliveries and delivery log entries, GitHub delivery ids past a week, datastore exports past 7 days),
  * then refreshes the planner's statistics so list pages stay index walks as tables grow.
  */
 export async function runMaintenance(deps: MaintenanceDeps) {
@@ -42,7 +42,7 @@ export async function runMaintenance(deps: MaintenanceDeps) {
       new Date(now.getTime() - WEBHOOK_LOG_TTL_MS),
     ),
     githubDeliveries: await deps.github.deleteDeliveriesBefore(new Date(now.getTime() - DELIVERY_MEMORY_MS)),
-    postgresExports: (await deps.pruneExports?.(now)) ?? 0,
+    exports: (await deps.pruneExports?.(now)) ?? 0,
   };
   await deps.analyze();
   return removed;

@@ -117,4 +117,10 @@ export interface PostgresAccess {
 }
 
 export type PostgresProvisioner = Provisioner<PostgresSpec> & Partial<PostgresAccess>;
-export type KeyValueProvisioner = Provisioner<KeyValueSpec>;
+/** A key-value server's data as one RDB snapshot file (an export). */
+export interface KeyValueDump {
+  /** A point-in-time RDB snapshot of the server's data into `file` (which it creates). */
+  dump(spec: KeyValueSpec, placement: Placement, file: string): Promise<void>;
+}
+
+export type KeyValueProvisioner = Provisioner<KeyValueSpec> & Partial<KeyValueDump>;

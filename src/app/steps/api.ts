@@ -53,7 +53,7 @@ export async function buildApi(p: Parts, options: LogOptions, cleanup: Cleanup) 
       notifications: p.notifications.settings,
       projects: p.projects,
       datastores: p.datastores,
-      postgresExports: p.postgresExports,
+      datastoreExports: p.datastoreExports,
       postgresCredentials: p.postgresCredentials,
       engine,
       deploys: p.deploys,

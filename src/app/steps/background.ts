@@ -26,7 +26,7 @@ export async function startBackground(
   await scheduleMaintenance(queue.boss, {
     ...repos,
     analyze: store.analyze,
-    pruneExports: (now) => p.postgresExports.prune(now),
+    pruneExports: (now) => p.datastoreExports.prune(now),
   });
   await scheduleLogRetention(queue.boss, repos.logs, {
     retentionDays: config.logRetentionDays,

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { createPostgresCredentials } from '../../core/datastores/credentials.js';
 import { createDatastores } from '../../core/datastores/datastores.js';
-import { createPostgresExports } from '../../core/datastores/exports.js';
+import { createDatastoreExports } from '../../core/datastores/exports.js';
 import { createEnvGroups } from '../../core/env-groups.js';
 import { machineStatus } from '../../core/machine-status.js';
 import { createProjects } from '../../core/projects.js';
@@ -52,7 +52,7 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
     provisioners: chooseProvisioners(config, { runAs, network }),
   });
   cleanup.push(() => datastores.close());
-  const postgresExports = createPostgresExports({
+  const datastoreExports = createDatastoreExports({
     repo: repos.postgresExports,
     datastores,
     dir: path.join(config.dataDir, 'exports'),
@@ -88,7 +88,7 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
   return {
     projects,
     datastores,
-    postgresExports,
+    datastoreExports,
     postgresCredentials,
     machine,
     envVars,

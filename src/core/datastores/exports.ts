@@ -7,7 +7,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { DatastoreRow } from '../../store/repos/datastores.js';
 import type { PostgresExportRepo, PostgresExportRow } from '../../store/repos/postgres-exports.js';
 import type { Datastores } from './datastores.js';
-import { servingPostgres, type ServingPostgres } from './postgres-access.js';
+import { servingDump } from './postgres-access.js';
 
 /** Exports are kept this long (Render keeps its exports 7 days too). */
 export const EXPORT_TTL_MS = 7 * 24 * 3_600_000;
@@ -16,7 +16,7 @@ const HEARTBEAT_MS = 30_000;
 const STALE_MS = 4 * HEARTBEAT_MS;
 /** Exports kept per datastore: a new one past this removes the oldest, so repeated POSTs cannot fill the disk. */
 export const EXPORTS_KEPT = 5;
-/** pg_dumps at once on this machine, one per workspace: one workspace's exports never hold up another's. */
+/** Dumps at once on this machine, one per workspace: one workspace's exports never hold up another's. */
 const DUMP_SLOTS = { slots: 2, perKey: 1 };
 
 export interface ExportDeps {
@@ -30,11 +30,12 @@ export interface ExportDeps {
 }
 
 /**
- * `pg_dump -Fc` exports of Postgres datastores (Render's `/export`): POST starts one in the background and answers at
- * once; its row says running, done (with its size) or failed. At most EXPORTS_KEPT per datastore; the files stay 7 days, then the maintenance job removes
+ * Exports of datastores: `pg_dump -Fc` of a Postgres database (Render's `/export`), an RDB snapshot of a key-value
+ * server (Slipway's). POST starts one in the background and answers at once; its row (in `postgres_exports`, named
+ * before key-value exports existed) says running, done (with its size) or failed. At most EXPORTS_KEPT per datastore; the files stay 7 days, then the maintenance job removes
  * them (`prune`); the list never shows an expired one.
  */
-export function createPostgresExports(deps: ExportDeps) {
+export function createDatastoreExports(deps: ExportDeps) {
   const { repo } = deps;
   const slots = createFairSlots(DUMP_SLOTS);
   const dirOf = (datastoreId: string) => path.join(deps.dir, datastoreId);
@@ -48,7 +49,7 @@ export function createPostgresExports(deps: ExportDeps) {
 
   /** Runs the dump into a partial file, renamed into place once complete. Never rejects: a failure is the row's. */
   async function dump(
-    { access, spec, placement }: ServingPostgres,
+    write: (file: string) => Promise<void>,
     row: PostgresExportRow,
     workspaceId: string,
   ): Promise<void> {
@@ -61,13 +62,13 @@ export function createPostgresExports(deps: ExportDeps) {
       release = await slots.acquire(workspaceId);
       privateDir(deps.dir);
       privateDir(dirOf(row.datastoreId));
-      await access.dump(spec, placement, partial);
+      await write(partial);
       renameSync(partial, file);
       await repo.finish(row.id, { status: 'done', sizeBytes: statSync(file).size, error: null });
     } catch (err) {
       rmSync(partial, { force: true });
       const error = (err as Error).message.slice(-2000);
-      deps.log.warn({ datastoreId: row.datastoreId, exportId: row.id, error }, 'postgres export failed');
+      deps.log.warn({ datastoreId: row.datastoreId, exportId: row.id, error }, 'datastore export failed');
       await repo.finish(row.id, { status: 'failed', sizeBytes: null, error }).catch(() => undefined);
     } finally {
       clearInterval(beat);
@@ -90,10 +91,10 @@ export function createPostgresExports(deps: ExportDeps) {
 
     /** Starts an export (409 while another of the same datastore runs); `done` settles when it has finished. */
     async create(datastore: DatastoreRow): Promise<{ row: PostgresExportRow; done: Promise<void> }> {
-      const serving = servingPostgres(deps.datastores, datastore);
+      const write = servingDump(deps.datastores, datastore);
       const kept = await list(datastore); // newest first
       if (kept.some((e) => e.status === 'running'))
-        throw conflict('an export of this postgres instance is running; try again once it is done');
+        throw conflict('an export of this datastore is running; try again once it is done');
       const dropped = kept.slice(EXPORTS_KEPT - 1);
       await repo.remove(dropped.map((e) => e.id));
       for (const e of dropped) rmSync(fileOf(e), { force: true });
@@ -106,7 +107,7 @@ export function createPostgresExports(deps: ExportDeps) {
         heartbeatAt: now,
         expiresAt: new Date(now.getTime() + EXPORT_TTL_MS),
       });
-      return { row, done: dump(serving, row, datastore.workspaceId) };
+      return { row, done: dump(write, row, datastore.workspaceId) };
     },
 
     /** The file of a finished, unexpired export of this datastore: 404 otherwise (409 while it runs or if it failed). */
@@ -117,7 +118,8 @@ export function createPostgresExports(deps: ExportDeps) {
         throw conflict(`the export ${row.status === 'running' ? 'is still running' : 'failed'}`);
       const file = fileOf(row);
       if (!existsSync(file)) throw notFound('export');
-      return { path: file, size: statSync(file).size, name: `${datastore.id}-${row.id}.dump` };
+      const extension = datastore.kind === 'postgres' ? 'dump' : 'rdb';
+      return { path: file, size: statSync(file).size, name: `${datastore.id}-${row.id}.${extension}` };
     },
 
     /** Removes expired exports (rows and files) and the dirs of datastores that are gone; returns how many went. */
@@ -133,4 +135,4 @@ export function createPostgresExports(deps: ExportDeps) {
     },
   };
 }
-export type PostgresExports = ReturnType<typeof createPostgresExports>;
+export type DatastoreExports = ReturnType<typeof createDatastoreExports>;

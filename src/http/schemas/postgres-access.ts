@@ -1,8 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import type { PostgresExportRow } from '../../store/repos/postgres-exports.js';
 
-/** Render's list item of `GET /postgres/{id}/export` (id, createdAt, url), plus Slipway's state, size and expiry. */
-export const PostgresExport = Type.Object({
+/**
+ * Render's list item of `GET /postgres/{id}/export` (id, createdAt, url), plus Slipway's state, size and expiry; the
+ * same for a key-value instance's exports.
+ */
+export const DatastoreExport = Type.Object({
   id: Type.String(),
   createdAt: Type.String({ format: 'date-time' }),
   url: Type.Optional(

@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
@@ -13,6 +22,7 @@ import { withSocketPath } from '../unix-socket.js';
 import { ADMIN_USER, assertKeyValueSpec, ownServerRules } from './acl.js';
 import { answersPing, withConnection, type Login } from './connection.js';
 import { logSince } from '../server-output.js';
+import { backgroundSave, SNAPSHOT_FILE } from './snapshot.js';
 import { datastoreFiles, prepare, readAdminPassword, serverCommand, type Files, type RunAs } from './server-files.js';
 
 /**
@@ -275,5 +285,13 @@ export function createLocalKeyValue(opts: {
     /** Its port was bound by someone else while it was down (shared network): the config is rewritten for a new one, and it starts there. */
     relocate: (spec) => serveFresh(spec),
     serverProcess: (placement) => runningProcess(placement.state),
+
+    /** A point-in-time snapshot (snapshot.ts), copied out of the server's dir. */
+    async dump(spec, placement, file) {
+      const files = filesOf(spec);
+      if (!runningServer(files, placement)) throw new Error('the key-value server is not running');
+      await onSocket(files, adminLogin(files), backgroundSave);
+      copyFileSync(path.join(files.data, SNAPSHOT_FILE), file);
+    },
   };
 }
