@@ -495,6 +495,18 @@ describe('local runtime', () => {
     expect(runtime.isAlive(handle)).toBe(false);
   });
 
+  it('stop() sends SIGTERM to a process that appears after the stop began, not only to those it first found', async () => {
+    // As a sandbox's init that drops the stop's SIGTERM (it set no trap yet) and then starts the app: here a shell
+    // that survives its SIGTERM (a trap) and then starts `sleep 60`, which must get one of its own.
+    const spec = { ...instanceSpec({}), command: 'trap : TERM; sleep 0.5; sleep 60 & wait; wait' };
+    const handle = await runtime.start(spec);
+    started.push(handle);
+    await waitFor('the first sleep', () => descendantsOf(handle.pid).some((p) => p.comm === 'sleep'));
+    const begun = Date.now();
+    await runtime.stop(handle, 20_000);
+    expect(Date.now() - begun).toBeLessThan(5000);
+  }, 60_000);
+
   it('kills what the app left behind when its main process exits', async () => {
     const { handle } = await startApp({ APP_MODE: 'spawn-and-exit', SPAWN_SLEEP: '967' });
     const child = await waitFor('the sleep child', () => descendantsOf(handle.pid).find((p) => p.comm === 'sleep'));

@@ -77,16 +77,21 @@ export async function stopInstance(
   if (!isRunning(handle)) return [];
   const groupDirs = cgroups?.groupOf(handle.pid) ?? [];
   const procs = new InstanceProcesses(handle, cgroups, groupDirs);
+  // Each process gets one SIGTERM, when first seen: a stop right after the start (a job or cron run canceled at once)
+  // may find only bwrap, or the sandbox's init before its reaper set its trap (an init drops a signal it has no handler
+  // for), the app not started yet: the app gets its own SIGTERM once it appears, instead of running out the grace.
+  const termed = new Set<string>();
   const terminate = (left: ProcStat[]) => {
-    const apps = left.filter((proc) => proc.comm !== 'bwrap' && proc.comm !== 'conmon');
-    for (const proc of apps) signal(proc.pid, 'SIGTERM');
-    return apps.length > 0;
+    for (const proc of left) {
+      const key = `${proc.pid}:${proc.startTime}`;
+      if (proc.comm === 'bwrap' || proc.comm === 'conmon' || termed.has(key)) continue;
+      termed.add(key);
+      signal(proc.pid, 'SIGTERM');
+    }
   };
-  // A stop right after the start (a job canceled at once) may find only bwrap, the app not exec'd yet: its SIGTERM
-  // goes to the app once it appears, not lost to wait out the whole grace. Once one was sent, none is sent again.
-  let termed = terminate(procs.running());
+  terminate(procs.running());
 
-  if (!(await waitGone(procs, graceMs, (left) => (termed ||= terminate(left))))) {
+  if (!(await waitGone(procs, graceMs, terminate))) {
     // Inside out: first everything but the handle's process (SIGKILLing bwrap's sandbox init takes its whole pid
     // namespace along), so that bwrap's outer process can reap it and exit by itself rather than orphan it; then the
     // handle's group and whatever is left, repeated each poll for anything forked between a scan and the kill.
