@@ -20,7 +20,7 @@ import {
   type TestUser,
 } from './helpers/client.js';
 
-type Access = 'public' | 'signed-in' | 'viewer' | 'developer' | 'admin' | 'owner';
+type Access = 'public' | 'signed-in' | 'operator' | 'viewer' | 'developer' | 'admin' | 'owner';
 interface Schema {
   $ref?: string;
   type?: string | string[];
@@ -51,7 +51,7 @@ interface Op {
 }
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-const ACCESS: Access[] = ['public', 'signed-in', 'viewer', 'developer', 'admin', 'owner'];
+const ACCESS: Access[] = ['public', 'signed-in', 'operator', 'viewer', 'developer', 'admin', 'owner'];
 
 let server: TestServer;
 let api: Client;
@@ -129,7 +129,8 @@ function sample(schema: Schema, name: string, overrides: Record<string, unknown>
 }
 
 /** Path parameters that name a kind of thing rather than one of A's resources. */
-const NOT_RESOURCES = new Set(['provider']);
+// orgId: the installation (its operator's), no workspace's: members get a 403 there, A's or not.
+const NOT_RESOURCES = new Set(['provider', 'orgId']);
 const missingFixtures = (op: Op) => op.pathParams.filter((p) => fixtures[p] === undefined);
 
 /** Calls `op` as `as`, acting in workspace `ownerId` when given (query and/or body). */
@@ -315,6 +316,7 @@ beforeAll(async () => {
     provider: 'github',
     // An identity id: none of A's exist without a provider; test/oauth.test.ts covers another user's real one.
     identityId: 'idn-00000000000000000000',
+    orgId: 'org-slipway', // this installation as Render's organization (the operator's audit log)
     label: 'level', // required query of GET /v1/logs/values
     metric: 'cpu', // required query of GET /v1/services/{serviceId}/metrics/history
   };
