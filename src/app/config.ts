@@ -195,6 +195,8 @@ export function loadConfig(env: Env = process.env): Config {
     postgresAdminUrl: env.SLIPWAY_POSTGRES_ADMIN_URL || undefined,
     redisAdminUrl: env.SLIPWAY_REDIS_ADMIN_URL || undefined,
     localDatastores: env.SLIPWAY_LOCAL_DATASTORES !== '0' && env.SLIPWAY_LOCAL_DATASTORES !== 'false',
+    backupDir: path.resolve(env.SLIPWAY_BACKUP_DIR || path.join(env.SLIPWAY_DATA_DIR || './.slipway', 'backups')),
+    backupCheckMs: Math.max(100, int(env, 'SLIPWAY_BACKUP_CHECK_MS', 60_000)),
     gitAllowLocal: env.SLIPWAY_GIT_ALLOW_LOCAL === '1' || env.SLIPWAY_GIT_ALLOW_LOCAL === 'true',
     dnsServers: list(env.SLIPWAY_DNS_SERVERS),
     routerPublicIps: list(env.SLIPWAY_ROUTER_PUBLIC_IPS),

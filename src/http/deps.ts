@@ -18,6 +18,7 @@ import type { EnvView } from '../core/services/env-view.js';
 import type { PostgresCredentials } from '../core/datastores/credentials.js';
 import type { Datastores } from '../core/datastores/datastores.js';
 import type { DatastoreExports } from '../core/datastores/exports.js';
+import type { PostgresRecovery } from '../core/datastores/recovery.js';
 import type { EnvGroups } from '../core/env-groups.js';
 import type { Events } from '../core/events.js';
 import type { IdempotencyStore } from '../core/idempotency.js';
@@ -74,6 +75,8 @@ export interface HttpDeps {
   /** Render's `/postgres/:id/export`, and Slipway's `/key-value/:id/export`. */
   datastoreExports: DatastoreExports;
   postgresCredentials: PostgresCredentials;
+  /** Render's `/postgres/:id/recovery`. */
+  postgresRecovery: PostgresRecovery;
   engine: DeployEngine;
   deploys: Deploys;
   /** Render's one-off jobs (the engine runs their processes). */

@@ -125,6 +125,10 @@ export interface Config {
   redisAdminUrl: string | undefined;
   /** Run Postgres and key-value servers on this machine when no admin URL is set (off: such datastores answer 501). */
   localDatastores: boolean;
+  /** Local Postgres datastores' backups (pgBackRest repositories): SLIPWAY_BACKUP_DIR, else `<data dir>/backups`. */
+  backupDir: string;
+  /** How often the backup scheduler looks for a datastore whose newest base backup is a day old (SLIPWAY_BACKUP_CHECK_MS). */
+  backupCheckMs: number;
   /** Services may deploy from local paths and file:// repos (SLIPWAY_GIT_ALLOW_LOCAL): only where every workspace may read this machine's repositories. */
   gitAllowLocal: boolean;
   /** Resolvers for custom domains' DNS checks (SLIPWAY_DNS_SERVERS, `host:port` list; empty: the system's). */

@@ -11,14 +11,14 @@ const LOCAL_OFF = 'Datastore servers on this machine are turned off (SLIPWAY_LOC
  * message the API's 501 answers with.
  */
 export function chooseProvisioners(
-  config: Pick<Config, 'dataDir' | 'postgresAdminUrl' | 'redisAdminUrl' | 'localDatastores'>,
+  config: Pick<Config, 'dataDir' | 'postgresAdminUrl' | 'redisAdminUrl' | 'localDatastores' | 'backupDir'>,
   local: { runAs?: { uid: number; gid: number }; network?: ServerNetwork },
 ) {
   const opts = { dataDir: config.dataDir, runAs: local.runAs, network: local.network };
   return {
     postgres:
       config.postgresAdminUrl || config.localDatastores
-        ? createPostgresProvisioner({ ...opts, adminUrl: config.postgresAdminUrl })
+        ? createPostgresProvisioner({ ...opts, adminUrl: config.postgresAdminUrl, backupDir: config.backupDir })
         : undefined,
     keyValue:
       config.redisAdminUrl || config.localDatastores

@@ -37,6 +37,10 @@ export interface PostgresSpec {
   databaseUser: string;
   password: string;
   size: PlanSize;
+  /** Continuous archiving and base backups kept this many days (a local server's plan); 0 or unset: none. */
+  backupRetentionDays?: number;
+  /** Made by point-in-time recovery: restored from this datastore's backups, to this instant (ISO 8601). */
+  restoredFrom?: { datastoreId: string; time: string } | undefined;
 }
 
 export interface KeyValueSpec {
@@ -116,7 +120,17 @@ export interface PostgresAccess {
   dump(spec: PostgresSpec, placement: Placement, file: string): Promise<void>;
 }
 
-export type PostgresProvisioner = Provisioner<PostgresSpec> & Partial<PostgresAccess>;
+/** Continuous archiving and point-in-time recovery (local servers, with pgBackRest). */
+export interface PostgresBackups {
+  /** A full base backup now (a plan without backups: nothing). */
+  backup(spec: PostgresSpec): Promise<void>;
+  /** The earliest restorable instant and the newest base backup's end; undefined before the first backup. */
+  recoveryWindow(id: string): Promise<{ startsAt: Date; lastBackupAt: Date } | undefined>;
+  /** Makes everything the serving datastore committed until now restorable (before a recovery to a recent instant). */
+  seal(spec: PostgresSpec, placement: Placement): Promise<void>;
+}
+
+export type PostgresProvisioner = Provisioner<PostgresSpec> & Partial<PostgresAccess> & Partial<PostgresBackups>;
 /** A key-value server's data as one RDB snapshot file (an export). */
 export interface KeyValueDump {
   /** A point-in-time RDB snapshot of the server's data into `file` (which it creates). */

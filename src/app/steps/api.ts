@@ -54,6 +54,7 @@ export async function buildApi(p: Parts, options: LogOptions, cleanup: Cleanup) 
       projects: p.projects,
       datastores: p.datastores,
       datastoreExports: p.datastoreExports,
+      postgresRecovery: p.postgresRecovery,
       postgresCredentials: p.postgresCredentials,
       engine,
       deploys: p.deploys,

@@ -53,6 +53,7 @@ export async function startBackground(
   await p.engine.recover();
   await p.router.start(); // nginx: the re-adopted instances are in the table now
   await p.datastores.start();
+  p.postgresRecovery.start(); // base backups of archiving Postgres datastores
   await usage.meter.start();
   p.billingMeter?.start();
   // Log streams forward from one process: on a shared Postgres, the one holding their lock.

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { createPostgresCredentials } from '../../core/datastores/credentials.js';
 import { createDatastores } from '../../core/datastores/datastores.js';
 import { createDatastoreExports } from '../../core/datastores/exports.js';
+import { createPostgresRecovery } from '../../core/datastores/recovery.js';
 import { createEnvGroups } from '../../core/env-groups.js';
 import { machineStatus } from '../../core/machine-status.js';
 import { createProjects } from '../../core/projects.js';
@@ -60,6 +61,13 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
     log,
   });
   const postgresCredentials = createPostgresCredentials(datastores);
+  const postgresRecovery = createPostgresRecovery({
+    datastores,
+    all: () => repos.datastores.all(),
+    checkMs: config.backupCheckMs,
+    log,
+  });
+  cleanup.push(() => postgresRecovery.stop());
   const machine = () => machineStatus(runtime.capabilities, datastores);
   if (!startupSummary) logMachineReport(log, runtime.capabilities, machine());
   const refs = datastores.refs;
@@ -90,6 +98,7 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
     datastores,
     datastoreExports,
     postgresCredentials,
+    postgresRecovery,
     machine,
     envVars,
     envGroups,

@@ -19,6 +19,7 @@ import {
   defaultIdentifier,
   keyValuePersists,
   keyValueSize,
+  postgresBackupDays,
   postgresSize,
   redisPolicy,
 } from './plans.js';
@@ -90,6 +91,8 @@ export function createDatastores(deps: DatastoreDeps) {
           databaseUser: row.databaseUser!,
           password: password(row),
           size: postgresSize(row.plan),
+          backupRetentionDays: postgresBackupDays(row.plan),
+          restoredFrom: row.restoredFrom ?? undefined,
         }
       : {
           id: row.id,
@@ -213,6 +216,31 @@ export function createDatastores(deps: DatastoreDeps) {
         databaseUser: checkIdentifier('databaseUser', input.databaseUser ?? defaultIdentifier(input.name)),
         environmentId: input.environmentId ?? null,
         ipAllowList: input.ipAllowList ?? [],
+      });
+    },
+    /**
+     * A new Postgres datastore restored from `source`'s backups to `time` (point-in-time recovery, recovery.ts): the same
+     * version, database and user names as the source, its own password, made by its reconciler as any other.
+     */
+    async restorePostgres(
+      source: DatastoreRow,
+      time: Date,
+      input: { name: string; plan: string; environmentId?: string | null },
+    ) {
+      postgresSize(input.plan);
+      await deps.assertMayAddPaid?.(source.workspaceId, 'postgres', input.plan);
+      return insert(source.workspaceId, {
+        id: newId('postgres'),
+        kind: 'postgres',
+        name: input.name,
+        plan: input.plan,
+        version: source.version,
+        provisioner: source.provisioner,
+        databaseName: source.databaseName,
+        databaseUser: source.databaseUser,
+        environmentId: input.environmentId ?? null,
+        ipAllowList: source.ipAllowList,
+        restoredFrom: { datastoreId: source.id, time: time.toISOString() },
       });
     },
     async createKeyValue(workspaceId: string, input: KeyValueInput) {

@@ -58,6 +58,12 @@ export function postgresSize(plan: string): PlanSize {
   return { memoryMb, maxConnections: memoryMb <= 1024 ? 100 : memoryMb <= 8192 ? 200 : 500 };
 }
 
+/**
+ * Days of point-in-time recovery a Postgres plan keeps (continuous archiving and daily base backups): none on free, as
+ * on Render, and Render's 7 days (its professional window) on every paid plan here.
+ */
+export const postgresBackupDays = (plan: string): number => (plan === 'free' ? 0 : 7);
+
 /** Render's key-value persistence: paid plans keep writes on disk (append-only, fsync every second); free ones do not. */
 export const keyValuePersists = (plan: string): boolean => plan !== 'free';
 

@@ -6,6 +6,7 @@ import type { DatastoreKind, DatastoreRow } from '../../store/repos/datastores.j
 import type { HttpDeps } from '../deps.js';
 import { defineRoute, type RouteSpec } from '../route.js';
 import { eventListRoute } from '../helpers/event-list-route.js';
+import { renderDatastore } from '../helpers/render-datastore.js';
 import {
   Envelope,
   IdParam,
@@ -18,7 +19,6 @@ import {
 } from '../schemas/common.js';
 import {
   connectionInfoBody,
-  datastoreBody,
   KeyValueBody,
   KeyValueConnectionInfo,
   KeyValuePATCH,
@@ -49,27 +49,6 @@ interface Family {
   connectionInfo: TSchema;
   /** Render's connection-info body for this family (default: connectionInfoBody). */
   connectionBody?: (row: DatastoreRow, c: ReturnType<HttpDeps['datastores']['connection']>) => unknown;
-}
-
-/**
- * Render's body of either kind, with its owner (and a Postgres database's project). `owners` and `projectsOf` memoize
- * the lookups of one response: a page of a workspace's datastores asks for its workspace once, not once a row.
- */
-async function renderDatastore(
-  { workspaces, projects, config }: Pick<HttpDeps, 'workspaces' | 'projects' | 'config'>,
-  row: DatastoreRow,
-  owners = new Map<string, ReturnType<typeof workspaces.get>>(),
-  projectsOf = new Map<string, ReturnType<typeof projects.projectOfEnvironment>>(),
-) {
-  if (!owners.has(row.workspaceId)) owners.set(row.workspaceId, workspaces.get(row.workspaceId));
-  const env = row.kind === 'postgres' ? row.environmentId : null; // only Postgres bodies name their project
-  if (env && !projectsOf.has(env)) projectsOf.set(env, projects.projectOfEnvironment(env));
-  return datastoreBody(
-    row,
-    await owners.get(row.workspaceId)!,
-    `${config.publicUrl}/${row.kind === 'postgres' ? 'postgres' : 'key-value'}/${row.id}`,
-    env ? await projectsOf.get(env) : undefined,
-  );
 }
 
 /** The routes Postgres and key-value share: list, get, update, delete, suspend, resume, restart, connection-info. */

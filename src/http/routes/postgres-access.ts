@@ -3,15 +3,26 @@ import type { FastifyRequest } from 'fastify';
 import type { HttpDeps } from '../deps.js';
 import { defineRoute, type RouteSpec } from '../route.js';
 import { IdParam } from '../schemas/common.js';
-import { CreatedCredential, CredentialPOST, PostgresCredential } from '../schemas/postgres-access.js';
+import { renderDatastore } from '../helpers/render-datastore.js';
+import { PostgresBody } from '../schemas/datastores.js';
+import {
+  CreatedCredential,
+  CredentialPOST,
+  PostgresCredential,
+  RecoveryInfo,
+  RecoveryPOST,
+} from '../schemas/postgres-access.js';
 
 const Params = Type.Object({ postgresId: IdParam });
 const UserParams = Type.Object({ postgresId: IdParam, username: Type.String({ minLength: 1, maxLength: 63 }) });
 const TAG = 'Postgres';
 
-/** Render's `/v1/postgres/:postgresId/credentials` (docs/datastores.md, "Exports and credentials"). */
+/**
+ * Render's `/v1/postgres/:postgresId/credentials` (docs/datastores.md, "Exports and credentials") and `/recovery`
+ * ("Backups and point-in-time recovery").
+ */
 export function postgresAccessRoutes(deps: HttpDeps): RouteSpec[] {
-  const { guard, datastores, postgresCredentials } = deps;
+  const { guard, datastores, postgresCredentials, postgresRecovery } = deps;
   /** Another workspace's (or an unknown) datastore is a 404. */
   async function load(req: FastifyRequest) {
     const { postgresId } = req.params as { postgresId: string };
@@ -22,6 +33,36 @@ export function postgresAccessRoutes(deps: HttpDeps): RouteSpec[] {
   }
 
   return [
+    defineRoute({
+      method: 'GET',
+      url: '/v1/postgres/:postgresId/recovery',
+      summary:
+        "Point-in-time recovery's status: AVAILABLE from startsAt to endsAt (now), BACKUP_NOT_READY before the first base backup, NOT_AVAILABLE on the free plan",
+      tags: [TAG],
+      access: 'viewer',
+      schema: { params: Params, response: { 200: RecoveryInfo } },
+      handler: async (req) => {
+        const info = await postgresRecovery.info((await load(req)).row);
+        return info.recoveryStatus === 'AVAILABLE'
+          ? { ...info, startsAt: info.startsAt.toISOString(), endsAt: info.endsAt.toISOString() }
+          : info;
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/v1/postgres/:postgresId/recovery',
+      summary:
+        'Restore the database to restoreTime into a new Postgres datastore (its own password; the source is untouched): 400 outside the window',
+      tags: [TAG],
+      access: 'developer',
+      audit: 'RecoverPostgresEvent',
+      schema: { params: Params, body: RecoveryPOST, response: { 200: PostgresBody } },
+      handler: async (req) => {
+        const { row } = await load(req);
+        const created = await postgresRecovery.recover(row, req.body);
+        return renderDatastore(deps, created);
+      },
+    }),
     defineRoute({
       method: 'GET',
       url: '/v1/postgres/:postgresId/credentials',

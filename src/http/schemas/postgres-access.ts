@@ -47,3 +47,24 @@ export const CreatedCredential = Type.Composite([
   PostgresCredential,
   Type.Object({ password: Type.String({ description: 'Shown once: Slipway does not keep it' }) }),
 ]);
+
+/** Render's body of `GET /postgres/{id}/recovery`, plus the window's end (now: the newest restorable instant). */
+export const RecoveryInfo = Type.Object({
+  recoveryStatus: Type.Union([
+    Type.Literal('AVAILABLE'),
+    Type.Literal('BACKUP_NOT_READY'),
+    Type.Literal('NOT_AVAILABLE'),
+  ]),
+  startsAt: Type.Optional(Type.String({ format: 'date-time', description: 'The earliest restorable instant' })),
+  endsAt: Type.Optional(Type.String({ format: 'date-time', description: 'The newest restorable instant (now)' })),
+});
+
+/** Render's body of `POST /postgres/{id}/recovery` (its Datadog fields are accepted and unused: no Datadog here). */
+export const RecoveryPOST = Type.Object({
+  restoreTime: Type.String({ format: 'date-time' }),
+  restoreName: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  plan: Type.Optional(Type.String({ maxLength: 64 })),
+  environmentId: Type.Optional(Type.String({ maxLength: 64 })),
+  datadogApiKey: Type.Optional(Type.String({ maxLength: 256 })),
+  datadogSite: Type.Optional(Type.String({ maxLength: 64 })),
+});

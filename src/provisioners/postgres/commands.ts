@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from '../../lib/exec.js';
 import type { PostgresInstall } from './binaries.js';
@@ -16,6 +16,19 @@ export interface SwitchUserTools {
 }
 
 export const SUPERUSER = 'slipway-admin'; // not a valid datastore user name ([a-z0-9_]), so it can never clash with one
+
+/** The name of the user `uid` (/etc/passwd), which peer authentication sees; undefined when it has none. */
+export function userNameOf(uid: number): string | undefined {
+  try {
+    for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+      const [name, , id] = line.split(':');
+      if (name && Number(id) === uid) return name;
+    }
+  } catch {
+    // no passwd file: no name
+  }
+  return undefined;
+}
 
 export function findSwitchUserTools(): SwitchUserTools | undefined {
   const find = (name: string) =>

@@ -21,10 +21,17 @@ export function createPostgresProvisioner(opts: {
   runAs?: { uid: number; gid: number } | undefined;
   /** Namespaces mode: a namespace of its own for each local server. */
   network?: ServerNetwork | undefined;
+  /** Local servers' backups (pgBackRest), where pgbackrest is installed. */
+  backupDir?: string | undefined;
 }): PostgresProvisioner | undefined {
   if (opts.adminUrl) return createClusterPostgres({ adminUrl: opts.adminUrl });
   // Postgres will not run as root, so a root Slipway without a user to run it as cannot have local servers.
   if (process.getuid?.() === 0 && !opts.runAs) return undefined;
-  const local = createLocalPostgres({ dataDir: opts.dataDir, runAs: opts.runAs, network: opts.network });
+  const local = createLocalPostgres({
+    dataDir: opts.dataDir,
+    runAs: opts.runAs,
+    network: opts.network,
+    backupDir: opts.backupDir,
+  });
   return local.versions().length > 0 ? local : undefined;
 }

@@ -108,6 +108,7 @@ export function writeServerFiles(
   layout: DatastoreLayout,
   listen: Pick<Listener, 'host' | 'port' | 'internalHost'>,
   adminOsUser: string,
+  backup: { archiveCommand?: string | undefined; backupOsUser?: string | undefined } = {},
 ): boolean {
   const files = {
     // Relative to pgdata, the server's cwd: short whatever the data dir's depth (a socket path must fit in 107 bytes).
@@ -116,9 +117,10 @@ export function writeServerFiles(
       port: listen.port,
       socketDir: path.relative(layout.pgdata, layout.socketDir),
       size: spec.size,
+      archiveCommand: backup.archiveCommand,
     }),
     'pg_hba.conf': hbaConf(spec, listen.internalHost ? ['samenet'] : LOOPBACK_CLIENTS),
-    'pg_ident.conf': identConf(adminOsUser),
+    'pg_ident.conf': identConf(adminOsUser, backup.archiveCommand ? backup.backupOsUser : undefined),
   };
   let changed = false;
   for (const [name, text] of Object.entries(files)) {

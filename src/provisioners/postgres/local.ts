@@ -13,6 +13,7 @@ import {
   asRunUser,
   findSwitchUserTools,
   postgresCommand,
+  userNameOf,
   SUPERUSER,
   type RunContext,
   type RunUser,
@@ -31,6 +32,7 @@ import { createServerNetworking, LOOPBACK, type Listener, type ServerNetwork } f
 import { runningProcess } from '../process-state.js';
 import { withSocketDir } from '../unix-socket.js';
 import { localPostgresAccess } from './local-access.js';
+import { backupMethods, createLocalBackups, findPgbackrest } from './backups.js';
 import { scramVerifies } from './scram.js';
 import { CONNECT_TIMEOUT_MS, databaseExists, ident, quietSession, roleExists, upsertRole, withClient } from './sql.js';
 import { logSince } from '../server-output.js';
@@ -52,6 +54,8 @@ export interface LocalPostgresOptions {
   binDirs?: string[];
   /** Namespaces mode: each server in a namespace of its own on its workspace's network (the runtime's attachServer/release). */
   network?: ServerNetwork | undefined;
+  /** Where pgBackRest keeps each datastore's backups (SLIPWAY_BACKUP_DIR); unset, or no pgbackrest: no backups. */
+  backupDir?: string | undefined;
 }
 
 /** Where a server with a namespace of its own listens (on the shared network: a free port of its own). */
@@ -82,6 +86,19 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
   const templates = createTemplates(ctx);
   const adminOsUser = os.userInfo().username;
   const net = createServerNetworking(opts.network, POSTGRES_PORT);
+  const pgbackrest = opts.backupDir ? findPgbackrest() : undefined;
+  const backups =
+    opts.backupDir && pgbackrest
+      ? createLocalBackups({
+          ctx,
+          pgbackrest,
+          backupDir: opts.backupDir,
+          layoutOf: (id) => datastoreLayout(dataDir, id),
+        })
+      : undefined;
+  /** Whether the server archives its WAL (a plan with backups, where pgBackRest is installed). */
+  const archives = (spec: PostgresSpec) => !!backups && (spec.backupRetentionDays ?? 0) > 0;
+  const backupOsUser = opts.runAs ? userNameOf(opts.runAs.uid) : adminOsUser;
 
   function installFor(version: string): PostgresInstall {
     const install = installs.get(version);
@@ -95,6 +112,16 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
   const placementOf = (listen: Listener, server: ServerProcess): Placement =>
     net.placement(listen, { pid: server.pid, startTime: server.startTime });
   const stateOf = (placement: Placement) => placement.state as LocalState;
+  /** The server's config files (and its backup repository's, when it archives); true when they changed. */
+  function writeFiles(
+    spec: PostgresSpec,
+    layout: DatastoreLayout,
+    listen: Pick<Listener, 'host' | 'port' | 'internalHost'>,
+  ) {
+    if (archives(spec)) backups!.prepare(spec, listen.port);
+    const archiving = archives(spec) ? backups!.archiving(spec).command : undefined;
+    return writeServerFiles(ctx, spec, layout, listen, adminOsUser, { archiveCommand: archiving, backupOsUser });
+  }
 
   /**
    * Runs `fn` on Slipway's own connection: the superuser on the server's unix socket, let in by peer credentials (the
@@ -113,13 +140,22 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
     );
 
   /** Starts the server detached; retried while backends of a killed postmaster still hold its shared memory. */
-  async function launch(install: PostgresInstall, layout: DatastoreLayout, listen: Listener): Promise<ServerProcess> {
+  async function launch(
+    install: PostgresInstall,
+    layout: DatastoreLayout,
+    listen: Listener,
+    backupDirs: string[],
+  ): Promise<ServerProcess> {
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       clearForeignLockFile(layout.pgdata);
       const logFrom = logSize(layout.log);
       const command = listen.wrap(
-        asRunUser(ctx, dirAccess(ctx, layout.pgdata, [layout.socketDir]), postgresCommand(install, layout.pgdata)),
+        asRunUser(
+          ctx,
+          dirAccess(ctx, layout.pgdata, [layout.socketDir, ...backupDirs]),
+          postgresCommand(install, layout.pgdata),
+        ),
       );
       const pid = await spawnDetached(command, { stdoutPath: layout.log, stderrPath: layout.log }, () => undefined);
       // The postmaster's pid (unshare, sh and setpriv exec each other in the same process).
@@ -160,16 +196,18 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       const at = listenOf(layout.pgdata);
       if (at && net.fits(at.host)) {
         const adopted = net.running(spec, at);
-        writeServerFiles(ctx, spec, layout, adopted, adminOsUser);
+        writeFiles(spec, layout, adopted);
         return placementOf(adopted, running);
       }
       // On the other network (Slipway's network mode changed since): restarted on this one.
       await stopServer(running, 'fast');
     }
     const listen = await net.listen(spec, placement);
-    writeServerFiles(ctx, spec, layout, listen, adminOsUser);
+    writeFiles(spec, layout, listen);
+    // The dirs its archive_command writes to (and, while a restored server replays, the source's it reads).
+    const seen = backups && (archives(spec) || spec.restoredFrom) ? backups.archiving(spec).dirs : [];
     try {
-      return placementOf(listen, await launch(install, layout, listen));
+      return placementOf(listen, await launch(install, layout, listen, seen));
     } catch (err) {
       await net.release(spec.id);
       throw err;
@@ -210,7 +248,10 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       const layout = layoutOf(spec);
       mkdirSync(path.dirname(layout.dir), { recursive: true, mode: 0o700 });
       privateDir(ctx, layout.dir, false);
-      if (!existsSync(layout.pgdata)) await templates.copyInto(install, layout);
+      if (spec.restoredFrom && !existsSync(path.join(layout.pgdata, 'PG_VERSION'))) {
+        if (!backups) throw new Error('point-in-time recovery needs pgBackRest and SLIPWAY_BACKUP_DIR');
+        await backups.restore({ ...spec, restoredFrom: spec.restoredFrom });
+      } else if (!existsSync(layout.pgdata)) await templates.copyInto(install, layout);
       // A server left running by an interrupted create is adopted where it listens.
       const placement = findServer(layout.pgdata, {})
         ? await start(spec, { host: LOOPBACK, port: listenOf(layout.pgdata)?.port ?? (await freePort()), state: {} })
@@ -276,7 +317,7 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       const server = findServer(layout.pgdata, stateOf(placement));
       const at = (server && listenOf(layout.pgdata)) || placement;
       const listen = net.running(spec, at);
-      const changed = writeServerFiles(ctx, spec, layout, listen, adminOsUser);
+      const changed = writeFiles(spec, layout, listen);
       if (server && !changed && net.fits(at.host)) return placementOf(listen, server);
       if (server) await stopServer(server, 'fast');
       return start(spec, placement);
@@ -288,6 +329,7 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       if (server) await stopServer(server, 'immediate');
       await net.release(spec.id);
       rmSync(layout.dir, { recursive: true, force: true });
+      backups?.destroy(spec.id);
       removeLegacySocketLink(spec.id);
       verified.delete(spec.id);
     },
@@ -295,6 +337,11 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
     /** Its port was bound by someone else while it was down (shared network): postgresql.conf is rewritten for a new one, and it starts there. */
     relocate: (spec) => startFresh(spec),
     serverProcess: (placement) => runningProcess(placement.state),
+
+    ...(backups &&
+      backupMethods(backups, archives, async (spec, placement) => {
+        await asAdmin(spec, placement.port, (client) => client.query('select txid_current()'));
+      })),
 
     ...localPostgresAccess({
       asAdmin,

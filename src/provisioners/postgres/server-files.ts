@@ -1,6 +1,9 @@
 import type { PlanSize, PostgresSpec } from '../types.js';
 import { SUPERUSER } from './commands.js';
 
+/** A WAL segment is archived at least this often (archive_timeout): what a recovery to "now" may miss at most. */
+export const ARCHIVE_TIMEOUT_SECONDS = 60;
+
 /** The ident map that lets Slipway's OS user (and only it) in as the superuser, over the private socket. */
 const ADMIN_MAP = 'slipway';
 
@@ -16,6 +19,8 @@ export interface ServerSettings {
   port: number;
   socketDir: string;
   size: PlanSize;
+  /** Continuous archiving: the command that takes each finished WAL segment (pgBackRest's archive-push). */
+  archiveCommand?: string | undefined;
 }
 
 /**
@@ -23,7 +28,7 @@ export interface ServerSettings {
  * defaults; memory from the plan: shared_buffers a quarter of it (at least 16 MB), the planner told about the rest.
  * Superusers keep a few of max_connections for themselves (Slipway's administration), as on any Postgres.
  */
-export function postgresqlConf({ listenAddress, port, socketDir, size }: ServerSettings): string {
+export function postgresqlConf({ listenAddress, port, socketDir, size, archiveCommand }: ServerSettings): string {
   const mb = (n: number) => `${Math.max(1, Math.floor(n))}MB`;
   const settings: Record<string, string | number> = {
     listen_addresses: confString(listenAddress),
@@ -53,6 +58,10 @@ export function postgresqlConf({ listenAddress, port, socketDir, size }: ServerS
     lc_numeric: confString('C.UTF-8'),
     lc_time: confString('C.UTF-8'),
     default_text_search_config: confString('pg_catalog.english'),
+    // A segment at least every ARCHIVE_TIMEOUT_SECONDS, so an idle server's last writes are restorable too.
+    ...(archiveCommand
+      ? { archive_mode: 'on', archive_command: confString(archiveCommand), archive_timeout: ARCHIVE_TIMEOUT_SECONDS }
+      : { archive_mode: 'off' }),
   };
   const lines = Object.entries(settings).map(([name, value]) => `${name} = ${value}`);
   return [
@@ -91,7 +100,13 @@ export function hbaConf(
   ].join('\n');
 }
 
-export const identConf = (adminOsUser: string): string =>
-  ['# Written by Slipway before every start.', `${ADMIN_MAP} ${hbaName(adminOsUser)} ${hbaName(SUPERUSER)}`, ''].join(
-    '\n',
-  );
+/** `backupOsUser`: the run user, as which pgBackRest takes base backups (over the same private socket). */
+export const identConf = (adminOsUser: string, backupOsUser?: string): string =>
+  [
+    '# Written by Slipway before every start.',
+    `${ADMIN_MAP} ${hbaName(adminOsUser)} ${hbaName(SUPERUSER)}`,
+    ...(backupOsUser && backupOsUser !== adminOsUser
+      ? [`${ADMIN_MAP} ${hbaName(backupOsUser)} ${hbaName(SUPERUSER)}`]
+      : []),
+    '',
+  ].join('\n');

@@ -39,6 +39,11 @@ export const datastores = pgTable(
       .default([]),
     host: text('host'),
     port: integer('port'),
+    /**
+     * A Postgres datastore made by point-in-time recovery: the datastore whose backups it is restored from, and the
+     * instant (ISO 8601). Its server is made by restoring them, not from an empty cluster.
+     */
+    restoredFrom: jsonb('restored_from').$type<{ datastoreId: string; time: string }>(),
     /** What the provisioner needs to find it again (pid, start time, key prefix, ...). */
     provisionerState: jsonb('provisioner_state').$type<Record<string, unknown>>().notNull().default({}),
     createdAt: createdAt(),

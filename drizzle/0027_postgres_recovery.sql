@@ -1,0 +1,1 @@
+ALTER TABLE "datastores" ADD COLUMN "restored_from" jsonb;

@@ -1,0 +1,208 @@
+import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { run, type Command } from '../../lib/exec.js';
+import { writeRunUserFile } from '../server-output.js';
+import type { Placement, PostgresBackups, PostgresSpec } from '../types.js';
+import { asRunUser, SUPERUSER, type RunContext } from './commands.js';
+import { dirAccess, privateDir, type DatastoreLayout } from './local-files.js';
+
+/**
+ * Continuous archiving and point-in-time recovery of local Postgres servers with pgBackRest (docs/datastores.md,
+ * "Backups and point-in-time recovery"). Each datastore has a repository of its own under
+ * `<backup dir>/postgres/<id>/` (the run user's, 0700): the server's archive_command pushes every WAL segment there,
+ * base backups are taken into it, and a recovery restores a new server's data dir from it. Every pgBackRest command runs
+ * as the servers' run user, in a mount namespace that keeps only the dirs it needs (as the servers themselves run).
+ */
+
+const PGBACKREST_PATHS = ['/usr/bin/pgbackrest', '/usr/local/bin/pgbackrest'];
+export const findPgbackrest = (): string | undefined => PGBACKREST_PATHS.find((file) => existsSync(file));
+
+const COMMAND_TIMEOUT_MS = 6 * 3_600_000;
+const SERVER_ENV = { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' };
+
+export interface BackupLayout {
+  dir: string;
+  conf: string;
+  repo: string;
+}
+export const backupLayout = (backupDir: string, id: string): BackupLayout => {
+  const dir = path.join(backupDir, 'postgres', id);
+  return { dir, conf: path.join(dir, 'pgbackrest.conf'), repo: path.join(dir, 'repo') };
+};
+
+/** One argument for /bin/sh (archive_command runs through it). */
+const shellWord = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
+
+/** What the server runs for each finished WAL segment (postgresql.conf's archive_command). */
+export const archiveCommand = (pgbackrest: string, layout: BackupLayout, stanza: string): string =>
+  [pgbackrest, `--config=${layout.conf}`, `--stanza=${stanza}`, 'archive-push', '%p']
+    .map(shellWord)
+    .join(' ')
+    .replace(`'%p'`, '"%p"');
+
+/** The repository's config: where it is, how long full backups are kept, and how to reach the server (its socket). */
+function configText(p: {
+  layout: BackupLayout;
+  stanza: string;
+  pgdata: string;
+  socketDir: string;
+  port: number;
+  retentionDays: number;
+}): string {
+  return [
+    '# Written by Slipway before every backup and start of the datastore.',
+    '[global]',
+    `repo1-path=${p.layout.repo}`,
+    `repo1-retention-full-type=time`,
+    `repo1-retention-full=${p.retentionDays}`,
+    `log-path=${path.join(p.layout.dir, 'log')}`,
+    `lock-path=${path.join(p.layout.dir, 'lock')}`,
+    `spool-path=${path.join(p.layout.dir, 'spool')}`,
+    'log-level-console=warn',
+    'log-level-file=info',
+    'start-fast=y',
+    'compress-type=lz4',
+    '',
+    `[${p.stanza}]`,
+    `pg1-path=${p.pgdata}`,
+    `pg1-socket-path=${p.socketDir}`,
+    `pg1-port=${p.port}`,
+    `pg1-user=${SUPERUSER}`,
+    '',
+  ].join('\n');
+}
+
+export interface RecoveryWindow {
+  /** The earliest restorable instant: the end of the oldest base backup. */
+  startsAt: Date;
+  /** The newest base backup's end. */
+  lastBackupAt: Date;
+}
+
+/** pgBackRest for the local provisioner: its repository per datastore, and the commands on it. */
+export function createLocalBackups(opts: {
+  ctx: RunContext;
+  pgbackrest: string;
+  backupDir: string;
+  layoutOf: (id: string) => DatastoreLayout;
+}) {
+  const { ctx, pgbackrest } = opts;
+  const layout = (id: string) => backupLayout(opts.backupDir, id);
+
+  async function pgbackrestRun(id: string, args: string[], keep: { own: string; others: string[] }) {
+    const l = layout(id);
+    const cmd: Command = {
+      file: pgbackrest,
+      args: [`--config=${l.conf}`, `--stanza=${id}`, ...args],
+      env: SERVER_ENV,
+      cwd: '/',
+    };
+    const result = await run(asRunUser(ctx, dirAccess(ctx, keep.own, keep.others), cmd), {
+      timeoutMs: COMMAND_TIMEOUT_MS,
+    });
+    if (result.exitCode !== 0)
+      throw new Error(
+        `pgbackrest ${args[0]} failed (exit ${result.exitCode ?? result.signal}): ${result.output.trim().slice(-2000)}`,
+      );
+    return result.output;
+  }
+  /** A command on the server of `spec` (its data dir, socket and repository). */
+  const onServer = (spec: PostgresSpec, args: string[]) => {
+    const server = opts.layoutOf(spec.id);
+    return pgbackrestRun(spec.id, args, { own: server.pgdata, others: [server.socketDir, layout(spec.id).dir] });
+  };
+
+  return {
+    layout,
+    /** The server's archive_command, and the dirs its server must see: its repository (and a source's, restoring). */
+    archiving(spec: PostgresSpec) {
+      const own = layout(spec.id);
+      return {
+        command: archiveCommand(pgbackrest, own, spec.id),
+        dirs: [own.dir, ...(spec.restoredFrom ? [layout(spec.restoredFrom.datastoreId).dir] : [])],
+      };
+    },
+    /** Writes the repository's dir and config (before the server starts, whose archive_command reads it). */
+    prepare(spec: PostgresSpec, port: number) {
+      const l = layout(spec.id);
+      const server = opts.layoutOf(spec.id);
+      // Slipway's, traversable (not listable) by the run user, who owns each datastore's own 0700 dir below: so a
+      // backup dir outside the data dir (another disk) is reachable to the servers too.
+      for (const dir of [path.dirname(path.dirname(l.dir)), path.dirname(l.dir)]) {
+        privateDir(ctx, dir, false);
+        chmodSync(dir, 0o711);
+      }
+      for (const dir of [l.dir, path.join(l.dir, 'log'), path.join(l.dir, 'lock'), path.join(l.dir, 'spool')])
+        privateDir(ctx, dir, true);
+      const text = configText({
+        layout: l,
+        stanza: spec.id,
+        pgdata: server.pgdata,
+        socketDir: server.socketDir,
+        port,
+        retentionDays: spec.backupRetentionDays ?? 0,
+      });
+      if (!existsSync(l.conf) || readFileSync(l.conf, 'utf8') !== text) writeRunUserFile(l.conf, text, ctx.runAs);
+    },
+    /** A full base backup (the stanza is made first, once); pgBackRest then expires what is past the retention. */
+    async backup(spec: PostgresSpec) {
+      await onServer(spec, ['stanza-create']);
+      await onServer(spec, ['backup', '--type=full']);
+    },
+    /**
+     * Makes everything up to now restorable: the caller committed a transaction just before (a recovery to a time
+     * needs a commit after it), and `check` switches the WAL segment and waits until it is archived.
+     */
+    seal: (spec: PostgresSpec) => onServer(spec, ['check']),
+    /** The window its base backups and archive allow, or undefined before the first backup. */
+    async window(id: string): Promise<RecoveryWindow | undefined> {
+      if (!existsSync(layout(id).conf)) return undefined;
+      const out = await pgbackrestRun(id, ['info', '--output=json'], { own: layout(id).dir, others: [] });
+      const [stanza] = JSON.parse(out) as Array<{ backup?: Array<{ timestamp: { stop: number } }> }>;
+      const backups = stanza?.backup ?? [];
+      if (!backups.length) return undefined;
+      return {
+        startsAt: new Date(backups[0]!.timestamp.stop * 1000),
+        lastBackupAt: new Date(backups.at(-1)!.timestamp.stop * 1000),
+      };
+    },
+    /** Restores `spec`'s data dir (empty, the run user's) from its source's repository, to its instant, then promoted. */
+    async restore(spec: PostgresSpec & { restoredFrom: { datastoreId: string; time: string } }) {
+      const source = spec.restoredFrom.datastoreId;
+      const target = opts.layoutOf(spec.id);
+      rmSync(target.pgdata, { recursive: true, force: true }); // what an interrupted restore left
+      privateDir(ctx, target.pgdata, true);
+      // pgBackRest's time format: `YYYY-MM-DD HH:MM:SS.mmm+00`.
+      const time = new Date(spec.restoredFrom.time).toISOString().replace('T', ' ').replace('Z', '+00');
+      await pgbackrestRun(
+        source,
+        ['restore', `--pg1-path=${target.pgdata}`, '--type=time', `--target=${time}`, '--target-action=promote'],
+        { own: target.pgdata, others: [layout(source).dir] },
+      );
+    },
+    /** A deleted datastore's repository goes with it (backups do not outlive a deletion yet). */
+    destroy: (id: string) => rmSync(layout(id).dir, { recursive: true, force: true }),
+  };
+}
+export type LocalBackups = ReturnType<typeof createLocalBackups>;
+
+/**
+ * The provisioner's PostgresBackups over `backups`: `archives` says whether a datastore's plan keeps backups, `commit`
+ * commits a transaction on its server now (a recovery to an instant needs a commit after it).
+ */
+export function backupMethods(
+  backups: LocalBackups,
+  archives: (spec: PostgresSpec) => boolean,
+  commit: (spec: PostgresSpec, placement: Placement) => Promise<void>,
+): PostgresBackups {
+  return {
+    async backup(spec) {
+      if (archives(spec)) await backups.backup(spec);
+    },
+    recoveryWindow: (id) => backups.window(id),
+    async seal(spec, placement) {
+      await commit(spec, placement);
+      await backups.seal(spec);
+    },
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * Point-in-time recovery (Render's `/v1/postgres/:id/recovery`) on a real local server archiving to pgBackRest: rows
+ * written, an instant noted, more rows written; the recovery to that instant is a new datastore with exactly the first
+ * rows and a password of its own, and the source is untouched. The window is enforced; the free plan keeps none.
+ */
+import { Ajv } from 'ajv';
+import ajvFormats from 'ajv-formats';
+import { existsSync } from 'node:fs';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findPgbackrest } from '../src/provisioners/postgres/backups.js';
+import { addMember, client, signUp, type Client, type TestUser } from './helpers/client.js';
+import { hasPostgresServer, requireOrSkip, untilStatus } from './helpers/datastores.js';
+import { sleep, waitFor } from './helpers/process.js';
+import { loadRenderReference } from './helpers/render-reference.js';
+import { bootServer, type TestServer } from './helpers/server.js';
+
+const ajv = new Ajv({ strict: false, allErrors: true });
+(ajvFormats as unknown as typeof ajvFormats.default)(ajv);
+ajv.addSchema(loadRenderReference(), 'render');
+/** Render's 200 body of `<method> /postgres/{postgresId}/recovery`. */
+const renderRecovery = (method: 'get' | 'post') =>
+  ajv.getSchema(
+    `render#/paths/~1postgres~1%7BpostgresId%7D~1recovery/${method}/responses/200/content/application~1json/schema`,
+  )!;
+
+const ok = requireOrSkip('postgres/initdb and pgbackrest', hasPostgresServer() && !!findPgbackrest());
+let server: TestServer;
+let api: Client;
+let owner: TestUser, viewer: TestUser, stranger: TestUser;
+beforeAll(async () => {
+  if (!ok) return;
+  server = await bootServer({ SLIPWAY_BACKUP_CHECK_MS: '500', SLIPWAY_DATASTORE_CHECK_MS: '300' });
+  api = client(server.url);
+  owner = await signUp(api);
+  viewer = await addMember(api, owner, 'viewer');
+  stranger = await signUp(api);
+}, 60_000);
+afterAll(() => server?.close());
+
+async function rows(conninfo: string): Promise<number[]> {
+  const c = new pg.Client({ connectionString: conninfo, connectionTimeoutMillis: 5000 });
+  await c.connect();
+  try {
+    return (await c.query<{ id: number }>('select id from notes order by id')).rows.map((r) => r.id);
+  } finally {
+    await c.end();
+  }
+}
+async function sql(conninfo: string, text: string) {
+  const c = new pg.Client({ connectionString: conninfo, connectionTimeoutMillis: 5000 });
+  await c.connect();
+  try {
+    await c.query(text);
+  } finally {
+    await c.end();
+  }
+}
+
+describe.skipIf(!ok)('Postgres point-in-time recovery', () => {
+  it('restores a new datastore to the instant asked for, with its own password; the source is untouched', async () => {
+    const created = await api.post(
+      '/v1/postgres',
+      { name: 'orders', plan: 'basic_256mb', databaseName: 'shop' },
+      owner,
+    );
+    expect(created.status, created.text).toBe(201);
+    const url = `/v1/postgres/${created.body.id}`;
+    await untilStatus(api, owner, url, 'available', 60_000);
+    const source = (await api.get(`${url}/connection-info`, owner)).body.externalConnectionString as string;
+    await sql(source, 'create table notes (id int primary key)');
+    await sql(source, 'insert into notes values (1), (2), (3)');
+
+    // The first base backup is taken as soon as it serves.
+    const info = await waitFor(
+      'the first base backup',
+      async () => {
+        const res = await api.get(`${url}/recovery`, viewer);
+        expect(res.status, res.text).toBe(200);
+        return res.body.recoveryStatus === 'AVAILABLE' ? res.body : undefined;
+      },
+      60_000,
+      500,
+    );
+    expect(Date.parse(info.startsAt)).toBeLessThanOrEqual(Date.parse(info.endsAt));
+    expect(renderRecovery('get')(info), JSON.stringify(renderRecovery('get').errors)).toBe(true);
+    await sleep(1100);
+    const noted = new Date();
+    await sleep(1100);
+    await sql(source, 'insert into notes values (4), (5)');
+
+    // Outside the window, and callers who may not.
+    for (const restoreTime of ['2001-01-01T00:00:00Z', new Date(Date.now() + 3_600_000).toISOString()]) {
+      const res = await api.post(`${url}/recovery`, { restoreTime }, owner);
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.message).toMatch(/within the recovery window, \S+ to \S+/);
+    }
+    expect((await api.post(`${url}/recovery`, { restoreTime: noted.toISOString() }, viewer)).status).toBe(403);
+    expect((await api.post(`${url}/recovery`, { restoreTime: noted.toISOString() }, stranger)).status).toBe(404);
+    expect((await api.get(`${url}/recovery`, stranger)).status).toBe(404);
+
+    const recovered = await api.post(
+      `${url}/recovery`,
+      { restoreTime: noted.toISOString(), restoreName: 'orders at noon' },
+      owner,
+    );
+    expect(recovered.status, recovered.text).toBe(200);
+    expect(renderRecovery('post')(recovered.body), JSON.stringify(renderRecovery('post').errors)).toBe(true);
+    expect(recovered.body).toMatchObject({ name: 'orders at noon', plan: 'basic_256mb', databaseName: 'shop' });
+    expect(recovered.body.id).not.toBe(created.body.id);
+    const restoredUrl = `/v1/postgres/${recovered.body.id}`;
+    await untilStatus(api, owner, restoredUrl, 'available', 120_000);
+    const restored = (await api.get(`${restoredUrl}/connection-info`, owner)).body.externalConnectionString as string;
+    expect(new URL(restored).password).not.toBe(new URL(source).password);
+    expect(await rows(restored)).toEqual([1, 2, 3]);
+    expect(await rows(source)).toEqual([1, 2, 3, 4, 5]);
+    // It is a database of its own: writes to it stay there, and it archives to a repository of its own.
+    await sql(restored, 'insert into notes values (10)');
+    expect(await rows(source)).toEqual([1, 2, 3, 4, 5]);
+    await waitFor(
+      "the recovered database's own first backup",
+      async () => (await api.get(`${restoredUrl}/recovery`, owner)).body.recoveryStatus === 'AVAILABLE',
+      60_000,
+      500,
+    );
+    const audit = JSON.stringify((await api.get('/v1/audit-logs?limit=100', owner)).body);
+    expect(audit).toContain('RecoverPostgresEvent');
+
+    // Deleting a datastore removes its backups with it.
+    const repo = `${server.dataDir}/backups/postgres/${recovered.body.id}`;
+    expect(existsSync(repo)).toBe(true);
+    expect((await api.delete(restoredUrl, owner)).status).toBe(204);
+    await waitFor('its backups gone', async () => !existsSync(repo), 30_000);
+  }, 300_000);
+
+  it('keeps no backups on the free plan (NOT_AVAILABLE, and a recovery is a 409)', async () => {
+    const created = await api.post('/v1/postgres', { name: 'hobby', plan: 'free' }, owner);
+    const url = `/v1/postgres/${created.body.id}`;
+    await untilStatus(api, owner, url, 'available', 60_000);
+    expect((await api.get(`${url}/recovery`, owner)).body).toEqual({ recoveryStatus: 'NOT_AVAILABLE' });
+    const res = await api.post(`${url}/recovery`, { restoreTime: new Date().toISOString() }, owner);
+    expect(res.status).toBe(409);
+    expect(res.body.message).toMatch(/paid plan/);
+  }, 120_000);
+});
