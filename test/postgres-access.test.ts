@@ -283,6 +283,11 @@ describe.skipIf(!clusterOk)('on the cluster provisioner', () => {
       expect(limits.rows[0].db).toBeGreaterThan(0);
       expect(limits.rows[0].db).toBe(limits.rows[0].role);
 
+      // Point-in-time recovery is the cluster server's own backups' business: a 501 that says so.
+      const recovery = await capi.get(`${curl}/recovery`, me);
+      expect(recovery.status).toBe(501);
+      expect(recovery.body.message).toMatch(/its backups are that server's/);
+
       const started = await capi.post(`${curl}/export`, undefined, me);
       expect(started.status, started.text).toBe(202);
       const done = await waitFor(

@@ -5,6 +5,7 @@
  */
 import { Ajv } from 'ajv';
 import ajvFormats from 'ajv-formats';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -132,6 +133,36 @@ describe.skipIf(!ok)('Postgres point-in-time recovery', () => {
     expect((await api.delete(restoredUrl, owner)).status).toBe(204);
     await waitFor('its backups gone', async () => !existsSync(repo), 30_000);
   }, 300_000);
+
+  it("says when its archiver fails: an event (Render's postgres_wal_archive_failed) and a degraded /status", async () => {
+    const created = await api.post('/v1/postgres', { name: 'ledger', plan: 'basic_256mb' }, owner);
+    const url = `/v1/postgres/${created.body.id}`;
+    await untilStatus(api, owner, url, 'available', 60_000);
+    const types = async () =>
+      ((await api.get(`${url}/events?limit=100`, owner)).body as Array<{ event: { type: string } }>).map(
+        (e) => e.event.type,
+      );
+    await waitFor('its first base backup', async () => (await types()).includes('datastore_backup_completed'), 60_000);
+    expect((await api.get('/status')).body).toMatchObject({ status: 'operational', backups: { failing: 0 } });
+    expect((await api.get('/status')).body.backups.archiving).toBeGreaterThanOrEqual(1);
+
+    // Its repository's archive stops taking segments (a full or broken backup disk); a segment's worth of writes.
+    const archive = `${server.dataDir}/backups/postgres/${created.body.id}/repo/archive`;
+    execFileSync('chmod', ['-R', 'a-w', archive]);
+    try {
+      const conninfo = (await api.get(`${url}/connection-info`, owner)).body.externalConnectionString as string;
+      await sql(conninfo, "create table filler as select repeat('x', 1000) as x from generate_series(1, 40000)");
+      await waitFor(
+        'the failure seen',
+        async () => (await types()).includes('datastore_wal_archive_failed'),
+        30_000,
+        250,
+      );
+      expect((await api.get('/status')).body).toMatchObject({ status: 'degraded', backups: { failing: 1 } });
+    } finally {
+      execFileSync('chmod', ['-R', 'u+w', archive]);
+    }
+  }, 180_000);
 
   it('keeps no backups on the free plan (NOT_AVAILABLE, and a recovery is a 409)', async () => {
     const created = await api.post('/v1/postgres', { name: 'hobby', plan: 'free' }, owner);

@@ -128,6 +128,8 @@ export interface PostgresBackups {
   recoveryWindow(id: string): Promise<{ startsAt: Date; lastBackupAt: Date } | undefined>;
   /** Makes everything the serving datastore committed until now restorable (before a recovery to a recent instant). */
   seal(spec: PostgresSpec, placement: Placement): Promise<void>;
+  /** Whether the server's archiver is failing now (its last failure is newer than its last success), and on what. */
+  archiveFailure(spec: PostgresSpec, placement: Placement): Promise<{ wal: string; at: Date } | undefined>;
 }
 
 export type PostgresProvisioner = Provisioner<PostgresSpec> & Partial<PostgresAccess> & Partial<PostgresBackups>;

@@ -64,6 +64,7 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
   const postgresRecovery = createPostgresRecovery({
     datastores,
     all: () => repos.datastores.all(),
+    events,
     checkMs: config.backupCheckMs,
     log,
   });

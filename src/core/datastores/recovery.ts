@@ -3,12 +3,15 @@ import type { Logger } from '../../lib/logger.js';
 import { tickLoop } from '../../lib/tick-loop.js';
 import type { PostgresBackups, PostgresSpec } from '../../provisioners/types.js';
 import type { DatastoreRow } from '../../store/repos/datastores.js';
+import type { Events } from '../events.js';
 import type { Datastores } from './datastores.js';
 import { postgresBackupDays } from './plans.js';
 import { placementOf } from './reconciler.js';
 
 /** A base backup is taken when the newest is this old (Render takes them daily too). */
 const BACKUP_EVERY_MS = 24 * 3_600_000;
+/** A failed base backup is tried again after this long (not at every pass of the loop). */
+const BACKUP_RETRY_MS = 10 * 60_000;
 
 export interface RecoveryInput {
   restoreTime: string;
@@ -26,6 +29,7 @@ export function createPostgresRecovery(deps: {
   datastores: Pick<Datastores, 'driver' | 'restorePostgres'>;
   /** Every datastore (a few per machine): the backup loop's pass. */
   all(): Promise<DatastoreRow[]>;
+  events: Pick<Events, 'record'>;
   checkMs: number;
   log: Pick<Logger, 'info' | 'warn'>;
 }) {
@@ -55,30 +59,74 @@ export function createPostgresRecovery(deps: {
 
   /** When each archiving datastore's newest base backup ended (read from its repository once, then kept). */
   const lastBackup = new Map<string, number>();
-  async function backupDue(row: DatastoreRow): Promise<void> {
-    const p = backupsOf(row);
+  /** What is failing now, by datastore: its archiver (since when, on which segment), its last base backup. */
+  const failing = { archive: new Map<string, { wal: string; at: Date }>(), backup: new Map<string, string>() };
+  let archiving = 0;
+  const record = (row: DatastoreRow, type: string, details: Record<string, unknown> = {}) =>
+    deps.events.record({
+      workspaceId: row.workspaceId,
+      datastoreId: row.id,
+      type,
+      details: { kind: row.kind, ...details },
+    });
+
+  async function backupDue(row: DatastoreRow, p: Partial<PostgresBackups>): Promise<void> {
     if (!lastBackup.has(row.id)) lastBackup.set(row.id, (await p.recoveryWindow!(row.id))?.lastBackupAt.getTime() ?? 0);
     if (Date.now() - lastBackup.get(row.id)! < BACKUP_EVERY_MS) return;
     const started = Date.now();
-    await p.backup!(datastores.driver.spec(row) as PostgresSpec);
+    try {
+      await p.backup!(datastores.driver.spec(row) as PostgresSpec);
+    } catch (err) {
+      const reason = (err as Error).message.slice(-500);
+      lastBackup.set(row.id, Date.now() - BACKUP_EVERY_MS + BACKUP_RETRY_MS);
+      if (!failing.backup.has(row.id)) await record(row, 'datastore_backup_failed', { reason });
+      failing.backup.set(row.id, reason);
+      throw err;
+    }
     lastBackup.set(row.id, Date.now());
-    deps.log.info({ datastoreId: row.id, ms: Date.now() - started }, 'postgres base backup taken');
+    failing.backup.delete(row.id);
+    await record(row, 'datastore_backup_completed', { durationMs: Date.now() - started });
   }
 
-  /** One pass: every serving, archiving local Postgres whose newest base backup is a day old gets one, one at a time. */
+  /** The archiver's state: an event when it starts failing (Render's postgres_wal_archive_failed), kept for /status. */
+  async function watchArchiver(row: DatastoreRow, p: Partial<PostgresBackups>): Promise<void> {
+    const placement = placementOf(row);
+    if (!placement) return;
+    const failure = await p.archiveFailure!(datastores.driver.spec(row) as PostgresSpec, placement);
+    if (!failure) return void failing.archive.delete(row.id);
+    if (!failing.archive.has(row.id)) await record(row, 'datastore_wal_archive_failed', { wal: failure.wal });
+    failing.archive.set(row.id, failure);
+  }
+
+  /** One pass over every serving, archiving local Postgres: its archiver, and its base backup when one is due. */
   async function tick() {
+    let seen = 0;
     for (const row of await deps.all()) {
       if (row.kind !== 'postgres' || row.provisioner !== 'local' || postgresBackupDays(row.plan) === 0) continue;
       if (row.status !== 'available' || row.suspended) continue;
-      await backupDue(row).catch((err: Error) =>
+      seen++;
+      const p = backupsOf(row);
+      await watchArchiver(row, p).catch((err: Error) =>
+        deps.log.warn({ datastoreId: row.id, err: err.message }, 'postgres archiver check failed'),
+      );
+      await backupDue(row, p).catch((err: Error) =>
         deps.log.warn({ datastoreId: row.id, err: err.message }, 'postgres base backup failed'),
       );
     }
+    archiving = seen;
+    const live = new Set((await deps.all()).map((r) => r.id));
+    for (const map of [failing.archive, failing.backup, lastBackup])
+      for (const id of map.keys()) if (!live.has(id)) map.delete(id);
   }
 
   let loop: ReturnType<typeof tickLoop> | undefined;
   return {
     info,
+    /** For GET /status: archiving datastores, and how many have a failing archiver or last base backup. */
+    status() {
+      const ids = new Set([...failing.archive.keys(), ...failing.backup.keys()]);
+      return { archiving, failing: ids.size };
+    },
     /** A new datastore restored to `restoreTime` (400 outside the window), in Render's body, made in the background. */
     async recover(row: DatastoreRow, input: RecoveryInput): Promise<DatastoreRow> {
       const status = await info(row);

@@ -17,6 +17,8 @@ export function notificationLevel(e: Pick<ServiceEvent, 'type' | 'details'>): No
     case 'service_crashlooping':
     case 'datastore_unavailable':
     case 'datastore_port_taken':
+    case 'datastore_backup_failed':
+    case 'datastore_wal_archive_failed':
     case 'certificate_failed':
       return 'failure';
     case 'certificate_issued':

@@ -53,7 +53,7 @@ async function probe(check: () => Promise<void>) {
   }
 }
 
-export function healthRoutes({ health, datastores }: HttpDeps) {
+export function healthRoutes({ health, datastores, postgresRecovery }: HttpDeps) {
   const components = async () => {
     const store = await probe(health.store);
     // The queue lives in the store: when the store is down, so is the queue.
@@ -101,6 +101,13 @@ export function healthRoutes({ health, datastores }: HttpDeps) {
             isolation: Isolation,
             containers: Type.Union([Type.Object({ engine: Type.String() }), Type.Object({ none: Type.String() })]),
             datastores: Type.Object({ postgres: DatastoreMode, keyValue: DatastoreMode }),
+            backups: Type.Object(
+              { archiving: Type.Integer(), failing: Type.Integer() },
+              {
+                description:
+                  'Local Postgres datastores archiving their WAL, and how many have a failing archiver or last base backup (status is then degraded)',
+              },
+            ),
             router: Type.Object({
               kind: Type.Union([Type.Literal('node'), Type.Literal('nginx')]),
               lastRejected: Type.Optional(Type.Object({ at: Timestamp, reason: Type.String() })),
@@ -133,9 +140,11 @@ export function healthRoutes({ health, datastores }: HttpDeps) {
           { name: 'store', status: store.status === 'ok' ? ('operational' as const) : ('down' as const) },
           { name: 'queue', status: queue.status === 'ok' ? ('operational' as const) : ('down' as const) },
         ];
+        const backups = postgresRecovery.status();
         return {
-          status: list.every((c) => c.status === 'operational') ? 'operational' : 'degraded',
+          status: list.every((c) => c.status === 'operational') && backups.failing === 0 ? 'operational' : 'degraded',
           components: list,
+          backups,
           ...machineStatus(health.runtime, datastores),
           router: health.router(),
           ...(store.status === 'ok' ? { disk: await health.disk().catch(() => undefined) } : {}),

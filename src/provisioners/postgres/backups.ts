@@ -187,13 +187,13 @@ export function createLocalBackups(opts: {
 export type LocalBackups = ReturnType<typeof createLocalBackups>;
 
 /**
- * The provisioner's PostgresBackups over `backups`: `archives` says whether a datastore's plan keeps backups, `commit`
- * commits a transaction on its server now (a recovery to an instant needs a commit after it).
+ * The provisioner's PostgresBackups over `backups`: `archives` says whether a datastore's plan keeps backups, `query`
+ * runs a statement on its server as the admin role.
  */
 export function backupMethods(
   backups: LocalBackups,
   archives: (spec: PostgresSpec) => boolean,
-  commit: (spec: PostgresSpec, placement: Placement) => Promise<void>,
+  query: (spec: PostgresSpec, placement: Placement, text: string) => Promise<Array<Record<string, unknown>>>,
 ): PostgresBackups {
   return {
     async backup(spec) {
@@ -201,8 +201,17 @@ export function backupMethods(
     },
     recoveryWindow: (id) => backups.window(id),
     async seal(spec, placement) {
-      await commit(spec, placement);
+      await query(spec, placement, 'select txid_current()'); // a recovery to a time needs a commit after it
       await backups.seal(spec);
+    },
+    async archiveFailure(spec, placement) {
+      const [row] = await query(
+        spec,
+        placement,
+        `select last_failed_wal as wal, last_failed_time as at from pg_stat_archiver
+          where last_failed_time is not null and (last_archived_time is null or last_failed_time > last_archived_time)`,
+      );
+      return row ? { wal: String(row.wal), at: new Date(row.at as string) } : undefined;
     },
   };
 }

@@ -339,9 +339,9 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
     serverProcess: (placement) => runningProcess(placement.state),
 
     ...(backups &&
-      backupMethods(backups, archives, async (spec, placement) => {
-        await asAdmin(spec, placement.port, (client) => client.query('select txid_current()'));
-      })),
+      backupMethods(backups, archives, (spec, placement, text) =>
+        asAdmin(spec, placement.port, async (client) => (await client.query(text)).rows),
+      )),
 
     ...localPostgresAccess({
       asAdmin,
