@@ -137,6 +137,8 @@ export interface RunningSlipway {
   dataDir: string;
   /** Stops the child (SIGTERM, then SIGKILL) and removes its temp data dir (not one the caller passed). Safe to call twice. */
   stop(): Promise<void>;
+  /** The last 4,000 characters it printed (what a bench shows when the server failed under it). */
+  output(): string;
 }
 
 // Children still running if the bench dies mid-way (an uncaught error, Ctrl-C): killed and
@@ -240,7 +242,7 @@ async function startOnce(extraEnv: Record<string, string>, options: { dataDir?: 
     await stop();
     throw err;
   }
-  return { url, pid: child.pid!, dataDir, stop };
+  return { url, pid: child.pid!, dataDir, stop, output: () => output };
 }
 
 async function waitForHealth(url: string, child: ChildProcess, output: () => string): Promise<void> {
