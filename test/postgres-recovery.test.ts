@@ -96,6 +96,13 @@ describe.skipIf(!ok)('Postgres point-in-time recovery', () => {
       expect(res.status, res.text).toBe(400);
       expect(res.body.message).toMatch(/within the recovery window, \S+ to \S+/);
     }
+    const badName = await api.post(
+      `${url}/recovery`,
+      { restoreTime: noted.toISOString(), restoreName: 'a\u0007b' },
+      owner,
+    );
+    expect(badName.status).toBe(400); // the one rule for names
+    expect(badName.body.details[0].field).toBe('restoreName');
     expect((await api.post(`${url}/recovery`, { restoreTime: noted.toISOString() }, viewer)).status).toBe(403);
     expect((await api.post(`${url}/recovery`, { restoreTime: noted.toISOString() }, stranger)).status).toBe(404);
     expect((await api.get(`${url}/recovery`, stranger)).status).toBe(404);

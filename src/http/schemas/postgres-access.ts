@@ -1,5 +1,7 @@
 import { Type } from '@sinclair/typebox';
+import { POSTGRES_PLANS } from '../../core/datastores/plans.js';
 import type { PostgresExportRow } from '../../store/repos/postgres-exports.js';
+import { literalUnion, Name } from './common.js';
 
 /**
  * Render's list item of `GET /postgres/{id}/export` (id, createdAt, url), plus Slipway's state, size and expiry; the
@@ -62,8 +64,8 @@ export const RecoveryInfo = Type.Object({
 /** Render's body of `POST /postgres/{id}/recovery` (its Datadog fields are accepted and unused: no Datadog here). */
 export const RecoveryPOST = Type.Object({
   restoreTime: Type.String({ format: 'date-time' }),
-  restoreName: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-  plan: Type.Optional(Type.String({ maxLength: 64 })),
+  restoreName: Type.Optional(Name),
+  plan: Type.Optional(literalUnion(POSTGRES_PLANS)),
   environmentId: Type.Optional(Type.String({ maxLength: 64 })),
   datadogApiKey: Type.Optional(Type.String({ maxLength: 256 })),
   datadogSite: Type.Optional(Type.String({ maxLength: 64 })),
