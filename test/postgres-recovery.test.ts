@@ -116,6 +116,9 @@ describe.skipIf(!ok)('Postgres point-in-time recovery', () => {
     expect(renderRecovery('post')(recovered.body), JSON.stringify(renderRecovery('post').errors)).toBe(true);
     expect(recovered.body).toMatchObject({ name: 'orders at noon', plan: 'basic_256mb', databaseName: 'shop' });
     expect(recovered.body.id).not.toBe(created.body.id);
+    // One recovery of a database at a time: a repeated POST while it is made is a 409, not a second restore.
+    const again = await api.post(`${url}/recovery`, { restoreTime: noted.toISOString() }, owner);
+    expect(again.status, again.text).toBe(409);
     const restoredUrl = `/v1/postgres/${recovered.body.id}`;
     await untilStatus(api, owner, restoredUrl, 'available', 120_000);
     const restored = (await api.get(`${restoredUrl}/connection-info`, owner)).body.externalConnectionString as string;

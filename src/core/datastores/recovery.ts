@@ -12,6 +12,9 @@ import { placementOf } from './reconciler.js';
 const BACKUP_EVERY_MS = 24 * 3_600_000;
 /** A failed base backup is tried again after this long (not at every pass of the loop). */
 const BACKUP_RETRY_MS = 10 * 60_000;
+/** How long a datastore's recovery window, once read, is answered from memory. */
+const WINDOW_TTL_MS = 5000;
+type RecoveryWindow = NonNullable<Awaited<ReturnType<PostgresBackups['recoveryWindow']>>>;
 
 export interface RecoveryInput {
   restoreTime: string;
@@ -49,10 +52,24 @@ export function createPostgresRecovery(deps: {
     return p;
   }
 
+  /**
+   * Each datastore's window, read from its repository (a `pgbackrest info` process) at most every WINDOW_TTL_MS: a
+   * client polling GET …/recovery starts no process per request.
+   */
+  const windows = new Map<string, { at: number; window: Promise<RecoveryWindow | undefined> }>();
+  function windowOf(row: DatastoreRow, p: Partial<PostgresBackups>) {
+    const known = windows.get(row.id);
+    if (known && Date.now() - known.at < WINDOW_TTL_MS) return known.window;
+    const window = p.recoveryWindow!(row.id);
+    windows.set(row.id, { at: Date.now(), window });
+    window.catch(() => windows.delete(row.id));
+    return window;
+  }
+
   async function info(row: DatastoreRow) {
     const p = backupsOf(row);
     if (postgresBackupDays(row.plan) === 0) return { recoveryStatus: 'NOT_AVAILABLE' as const };
-    const window = await p.recoveryWindow!(row.id);
+    const window = await windowOf(row, p);
     if (!window) return { recoveryStatus: 'BACKUP_NOT_READY' as const };
     return { recoveryStatus: 'AVAILABLE' as const, startsAt: window.startsAt, endsAt: new Date() };
   }
@@ -84,6 +101,7 @@ export function createPostgresRecovery(deps: {
       throw err;
     }
     lastBackup.set(row.id, Date.now());
+    windows.delete(row.id); // a new base backup moves the window's start when older ones expire
     failing.backup.delete(row.id);
     await record(row, 'datastore_backup_completed', { durationMs: Date.now() - started });
   }
@@ -101,7 +119,8 @@ export function createPostgresRecovery(deps: {
   /** One pass over every serving, archiving local Postgres: its archiver, and its base backup when one is due. */
   async function tick() {
     let seen = 0;
-    for (const row of await deps.all()) {
+    const rows = await deps.all();
+    for (const row of rows) {
       if (row.kind !== 'postgres' || row.provisioner !== 'local' || postgresBackupDays(row.plan) === 0) continue;
       if (row.status !== 'available' || row.suspended) continue;
       seen++;
@@ -114,11 +133,41 @@ export function createPostgresRecovery(deps: {
       );
     }
     archiving = seen;
-    const live = new Set((await deps.all()).map((r) => r.id));
-    for (const map of [failing.archive, failing.backup, lastBackup])
+    const live = new Set(rows.map((r) => r.id));
+    for (const map of [failing.archive, failing.backup, lastBackup, windows])
       for (const id of map.keys()) if (!live.has(id)) map.delete(id);
   }
 
+  /** Seals the source, then makes the new datastore (its reconciler restores it in the background). */
+  async function recoverOnce(row: DatastoreRow, input: RecoveryInput): Promise<DatastoreRow> {
+    const status = await info(row);
+    if (status.recoveryStatus !== 'AVAILABLE')
+      throw conflict(
+        status.recoveryStatus === 'NOT_AVAILABLE'
+          ? `the ${row.plan} plan keeps no backups: point-in-time recovery needs a paid plan`
+          : 'the first base backup of this database is not taken yet; try again shortly',
+      );
+    const time = new Date(input.restoreTime);
+    if (Number.isNaN(time.getTime()) || time < status.startsAt || time > status.endsAt)
+      throw badRequest(
+        `restoreTime must be within the recovery window, ${status.startsAt.toISOString()} to ${status.endsAt.toISOString()}`,
+      );
+    // What the source committed up to now becomes restorable (it may be idle since the instant asked for).
+    const placement = placementOf(row);
+    if (row.status === 'available' && !row.suspended && placement)
+      await backupsOf(row).seal!(datastores.driver.spec(row) as PostgresSpec, placement).catch((err: Error) => {
+        // Its archiver is failing (a full backup disk): its latest writes cannot be restored; no bad input.
+        throw new AppError('unavailable', `the latest writes could not be archived: ${err.message.slice(-300)}`);
+      });
+    return datastores.restorePostgres(row, time, {
+      name: input.restoreName ?? `${row.name}-recovered`,
+      plan: input.plan ?? row.plan,
+      environmentId: input.environmentId ?? row.environmentId,
+    });
+  }
+
+  /** Sources with a recovery being made now (each is a whole restore: one at a time per database). */
+  const recovering = new Set<string>();
   let loop: ReturnType<typeof tickLoop> | undefined;
   return {
     info,
@@ -127,29 +176,22 @@ export function createPostgresRecovery(deps: {
       const ids = new Set([...failing.archive.keys(), ...failing.backup.keys()]);
       return { archiving, failing: ids.size };
     },
-    /** A new datastore restored to `restoreTime` (400 outside the window), in Render's body, made in the background. */
+    /**
+     * A new datastore restored to `restoreTime` (400 outside the window), in Render's body, made in the background;
+     * a 409 while another recovery of the same database is made (a client repeating its POST).
+     */
     async recover(row: DatastoreRow, input: RecoveryInput): Promise<DatastoreRow> {
-      const status = await info(row);
-      if (status.recoveryStatus !== 'AVAILABLE')
-        throw conflict(
-          status.recoveryStatus === 'NOT_AVAILABLE'
-            ? `the ${row.plan} plan keeps no backups: point-in-time recovery needs a paid plan`
-            : 'the first base backup of this database is not taken yet; try again shortly',
-        );
-      const time = new Date(input.restoreTime);
-      if (Number.isNaN(time.getTime()) || time < status.startsAt || time > status.endsAt)
-        throw badRequest(
-          `restoreTime must be within the recovery window, ${status.startsAt.toISOString()} to ${status.endsAt.toISOString()}`,
-        );
-      // What the source committed up to now becomes restorable (it may be idle since the instant asked for).
-      const placement = placementOf(row);
-      if (row.status === 'available' && !row.suspended && placement)
-        await backupsOf(row).seal!(datastores.driver.spec(row) as PostgresSpec, placement);
-      return datastores.restorePostgres(row, time, {
-        name: input.restoreName ?? `${row.name}-recovered`,
-        plan: input.plan ?? row.plan,
-        environmentId: input.environmentId ?? row.environmentId,
-      });
+      const underWay = (await deps.all()).some(
+        (r) => r.restoredFrom?.datastoreId === row.id && r.status === 'creating',
+      );
+      if (recovering.has(row.id) || underWay)
+        throw conflict('a recovery of this database is under way; try again once it is available');
+      recovering.add(row.id);
+      try {
+        return await recoverOnce(row, input);
+      } finally {
+        recovering.delete(row.id);
+      }
     },
     start() {
       loop = tickLoop(tick, deps.checkMs, (err) => deps.log.warn({ err }, 'postgres backups: a pass failed'));
