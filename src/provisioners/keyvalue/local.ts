@@ -1,14 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import {
-  accessSync,
-  constants,
-  copyFileSync,
-  existsSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
@@ -22,7 +13,7 @@ import { withSocketPath } from '../unix-socket.js';
 import { ADMIN_USER, assertKeyValueSpec, ownServerRules } from './acl.js';
 import { answersPing, withConnection, type Login } from './connection.js';
 import { logSince } from '../server-output.js';
-import { backgroundSave, SNAPSHOT_FILE } from './snapshot.js';
+import { backgroundSave, copySnapshot, SNAPSHOT_FILE } from './snapshot.js';
 import { datastoreFiles, prepare, readAdminPassword, serverCommand, type Files, type RunAs } from './server-files.js';
 
 /**
@@ -291,7 +282,7 @@ export function createLocalKeyValue(opts: {
       const files = filesOf(spec);
       if (!runningServer(files, placement)) throw new Error('the key-value server is not running');
       await onSocket(files, adminLogin(files), backgroundSave);
-      copyFileSync(path.join(files.data, SNAPSHOT_FILE), file);
+      await copySnapshot(path.join(files.data, SNAPSHOT_FILE), file);
     },
   };
 }

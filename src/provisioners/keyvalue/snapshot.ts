@@ -1,3 +1,6 @@
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 
@@ -34,4 +37,27 @@ export async function backgroundSave(redis: Redis): Promise<void> {
     }
     if (Date.now() > deadline) throw new Error('the key-value server took too long to write its snapshot');
   }
+}
+
+/**
+ * Copies the snapshot out of the server's dir, which its run user owns (as it does apps' files where no sandbox
+ * hides them): opened without following a link, and only as a regular file, so a link planted there cannot make
+ * Slipway, as root, copy a file of the machine into a tenant's export.
+ */
+export async function copySnapshot(from: string, to: string): Promise<void> {
+  const source = await open(from, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const regular = await source.stat().then(
+    (stat) => stat.isFile(),
+    () => false,
+  );
+  if (!regular) {
+    await source.close();
+    throw new Error('the snapshot is not a regular file');
+  }
+  const target = await open(to, 'wx', 0o600).catch(async (err: Error) => {
+    await source.close();
+    throw err;
+  });
+  // Each stream closes its file once done (or failed).
+  await pipeline(source.createReadStream(), target.createWriteStream());
 }
