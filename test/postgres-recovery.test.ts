@@ -1,7 +1,8 @@
 /**
  * Point-in-time recovery (Render's `/v1/postgres/:id/recovery`) on a real local server archiving to pgBackRest: rows
  * written, an instant noted, more rows written; the recovery to that instant is a new datastore with exactly the first
- * rows and a password of its own, and the source is untouched. The window is enforced; the free plan keeps none.
+ * rows and a password of its own, and the source is untouched. The window is enforced; the free plan keeps none. A
+ * deleted database stays recoverable, with everything it committed, until its window is over.
  */
 import { Ajv } from 'ajv';
 import ajvFormats from 'ajv-formats';
@@ -137,11 +138,35 @@ describe.skipIf(!ok)('Postgres point-in-time recovery', () => {
     const audit = JSON.stringify((await api.get('/v1/audit-logs?limit=100', owner)).body);
     expect(audit).toContain('RecoverPostgresEvent');
 
-    // Deleting a datastore removes its backups with it.
+    // Deleted, it stays recoverable for its window: everything it committed (the 10 too) is archived first.
     const repo = `${server.dataDir}/backups/postgres/${recovered.body.id}`;
-    expect(existsSync(repo)).toBe(true);
     expect((await api.delete(restoredUrl, owner)).status).toBe(204);
+    const deletedAt = Date.now();
+    expect((await api.get(restoredUrl, owner)).status).toBe(404);
+    expect(existsSync(repo)).toBe(true);
+    const kept = await api.get(`${restoredUrl}/recovery`, viewer);
+    expect(kept.status, kept.text).toBe(200);
+    expect(kept.body.recoveryStatus).toBe('AVAILABLE');
+    expect(Math.abs(Date.parse(kept.body.endsAt) - deletedAt)).toBeLessThan(10_000); // its window ends at deletion
+    expect((await api.get(`${restoredUrl}/recovery`, stranger)).status).toBe(404);
+    expect((await api.post(`${restoredUrl}/recovery`, { restoreTime: kept.body.endsAt }, stranger)).status).toBe(404);
+    const back = await api.post(
+      `${restoredUrl}/recovery`,
+      { restoreTime: kept.body.endsAt, restoreName: 'back' },
+      owner,
+    );
+    expect(back.status, back.text).toBe(200);
+    await untilStatus(api, owner, `/v1/postgres/${back.body.id}`, 'available', 120_000);
+    const backInfo = (await api.get(`/v1/postgres/${back.body.id}/connection-info`, owner)).body;
+    expect(await rows(backInfo.externalConnectionString as string)).toEqual([1, 2, 3, 10]);
+
+    // Its window over (moved into the past here), the backup loop removes its repository, then its record.
+    await server.slipway.store.executeSql(
+      `update deleted_datastores set backups_until = now() - interval '1 second' where id = $1`,
+      [recovered.body.id],
+    );
     await waitFor('its backups gone', async () => !existsSync(repo), 30_000);
+    await waitFor('its record gone', async () => (await api.get(`${restoredUrl}/recovery`, owner)).status === 404);
   }, 300_000);
 
   it("says when its archiver fails: an event (Render's postgres_wal_archive_failed) and a degraded /status", async () => {
@@ -182,5 +207,8 @@ describe.skipIf(!ok)('Postgres point-in-time recovery', () => {
     const res = await api.post(`${url}/recovery`, { restoreTime: new Date().toISOString() }, owner);
     expect(res.status).toBe(409);
     expect(res.body.message).toMatch(/paid plan/);
+    // Nothing to keep: deleted, it is gone for good.
+    expect((await api.delete(url, owner)).status).toBe(204);
+    expect((await api.get(`${url}/recovery`, owner)).status).toBe(404);
   }, 120_000);
 });

@@ -40,7 +40,7 @@ export interface PostgresSpec {
   /** Continuous archiving and base backups kept this many days (a local server's plan); 0 or unset: none. */
   backupRetentionDays?: number;
   /** Made by point-in-time recovery: restored from this datastore's backups, to this instant (ISO 8601). */
-  restoredFrom?: { datastoreId: string; time: string } | undefined;
+  restoredFrom?: { datastoreId: string; time: string; toEnd?: boolean } | undefined;
 }
 
 export interface KeyValueSpec {
@@ -130,6 +130,8 @@ export interface PostgresBackups {
   seal(spec: PostgresSpec, placement: Placement): Promise<void>;
   /** Whether the server's archiver is failing now (its last failure is newer than its last success), and on what. */
   archiveFailure(spec: PostgresSpec, placement: Placement): Promise<{ wal: string; at: Date } | undefined>;
+  /** Removes a datastore's backups (`destroy` keeps them: a deleted database stays recoverable for its window). */
+  dropBackups(id: string): Promise<void>;
 }
 
 export type PostgresProvisioner = Provisioner<PostgresSpec> & Partial<PostgresAccess> & Partial<PostgresBackups>;

@@ -64,6 +64,8 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
   const postgresRecovery = createPostgresRecovery({
     datastores,
     all: () => repos.datastores.all(),
+    expired: (now) => repos.datastores.deletedUntil(now),
+    forget: (id) => repos.datastores.forgetDeleted(id),
     events,
     checkMs: config.backupCheckMs,
     log,

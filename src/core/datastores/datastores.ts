@@ -130,6 +130,22 @@ export function createDatastores(deps: DatastoreDeps) {
     sweepServers: deps.sweepServers,
   });
 
+  /**
+   * Until when a datastore about to be deleted keeps its backups: a Postgres on a plan with backups that has at least
+   * one base backup, for the plan's days. Its server first archives what it committed (a last WAL segment).
+   */
+  async function keepBackups(row: DatastoreRow, provisioner: unknown, placement: ReturnType<typeof placementOf>) {
+    const days = row.kind === 'postgres' ? postgresBackupDays(row.plan) : 0;
+    const p = provisioner as PostgresProvisioner | undefined;
+    if (!days || !p?.recoveryWindow || !(await p.recoveryWindow(row.id).catch(() => undefined))) return undefined;
+    if (placement && row.status === 'available' && !row.suspended)
+      await p
+        .seal?.(specOf(row) as PostgresSpec, placement)
+        .catch((err: Error) =>
+          deps.log.warn({ datastoreId: row.id, err: err.message }, 'its last writes could not be archived'),
+        );
+    return new Date(Date.now() + days * 86_400_000);
+  }
   function provisionerFor(kind: DatastoreKind) {
     const p = kind === 'postgres' ? provisioners.postgres : provisioners.keyValue;
     if (!p) throw new AppError('not_configured', provisioners.missing[kind]);
@@ -225,7 +241,7 @@ export function createDatastores(deps: DatastoreDeps) {
     async restorePostgres(
       source: DatastoreRow,
       time: Date,
-      input: { name: string; plan: string; environmentId?: string | null },
+      input: { name: string; plan: string; environmentId?: string | null; toEnd?: boolean },
     ) {
       postgresSize(input.plan);
       await deps.assertMayAddPaid?.(source.workspaceId, 'postgres', input.plan);
@@ -240,7 +256,7 @@ export function createDatastores(deps: DatastoreDeps) {
         databaseUser: source.databaseUser,
         environmentId: input.environmentId ?? null,
         ipAllowList: source.ipAllowList,
-        restoredFrom: { datastoreId: source.id, time: time.toISOString() },
+        restoredFrom: { datastoreId: source.id, time: time.toISOString(), ...(input.toEnd ? { toEnd: true } : {}) },
       });
     },
     async createKeyValue(workspaceId: string, input: KeyValueInput) {
@@ -277,7 +293,10 @@ export function createDatastores(deps: DatastoreDeps) {
         throw conflict(`the ${WHAT[row.kind]} is ${row.suspended ? 'suspended' : 'still being created'}`);
       return change(row, {}, { restart: true });
     },
-    /** Stops it and removes its data, unless an env var still references it. */
+    /**
+     * Stops it and removes its data, unless an env var still references it. A Postgres whose plan keeps backups keeps
+     * them for its window (docs/datastores.md, "Deleted databases"): everything it committed is archived first.
+     */
     async remove(row: DatastoreRow) {
       const refs = await deps.referencesTo(row.id);
       if (refs.length)
@@ -286,15 +305,26 @@ export function createDatastores(deps: DatastoreDeps) {
       await reconciler.exclusive(row.id, async () => {
         const placement = placementOf(row);
         const provisioner = driver.provisioner(row);
+        const backupsUntil = await keepBackups(row, provisioner, placement);
         if (placement && provisioner) await provisioner.destroy(specOf(row), placement);
+        if (!backupsUntil) await (provisioner as PostgresProvisioner | undefined)?.dropBackups?.(row.id);
+        const kept = backupsUntil ? { backupsKeptUntil: backupsUntil.toISOString() } : {};
         await withEvent(
           async (tx) => {
             if (!(await tx.datastores.delete(row.id))) throw notFound(WHAT[row.kind]);
+            if (backupsUntil) await tx.datastores.keepDeleted(row, backupsUntil);
           },
-          { workspaceId: row.workspaceId, datastoreId: row.id, type: 'datastore_deleted', details: { kind: row.kind } },
+          {
+            workspaceId: row.workspaceId,
+            datastoreId: row.id,
+            type: 'datastore_deleted',
+            details: { kind: row.kind, ...kept },
+          },
         );
       });
     },
+    /** A deleted datastore whose backups are kept (a recovery's source), or undefined. */
+    deleted: (id: string) => repo.getDeleted(id),
     connection,
     /** A row's provisioner and spec, for the calls beyond its lifecycle (postgres-access.ts). */
     driver,

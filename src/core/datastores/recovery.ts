@@ -1,8 +1,8 @@
-import { AppError, badRequest, conflict } from '../../lib/errors.js';
+import { AppError, badRequest, conflict, notFound } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import { tickLoop } from '../../lib/tick-loop.js';
 import type { PostgresBackups, PostgresSpec } from '../../provisioners/types.js';
-import type { DatastoreRow } from '../../store/repos/datastores.js';
+import type { DatastoreRow, DeletedDatastore } from '../../store/repos/datastores.js';
 import type { Events } from '../events.js';
 import type { Datastores } from './datastores.js';
 import { postgresBackupDays } from './plans.js';
@@ -15,6 +15,12 @@ const BACKUP_RETRY_MS = 10 * 60_000;
 /** How long a datastore's recovery window, once read, is answered from memory. */
 const WINDOW_TTL_MS = 5000;
 type RecoveryWindow = NonNullable<Awaited<ReturnType<PostgresBackups['recoveryWindow']>>>;
+
+/** What a recovery restores from: a datastore, or a deleted one whose backups are kept (its window ends at deletedAt). */
+export interface RecoverySource {
+  row: DatastoreRow;
+  deletedAt?: Date;
+}
 
 export interface RecoveryInput {
   restoreTime: string;
@@ -29,9 +35,12 @@ export interface RecoveryInput {
  * takes each archiving datastore's daily base backup (its first as soon as it serves).
  */
 export function createPostgresRecovery(deps: {
-  datastores: Pick<Datastores, 'driver' | 'restorePostgres'>;
+  datastores: Pick<Datastores, 'driver' | 'restorePostgres' | 'get' | 'deleted'>;
   /** Every datastore (a few per machine): the backup loop's pass. */
   all(): Promise<DatastoreRow[]>;
+  /** Deleted datastores whose kept backups' window ended by `now`, and forgetting one once its backups are gone. */
+  expired(now: Date): Promise<DeletedDatastore[]>;
+  forget(id: string): Promise<void>;
   events: Pick<Events, 'record'>;
   checkMs: number;
   log: Pick<Logger, 'info' | 'warn'>;
@@ -66,12 +75,12 @@ export function createPostgresRecovery(deps: {
     return window;
   }
 
-  async function info(row: DatastoreRow) {
+  async function info({ row, deletedAt }: RecoverySource) {
     const p = backupsOf(row);
     if (postgresBackupDays(row.plan) === 0) return { recoveryStatus: 'NOT_AVAILABLE' as const };
     const window = await windowOf(row, p);
     if (!window) return { recoveryStatus: 'BACKUP_NOT_READY' as const };
-    return { recoveryStatus: 'AVAILABLE' as const, startsAt: window.startsAt, endsAt: new Date() };
+    return { recoveryStatus: 'AVAILABLE' as const, startsAt: window.startsAt, endsAt: deletedAt ?? new Date() };
   }
 
   /** When each archiving datastore's newest base backup ended (read from its repository once, then kept). */
@@ -116,6 +125,17 @@ export function createPostgresRecovery(deps: {
     failing.archive.set(row.id, failure);
   }
 
+  /** Deleted datastores whose window is over: their backups go, then their record (docs/datastores.md). */
+  async function purgeExpired() {
+    for (const gone of await deps.expired(new Date())) {
+      const p = datastores.driver.provisioner(gone.row) as Partial<PostgresBackups> | undefined;
+      // Made by another provisioner (the configuration changed since): its repository is not this one's to remove.
+      if (p?.dropBackups) await p.dropBackups(gone.row.id);
+      await deps.forget(gone.row.id);
+      deps.log.info({ datastoreId: gone.row.id }, "a deleted database's backups expired and were removed");
+    }
+  }
+
   /** One pass over every serving, archiving local Postgres: its archiver, and its base backup when one is due. */
   async function tick() {
     let seen = 0;
@@ -133,14 +153,16 @@ export function createPostgresRecovery(deps: {
       );
     }
     archiving = seen;
+    await purgeExpired();
     const live = new Set(rows.map((r) => r.id));
     for (const map of [failing.archive, failing.backup, lastBackup, windows])
       for (const id of map.keys()) if (!live.has(id)) map.delete(id);
   }
 
   /** Seals the source, then makes the new datastore (its reconciler restores it in the background). */
-  async function recoverOnce(row: DatastoreRow, input: RecoveryInput): Promise<DatastoreRow> {
-    const status = await info(row);
+  async function recoverOnce(source: RecoverySource, input: RecoveryInput): Promise<DatastoreRow> {
+    const { row } = source;
+    const status = await info(source);
     if (status.recoveryStatus !== 'AVAILABLE')
       throw conflict(
         status.recoveryStatus === 'NOT_AVAILABLE'
@@ -154,7 +176,7 @@ export function createPostgresRecovery(deps: {
       );
     // What the source committed up to now becomes restorable (it may be idle since the instant asked for).
     const placement = placementOf(row);
-    if (row.status === 'available' && !row.suspended && placement)
+    if (!source.deletedAt && row.status === 'available' && !row.suspended && placement)
       await backupsOf(row).seal!(datastores.driver.spec(row) as PostgresSpec, placement).catch((err: Error) => {
         // Its archiver is failing (a full backup disk): its latest writes cannot be restored; no bad input.
         throw new AppError('unavailable', `the latest writes could not be archived: ${err.message.slice(-300)}`);
@@ -163,6 +185,8 @@ export function createPostgresRecovery(deps: {
       name: input.restoreName ?? `${row.name}-recovered`,
       plan: input.plan ?? row.plan,
       environmentId: input.environmentId ?? row.environmentId,
+      // A deleted database's window ends at its deletion, after its last commit: that instant means all it archived.
+      toEnd: !!source.deletedAt && time >= status.endsAt,
     });
   }
 
@@ -170,6 +194,18 @@ export function createPostgresRecovery(deps: {
   const recovering = new Set<string>();
   let loop: ReturnType<typeof tickLoop> | undefined;
   return {
+    /** A Postgres datastore of that id, or a deleted one whose backups are kept; else a 404. */
+    async source(id: string): Promise<RecoverySource> {
+      const row = await datastores
+        .get('postgres', id)
+        .catch((err: unknown) =>
+          err instanceof AppError && err.code === 'not_found' ? undefined : Promise.reject(err),
+        );
+      if (row) return { row };
+      const gone = await datastores.deleted(id);
+      if (!gone || gone.row.kind !== 'postgres') throw notFound('postgres instance');
+      return { row: gone.row, deletedAt: gone.deletedAt };
+    },
     info,
     /** For GET /status: archiving datastores, and how many have a failing archiver or last base backup. */
     status() {
@@ -180,7 +216,8 @@ export function createPostgresRecovery(deps: {
      * A new datastore restored to `restoreTime` (400 outside the window), in Render's body, made in the background;
      * a 409 while another recovery of the same database is made (a client repeating its POST).
      */
-    async recover(row: DatastoreRow, input: RecoveryInput): Promise<DatastoreRow> {
+    async recover(source: RecoverySource, input: RecoveryInput): Promise<DatastoreRow> {
+      const { row } = source;
       const underWay = (await deps.all()).some(
         (r) => r.restoredFrom?.datastoreId === row.id && r.status === 'creating',
       );
@@ -188,7 +225,7 @@ export function createPostgresRecovery(deps: {
         throw conflict('a recovery of this database is under way; try again once it is available');
       recovering.add(row.id);
       try {
-        return await recoverOnce(row, input);
+        return await recoverOnce(source, input);
       } finally {
         recovering.delete(row.id);
       }

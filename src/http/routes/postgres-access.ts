@@ -31,18 +31,26 @@ export function postgresAccessRoutes(deps: HttpDeps): RouteSpec[] {
     req.auditInfo.target = row.id;
     return { row };
   }
+  /** A recovery's source: the datastore, or a deleted one whose backups are kept (docs/datastores.md). */
+  async function loadSource(req: FastifyRequest) {
+    const { postgresId } = req.params as { postgresId: string };
+    const source = await postgresRecovery.source(postgresId);
+    await guard.resource(req, source.row.workspaceId, 'postgres');
+    req.auditInfo.target = source.row.id;
+    return source;
+  }
 
   return [
     defineRoute({
       method: 'GET',
       url: '/v1/postgres/:postgresId/recovery',
       summary:
-        "Point-in-time recovery's status: AVAILABLE from startsAt to endsAt (now), BACKUP_NOT_READY before the first base backup, NOT_AVAILABLE on the free plan",
+        "Point-in-time recovery's status: AVAILABLE from startsAt to endsAt (now; a deleted database's deletion, while its backups are kept), BACKUP_NOT_READY before the first base backup, NOT_AVAILABLE on the free plan",
       tags: [TAG],
       access: 'viewer',
       schema: { params: Params, response: { 200: RecoveryInfo } },
       handler: async (req) => {
-        const info = await postgresRecovery.info((await load(req)).row);
+        const info = await postgresRecovery.info(await loadSource(req));
         return info.recoveryStatus === 'AVAILABLE'
           ? { ...info, startsAt: info.startsAt.toISOString(), endsAt: info.endsAt.toISOString() }
           : info;
@@ -52,14 +60,13 @@ export function postgresAccessRoutes(deps: HttpDeps): RouteSpec[] {
       method: 'POST',
       url: '/v1/postgres/:postgresId/recovery',
       summary:
-        'Restore the database to restoreTime into a new Postgres datastore (its own password; the source is untouched): 400 outside the window',
+        'Restore the database (or a deleted one whose backups are kept) to restoreTime into a new Postgres datastore (its own password; the source is untouched): 400 outside the window',
       tags: [TAG],
       access: 'developer',
       audit: 'RecoverPostgresEvent',
       schema: { params: Params, body: RecoveryPOST, response: { 200: PostgresBody } },
       handler: async (req) => {
-        const { row } = await load(req);
-        const created = await postgresRecovery.recover(row, req.body);
+        const created = await postgresRecovery.recover(await loadSource(req), req.body);
         return renderDatastore(deps, created);
       },
     }),

@@ -167,21 +167,24 @@ export function createLocalBackups(opts: {
       };
     },
     /** Restores `spec`'s data dir (empty, the run user's) from its source's repository, to its instant, then promoted. */
-    async restore(spec: PostgresSpec & { restoredFrom: { datastoreId: string; time: string } }) {
+    async restore(spec: PostgresSpec & { restoredFrom: NonNullable<PostgresSpec['restoredFrom']> }) {
       const source = spec.restoredFrom.datastoreId;
       const target = opts.layoutOf(spec.id);
       rmSync(target.pgdata, { recursive: true, force: true }); // what an interrupted restore left
       privateDir(ctx, target.pgdata, true);
       // pgBackRest's time format: `YYYY-MM-DD HH:MM:SS.mmm+00`.
       const time = new Date(spec.restoredFrom.time).toISOString().replace('T', ' ').replace('Z', '+00');
-      await pgbackrestRun(
-        source,
-        ['restore', `--pg1-path=${target.pgdata}`, '--type=time', `--target=${time}`, '--target-action=promote'],
-        { own: target.pgdata, others: [layout(source).dir] },
-      );
+      // To the end: a deleted database's whole archive (a time past its last commit would stop its recovery short).
+      const to = spec.restoredFrom.toEnd
+        ? ['--type=default']
+        : ['--type=time', `--target=${time}`, '--target-action=promote'];
+      await pgbackrestRun(source, ['restore', `--pg1-path=${target.pgdata}`, ...to], {
+        own: target.pgdata,
+        others: [layout(source).dir],
+      });
     },
-    /** A deleted datastore's repository goes with it (backups do not outlive a deletion yet). */
-    destroy: (id: string) => rmSync(layout(id).dir, { recursive: true, force: true }),
+    /** Removes a datastore's repository (once a deleted one's window is over, or at once on a plan without backups). */
+    drop: (id: string) => rmSync(layout(id).dir, { recursive: true, force: true }),
   };
 }
 export type LocalBackups = ReturnType<typeof createLocalBackups>;
@@ -200,6 +203,7 @@ export function backupMethods(
       if (archives(spec)) await backups.backup(spec);
     },
     recoveryWindow: (id) => backups.window(id),
+    dropBackups: async (id) => backups.drop(id),
     async seal(spec, placement) {
       await query(spec, placement, 'select txid_current()'); // a recovery to a time needs a commit after it
       await backups.seal(spec);

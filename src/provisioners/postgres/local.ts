@@ -328,8 +328,7 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       const server = findServer(layout.pgdata, stateOf(placement));
       if (server) await stopServer(server, 'immediate');
       await net.release(spec.id);
-      rmSync(layout.dir, { recursive: true, force: true });
-      backups?.destroy(spec.id);
+      rmSync(layout.dir, { recursive: true, force: true }); // its backups stay: dropBackups removes them
       removeLegacySocketLink(spec.id);
       verified.delete(spec.id);
     },

@@ -1,14 +1,30 @@
-import { and, desc, eq, inArray, lt, getTableColumns } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, lte, getTableColumns } from 'drizzle-orm';
 import { managerOf, type Manager } from './blueprints.js';
 import type { Db } from '../db.js';
 import type { Suspended } from '../../model/enums.js';
-import { datastores } from '../schema/index.js';
+import { datastores, deletedDatastores } from '../schema/index.js';
 import { within, type ListWindow } from './filters.js';
 
 export type DatastoreRow = typeof datastores.$inferSelect;
 export type DatastoreInsert = typeof datastores.$inferInsert;
 export type DatastoreKind = DatastoreRow['kind'];
 export type DatastoreStatus = DatastoreRow['status'];
+
+/** A deleted datastore whose backups are kept: its row as it was, when it went, and until when it can be recovered. */
+export interface DeletedDatastore {
+  row: DatastoreRow;
+  deletedAt: Date;
+  backupsUntil: Date;
+}
+
+const revive = (r: typeof deletedDatastores.$inferSelect): DeletedDatastore => {
+  const row = r.row as unknown as DatastoreRow;
+  return {
+    row: { ...row, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) },
+    deletedAt: r.deletedAt,
+    backupsUntil: r.backupsUntil,
+  };
+};
 
 export interface DatastoreQuery extends ListWindow {
   kind: DatastoreKind;
@@ -63,6 +79,24 @@ export function createDatastoreRepo(db: Db) {
     },
     async delete(id: string): Promise<boolean> {
       return (await db.delete(datastores).where(eq(datastores.id, id)).returning({ id: datastores.id })).length > 0;
+    },
+    /** Remembers a deleted datastore whose backups are kept until `backupsUntil`. */
+    async keepDeleted(row: DatastoreRow, backupsUntil: Date): Promise<void> {
+      await db
+        .insert(deletedDatastores)
+        .values({ id: row.id, workspaceId: row.workspaceId, row: JSON.parse(JSON.stringify(row)), backupsUntil });
+    },
+    async getDeleted(id: string): Promise<DeletedDatastore | undefined> {
+      const [row] = await db.select().from(deletedDatastores).where(eq(deletedDatastores.id, id)).limit(1);
+      return row && revive(row);
+    },
+    /** Deleted datastores whose backups are due to go (their window ended by `now`). */
+    async deletedUntil(now: Date): Promise<DeletedDatastore[]> {
+      const rows = await db.select().from(deletedDatastores).where(lte(deletedDatastores.backupsUntil, now)).limit(100);
+      return rows.map(revive);
+    },
+    async forgetDeleted(id: string): Promise<void> {
+      await db.delete(deletedDatastores).where(eq(deletedDatastores.id, id));
     },
   };
 }

@@ -41,9 +41,10 @@ export const datastores = pgTable(
     port: integer('port'),
     /**
      * A Postgres datastore made by point-in-time recovery: the datastore whose backups it is restored from, and the
-     * instant (ISO 8601). Its server is made by restoring them, not from an empty cluster.
+     * instant (ISO 8601), or `toEnd`: everything a deleted one archived. Its server is made by restoring them, not from
+     * an empty cluster.
      */
-    restoredFrom: jsonb('restored_from').$type<{ datastoreId: string; time: string }>(),
+    restoredFrom: jsonb('restored_from').$type<{ datastoreId: string; time: string; toEnd?: boolean }>(),
     /** What the provisioner needs to find it again (pid, start time, key prefix, ...). */
     provisionerState: jsonb('provisioner_state').$type<Record<string, unknown>>().notNull().default({}),
     createdAt: createdAt(),
@@ -54,6 +55,26 @@ export const datastores = pgTable(
     index('datastores_status_idx').on(t.status),
     index('datastores_environment_idx').on(t.environmentId),
   ],
+);
+
+/**
+ * Deleted Postgres datastores whose backups are kept (docs/datastores.md, "Deleted databases"): the row as it was, so a
+ * recovery can copy it, until `backups_until` (the deletion plus the plan's retention), when the backup loop removes the
+ * repository and this row.
+ */
+export const deletedDatastores = pgTable(
+  'deleted_datastores',
+  {
+    id: text('id').primaryKey(),
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    /** The datastore's row when it was deleted (JSON: its dates are strings). */
+    row: jsonb('row').$type<Record<string, unknown>>().notNull(),
+    deletedAt: ts('deleted_at').notNull().defaultNow(),
+    backupsUntil: ts('backups_until').notNull(),
+  },
+  (t) => [index('deleted_datastores_until_idx').on(t.backupsUntil)],
 );
 
 /**
