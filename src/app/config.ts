@@ -197,6 +197,13 @@ export function loadConfig(env: Env = process.env): Config {
     localDatastores: env.SLIPWAY_LOCAL_DATASTORES !== '0' && env.SLIPWAY_LOCAL_DATASTORES !== 'false',
     backupDir: path.resolve(env.SLIPWAY_BACKUP_DIR || path.join(env.SLIPWAY_DATA_DIR || './.slipway', 'backups')),
     backupCheckMs: Math.max(100, int(env, 'SLIPWAY_BACKUP_CHECK_MS', 60_000)),
+    stateBackups: env.SLIPWAY_STATE_BACKUP_DIR
+      ? {
+          dir: path.resolve(env.SLIPWAY_STATE_BACKUP_DIR),
+          everyMs: secondsAsMs(env, 'SLIPWAY_STATE_BACKUP_SECONDS', 86_400),
+          keep: Math.max(1, int(env, 'SLIPWAY_STATE_BACKUP_KEEP', 7)),
+        }
+      : undefined,
     gitAllowLocal: env.SLIPWAY_GIT_ALLOW_LOCAL === '1' || env.SLIPWAY_GIT_ALLOW_LOCAL === 'true',
     dnsServers: list(env.SLIPWAY_DNS_SERVERS),
     routerPublicIps: list(env.SLIPWAY_ROUTER_PUBLIC_IPS),

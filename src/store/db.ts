@@ -5,8 +5,10 @@ import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
+import { run, TOOL_ENV } from '../lib/exec.js';
 import { PACKAGE_ROOT } from '../lib/paths.js';
 import * as schema from './schema/index.js';
 
@@ -45,10 +47,17 @@ export interface Store {
    * store's connections only while the pool holds some: src/app/start.ts also LISTENs on a dedicated one.
    */
   onTableChange(listener: (table: string | undefined) => void): void;
+  /**
+   * One consistent copy of the whole store into `file` (Slipway's own backup, app/state-backup.ts): PGlite's data dir
+   * as a gzipped tarball, or Postgres' `pg_dump` in its custom format.
+   */
+  dump(file: string): Promise<void>;
   close(): Promise<void>;
 }
 
 const MIGRATIONS = path.join(PACKAGE_ROOT, 'drizzle');
+/** A store's dump (pg_dump) may take this long. */
+const DUMP_TIMEOUT_MS = 3_600_000;
 
 /** The channel on which the store's triggers NOTIFY each table written (drizzle/0015_table_notices.sql). */
 export const TABLES_CHANNEL = 'slipway_tables';
@@ -176,6 +185,12 @@ async function openPglite(dataDir: string): Promise<Store> {
         'PGlite',
       ),
     onTableChange: tables.add,
+    dump: async (file) => {
+      // Inside a transaction, PGlite runs no other statement while its files are read: the copy is of one instant.
+      await client.exec('checkpoint');
+      const tarball = await guarded((c) => c.transaction(() => c.dumpDataDir('gzip')))();
+      await writeFile(file, Buffer.from(await tarball.arrayBuffer()), { mode: 0o600 });
+    },
     close: async () => {
       closed = true;
       await reopened;
@@ -229,6 +244,15 @@ async function openPostgres(url: string): Promise<Store> {
     analyze: async () => undefined,
     executeSql: (text, values) => pool.query(text, values),
     onTableChange: tables.add,
+    async dump(file) {
+      // The password goes in the environment, not the arguments every user's `ps` shows.
+      const target = new URL(url);
+      const env = { ...TOOL_ENV, PGPASSWORD: decodeURIComponent(target.password) };
+      target.password = '';
+      const cmd = { file: 'pg_dump', args: ['--format=custom', '--no-owner', `--file=${file}`, target.href], env };
+      const result = await run(cmd, { timeoutMs: DUMP_TIMEOUT_MS });
+      if (result.exitCode !== 0) throw new Error(`pg_dump failed: ${result.output.trim().slice(-1000)}`);
+    },
     ping: (timeoutMs = 2000) =>
       withTimeout(
         db.execute(sql`select 1`).then(() => undefined),

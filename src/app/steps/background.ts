@@ -6,6 +6,7 @@ import { holdLock } from '../../store/leader.js';
 import { listenChannel } from '../../store/notify.js';
 import { LOG_CHANNEL } from '../../store/repos/logs.js';
 import type { Cleanup } from '../cleanup.js';
+import { scheduleStateBackups } from '../state-backup.js';
 import type { Access } from './access.js';
 import type { Deploying } from './deploying.js';
 import type { Foundation } from './foundation.js';
@@ -54,6 +55,11 @@ export async function startBackground(
   await p.router.start(); // nginx: the re-adopted instances are in the table now
   await p.datastores.start();
   p.postgresRecovery.start(); // base backups of archiving Postgres datastores
+  if (config.stateBackups) {
+    const stateBackups = scheduleStateBackups({ store, dataDir: config.dataDir, settings: config.stateBackups, log });
+    stateBackups.start();
+    cleanup.push(() => stateBackups.stop());
+  }
   await usage.meter.start();
   p.billingMeter?.start();
   // Log streams forward from one process: on a shared Postgres, the one holding their lock.
