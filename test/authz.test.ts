@@ -278,6 +278,12 @@ beforeAll(async () => {
      values ($1, $2, $3, $4, 'true', 'starter', 'failed')`,
     [jobId, service.body.service.id, ownerA.workspaceId, source.body.deployId],
   );
+  // A disk of A's site, written as a row (a site has none; test/disks.test.ts mounts real ones).
+  const diskId = 'dsk-00000000000000000000';
+  await server.slipway.store.executeSql(
+    `insert into disks (id, workspace_id, service_id, name, size_gb, mount_path) values ($1, $2, $3, 'authz', 1, '/var/data')`,
+    [diskId, ownerA.workspaceId, service.body.service.id],
+  );
   const events = await api.get(
     `/v1/services/${service.body.service.id}/events?limit=1&includeSlipwayEvents=true`,
     ownerA,
@@ -298,6 +304,7 @@ beforeAll(async () => {
     envGroupId: group.body.id,
     webhookId: webhook.body.id,
     registryCredentialId: credential.body.id,
+    diskId,
     projectId: project.body.id,
     environmentId: project.body.environmentIds[0],
     apiKeyId: key.id,

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { Disks } from '../core/disks.js';
 import type { Config } from './config.js';
 import type { AuditLog } from '../core/audit.js';
 import { createBlueprints } from '../core/blueprints/blueprints.js';
@@ -47,6 +48,8 @@ export function wireBlueprints(deps: {
   gitToken?: (owner: { workspaceId: string; repo: string }) => Promise<string | undefined>;
   /** A service's custom domains (a file's `domains`). */
   domains: Pick<Domains, 'ensure'>;
+  /** A service's persistent disk (a file's `disk`). */
+  disks: Pick<Disks, 'ensure'>;
 }) {
   const { repos } = deps;
   const one = { limit: 1 };
@@ -98,6 +101,7 @@ export function wireBlueprints(deps: {
     registryCredentialId: async (ws, name) =>
       first(await repos.registryCredentials.list({ workspaceIds: [ws], name: [name], ...one }))?.id,
     addDomains: (service, names) => deps.domains.ensure(service, names),
+    placeDisk: (service, disk) => deps.disks.ensure(service, disk),
     deploy: async (service, archive) =>
       archive
         ? (await deps.deploys.deployArchive(service, archive)).id

@@ -49,6 +49,7 @@ import { metricFamilyRoutes } from './routes/metrics-family.js';
 import { registerPrometheus } from './routes/prometheus.js';
 import { projectRoutes } from './routes/projects.js';
 import { registryCredentialRoutes } from './routes/registry-credentials.js';
+import { diskRoutes } from './routes/disks.js';
 import { logStreamRoutes } from './routes/log-streams.js';
 import { metricsStreamRoutes } from './routes/metrics-streams.js';
 import { maintenanceRunRoutes } from './routes/maintenance-runs.js';
@@ -164,6 +165,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
     ...eventRoutes(deps),
     ...envGroupRoutes(deps),
     ...registryCredentialRoutes(deps),
+    ...diskRoutes(deps),
     ...logStreamRoutes(deps),
     ...metricsStreamRoutes(deps),
     ...maintenanceRunRoutes(deps),

@@ -23,6 +23,7 @@ import type { EnvGroups } from '../core/env-groups.js';
 import type { Events } from '../core/events.js';
 import type { IdempotencyStore } from '../core/idempotency.js';
 import type { Projects } from '../core/projects.js';
+import type { Disks } from '../core/disks.js';
 import type { RegistryCredentials } from '../core/registry-credentials.js';
 import type { LogStreamSettings } from '../core/log-streams/settings.js';
 import type { MetricsStreamSettings } from '../core/metrics-streams/settings.js';
@@ -66,6 +67,7 @@ export interface HttpDeps {
   secretFiles: SecretFiles;
   /** Render's registry credentials (tokens sealed, never returned). */
   registryCredentials: RegistryCredentials;
+  disks: Disks;
   logStreams: LogStreamSettings;
   metricsStreams: MetricsStreamSettings;
   webhooks: Webhooks;

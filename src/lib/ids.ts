@@ -30,6 +30,8 @@ export const ID_PREFIXES = {
   postgresExport: 'exp',
   job: 'job',
   logStream: 'lgs',
+  disk: 'dsk',
+  diskSnapshot: 'snp',
 } as const;
 export type IdKind = keyof typeof ID_PREFIXES;
 

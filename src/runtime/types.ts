@@ -40,6 +40,8 @@ export interface InstanceSpec {
   network?: { workspaceId: string; hostnames: string[] };
   /** A container (runtime docker or image): the image, in its service's storage, instead of a command in `sandbox`. */
   container?: { storageDir: string; image: string; command?: string };
+  /** Its service's persistent disk, mounted (runtime.disks) and bound read-write at `mountPath` in the sandbox. */
+  disk?: DiskPlace & { mountPath: string };
   /** Runs the moment the process exits while this Slipway runs it (the router drops it before anything can take its place). */
   onExit?(): void;
 }
@@ -240,8 +242,33 @@ export interface RuntimeTools {
   python(request: string | undefined): Promise<PythonInstall>;
 }
 
+/** Where a service's persistent disk lives on the host: its image file, the dir it is mounted at, its size. */
+export interface DiskPlace {
+  image: string;
+  dir: string;
+  sizeMb: number;
+}
+
+/** Services' persistent disks (runtime/local/service-disks.ts; docs/deploys.md, "Disks"). */
+export interface ServiceDisks {
+  /** Whether a disk's size is enforced (a loop-mounted image) or only watched (a plain dir of the host's disk). */
+  capped: boolean;
+  /** Mounts it at `dir` (made, or grown to `sizeMb`, first); nothing when it is mounted already. */
+  mount(place: DiskPlace): Promise<void>;
+  unmount(place: DiskPlace): Promise<void>;
+  usedBytes(place: DiskPlace): Promise<number>;
+  /** A copy of one instant of it into `file`; the bytes the copy takes. */
+  snapshot(place: DiskPlace, file: string): Promise<number>;
+  /** Its image replaced by a snapshot's copy (its instances stopped); mounted again at the next start. */
+  restore(place: DiskPlace, file: string): Promise<void>;
+  /** Unmounts it and deletes its files. */
+  remove(place: DiskPlace): Promise<void>;
+}
+
 export interface Runtime {
   capabilities: RuntimeCapabilities;
+  /** Undefined where instances cannot bind one (no sandbox): disks are refused (capabilities.notes says why). */
+  disks?: ServiceDisks;
   /** Undefined where no engine is installed: docker and image services are refused (capabilities.containers says why). */
   containers?: Containers;
   tools: RuntimeTools;

@@ -47,6 +47,7 @@ export async function buildApi(p: Parts, options: LogOptions, cleanup: Cleanup) 
       envGroups,
       secretFiles: p.secretFiles,
       registryCredentials: p.registryCredentials,
+      disks: p.disks,
       logStreams: p.logStreams.settings,
       metricsStreams: p.metricsStreams.settings,
       webhooks: p.hooks.webhooks,

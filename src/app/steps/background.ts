@@ -55,6 +55,7 @@ export async function startBackground(
   await p.router.start(); // nginx: the re-adopted instances are in the table now
   await p.datastores.start();
   p.postgresRecovery.start(); // base backups of archiving Postgres datastores
+  p.disks.start(); // services' disks' daily snapshots
   if (config.stateBackups) {
     const stateBackups = scheduleStateBackups({ store, dataDir: config.dataDir, settings: config.stateBackups, log });
     stateBackups.start();

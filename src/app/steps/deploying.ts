@@ -1,6 +1,7 @@
 import { createBuildCache } from '../../core/builds/build-cache.js';
 import { allowedGitProtocols } from '../../core/builds/commands.js';
 import { createDeployEngine } from '../../core/deploys/engine.js';
+import { createDisks } from '../../core/disks.js';
 import { createGit } from '../../core/builds/git.js';
 import { buildLimits } from '../../core/services/details.js';
 import { observeDeploy } from '../../observability/prometheus.js';
@@ -75,6 +76,17 @@ export function wireDeploying(p: Foundation & Shared & Tenancy, cleanup: Cleanup
     onInstanceSpawned: () => logs.instanceSpawned(),
   });
   cleanup.push(() => engine.close());
-  return { archive, gitProtocols, git, code, engine };
+  const disks = createDisks({
+    repos,
+    disks: runtime.disks,
+    noDisks: 'disks need the sandbox (bubblewrap) on this machine: apt-get install bubblewrap',
+    layout,
+    control: engine,
+    events: p.events,
+    checkMs: config.diskCheckMs,
+    log,
+  });
+  cleanup.push(() => disks.stop());
+  return { archive, gitProtocols, git, code, engine, disks };
 }
 export type Deploying = ReturnType<typeof wireDeploying>;

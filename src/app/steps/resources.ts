@@ -97,6 +97,7 @@ export async function wireResources(p: Parts, cleanup: Cleanup) {
     checkRepo: (repo) => checkRepo(repo, gitProtocols),
     gitToken: (owner) => code.github.tokenFor(owner),
     domains: custom.domains,
+    disks: p.disks,
   });
   await blueprints.recover(store.kind === 'pglite');
   cleanup.push(() => blueprints.close());

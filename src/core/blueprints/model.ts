@@ -48,6 +48,8 @@ export interface ServiceSpec extends Placed {
   image?: { url: string; registryCredential?: string };
   /** Custom domains to add to the service (Render's `domains`); a sync adds, never removes. */
   domains?: string[];
+  /** Its persistent disk (Render's `disk`; `sizeGB` 10 unless given); a sync adds or changes it, never removes it. */
+  disk?: { name: string; mountPath: string; sizeGB: number };
   envVars: EnvVarSpec[];
   groups: string[];
 }
@@ -191,6 +193,7 @@ function addResources(model: BlueprintModel, set: Obj | undefined, environment: 
       ...(runtime === 'docker' ? { docker: dockerOf(s) } : {}),
       ...(runtime === 'image' ? { image: imageOf(s.image as Obj) } : {}),
       ...(Array.isArray(s.domains) && s.domains.length ? { domains: (s.domains as unknown[]).map(String) } : {}),
+      ...(s.disk ? { disk: diskOf(s.disk as Obj) } : {}),
       envVars: vars,
       groups,
     });
@@ -249,3 +252,10 @@ export function readBlueprint(text: string): { validation: Validation; model?: B
   }
   return { validation, model };
 }
+
+/** Render's `disk`: `sizeGB` defaults to 10 in a blueprint (the API's default is 1). */
+const diskOf = (d: Obj) => ({
+  name: String(d.name),
+  mountPath: String(d.mountPath),
+  sizeGB: typeof d.sizeGB === 'number' ? d.sizeGB : 10,
+});

@@ -165,7 +165,6 @@ export const NESTED: Record<string, { keys: readonly string[]; required?: readon
 
 /** What a valid file may ask that this Slipway does not do: the plan says so per resource, and a sync skips it. */
 export const UNSUPPORTED_SERVICE_KEYS: Record<string, string> = {
-  disk: 'persistent disks are not supported here: the service runs without one',
   scaling: 'autoscaling is not supported here: numInstances (or 1) instances run',
   previews: 'preview environments are not supported here',
   pullRequestPreviewsEnabled: 'preview environments are not supported here',

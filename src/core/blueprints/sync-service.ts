@@ -44,6 +44,8 @@ export interface ServiceSyncDeps {
   registryCredentialId(workspaceId: string, name: string): Promise<string | undefined>;
   /** Adds the custom domains the service lacks; what could not be added (taken, invalid) comes back as warnings. */
   addDomains(service: ServiceRow, names: string[]): Promise<string[]>;
+  /** Gives the service the file's disk (made, or changed to it); what could not be done comes back as warnings. */
+  placeDisk(service: ServiceRow, disk: NonNullable<ServiceSpec['disk']>): Promise<string[]>;
   /** Deploys: the blueprint's archive as the service's new source, or a build of its repo (or its current source). */
   deploy(service: ServiceRow, archive?: { file: string; sha256: string }): Promise<string>;
 }

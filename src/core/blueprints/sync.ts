@@ -134,6 +134,7 @@ export async function applyBlueprint(
       const { service, created, changed } = await placeService(deps, sctx, spec);
       placed.services.set(spec.name, service);
       const warnings = spec.domains ? await deps.addDomains(service, spec.domains) : [];
+      if (spec.disk) warnings.push(...(await deps.placeDisk(service, spec.disk)));
       states.set(spec.name, {
         service,
         action: created ? 'created' : changed ? 'updated' : 'unchanged',

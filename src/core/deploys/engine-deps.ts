@@ -18,7 +18,7 @@ import type { CronDeps } from './cron.js';
 
 /** What the deploy engine is given (app/steps/deploying.ts wires it). */
 export interface EngineDeps {
-  repos: Pick<Repos, 'services' | 'deploys' | 'instances' | 'jobs'>;
+  repos: Pick<Repos, 'services' | 'deploys' | 'instances' | 'jobs' | 'disks'>;
   transact: Transact;
   runtime: Runtime;
   layout: Layout;

@@ -93,6 +93,11 @@ export function createDeployEngine(deps: EngineDeps) {
       : {}),
     env: (instance) => envFor(service, deploy, instance),
     secretFiles: () => deps.secretFilesOf(service.id),
+    // Its persistent disk (core/disks.ts), read at each start: one added or moved applies from the next.
+    async disk() {
+      const disk = runtime.disks && (await repos.disks.ofService(service.id));
+      return disk ? { ...layout.diskPlace(service.id, disk.sizeGb), mountPath: disk.mountPath } : undefined;
+    },
   });
   const refreshRoute = createRouteRefresher({ repos, routeTable, runtime, layout, instances, lifecycle });
   const { rollOver, stopInstances } = createRollover({
@@ -115,6 +120,7 @@ export function createDeployEngine(deps: EngineDeps) {
     stopInstances,
     releaseDisks: async (serviceId) => {
       await runtime.unmountBuildDisk?.(layout.buildDir(serviceId));
+      await runtime.disks?.unmount(layout.diskPlace(serviceId, 0)); // its persistent disk goes with its files
       await runtime.containers?.releaseStorage(layout.containerStorage(serviceId));
     },
   });

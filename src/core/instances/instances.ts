@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { listens } from '../../model/services.js';
 import path from 'node:path';
-import { SECRET_FILES_SUBDIR, type InstanceHandle, type Runtime } from '../../runtime/types.js';
+import { SECRET_FILES_SUBDIR, type InstanceHandle, type InstanceSpec, type Runtime } from '../../runtime/types.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { InstanceRepo, InstanceRow } from '../../store/repos/instances.js';
 import type { Repos } from '../../store/repos/index.js';
@@ -29,6 +29,8 @@ export interface Release {
   env(instance: { id: string; port?: number }): Promise<Record<string, string>>;
   /** Its secret files (at /etc/secrets), read at each start as the env is: a change applies from the next one. */
   secretFiles(): Promise<SecretFile[]>;
+  /** Its service's persistent disk, read at each start too; undefined without one. */
+  disk?(): Promise<InstanceSpec['disk']>;
 }
 
 /** What runOnce runs: a cron run (the release's start command) or a one-off job (its own id, command and plan). */
@@ -124,6 +126,7 @@ export function createInstances(deps: InstancesDeps) {
       : await repo.insert({ id, serviceId: service.id, deployId: deploy.id, status: 'starting', port: port ?? null });
     let handle: InstanceHandle | undefined;
     const env = await release.env({ id, port });
+    const disk = await release.disk?.();
     try {
       handle = await runtime.start({
         instanceId: id,
@@ -142,6 +145,7 @@ export function createInstances(deps: InstancesDeps) {
         limits: PLAN_LIMITS[details.plan],
         network: networkOf(service),
         ...(release.container ? { container: release.container } : {}),
+        ...(disk ? { disk } : {}),
         onExit: () => deps.onExited?.(id),
       });
       await repo.update(id, {

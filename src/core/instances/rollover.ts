@@ -50,7 +50,14 @@ export function createRollover(deps: {
       const release = deploy ?? (await repos.deploys.liveOf(service));
       if (!release) throw conflict('the service has no live deploy');
       const needsProcesses = service.type !== 'static_site' && service.type !== 'cron_job';
-      const before = await instances.active({ serviceId });
+      let before = await instances.active({ serviceId });
+      // A service with a disk runs one instance at a time (docs/deploys.md, "Disks"): the old one stops first.
+      if (needsProcesses && before.length > 0 && (await deps.releaseOf(service, release).disk?.())) {
+        lifecycle.beginStopping(before); // out of the route before they are stopped
+        await refreshRoute(service);
+        await stopInstances(before, graceOf(service));
+        before = [];
+      }
       const started =
         needsProcesses && !service.suspenders.includes('user')
           ? await instances

@@ -73,6 +73,19 @@ export function createServiceControl(deps: {
         await deps.stopInstances(await instances.active({ serviceId: service.id, jobs: true }), graceOf(service));
       });
     },
+    /** Stops every instance, runs `work` under the service's lock (nothing starts meanwhile), then starts them again. */
+    async withInstancesStopped(service: ServiceRow, work: () => Promise<void>) {
+      lifecycle.abortDeploy(service.id);
+      await withServiceLock(service.id, async () => {
+        const rows = await instances.active({ serviceId: service.id });
+        lifecycle.beginStopping(rows); // out of the route before they are stopped
+        await refreshRoute(service);
+        await deps.stopInstances(rows, graceOf(service));
+        await work();
+      });
+      const fresh = service.suspenders.includes('user') ? undefined : service.liveDeployId;
+      if (fresh) await rollOverLive(service.id);
+    },
     async resume(service: ServiceRow) {
       if (service.liveDeployId) await rollOverLive(service.id);
       else await refreshRoute(service);

@@ -1,6 +1,7 @@
 import { chmodSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { TRAVERSE_ONLY } from '../../lib/paths.js';
+import type { DiskPlace } from '../../runtime/types.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 
 const SERVICES = 'services';
@@ -41,6 +42,13 @@ export function createLayout(dataDir: string) {
     /** The file holding that storage's disk (the runtime keeps it beside the storage: container-disks.ts). */
     containerDiskImage: (serviceId: string) => path.join(serviceDir(serviceId), 'containers.img'),
     buildDiskImage: (serviceId: string) => path.join(serviceDir(serviceId), 'build-disk.img'),
+    /** Its persistent disk (core/disks.ts): the image and where it is mounted, and its snapshots (copies of the image). */
+    diskSnapshotsDir: (serviceId: string) => path.join(serviceDir(serviceId), 'disk-snapshots'),
+    diskPlace: (serviceId: string, sizeGb: number): DiskPlace => ({
+      image: path.join(serviceDir(serviceId), 'disk.img'),
+      dir: path.join(serviceDir(serviceId), 'disk'),
+      sizeMb: sizeGb * 1024,
+    }),
     buildDir: (serviceId: string) => path.join(serviceDir(serviceId), 'build'),
     /** The dependency cache kept between its builds (build-cache.ts), on the build disk. */
     cacheDir: (serviceId: string) => path.join(serviceDir(serviceId), 'build', 'cache'),

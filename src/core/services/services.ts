@@ -184,6 +184,8 @@ export function createServices(deps: {
           mergeDetails(service.type, withImage(patch.serviceDetails, patch.image), current.details, deps.noContainers),
           patch.buildFilter,
         );
+        if ((details.numInstances > 1 || details.autoscaling?.enabled) && (await tx.disks.ofService(service.id)))
+          throw conflict('a service with a disk runs one instance: remove its disk to scale it');
         const row = await tx.services.update(service.id, {
           ...(patch.name !== undefined ? { name: patch.name } : {}),
           ...(patch.repo !== undefined ? { repo: patch.repo ? checkRepo(patch.repo, deps.gitProtocols) : null } : {}),

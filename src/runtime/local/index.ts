@@ -4,6 +4,7 @@ import type { Command } from '../../lib/exec.js';
 import type { Runtime, RuntimeCapabilities } from '../types.js';
 import { chooseContainers, containersOf } from './container-images.js';
 import { createBuildDisks, detectDiskTools, sweepBuildDisks } from './build-disks.js';
+import { createServiceDisks } from './service-disks.js';
 import { createContainerDisks, DEFAULT_CONTAINER_DISK_MB } from './container-disks.js';
 import { runBuild, runTool } from './builds.js';
 import { detectCapabilities, findProgram, lookupUser, type SandboxMode } from './capabilities.js';
@@ -181,8 +182,18 @@ export async function createLocalRuntime(options: {
     typeof disks === 'string' ? undefined : disks,
     options.containerDiskMb ?? DEFAULT_CONTAINER_DISK_MB,
   );
+  const serviceDisks = policy.bwrap
+    ? createServiceDisks(typeof disks === 'string' ? undefined : disks, policy.runAs)
+    : undefined;
+  if (!serviceDisks)
+    capabilities.notes.push('services cannot have disks: instances need the sandbox (bubblewrap) to bind one');
+  else if (!serviceDisks.capped)
+    capabilities.notes.push(
+      "disks' sizes are not enforced (each is a dir of the host's disk; an event says when one passes its size)",
+    );
   const deps: LocalDeps = {
     containerDisks,
+    serviceDisks,
     policy,
     cgroups,
     log,
@@ -206,6 +217,7 @@ export async function createLocalRuntime(options: {
     runTool: (spec) => runTool(deps, spec),
     mountBuildDisk,
     unmountBuildDisk,
+    disks: serviceDisks,
     start: (spec) =>
       startInstance(deps, {
         ...spec,

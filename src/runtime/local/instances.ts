@@ -1,7 +1,7 @@
 import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { spawnDetached, type Command } from '../../lib/exec.js';
-import { SECRET_FILES_SUBDIR, type InstanceHandle, type InstanceSpec } from '../types.js';
+import { SECRET_FILES_SUBDIR, type InstanceHandle, type InstanceSpec, type ServiceDisks } from '../types.js';
 import type { Cgroups } from './cgroups.js';
 import { openWayTo, type AppUser } from './host-paths.js';
 import { readStat } from './proc.js';
@@ -35,6 +35,8 @@ export interface LocalDeps {
   seccompProfile?: string;
   /** Each service's container storage on a sized disk of its own (container-disks.ts). */
   containerDisks?: ContainerDisks;
+  /** Services' persistent disks (service-disks.ts), where instances can bind one. */
+  serviceDisks?: ServiceDisks;
 }
 
 /**
@@ -125,6 +127,10 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
         ? await deps.networks.networks.attach(spec.instanceId, spec.network.workspaceId, spec.network.hostnames)
         : undefined;
     const { container } = spec;
+    if (spec.disk) {
+      if (!deps.serviceDisks || container) throw new Error('this instance cannot bind a disk here');
+      await deps.serviceDisks.mount(spec.disk);
+    }
     if (container) {
       if (!deps.containers) throw new Error('no container engine on this machine');
       const files = { attached, groupDirs, stdoutPath, stderrPath };
@@ -201,6 +207,7 @@ function commandFor(
     cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
     secretsDir,
     rootSecretBinds: rootSecrets,
+    binds: spec.disk ? [[spec.disk.dir, spec.disk.mountPath]] : [],
     network: attached && {
       nsenterPath: deps.networks!.nsenterPath,
       netnsPath: attached.netnsPath,

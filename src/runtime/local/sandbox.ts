@@ -40,6 +40,8 @@ export interface SandboxedProcess {
   secretsDir?: string;
   /** With bwrap: secret files bound read-only in the app's root dir too, as [file, mount point] (rootSecretBinds). */
   rootSecretBinds?: [string, string][];
+  /** With bwrap: host dirs bound read-write elsewhere than their own path, as [dir, mount point] (a service's disk). */
+  binds?: [string, string][];
 }
 
 /** Re-exported: the sandbox's callers quote with it. */
@@ -133,6 +135,8 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
       ...proc.writableDirs.flatMap((dir) => bindAt('--bind', dir)),
       // After the app dir's bind, over it.
       ...(proc.rootSecretBinds ?? []).flatMap(([file, at]) => ['--ro-bind', file, at]),
+      // A service's disk, at its mountPath (core/disks.ts checks the path).
+      ...(proc.binds ?? []).flatMap(([dir, at]) => ['--perms', '0755', '--dir', at, '--bind', dir, at]),
       // No --new-session: Slipway already starts every sandbox in a session of its own without a terminal (setsid),
       // and a second one inside would take the app out of the process group, so kill(-pid) would miss it.
       '--unshare-pid',

@@ -6,6 +6,7 @@ import { createBlueprintRepo } from './blueprints.js';
 import { createCertificateRepo } from './certificates.js';
 import { createCustomDomainRepo } from './custom-domains.js';
 import { createDatastoreRepo } from './datastores.js';
+import { createDiskRepo } from './disks.js';
 import { createDeployRepo } from './deploys.js';
 import { createDeployTriggerRepo } from './deploy-triggers.js';
 import { createEnvGroupRepo } from './env-groups.js';
@@ -58,6 +59,7 @@ export function createRepos(db: Db) {
     events: createEventRepo(db),
     projects: createProjectRepo(db),
     datastores: createDatastoreRepo(db),
+    disks: createDiskRepo(db),
     postgresExports: createPostgresExportRepo(db),
     logs: createLogRepo(db),
     metrics: createMetricRepo(db),

@@ -23,3 +23,4 @@ export * from './jobs.js';
 export * from './log-streams.js';
 export * from './metrics-streams.js';
 export * from './notifications.js';
+export * from './disks.js';
