@@ -32,7 +32,11 @@ let api: Client;
 let owner: TestUser, viewer: TestUser, stranger: TestUser;
 beforeAll(async () => {
   if (!ok) return;
-  server = await bootServer({ SLIPWAY_BACKUP_CHECK_MS: '500', SLIPWAY_DATASTORE_CHECK_MS: '300' });
+  server = await bootServer({
+    SLIPWAY_BACKUP_CHECK_MS: '500',
+    SLIPWAY_BACKUP_RETRY_MS: '1000',
+    SLIPWAY_DATASTORE_CHECK_MS: '300',
+  });
   api = client(server.url);
   owner = await signUp(api);
   viewer = await addMember(api, owner, 'viewer');
@@ -198,6 +202,41 @@ describe.skipIf(!ok)('Postgres point-in-time recovery', () => {
       execFileSync('chmod', ['-R', 'u+w', archive]);
     }
   }, 180_000);
+
+  it('takes a base backup killed part-way (kill -9) again, and recovery still works', async () => {
+    const created = await api.post('/v1/postgres', { name: 'journal', plan: 'basic_256mb' }, owner);
+    const id = created.body.id as string;
+    const url = `/v1/postgres/${id}`;
+    // Its first base backup starts as soon as it serves: every process of it is killed mid-way.
+    const under = `--stanza=${id} backup --type=full`;
+    const killed = await waitFor(
+      'its first base backup under way',
+      async () => {
+        const pids = execFileSync('pgrep', ['-f', '--', under], { encoding: 'utf8' }).split('\n').filter(Boolean);
+        for (const pid of pids) execFileSync('kill', ['-KILL', pid]);
+        return pids.length ? pids : undefined;
+      },
+      60_000,
+      10,
+    ).catch(() => []);
+    expect(killed.length).toBeGreaterThan(0);
+    const types = async () =>
+      ((await api.get(`${url}/events?limit=100`, owner)).body as Array<{ event: { type: string } }>).map(
+        (e) => e.event.type,
+      );
+    await waitFor('the failure recorded', async () => (await types()).includes('datastore_backup_failed'), 30_000);
+    // Tried again (SLIPWAY_BACKUP_RETRY_MS): pgBackRest takes a whole backup over what the killed one left.
+    await waitFor('the next backup', async () => (await types()).includes('datastore_backup_completed'), 90_000);
+    await untilStatus(api, owner, url, 'available', 30_000);
+    const conninfo = (await api.get(`${url}/connection-info`, owner)).body.externalConnectionString as string;
+    await sql(conninfo, 'create table notes (id int primary key); insert into notes values (7), (8)');
+    await sleep(1100);
+    const recovered = await api.post(`${url}/recovery`, { restoreTime: new Date().toISOString() }, owner);
+    expect(recovered.status, recovered.text).toBe(200);
+    await untilStatus(api, owner, `/v1/postgres/${recovered.body.id}`, 'available', 120_000);
+    const restored = (await api.get(`/v1/postgres/${recovered.body.id}/connection-info`, owner)).body;
+    expect(await rows(restored.externalConnectionString as string)).toEqual([7, 8]);
+  }, 300_000);
 
   it('keeps no backups on the free plan (NOT_AVAILABLE, and a recovery is a 409)', async () => {
     const created = await api.post('/v1/postgres', { name: 'hobby', plan: 'free' }, owner);

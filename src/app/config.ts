@@ -197,6 +197,7 @@ export function loadConfig(env: Env = process.env): Config {
     localDatastores: env.SLIPWAY_LOCAL_DATASTORES !== '0' && env.SLIPWAY_LOCAL_DATASTORES !== 'false',
     backupDir: path.resolve(env.SLIPWAY_BACKUP_DIR || path.join(env.SLIPWAY_DATA_DIR || './.slipway', 'backups')),
     backupCheckMs: Math.max(100, int(env, 'SLIPWAY_BACKUP_CHECK_MS', 60_000)),
+    backupRetryMs: Math.max(100, int(env, 'SLIPWAY_BACKUP_RETRY_MS', 10 * 60_000)),
     diskCheckMs: Math.max(100, int(env, 'SLIPWAY_DISK_CHECK_MS', 60_000)),
     stateBackups: env.SLIPWAY_STATE_BACKUP_DIR
       ? {

@@ -129,6 +129,8 @@ export interface Config {
   backupDir: string;
   /** How often the backup scheduler looks for a datastore whose newest base backup is a day old (SLIPWAY_BACKUP_CHECK_MS). */
   backupCheckMs: number;
+  /** A failed base backup is tried again after this long (SLIPWAY_BACKUP_RETRY_MS). */
+  backupRetryMs: number;
   /** How often the disk loop looks for a disk whose newest daily snapshot is a day old (SLIPWAY_DISK_CHECK_MS). */
   diskCheckMs: number;
   /** Slipway's own state backups (app/state-backup.ts), when SLIPWAY_STATE_BACKUP_DIR is set: there, this often, this many kept. */

@@ -68,6 +68,7 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
     forget: (id) => repos.datastores.forgetDeleted(id),
     events,
     checkMs: config.backupCheckMs,
+    retryMs: config.backupRetryMs,
     log,
   });
   cleanup.push(() => postgresRecovery.stop());

@@ -10,8 +10,6 @@ import { placementOf } from './reconciler.js';
 
 /** A base backup is taken when the newest is this old (Render takes them daily too). */
 const BACKUP_EVERY_MS = 24 * 3_600_000;
-/** A failed base backup is tried again after this long (not at every pass of the loop). */
-const BACKUP_RETRY_MS = 10 * 60_000;
 /** How long a datastore's recovery window, once read, is answered from memory. */
 const WINDOW_TTL_MS = 5000;
 type RecoveryWindow = NonNullable<Awaited<ReturnType<PostgresBackups['recoveryWindow']>>>;
@@ -43,6 +41,8 @@ export function createPostgresRecovery(deps: {
   forget(id: string): Promise<void>;
   events: Pick<Events, 'record'>;
   checkMs: number;
+  /** A failed base backup is tried again after this long, not at every pass (SLIPWAY_BACKUP_RETRY_MS). */
+  retryMs: number;
   log: Pick<Logger, 'info' | 'warn'>;
 }) {
   const { datastores } = deps;
@@ -104,7 +104,7 @@ export function createPostgresRecovery(deps: {
       await p.backup!(datastores.driver.spec(row) as PostgresSpec);
     } catch (err) {
       const reason = (err as Error).message.slice(-500);
-      lastBackup.set(row.id, Date.now() - BACKUP_EVERY_MS + BACKUP_RETRY_MS);
+      lastBackup.set(row.id, Date.now() - BACKUP_EVERY_MS + deps.retryMs);
       if (!failing.backup.has(row.id)) await record(row, 'datastore_backup_failed', { reason });
       failing.backup.set(row.id, reason);
       throw err;
