@@ -6,7 +6,8 @@
  */
 import { Ajv } from 'ajv';
 import ajvFormats from 'ajv-formats';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployFixture, FIXTURES, finished, viaRouter } from './helpers/apps.js';
@@ -14,6 +15,8 @@ import { allDeploysSettled, createUploaded, servicesByName, syncEnded } from './
 import { addMember, client, signUp, type Client, type TestUser } from './helpers/client.js';
 import { waitFor } from './helpers/process.js';
 import { loadRenderReference } from './helpers/render-reference.js';
+import { detectDiskTools } from '../src/runtime/local/build-disks.js';
+import { createServiceDisks } from '../src/runtime/local/service-disks.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 
 const ajv = new Ajv({ strict: false, allErrors: true });
@@ -175,4 +178,23 @@ describe('disks', () => {
     expect((await api.get(`/v1/disks/${created.body.id}`, owner)).status).toBe(404);
     await waitFor('its disk unmounted', async () => !readFileSync('/proc/self/mountinfo', 'utf8').includes(service.id));
   }, 180_000);
+});
+
+describe("a disk's runtime", () => {
+  it('mounts a disk once when its instance starts and the daily snapshot come together', async () => {
+    const tools = detectDiskTools();
+    if (typeof tools === 'string') throw new Error(tools);
+    const disks = createServiceDisks(tools, undefined);
+    const dir = mkdtempSync(path.join(tmpdir(), 'slipway-disk-race-'));
+    const place = { image: path.join(dir, 'disk.img'), dir: path.join(dir, 'disk'), sizeMb: 64 };
+    try {
+      // Both make the image and mount it unless one waits for the other (before: a rename of the image failed).
+      await Promise.all([disks.mount(place), disks.mount(place), disks.snapshot(place, path.join(dir, 's.img'))]);
+      expect(readFileSync('/proc/self/mountinfo', 'utf8').split(` ${place.dir} `).length - 1).toBe(1);
+      expect(await disks.snapshot(place, path.join(dir, 's.img'))).toBeGreaterThan(0);
+    } finally {
+      await disks.remove(place);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

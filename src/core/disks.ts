@@ -103,10 +103,11 @@ export function createDisks(deps: {
     if (service.liveDeployId && !service.suspenders.includes('user')) await control.restart(service);
   }
 
+  /** Undefined when the disk holds nothing yet: it is made when the service's instance first starts with it. */
   async function snapshot(disk: DiskRow, kind: 'daily' | 'manual') {
     const key = newId('diskSnapshot');
     const sizeBytes = await runtimeDisks().snapshot(placeOf(disk), snapshotFile(disk, key));
-    return repo.addSnapshot({ id: key, diskId: disk.id, kind, sizeBytes });
+    return sizeBytes === undefined ? undefined : repo.addSnapshot({ id: key, diskId: disk.id, kind, sizeBytes });
   }
 
   /** The daily snapshot of each disk, the expiry of old ones, and (where sizes are not enforced) the usage check. */
@@ -218,7 +219,11 @@ export function createDisks(deps: {
     },
     snapshots: (disk: DiskRow) => repo.snapshots(disk.id),
     /** A snapshot now (Slipway's addition to Render's daily ones). */
-    snapshot: (disk: DiskRow) => snapshot(disk, 'manual'),
+    async snapshot(disk: DiskRow) {
+      const taken = await snapshot(disk, 'manual');
+      if (!taken) throw conflict("the disk holds nothing yet: it is made when the service's instance first starts");
+      return taken;
+    },
     /** Stops the service, puts the snapshot in the disk's place, starts it again. */
     async restore(disk: DiskRow, snapshotKey: string): Promise<DiskRow> {
       const taken = await repo.getSnapshot(disk.id, snapshotKey);

@@ -257,8 +257,8 @@ export interface ServiceDisks {
   mount(place: DiskPlace): Promise<void>;
   unmount(place: DiskPlace): Promise<void>;
   usedBytes(place: DiskPlace): Promise<number>;
-  /** A copy of one instant of it into `file`; the bytes the copy takes. */
-  snapshot(place: DiskPlace, file: string): Promise<number>;
+  /** A copy of one instant of it into `file`: the bytes the copy takes; undefined when it holds nothing yet. */
+  snapshot(place: DiskPlace, file: string): Promise<number | undefined>;
   /** Its image replaced by a snapshot's copy (its instances stopped); mounted again at the next start. */
   restore(place: DiskPlace, file: string): Promise<void>;
   /** Unmounts it and deletes its files. */

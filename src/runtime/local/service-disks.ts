@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, renameSync, rmSync, statfsSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { run, type Command } from '../../lib/exec.js';
+import { createKeyedLocks } from '../../lib/keyed-locks.js';
 import { sizeOf } from '../../lib/file-trees.js';
 import type { DiskPlace, ServiceDisks } from '../types.js';
 import { mountsUnder, unmountAll, umountCommand, type DiskTools } from './build-disks.js';
@@ -36,7 +37,7 @@ const mounted = (dir: string) => mountsUnder(dir).includes(path.resolve(dir));
  * inside the app (ENOSPC). Snapshots are copies of the image taken while the filesystem is frozen (`fsfreeze`), so
  * each is one instant of it; sparse copies, so they take what the disk holds, not its size.
  */
-export function createServiceDisks(found: DiskTools | undefined, runAs: SandboxPolicy['runAs']) {
+export function createServiceDisks(found: DiskTools | undefined, runAs: SandboxPolicy['runAs']): ServiceDisks {
   const extra = {
     e2fsck: findProgram('e2fsck'),
     resize2fs: findProgram('resize2fs'),
@@ -63,30 +64,41 @@ export function createServiceDisks(found: DiskTools | undefined, runAs: SandboxP
     await runOrThrow(tools!.resize2fs, [image], 'resize2fs');
   }
 
-  const disks: ServiceDisks = {
+  async function mountNow({ image, dir, sizeMb }: DiskPlace) {
+    if (mounted(dir)) return;
+    mkdirSync(dir, { recursive: true });
+    if (tools) {
+      if (!existsSync(image)) await makeImage(image, sizeMb);
+      else if (statSync(image).size < sizeMb * MIB) await grow(image, sizeMb);
+      await runOrThrow(tools.mount, ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', image, dir], 'mount');
+    }
+    giveTo(dir, runAs); // its root is the app user's (the files in it keep their owners)
+  }
+  const unmountNow = async ({ dir }: DiskPlace) => {
+    if (tools && existsSync(dir)) await unmountAll(tools, dir);
+  };
+  /** One change of a disk at a time: an instance's start, the daily snapshot and a restore may come together. */
+  const withLock = createKeyedLocks();
+  const locked =
+    <A extends unknown[], R>(work: (place: DiskPlace, ...rest: A) => Promise<R>) =>
+    (place: DiskPlace, ...rest: A) =>
+      withLock(place.dir, () => work(place, ...rest));
+
+  return {
     capped: !!tools,
-    async mount({ image, dir, sizeMb }: DiskPlace) {
-      if (mounted(dir)) return;
-      mkdirSync(dir, { recursive: true });
-      if (tools) {
-        if (!existsSync(image)) await makeImage(image, sizeMb);
-        else if (statSync(image).size < sizeMb * MIB) await grow(image, sizeMb);
-        await runOrThrow(tools.mount, ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', image, dir], 'mount');
-      }
-      giveTo(dir, runAs); // its root is the app user's (the files in it keep their owners)
-    },
-    async unmount({ dir }: DiskPlace) {
-      if (tools && existsSync(dir)) await unmountAll(tools, dir);
-    },
+    mount: locked(mountNow),
+    unmount: locked(unmountNow),
     async usedBytes({ dir }: DiskPlace) {
       if (!existsSync(dir)) return 0;
       if (!tools || !mounted(dir)) return sizeOf(dir); // a plain dir of the host's disk: what its files take
       const s = statfsSync(dir);
       return (s.blocks - s.bfree) * s.bsize;
     },
-    async snapshot(place: DiskPlace, file: string) {
+    /** Undefined when the disk holds nothing yet (its instance never started): there is nothing to copy. */
+    snapshot: locked(async (place: DiskPlace, file: string) => {
       if (!tools) throw new Error('snapshots need loop-mounted disks (mkfs.ext4, mount and loop devices)');
-      await disks.mount(place);
+      if (!existsSync(place.image)) return undefined;
+      await mountNow(place);
       mkdirSync(path.dirname(file), { recursive: true });
       const partial = `${file}.partial`;
       await runOrThrow(tools.fsfreeze, ['--freeze', place.dir], 'fsfreeze');
@@ -97,21 +109,20 @@ export function createServiceDisks(found: DiskTools | undefined, runAs: SandboxP
       }
       renameSync(partial, file);
       return statSync(file).blocks * 512;
-    },
+    }),
     /** Puts a snapshot in the image's place (its instances stopped): the next mount is of that state. */
-    async restore(place: DiskPlace, file: string) {
+    restore: locked(async (place: DiskPlace, file: string) => {
       if (!tools) throw new Error('snapshots need loop-mounted disks');
-      await disks.unmount(place);
+      await unmountNow(place);
       const partial = `${place.image}.partial`;
       await runOrThrow(tools.cp, ['--sparse=always', file, partial], 'copying the snapshot');
       renameSync(partial, place.image);
-    },
-    async remove(place: DiskPlace) {
-      await disks.unmount(place);
+    }),
+    remove: locked(async (place: DiskPlace) => {
+      await unmountNow(place);
       if (tools && mounted(place.dir)) await run(umountCommand(tools, place.dir, true), { timeoutMs: TIMEOUT_MS });
       rmSync(place.dir, { recursive: true, force: true });
       rmSync(place.image, { force: true });
-    },
+    }),
   };
-  return disks;
 }
