@@ -5,7 +5,7 @@
  * serves the apps again with their env vars. A running Slipway takes its own backups on a schedule.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -125,6 +125,7 @@ describe("Slipway's own backup", () => {
     }
     const backedUp = await stateCli('backup', file, settings);
     expect(backedUp.code, backedUp.out).toBe(0);
+    expect(statSync(file).mode & 0o777).toBe(0o600); // it holds the secret key
 
     // Only into an empty data dir.
     const occupied = mkdtempSync(path.join(tmpdir(), 'slipway-occupied-'));

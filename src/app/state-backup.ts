@@ -64,7 +64,8 @@ export async function writeStateBackup(opts: { store: Store; dataDir: string; fi
       stateEntries(opts.dataDir),
     );
     const partial = `${file}.partial`;
-    await tar.c({ file: partial, cwd: work }, [MANIFEST, STORE_DUMP[opts.store.kind], FILES]);
+    // It holds the secret key: readable by its owner only.
+    await tar.c({ file: partial, cwd: work, mode: 0o600 }, [MANIFEST, STORE_DUMP[opts.store.kind], FILES]);
     renameSync(partial, file);
   } finally {
     rmSync(work, { recursive: true, force: true });
