@@ -58,6 +58,7 @@ describe('disks', () => {
       ['mountPath', 'relative'],
       ['mountPath', '/var/../etc'],
       ['sizeGB', 0],
+      ['sizeGB', 51], // past SLIPWAY_DISK_MAX_GB (50): one tenant's share of the host's disk
     ] as const) {
       const bad = await api.post('/v1/disks', { ...body, [field]: value }, owner);
       expect(bad.status, `${field}=${value}: ${bad.text}`).toBe(400);
@@ -102,6 +103,12 @@ describe('disks', () => {
     expect(restored.status, restored.text).toBe(200);
     await serving(service.slug);
     expect(await app(service.slug, '/get?name=a.txt')).toEqual({ content: 'first' });
+    // A client repeating the request keeps the newest 3 snapshots it asked for, not one per request.
+    for (let i = 0; i < 4; i++) expect((await api.post(`${disk}/snapshots`, {}, owner)).status).toBe(201);
+    const manual = ((await api.get(`${disk}/snapshots`, owner)).body as Array<{ kind: string }>).filter(
+      (s) => s.kind === 'manual',
+    );
+    expect(manual).toHaveLength(3);
 
     // Slipway restarts (its apps keep running), then deploys again: the files are still there.
     await server.stop();

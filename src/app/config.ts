@@ -199,6 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
     backupCheckMs: Math.max(100, int(env, 'SLIPWAY_BACKUP_CHECK_MS', 60_000)),
     backupRetryMs: Math.max(100, int(env, 'SLIPWAY_BACKUP_RETRY_MS', 10 * 60_000)),
     diskCheckMs: Math.max(100, int(env, 'SLIPWAY_DISK_CHECK_MS', 60_000)),
+    diskMaxGb: Math.max(1, int(env, 'SLIPWAY_DISK_MAX_GB', 50)),
     stateBackups: env.SLIPWAY_STATE_BACKUP_DIR
       ? {
           dir: path.resolve(env.SLIPWAY_STATE_BACKUP_DIR),

@@ -15,6 +15,8 @@ import type { Layout } from './service-state/layout.js';
 const DAY_MS = 24 * 3_600_000;
 /** Snapshots are kept this long (Render keeps a disk's daily snapshots for 7 days). */
 const KEEP_SNAPSHOTS_MS = 7 * DAY_MS;
+/** Snapshots taken by request kept per disk, newest first: each is a copy of up to the disk's size on the host. */
+const KEEP_MANUAL = 3;
 /** Service types that may have a disk (Render: web services, private services, background workers). */
 const WITH_DISKS = new Set(['web_service', 'private_service', 'background_worker']);
 /** Where the sandbox keeps the system's own dirs (bound read-only, or its own /proc, /dev, /tmp): no disk there. */
@@ -75,6 +77,8 @@ export function createDisks(deps: {
   control: DiskControl;
   events: Pick<Events, 'record'>;
   checkMs: number;
+  /** The largest disk, in GB (SLIPWAY_DISK_MAX_GB). */
+  maxGb: number;
   log: Pick<Logger, 'info' | 'warn'>;
 }) {
   const { repos, layout, control } = deps;
@@ -93,6 +97,12 @@ export function createDisks(deps: {
       type,
       details: { diskId: disk.id, ...details },
     });
+  const checkSize = (sizeGB: number) => {
+    if (sizeGB > deps.maxGb)
+      throw badRequest(`sizeGB may be at most ${deps.maxGb} on this machine (SLIPWAY_DISK_MAX_GB), got ${sizeGB}`);
+  };
+  /** Disks already said to be over their size (an uncapped disk's event is recorded once, not at every pass). */
+  const overSize = new Set<string>();
   async function serviceOf(disk: DiskRow): Promise<ServiceRow> {
     const service = await repos.services.get(disk.serviceId);
     if (!service) throw notFound('service');
@@ -123,8 +133,10 @@ export function createDisks(deps: {
       const old = taken.filter((s) => Date.now() - s.createdAt.getTime() > KEEP_SNAPSHOTS_MS);
       for (const s of old) rmSync(snapshotFile(disk, s.id), { force: true });
       await repo.deleteSnapshots(old.map((s) => s.id));
-      if (!deps.disks.capped && (await deps.disks.usedBytes(placeOf(disk))) > disk.sizeGb * 1024 ** 3)
-        await record(disk, 'disk_size_exceeded', { sizeGB: disk.sizeGb });
+      const over = !deps.disks.capped && (await deps.disks.usedBytes(placeOf(disk))) > disk.sizeGb * 1024 ** 3;
+      if (over && !overSize.has(disk.id)) await record(disk, 'disk_size_exceeded', { sizeGB: disk.sizeGb });
+      if (over) overSize.add(disk.id);
+      else overSize.delete(disk.id);
     }
   }
   const loop = tickLoop(tick, deps.checkMs, (err) => deps.log.warn({ err }, 'disks: a pass failed'));
@@ -140,6 +152,7 @@ export function createDisks(deps: {
     list: (q: DiskQuery) => repo.list(q),
     async create(workspaceId: string, input: DiskInput & { serviceId: string }): Promise<DiskRow> {
       runtimeDisks();
+      checkSize(input.sizeGB);
       const service = await repos.services.get(input.serviceId);
       if (!service || service.workspaceId !== workspaceId) throw notFound('service');
       if (!WITH_DISKS.has(service.type))
@@ -168,6 +181,7 @@ export function createDisks(deps: {
     async update(disk: DiskRow, patch: Partial<DiskInput>): Promise<DiskRow> {
       if (patch.sizeGB !== undefined && patch.sizeGB < disk.sizeGb)
         throw badRequest(`a disk cannot shrink: sizeGB must be at least ${disk.sizeGb}`);
+      if (patch.sizeGB !== undefined) checkSize(patch.sizeGB);
       if (patch.mountPath !== undefined) checkMountPath(patch.mountPath);
       const updated = await repo.update(disk.id, {
         ...(patch.name !== undefined ? { name: patch.name } : {}),
@@ -222,6 +236,10 @@ export function createDisks(deps: {
     async snapshot(disk: DiskRow) {
       const taken = await snapshot(disk, 'manual');
       if (!taken) throw conflict("the disk holds nothing yet: it is made when the service's instance first starts");
+      // A client looping on this keeps KEEP_MANUAL copies, not one per request (each is up to the disk's size).
+      const older = (await repo.snapshots(disk.id)).filter((s) => s.kind === 'manual').slice(KEEP_MANUAL);
+      for (const s of older) rmSync(snapshotFile(disk, s.id), { force: true });
+      await repo.deleteSnapshots(older.map((s) => s.id));
       return taken;
     },
     /** Stops the service, puts the snapshot in the disk's place, starts it again. */

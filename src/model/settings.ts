@@ -133,6 +133,8 @@ export interface Config {
   backupRetryMs: number;
   /** How often the disk loop looks for a disk whose newest daily snapshot is a day old (SLIPWAY_DISK_CHECK_MS). */
   diskCheckMs: number;
+  /** The largest disk a service may have, in GB (SLIPWAY_DISK_MAX_GB): what one tenant may take of the host's disk. */
+  diskMaxGb: number;
   /** Slipway's own state backups (app/state-backup.ts), when SLIPWAY_STATE_BACKUP_DIR is set: there, this often, this many kept. */
   stateBackups: { dir: string; everyMs: number; keep: number } | undefined;
   /** Services may deploy from local paths and file:// repos (SLIPWAY_GIT_ALLOW_LOCAL): only where every workspace may read this machine's repositories. */

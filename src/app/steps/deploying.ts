@@ -84,6 +84,7 @@ export function wireDeploying(p: Foundation & Shared & Tenancy, cleanup: Cleanup
     control: engine,
     events: p.events,
     checkMs: config.diskCheckMs,
+    maxGb: config.diskMaxGb,
     log,
   });
   cleanup.push(() => disks.stop());
