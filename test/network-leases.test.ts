@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/app/config.js';
 import { ipv4Range, overlaps } from '../src/lib/ip-ranges.js';
-import { refusedRanges } from '../src/runtime/local/network/egress.js';
+import { egressRuleset, refusedRanges } from '../src/runtime/local/network/egress.js';
 import { createLeaseFiles, nextHost } from '../src/runtime/local/network/leases.js';
 import {
   bridgeName,
@@ -94,6 +94,27 @@ describe('network leases', () => {
     // The internet, including what a resolver may answer for it (a proxy at 203.0.113.80, fake-IP proxies' 198.18/15).
     for (const address of ['1.1.1.1', '8.8.8.8', '104.16.0.1', '203.0.113.80', '198.18.0.1', '192.0.2.3'])
       expect(isRefused(address), address).toBe(false);
+  });
+
+  it("lets a datastore server open connections to its exits only, not the operator's ranges or the internet", () => {
+    const rules = (kind: 'server' | 'instance') =>
+      egressRuleset({
+        net: NET,
+        kind,
+        subnet: 7,
+        allow: [ipv4Range('192.168.5.0/24')!],
+        host: [],
+        exits: [{ address: '10.0.2.2', port: 9443 }],
+      });
+    const server = rules('server');
+    expect(server).toContain('ip daddr 10.0.2.2 tcp dport 9443 accept');
+    expect(server).not.toContain('192.168.5.0');
+    expect(server).not.toContain('udp dport 53 accept');
+    expect(server.trimEnd().split('\n').at(-3)?.trim()).toBe('jump refuse');
+    const instance = rules('instance');
+    expect(instance).toContain('ip daddr { 192.168.5.0-192.168.5.255 } accept');
+    expect(instance).not.toContain('tcp dport 9443');
+    expect(instance).not.toMatch(/^\s*jump refuse$/m);
   });
 
   it("gives namespaces the host's resolv.conf with slirp4netns's forwarder as the only nameserver", () => {

@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { DEFAULT_TIMEOUT_SECONDS as TIMEOUTS } from '../lib/http-timeouts.js';
 import { ipv4Range, overlaps } from '../lib/ip-ranges.js';
 import { githubApp, httpsSettings, oauthSettings } from './config-integrations.js';
+import { backupS3Settings } from './config-backups.js';
 import { buildSettings } from './config-builds.js';
 import { notificationSettings } from './config-notifications.js';
 import { DEFAULT_NETWORK_CIDR, type Config } from '../model/settings.js';
@@ -196,6 +197,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisAdminUrl: env.SLIPWAY_REDIS_ADMIN_URL || undefined,
     localDatastores: env.SLIPWAY_LOCAL_DATASTORES !== '0' && env.SLIPWAY_LOCAL_DATASTORES !== 'false',
     backupDir: path.resolve(env.SLIPWAY_BACKUP_DIR || path.join(env.SLIPWAY_DATA_DIR || './.slipway', 'backups')),
+    backupS3: backupS3Settings(env),
     backupCheckMs: Math.max(100, int(env, 'SLIPWAY_BACKUP_CHECK_MS', 60_000)),
     backupRetryMs: Math.max(100, int(env, 'SLIPWAY_BACKUP_RETRY_MS', 10 * 60_000)),
     diskCheckMs: Math.max(100, int(env, 'SLIPWAY_DISK_CHECK_MS', 60_000)),

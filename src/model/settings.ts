@@ -127,6 +127,8 @@ export interface Config {
   localDatastores: boolean;
   /** Local Postgres datastores' backups (pgBackRest repositories): SLIPWAY_BACKUP_DIR, else `<data dir>/backups`. */
   backupDir: string;
+  /** Those repositories in an S3-compatible bucket instead (SLIPWAY_BACKUP_S3_*); the backup dir keeps their configs and logs. */
+  backupS3: BackupS3 | undefined;
   /** How often the backup scheduler looks for a datastore whose newest base backup is a day old (SLIPWAY_BACKUP_CHECK_MS). */
   backupCheckMs: number;
   /** A failed base backup is tried again after this long (SLIPWAY_BACKUP_RETRY_MS). */
@@ -349,4 +351,20 @@ export interface RouterStatus {
   nginx?: { pid: number; adopted: boolean };
   /** nginx: the last configuration `nginx -t` refused (the one before it kept serving). */
   lastRejected?: { at: string; reason: string };
+}
+
+/** A bucket on S3-compatible storage for pgBackRest's repositories (SLIPWAY_BACKUP_S3_*). */
+export interface BackupS3 {
+  /** A host name: pgBackRest checks the certificate against names only. */
+  endpoint: string;
+  port: number;
+  bucket: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Where in the bucket ('' for its root; `/slipway` by default): each datastore's repository is `<prefix>/postgres/<id>`. */
+  prefix: string;
+  uriStyle: 'host' | 'path';
+  /** The CA that signed the endpoint's certificate, when not the system's. */
+  caFile: string | undefined;
 }

@@ -11,14 +11,19 @@ const LOCAL_OFF = 'Datastore servers on this machine are turned off (SLIPWAY_LOC
  * message the API's 501 answers with.
  */
 export function chooseProvisioners(
-  config: Pick<Config, 'dataDir' | 'postgresAdminUrl' | 'redisAdminUrl' | 'localDatastores' | 'backupDir'>,
+  config: Pick<Config, 'dataDir' | 'postgresAdminUrl' | 'redisAdminUrl' | 'localDatastores' | 'backupDir' | 'backupS3'>,
   local: { runAs?: { uid: number; gid: number }; network?: ServerNetwork },
 ) {
   const opts = { dataDir: config.dataDir, runAs: local.runAs, network: local.network };
   return {
     postgres:
       config.postgresAdminUrl || config.localDatastores
-        ? createPostgresProvisioner({ ...opts, adminUrl: config.postgresAdminUrl, backupDir: config.backupDir })
+        ? createPostgresProvisioner({
+            ...opts,
+            adminUrl: config.postgresAdminUrl,
+            backupDir: config.backupDir,
+            backupS3: config.backupS3,
+          })
         : undefined,
     keyValue:
       config.redisAdminUrl || config.localDatastores

@@ -7,14 +7,24 @@ import { PortTakenError, type Placement } from './types.js';
  * and release offer (namespaces mode). Given to the local provisioners as a dependency, so they never see the runtime.
  */
 export interface ServerNetwork {
-  /** A new namespace for `id` (replacing one it had), where the workspace's apps reach it as `hostnames`; undefined: none. */
+  /**
+   * A new namespace for `id` (replacing one it had), where the workspace's apps reach it as `hostnames`; undefined:
+   * none. It can reach nothing outside but `exits` (host addresses and ports), at the addresses the answer's exits say.
+   */
   attach(
     id: string,
     workspaceId: string,
     hostnames: string[],
-  ): Promise<{ address: string; wrap(cmd: Command): Command } | undefined>;
+    exits?: Exit[],
+  ): Promise<{ address: string; wrap(cmd: Command): Command; exits: Exit[] } | undefined>;
   /** Removes it; called once the server stopped. */
   release(id: string): Promise<void>;
+}
+
+/** An address and TCP port outside (its backups' S3 endpoint). */
+export interface Exit {
+  address: string;
+  port: number;
 }
 
 /** Where a local server listens, and how its command is started there. */
@@ -24,6 +34,8 @@ export interface Listener {
   /** Its name on the workspace's private network (namespaces mode). */
   internalHost?: string;
   wrap(cmd: Command): Command;
+  /** Where it reaches the exits it was given, seen from its namespace (namespaces mode; same order). */
+  exits?: Exit[];
 }
 
 export const LOOPBACK = '127.0.0.1';
@@ -47,11 +59,16 @@ export function createServerNetworking(network: ServerNetwork | undefined, stand
      * For a server about to start where `at` says: a fresh namespace (namespaces mode), else loopback at its port; a
      * free one when `at` was a namespace's (the mode changed), whose standard port on the host may be anybody's.
      */
-    async listen(spec: { id: string; workspaceId: string }, at: { host: string; port: number }): Promise<Listener> {
+    async listen(
+      spec: { id: string; workspaceId: string },
+      at: { host: string; port: number },
+      exits: Exit[] = [],
+    ): Promise<Listener> {
       if (!network) return { host: LOOPBACK, port: at.host === LOOPBACK ? at.port : await freePort(), wrap: asIs };
-      const attached = await network.attach(spec.id, spec.workspaceId, [spec.id]);
+      const attached = await network.attach(spec.id, spec.workspaceId, [spec.id], exits);
       if (!attached) throw new Error(`the runtime gave the server of ${spec.id} no network namespace`);
-      return { host: attached.address, port: standardPort, internalHost: spec.id, wrap: attached.wrap };
+      const { address, wrap } = attached;
+      return { host: address, port: standardPort, internalHost: spec.id, wrap, exits: attached.exits };
     },
 
     /** A running server that listens at `at` (adopted). */

@@ -2,6 +2,12 @@ import type { Command, RunResult } from '../lib/exec.js';
 import type { Limits } from '../model/limits.js';
 
 /** Where the app may look. */
+/** An address and TCP port a datastore server's namespace may reach (its backups' S3 endpoint). */
+export interface ServerExit {
+  address: string;
+  port: number;
+}
+
 export interface Sandbox {
   /** The immutable artifact dir (mounted read-only); cwd = path.join(appDir, workDir). */
   appDir: string;
@@ -318,13 +324,15 @@ export interface Runtime {
   sweep(keep: (instanceId: string) => boolean): Promise<void>;
   /**
    * A namespace on the workspace's private network for a datastore server, where the workspace's apps reach it as
-   * `hostnames`; undefined on the shared network. `wrap` runs a command inside it. `release(id)` removes it.
+   * `hostnames`; undefined on the shared network. `wrap` runs a command inside it. `release(id)` removes it. Its only
+   * ways out are `exits` (host addresses and ports, none by default); `exits` in the answer are where it reaches them.
    */
   attachServer(
     id: string,
     workspaceId: string,
     hostnames: string[],
-  ): Promise<{ address: string; wrap(cmd: Command): Command } | undefined>;
+    exits?: ServerExit[],
+  ): Promise<{ address: string; wrap(cmd: Command): Command; exits: ServerExit[] } | undefined>;
   /** Removes the namespaces of datastore servers that `keep` refuses. */
   sweepServers(keep: (id: string) => boolean): Promise<void>;
   /**

@@ -130,7 +130,16 @@ export function createPostgresRecovery(deps: {
     for (const gone of await deps.expired(new Date())) {
       const p = datastores.driver.provisioner(gone.row) as Partial<PostgresBackups> | undefined;
       // Made by another provisioner (the configuration changed since): its repository is not this one's to remove.
-      if (p?.dropBackups) await p.dropBackups(gone.row.id);
+      try {
+        if (p?.dropBackups) await p.dropBackups(gone.row.id);
+      } catch (err) {
+        // An S3 bucket out of reach: its record stays, and the next pass tries again.
+        deps.log.warn(
+          { datastoreId: gone.row.id, err: (err as Error).message },
+          "could not remove a deleted database's backups",
+        );
+        continue;
+      }
       await deps.forget(gone.row.id);
       deps.log.info({ datastoreId: gone.row.id }, "a deleted database's backups expired and were removed");
     }

@@ -1,7 +1,10 @@
-import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lookup } from 'node:dns/promises';
 import path from 'node:path';
+import type { BackupS3 } from '../../model/settings.js';
 import { run, type Command } from '../../lib/exec.js';
 import { writeRunUserFile } from '../server-output.js';
+import type { Exit } from '../server-network.js';
 import type { Placement, PostgresBackups, PostgresSpec } from '../types.js';
 import { asRunUser, SUPERUSER, type RunContext } from './commands.js';
 import { dirAccess, privateDir, type DatastoreLayout } from './local-files.js';
@@ -12,6 +15,9 @@ import { dirAccess, privateDir, type DatastoreLayout } from './local-files.js';
  * `<backup dir>/postgres/<id>/` (the run user's, 0700): the server's archive_command pushes every WAL segment there,
  * base backups are taken into it, and a recovery restores a new server's data dir from it. Every pgBackRest command runs
  * as the servers' run user, in a mount namespace that keeps only the dirs it needs (as the servers themselves run).
+ * With SLIPWAY_BACKUP_S3_* the repository is `<prefix>/postgres/<id>` in the bucket instead, and that dir keeps its
+ * config, logs and locks; the server's namespace then reaches the endpoint, and nothing else (docs/datastores.md,
+ * "Backups on S3").
  */
 
 const PGBACKREST_PATHS = ['/usr/bin/pgbackrest', '/usr/local/bin/pgbackrest'];
@@ -40,8 +46,26 @@ export const archiveCommand = (pgbackrest: string, layout: BackupLayout, stanza:
     .join(' ')
     .replace(`'%p'`, '"%p"');
 
+/** Where the repository is: the local dir, or the datastore's path in the bucket. */
+const repoLines = (layout: BackupLayout, id: string, s3: BackupS3 | undefined) =>
+  s3
+    ? [
+        'repo1-type=s3',
+        `repo1-path=${s3.prefix}/postgres/${id}`,
+        `repo1-s3-bucket=${s3.bucket}`,
+        `repo1-s3-endpoint=${s3.endpoint}`,
+        `repo1-storage-port=${s3.port}`,
+        `repo1-s3-region=${s3.region}`,
+        `repo1-s3-key=${s3.accessKeyId}`,
+        `repo1-s3-key-secret=${s3.secretAccessKey}`,
+        `repo1-s3-uri-style=${s3.uriStyle}`,
+        ...(s3.caFile ? [`repo1-storage-ca-file=${s3.caFile}`] : []),
+      ]
+    : [`repo1-path=${layout.repo}`];
+
 /** The repository's config: where it is, how long full backups are kept, and how to reach the server (its socket). */
 function configText(p: {
+  repo: string[];
   layout: BackupLayout;
   stanza: string;
   pgdata: string;
@@ -52,7 +76,7 @@ function configText(p: {
   return [
     '# Written by Slipway before every backup and start of the datastore.',
     '[global]',
-    `repo1-path=${p.layout.repo}`,
+    ...p.repo,
     `repo1-retention-full-type=time`,
     `repo1-retention-full=${p.retentionDays}`,
     `log-path=${path.join(p.layout.dir, 'log')}`,
@@ -84,9 +108,10 @@ export function createLocalBackups(opts: {
   ctx: RunContext;
   pgbackrest: string;
   backupDir: string;
+  s3?: BackupS3 | undefined;
   layoutOf: (id: string) => DatastoreLayout;
 }) {
-  const { ctx, pgbackrest } = opts;
+  const { ctx, pgbackrest, s3 } = opts;
   const layout = (id: string) => backupLayout(opts.backupDir, id);
 
   async function pgbackrestRun(id: string, args: string[], keep: { own: string; others: string[] }) {
@@ -112,7 +137,7 @@ export function createLocalBackups(opts: {
     return pgbackrestRun(spec.id, args, { own: server.pgdata, others: [server.socketDir, layout(spec.id).dir] });
   };
 
-  return {
+  const methods = {
     layout,
     /** The server's archive_command, and the dirs its server must see: its repository (and a source's, restoring). */
     archiving(spec: PostgresSpec) {
@@ -135,6 +160,7 @@ export function createLocalBackups(opts: {
       for (const dir of [l.dir, path.join(l.dir, 'log'), path.join(l.dir, 'lock'), path.join(l.dir, 'spool')])
         privateDir(ctx, dir, true);
       const text = configText({
+        repo: repoLines(l, spec.id, s3),
         layout: l,
         stanza: spec.id,
         pgdata: server.pgdata,
@@ -183,9 +209,49 @@ export function createLocalBackups(opts: {
         others: [layout(source).dir],
       });
     },
+    /**
+     * Where the server must reach its repository: the S3 endpoint's address (looked up now, by the host's resolver)
+     * and port; nothing for a local one.
+     */
+    async exits(): Promise<Exit[]> {
+      if (!s3) return [];
+      return [{ address: (await lookup(s3.endpoint, { family: 4 })).address, port: s3.port }];
+    },
+    /**
+     * The server's /etc/hosts, written to `file`: the endpoint's name at `inside`, where its namespace reaches the
+     * address exits() gave (it has no resolver, and pgBackRest checks the certificate against that name).
+     */
+    pinEndpoint(file: string, inside: Exit): string {
+      const lines = [
+        `${inside.address} ${s3!.endpoint}`,
+        ...(s3!.endpoint === 'localhost' ? [] : ['127.0.0.1 localhost']),
+      ];
+      writeFileSync(file, lines.join('\n') + '\n', { mode: 0o644 });
+      return file;
+    },
+    /**
+     * A server whose data dir is gone (a broken disk; Slipway restored on a new machine, its repositories on S3 or
+     * another disk) comes back from its own repository, with everything archived; false when that holds no backup.
+     */
+    async restoreOwn(spec: PostgresSpec, port: number): Promise<boolean> {
+      methods.prepare(spec, port);
+      if (!(await methods.window(spec.id))) return false;
+      const time = new Date().toISOString();
+      await methods.restore({ ...spec, restoredFrom: { datastoreId: spec.id, time, toEnd: true } });
+      return true;
+    },
     /** Removes a datastore's repository (once a deleted one's window is over, or at once on a plan without backups). */
-    drop: (id: string) => rmSync(layout(id).dir, { recursive: true, force: true }),
+    async drop(id: string) {
+      if (s3 && existsSync(layout(id).conf)) {
+        // On S3 the bucket's objects go too: stanza-delete wants the stanza stopped first, and --force without a server.
+        const own = { own: layout(id).dir, others: [] };
+        await pgbackrestRun(id, ['stop'], own).catch(() => undefined);
+        await pgbackrestRun(id, ['stanza-delete', '--force', '--pg1-path=/nonexistent'], own); // failed: tried again
+      }
+      rmSync(layout(id).dir, { recursive: true, force: true });
+    },
   };
+  return methods;
 }
 export type LocalBackups = ReturnType<typeof createLocalBackups>;
 
@@ -203,7 +269,7 @@ export function backupMethods(
       if (archives(spec)) await backups.backup(spec);
     },
     recoveryWindow: (id) => backups.window(id),
-    dropBackups: async (id) => backups.drop(id),
+    dropBackups: (id) => backups.drop(id),
     async seal(spec, placement) {
       await query(spec, placement, 'select txid_current()'); // a recovery to a time needs a commit after it
       await backups.seal(spec);

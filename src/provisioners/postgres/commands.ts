@@ -43,6 +43,8 @@ export interface DirAccess {
   hide: string | undefined;
   /** The dirs it needs below `hide`. */
   keep: string[];
+  /** A file bound at /etc/hosts (a server whose namespace has no resolver: its backups' endpoint, pinned). */
+  hosts?: string | undefined;
 }
 
 /**
@@ -50,22 +52,25 @@ export interface DirAccess {
  * path (reached through an fd opened before the tmpfs covered it), then becomes the run user. So the run user reaches
  * its own dirs without any dir above them being opened to anyone (the data dir stays 0700, root's), and sees nothing
  * else under `hide`. Like bwrap's binds for app instances, with util-linux only. The pid stays the same through every
- * exec, so the spawned pid is the program's. Arguments: hide, uid, gid, setpriv, the kept dirs, then the command.
+ * exec, so the spawned pid is the program's. Arguments: hide, uid, gid, setpriv, hosts (each may be empty), the kept
+ * dirs, then the command.
  */
 function keepOnlyScript(kept: number): string {
-  const dirs = Array.from({ length: kept }, (_, i) => ({ fd: 3 + i, dir: `"\${${5 + i}}"` }));
+  const dirs = Array.from({ length: kept }, (_, i) => ({ fd: 3 + i, dir: `"\${${6 + i}}"` }));
   return [
     'set -e',
     'umask 022',
     ...dirs.map(({ fd, dir }) => `exec ${fd}<${dir}`),
-    'mount -t tmpfs -o mode=0755,size=64k slipway-hidden "$1"',
+    // Before the tmpfs: the file may be under `hide`.
+    '[ -z "$5" ] || mount --no-canonicalize --bind "$5" /etc/hosts',
+    '[ -z "$1" ] || mount -t tmpfs -o mode=0755,size=64k slipway-hidden "$1"',
     ...dirs.flatMap(({ fd, dir }) => [
       `mkdir -p ${dir}`,
       `mount --no-canonicalize --bind /proc/self/fd/${fd} ${dir}`,
       `exec ${fd}<&-`,
     ]),
     'uid=$2 gid=$3 setpriv=$4',
-    `shift ${4 + kept}`,
+    `shift ${5 + kept}`,
     'exec "$setpriv" --reuid="$uid" --regid="$gid" --clear-groups --no-new-privs -- "$@"',
   ].join('\n');
 }
@@ -80,14 +85,15 @@ export interface RunContext {
 export function asRunUser(ctx: RunContext, access: DirAccess, cmd: Command): Command {
   const { runAs } = ctx;
   if (!runAs) return cmd;
-  if (!access.hide) return { ...cmd, uid: runAs.uid, gid: runAs.gid };
+  if (!access.hide && !access.hosts) return { ...cmd, uid: runAs.uid, gid: runAs.gid };
   if (!ctx.tools)
     throw new Error('running Postgres as another user under a closed dir needs util-linux (unshare and setpriv)');
   const args = [
-    access.hide,
+    access.hide ?? '',
     String(runAs.uid),
     String(runAs.gid),
     ctx.tools.setpriv,
+    access.hosts ?? '',
     ...access.keep,
     cmd.file,
     ...cmd.args,

@@ -1,3 +1,4 @@
+import type { BackupS3 } from '../../model/settings.js';
 import type { ServerNetwork } from '../server-network.js';
 import type { PostgresProvisioner } from '../types.js';
 import { createClusterPostgres } from './cluster.js';
@@ -23,6 +24,8 @@ export function createPostgresProvisioner(opts: {
   network?: ServerNetwork | undefined;
   /** Local servers' backups (pgBackRest), where pgbackrest is installed. */
   backupDir?: string | undefined;
+  /** Their repositories on S3 instead of under backupDir. */
+  backupS3?: BackupS3 | undefined;
 }): PostgresProvisioner | undefined {
   if (opts.adminUrl) return createClusterPostgres({ adminUrl: opts.adminUrl });
   // Postgres will not run as root, so a root Slipway without a user to run it as cannot have local servers.
@@ -32,6 +35,7 @@ export function createPostgresProvisioner(opts: {
     runAs: opts.runAs,
     network: opts.network,
     backupDir: opts.backupDir,
+    backupS3: opts.backupS3,
   });
   return local.versions().length > 0 ? local : undefined;
 }

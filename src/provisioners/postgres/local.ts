@@ -7,6 +7,7 @@ import { rotateLogIfLarge } from '../../lib/log-file.js';
 import { freePort } from '../../runtime/local/ports.js';
 import { readStat } from '../../runtime/local/proc.js';
 import type pg from 'pg';
+import type { BackupS3 } from '../../model/settings.js';
 import { PortTakenError, type Placement, type PostgresProvisioner, type PostgresSpec } from '../types.js';
 import { findPostgresInstalls, sortVersions, type PostgresInstall } from './binaries.js';
 import {
@@ -56,6 +57,8 @@ export interface LocalPostgresOptions {
   network?: ServerNetwork | undefined;
   /** Where pgBackRest keeps each datastore's backups (SLIPWAY_BACKUP_DIR); unset, or no pgbackrest: no backups. */
   backupDir?: string | undefined;
+  /** Their repositories in this bucket instead (the backup dir keeps their configs and logs). */
+  backupS3?: BackupS3 | undefined;
 }
 
 /** Where a server with a namespace of its own listens (on the shared network: a free port of its own). */
@@ -93,6 +96,7 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
           ctx,
           pgbackrest,
           backupDir: opts.backupDir,
+          s3: opts.backupS3,
           layoutOf: (id) => datastoreLayout(dataDir, id),
         })
       : undefined;
@@ -145,6 +149,7 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
     layout: DatastoreLayout,
     listen: Listener,
     backupDirs: string[],
+    hosts: string | undefined,
   ): Promise<ServerProcess> {
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
@@ -153,7 +158,7 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       const command = listen.wrap(
         asRunUser(
           ctx,
-          dirAccess(ctx, layout.pgdata, [layout.socketDir, ...backupDirs]),
+          { ...dirAccess(ctx, layout.pgdata, [layout.socketDir, ...backupDirs]), hosts },
           postgresCommand(install, layout.pgdata),
         ),
       );
@@ -181,10 +186,11 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
   async function start(spec: PostgresSpec, placement: Placement): Promise<Placement> {
     const install = installFor(spec.version);
     const layout = layoutOf(spec);
-    if (!existsSync(path.join(layout.pgdata, 'PG_VERSION')))
-      throw new Error(`the data of ${spec.id} is missing (${layout.pgdata})`);
     privateDir(ctx, layout.dir, false);
     privateDir(ctx, layout.socketDir, true);
+    const lost = !existsSync(path.join(layout.pgdata, 'PG_VERSION'));
+    if (lost && !(archives(spec) && (await backups!.restoreOwn(spec, placement.port))))
+      throw new Error(`the data of ${spec.id} is missing (${layout.pgdata}), and no backup of it was found`);
     const running = findServer(layout.pgdata, stateOf(placement));
     if (running) {
       // Adopted where it listens (its lock file says), in its namespace if it has one; it may still be starting up.
@@ -202,12 +208,16 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
       // On the other network (Slipway's network mode changed since): restarted on this one.
       await stopServer(running, 'fast');
     }
-    const listen = await net.listen(spec, placement);
+    // Its archive_command writes to its repository (and, while a restored server replays, reads the source's): their
+    // dirs, and on S3 a way out to the endpoint, its name pinned in the server's /etc/hosts.
+    const reachesBackups = !!backups && (archives(spec) || !!spec.restoredFrom);
+    const listen = await net.listen(spec, placement, reachesBackups ? await backups!.exits() : []);
     writeFiles(spec, layout, listen);
-    // The dirs its archive_command writes to (and, while a restored server replays, the source's it reads).
-    const seen = backups && (archives(spec) || spec.restoredFrom) ? backups.archiving(spec).dirs : [];
+    const seen = reachesBackups ? backups!.archiving(spec).dirs : [];
+    const endpoint = listen.exits?.[0];
+    const hosts = endpoint && backups!.pinEndpoint(path.join(layout.dir, 'hosts'), endpoint);
     try {
-      return placementOf(listen, await launch(install, layout, listen, seen));
+      return placementOf(listen, await launch(install, layout, listen, seen, hosts));
     } catch (err) {
       await net.release(spec.id);
       throw err;

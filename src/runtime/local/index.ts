@@ -250,9 +250,10 @@ export async function createLocalRuntime(options: {
     addressOf: (instanceId) => networks?.networks.addressOf(instanceId) ?? '127.0.0.1',
     release: async (instanceId) => networks?.networks.release(instanceId),
     sweep: async (keep) => networks?.networks.sweep(keep, 'instance'),
-    async attachServer(id, workspaceId, hostnames) {
+    async attachServer(id, workspaceId, hostnames, exits) {
       if (!networks) return undefined;
-      const { address, netnsPath } = await networks.networks.attach(id, workspaceId, hostnames, 'server');
+      const attached = await networks.networks.attach(id, workspaceId, hostnames, 'server', exits);
+      const { address, netnsPath } = attached;
       // Entering a namespace takes root: a command meant to run as another user becomes it after (nsenter's -G/-S, which drop supplementary groups too).
       const wrap = ({ uid, gid, ...cmd }: Command): Command => ({
         ...cmd,
@@ -266,7 +267,7 @@ export async function createLocalRuntime(options: {
           ...cmd.args,
         ],
       });
-      return { address, wrap };
+      return { address, wrap, exits: attached.exits ?? [] };
     },
     sweepServers: async (keep) => networks?.networks.sweep(keep, 'server'),
     daemonUser: (name) => (process.getuid?.() === 0 && lookupUser(name) ? name : undefined),

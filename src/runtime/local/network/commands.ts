@@ -28,11 +28,16 @@ export const runQuietly = (commands: Command[]) =>
   Promise.all(commands.map((cmd) => run(cmd, { timeoutMs: TIMEOUT_MS }).catch(() => undefined)));
 
 /** Starts slirp4netns for namespace `ns` and waits until the namespace has its address and default route. */
-export async function startSlirp(slirpPath: string, ns: string, logPath: string): Promise<ProcessRef> {
+export async function startSlirp(
+  slirpPath: string,
+  ns: string,
+  logPath: string,
+  hostLoopback = false,
+): Promise<ProcessRef> {
   let pid: number;
   try {
     pid = await spawnDetached(
-      plan.slirpCommand(slirpPath, ns),
+      plan.slirpCommand(slirpPath, ns, hostLoopback),
       { stdoutPath: logPath, stderrPath: logPath },
       () => undefined,
       SLIRP_READY_MS,

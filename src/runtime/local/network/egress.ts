@@ -1,6 +1,7 @@
 import { networkInterfaces } from 'node:os';
 import type { Command } from '../../../lib/exec.js';
 import { formatIPv4, ipv4Range, mergeRanges, type IPv4Range } from '../../../lib/ip-ranges.js';
+import type { Exit } from './leases.js';
 import * as plan from './plan.js';
 
 /**
@@ -12,7 +13,9 @@ import * as plan from './plan.js';
  * networks rather than the internet (loopback, private, CGNAT, link-local with cloud metadata, multicast, reserved)
  * and the host's own addresses, which a socket on the host reaches whatever they are; and all of IPv6 but loopback (nothing routes it out, and the host's link-local
  * addresses answer on its listeners bound to [::]). Allowed before that: slirp4netns's DNS forwarder, and the ranges
- * the operator opens (SLIPWAY_EGRESS_ALLOW, for a private git server or package mirror).
+ * the operator opens (SLIPWAY_EGRESS_ALLOW, for a private git server or package mirror). A datastore server gets
+ * neither, nor the internet: only its `exits` (its backups' S3 endpoint, one address and port each), when it has a way
+ * out at all.
  *
  * Only new connections are refused (a TCP SYN without ACK, and any datagram): the router and Slipway's checks connect
  * from the gateway, and the replies must pass. Nothing is kept per connection (no conntrack), so it costs nothing per
@@ -61,6 +64,7 @@ export function egressRuleset(opts: {
   subnet?: number;
   allow: IPv4Range[];
   host: IPv4Range[];
+  exits?: Exit[] | undefined;
 }): string {
   const { net, subnet } = opts;
   const refused = refusedRanges(net, opts.host);
@@ -75,6 +79,9 @@ export function egressRuleset(opts: {
       ? []
       : [`ip daddr ${plan.SLIRP_DNS} udp dport 53 accept`, `ip daddr ${plan.SLIRP_DNS} tcp dport 53 accept`]),
     ...(opts.kind === 'server' || opts.allow.length === 0 ? [] : [`ip daddr ${set(mergeRanges(opts.allow))} accept`]),
+    ...(opts.kind === 'server' ? (opts.exits ?? []) : []).map(
+      (exit) => `ip daddr ${formatIPv4(ipv4Range(exit.address)!.first)} tcp dport ${exit.port} accept`,
+    ),
   ];
   return [
     'table inet slipway',
@@ -89,6 +96,8 @@ export function egressRuleset(opts: {
     ...accepted.map((rule) => `    ${rule}`),
     `    ip daddr ${set(refused)} jump refuse`,
     '    meta nfproto ipv6 jump refuse',
+    // A server opens no connection but to its exits: the internet too is refused (its replies pass, as above).
+    ...(opts.kind === 'server' ? ['    jump refuse'] : []),
     '  }',
     '}',
     '',
@@ -99,11 +108,11 @@ export function egressRuleset(opts: {
 export function createEgressFilter(opts: { nsenter: string; nft: string; net: plan.Supernet; allow: string[] }) {
   const allow = opts.allow.map((cidr) => ipv4Range(cidr)!);
   return {
-    load: (netnsPath: string, kind: EgressKind, subnet?: number): Command => ({
+    load: (netnsPath: string, kind: EgressKind, subnet?: number, exits?: Exit[]): Command => ({
       file: opts.nsenter,
       args: [`--net=${netnsPath}`, '--', opts.nft, '-f', '-'],
       env: {},
-      stdin: egressRuleset({ net: opts.net, kind, subnet, allow, host: hostAddresses() }),
+      stdin: egressRuleset({ net: opts.net, kind, subnet, allow, host: hostAddresses(), exits }),
     }),
   };
 }

@@ -7,7 +7,7 @@ import * as commands from './commands.js';
 import { killSlirp, runAll, runQuietly, together } from './commands.js';
 import { givesLinksIPv6, type NetworkTools } from './detect.js';
 import { createEgressFilter, type EgressFilter } from './egress.js';
-import { createLeaseFiles, nextHost, type Lease, type LeaseKind } from './leases.js';
+import { createLeaseFiles, nextHost, type Exit, type Lease, type LeaseKind } from './leases.js';
 import * as plan from './plan.js';
 
 /** Where an instance's namespace is and how Slipway reaches it. */
@@ -19,6 +19,8 @@ export interface Attachment {
   hostsFile: string;
   /** Bind-mounted at /etc/resolv.conf: DNS through slirp4netns. */
   resolvConf: string;
+  /** A server's ways out, as addresses seen from inside (in the order asked for). */
+  exits?: Exit[];
 }
 
 export { detectNetworkTools, type NetworkTools } from './detect.js';
@@ -26,9 +28,10 @@ export { detectNetworkTools, type NetworkTools } from './detect.js';
 export interface Networks {
   /**
    * Gives `id` a namespace on its workspace's network (replacing one it already had), reachable as `hostnames` there.
-   * An instance's has a way out (slirp4netns); a datastore server's (`server`) has none.
+   * An instance's has a way out (slirp4netns); a datastore server's (`server`) has none, or only to `exits` (addresses
+   * of the host's view; 127.0.0.1 is reached through slirp4netns's host alias).
    */
-  attach(id: string, workspaceId: string, hostnames: string[], kind?: LeaseKind): Promise<Attachment>;
+  attach(id: string, workspaceId: string, hostnames: string[], kind?: LeaseKind, exits?: Exit[]): Promise<Attachment>;
   /** A namespace with only a way out, for one build; `release` removes it. */
   attachBuild(): Promise<{ netnsPath: string; resolvConf: string; release(): Promise<void> }>;
   /** Makes a build namespace and keeps it ready for the first build: undefined, or why one cannot be made here. */
@@ -88,14 +91,15 @@ export function createNetworks(opts: {
   const settle = [...subnets.values()].flatMap(({ subnet, bridge, leases }) => [
     plan.settleBridge(tools.ip, net, subnet, bridge, ipv6),
     ...[...leases].flatMap(([host, lease]) =>
-      filter ? [filter.load(plan.netnsPath(netnsOf(subnet, host, lease)), lease.kind, subnet)] : [],
+      filter ? [filter.load(plan.netnsPath(netnsOf(subnet, host, lease)), lease.kind, subnet, lease.exits)] : [],
     ),
   ]);
   void (async () => {
     for (const cmd of settle) await runQuietly([cmd]);
   })();
 
-  const startSlirp = (ns: string, logPath: string) => commands.startSlirp(tools.slirp4netns, ns, logPath);
+  const startSlirp = (ns: string, logPath: string, hostLoopback = false) =>
+    commands.startSlirp(tools.slirp4netns, ns, logPath, hostLoopback);
   const builds = createBuildNamespaces({
     owner,
     ipPath: tools.ip,
@@ -158,12 +162,13 @@ export function createNetworks(opts: {
   }
 
   /** Makes `id`'s namespace on its workspace's bridge (its lease written first, so a failure is swept). */
-  async function makeLocked(id: string, workspaceId: string, hostnames: string[], kind: LeaseKind) {
+  async function makeLocked(id: string, workspaceId: string, hostnames: string[], kind: LeaseKind, exits?: Exit[]) {
     const entry = await subnetFor(workspaceId);
     const host = nextHost(new Set(entry.leases.keys()), entry.last);
     if (host === undefined) throw new Error(`workspace ${workspaceId} has no free address left on this machine`);
     const ns = plan.instanceNetns(net, entry.subnet, host);
-    const lease: Lease = { id, kind, hostnames, netns: ns };
+    const inside = (exits ?? []).map((exit) => ({ address: plan.throughSlirp(exit.address), port: exit.port }));
+    const lease: Lease = { id, kind, hostnames, netns: ns, ...(inside.length ? { exits: inside } : {}) };
     entry.last = host;
     entry.leases.set(host, lease);
     byId.set(id, { subnet: entry.subnet, host });
@@ -177,10 +182,14 @@ export function createNetworks(opts: {
       // to wait for. The instance starts only after all three.
       await together([
         runAll([up.inside]),
-        ...(filter ? [runAll([filter.load(plan.netnsPath(ns), kind, entry.subnet)])] : []),
-        ...(kind === 'instance'
+        ...(filter ? [runAll([filter.load(plan.netnsPath(ns), kind, entry.subnet, lease.exits)])] : []),
+        ...(kind === 'instance' || lease.exits
           ? [
-              startSlirp(ns, files.slirpLog(entry.subnet, host)).then((slirp) => {
+              startSlirp(
+                ns,
+                files.slirpLog(entry.subnet, host),
+                inside.some((exit) => exit.address === plan.SLIRP_HOST),
+              ).then((slirp) => {
                 lease.slirp = slirp;
                 files.writeLease(entry.subnet, host, lease);
               }),
@@ -228,22 +237,24 @@ export function createNetworks(opts: {
   }
 
   return {
-    attach: (id, workspaceId, hostnames, kind = 'instance') =>
+    attach: (id, workspaceId, hostnames, kind = 'instance', exits) =>
       serial(async () => {
         await releaseLocked(id);
         if (kind !== 'instance' || !takeSpareLocked(workspaceId, id, hostnames))
-          await makeLocked(id, workspaceId, hostnames, kind);
+          await makeLocked(id, workspaceId, hostnames, kind, exits);
         const { subnet, host } = byId.get(id)!;
         const { leases } = subnets.get(workspaceId)!;
         rewriteHosts(subnet, leases);
         // Later, not now: making it would compete for the CPU with the instance starting in this namespace. A roll-over's
         // old instances, released once the new ones are live, make it sooner (releaseLocked).
         if (kind === 'instance') setTimeout(() => refill(workspaceId), REFILL_DELAY_MS).unref();
+        const lease = leases.get(host);
         return {
           address: plan.hostAddress(net, subnet, host),
-          netnsPath: plan.netnsPath(netnsOf(subnet, host, leases.get(host))),
+          netnsPath: plan.netnsPath(netnsOf(subnet, host, lease)),
           hostsFile: files.hostsPath(subnet),
           resolvConf,
+          ...(lease?.exits ? { exits: lease.exits } : {}),
         };
       }),
 

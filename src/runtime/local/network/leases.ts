@@ -42,6 +42,13 @@ export interface Lease {
   slirp?: ProcessRef;
   /** Its namespace (plan.instanceNetns); none in a lease made before names carried the range (plan.legacyNetns). */
   netns?: string;
+  /** A server's only ways out (its backups' S3 endpoint), as addresses seen from the namespace. */
+  exits?: Exit[];
+}
+/** One address and TCP port a namespace may connect to through slirp4netns, and nothing else there. */
+export interface Exit {
+  address: string;
+  port: number;
 }
 export type LeaseKind = 'instance' | 'server';
 

@@ -161,13 +161,14 @@ export const netnsDel = (ipPath: string, ns: string): Command => ip(ipPath, 'net
  * this process, and never reach the host's loopback. Its seccomp filter confines it further; its --enable-sandbox
  * is not used: its mount namespace's unmounts propagate to the host's /run/netns and break the namespace's bind mount.
  */
-export const slirpCommand = (slirpPath: string, ns: string): Command => ({
+export const slirpCommand = (slirpPath: string, ns: string, hostLoopback = false): Command => ({
   file: slirpPath,
-  // --ready-fd: it writes there once the namespace has its address and default route.
+  // --ready-fd: it writes there once the namespace has its address and default route. The host's loopback (at
+  // SLIRP_HOST) only for a server whose one way out is there; its egress filter lets only that port through.
   args: [
     '--configure',
     '--mtu=65520',
-    '--disable-host-loopback',
+    ...(hostLoopback ? [] : ['--disable-host-loopback']),
     '--enable-seccomp',
     '--ready-fd=3',
     '--netns-type=path',
@@ -176,6 +177,16 @@ export const slirpCommand = (slirpPath: string, ns: string): Command => ({
   ],
   env: {},
 });
+
+/** The host's 127.0.0.1 as slirp4netns shows it (when the host's loopback is not disabled). */
+export const SLIRP_HOST = '10.0.2.2';
+/** Where a namespace with a way out reaches `address` of the host's: its loopback through SLIRP_HOST, the rest as is. */
+export function throughSlirp(address: string): string {
+  if (address === '127.0.0.1') return SLIRP_HOST;
+  if (address.startsWith('127.'))
+    throw new Error(`a namespace reaches the host's loopback at 127.0.0.1 only, not ${address}`);
+  return address;
+}
 
 /** slirp4netns's DNS forwarder, which asks the host's resolvers from the host (reachable even when they are on its loopback). */
 export const SLIRP_DNS = '10.0.2.3';
