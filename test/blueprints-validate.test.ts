@@ -116,11 +116,13 @@ describe('blueprints: validate', () => {
       '    region: frankfurt',
       '    plan: pro max',
       '    disk: {name: data, mountPath: /data, sizeGB: 10}',
+      '    initialDeployHook: ./seed.sh',
     ].join('\n');
     const { body } = await validate(owner, file);
     expect(body.valid).toBe(true);
+    // A docker service's disk is made like any other's; the hook is what this Slipway cannot run.
     expect(body.plan.warnings).toEqual([
-      expect.objectContaining({ resource: 'app', path: 'services[0].disk', line: 7 }),
+      expect.objectContaining({ resource: 'app', path: 'services[0].initialDeployHook', line: 8 }),
     ]);
   });
 

@@ -407,6 +407,29 @@ ${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
     expect(await read('shared.txt')).toEqual({ read: true, content: 'from the group' });
   }, 400_000);
 
+  it("binds its service's disk at its mountPath: what the container writes there outlives a deploy", async () => {
+    const { service, deployId } = await dockerService(
+      { Dockerfile: dockerfile(base, 'USER nobody') },
+      { healthCheckPath: '/healthz' },
+      'disk-app',
+    );
+    await finished(api, owner, service.id, deployId);
+    const disk = { name: 'data', sizeGB: 1, mountPath: '/var/data', serviceId: service.id };
+    const created = await api.post('/v1/disks', disk, owner);
+    expect(created.status, created.text).toBe(201);
+    const app = async (what: string) =>
+      JSON.parse((await viaRouter(t.server.slipway.routerPort, service.slug, what, { timeoutMs: 30_000 })).text);
+    // Restarted with the disk: its user (nobody, as the image says) writes there; a new deploy's container reads it.
+    await waitFor('the container with its disk', async () => (await app('/put?name=a.txt&content=kept')).ok === true);
+    const first = (await app('/boot')).boot as string;
+    const redeploy = await api.post(`/v1/services/${service.id}/deploys`, {}, owner);
+    await finished(api, owner, service.id, redeploy.body.id);
+    expect((await app('/boot')).boot).not.toBe(first);
+    expect(await app('/get?name=a.txt')).toEqual({ content: 'kept' });
+    // Bounded by its size, as a native service's disk is.
+    expect((await app('/fill?mb=1200')).error).toBe('ENOSPC');
+  }, 300_000);
+
   it("garbage-collects a discarded deploy's image, keeps the live and the kept ones, and rolls back to a kept one", async () => {
     // GC keeps the newest `keepArtifacts` deploys, the live one among them: one deploy more discards the first. The
     // last builds the first's source again, so the cache gives it the first's very image, which must keep running.

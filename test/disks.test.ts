@@ -57,6 +57,7 @@ describe('disks', () => {
       ['mountPath', '/etc/data'],
       ['mountPath', 'relative'],
       ['mountPath', '/var/../etc'],
+      ['mountPath', '/var/da:ta'], // a container engine's bind syntax splits on ':'
       ['sizeGB', 0],
       ['sizeGB', 51], // past SLIPWAY_DISK_MAX_GB (50): one tenant's share of the host's disk
     ] as const) {

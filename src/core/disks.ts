@@ -48,7 +48,9 @@ export function checkMountPath(mountPath: string): string {
   const normal = path.posix.normalize(mountPath);
   const first = normal.split('/')[1] ?? '';
   const control = /[\u0000-\u001f\u007f]/.test(mountPath);
-  if (control || !mountPath.startsWith('/') || normal !== mountPath || mountPath === '/' || mountPath.endsWith('/'))
+  // No ':' or ',': a container engine's bind syntax splits on them.
+  const bad = control || /[:,]/.test(mountPath);
+  if (bad || !mountPath.startsWith('/') || normal !== mountPath || mountPath === '/' || mountPath.endsWith('/'))
     throw badRequest(`mountPath must be an absolute path such as /var/data, got ${JSON.stringify(mountPath)}`);
   if (RESERVED.has(first))
     throw badRequest(`mountPath must not be in /${first}: the system's files are there (use a path such as /var/data)`);
@@ -157,8 +159,6 @@ export function createDisks(deps: {
       if (!service || service.workspaceId !== workspaceId) throw notFound('service');
       if (!WITH_DISKS.has(service.type))
         throw badRequest('only web services, private services and background workers can have a disk');
-      if (service.details.runtime === 'docker' || service.details.runtime === 'image')
-        throw badRequest('disks on docker and image services are not supported yet');
       if (service.details.numInstances > 1 || service.details.autoscaling?.enabled)
         throw conflict('a service with a disk runs one instance: scale it to 1 (and turn autoscaling off) first');
       const disk = await repo

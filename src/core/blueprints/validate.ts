@@ -185,13 +185,6 @@ function service(
         w.warn(`${path}.${key}`, get(m, key), name, `${key} is read for runtime ${only} only: ignored`);
   for (const [key, why] of Object.entries(spec.UNSUPPORTED_SERVICE_KEYS))
     if (get(m, key)) w.warn(`${path}.${key}`, get(m, key), name, why);
-  if (get(m, 'disk') && (runtime === 'docker' || runtime === 'image'))
-    w.warn(
-      `${path}.disk`,
-      get(m, 'disk'),
-      name,
-      'disks on docker and image services are not supported yet: it runs without one',
-    );
 }
 
 /** A docker service's `registryCredential` or an image's `creds`: a credential of the workspace by name. */

@@ -173,6 +173,8 @@ export interface ContainerRun {
   writableRoot?: boolean;
   /** A dir of secret files, mounted read-only at /etc/secrets (`U`: owned by the container's user, as it maps). */
   secretsDir?: string;
+  /** Its service's disk (mounted on the host at `dir`), bound read-write at `mountPath`, owned by its user (`U`). */
+  disk?: { dir: string; mountPath: string } | undefined;
   /** Written with the container's process id once it exists. */
   pidFile?: string;
   /** Values an env file cannot hold (newlines): through Podman's environment (byEnvironment). */
@@ -209,6 +211,7 @@ export function createCommand(
       ...(c.hostsFile ? ['--no-hosts', '--volume', `${c.hostsFile}:/etc/hosts:ro`] : []),
       ...(c.resolvConf ? ['--volume', `${c.resolvConf}:/etc/resolv.conf:ro`] : []),
       ...(c.secretsDir ? ['--volume', `${c.secretsDir}:/etc/secrets:ro,U`] : []),
+      ...(c.disk ? ['--volume', `${c.disk.dir}:${c.disk.mountPath}:rw,nosuid,nodev,U`] : []),
       ...(c.writableRoot ? [] : ['--read-only', '--read-only-tmpfs=false']),
       ...[...tmpfs('/tmp'), ...tmpfs('/var/tmp')],
       // An image's VOLUMEs: sized tmpfs where the path is plain, never an anonymous volume on the host's disk.

@@ -122,6 +122,7 @@ async function containerRun(
     envFile: string;
     /** Its secret files' dir (secret-files.ts), mounted at /etc/secrets. */
     secretsDir?: string;
+    disk?: { dir: string; mountPath: string } | undefined;
     /** Where Podman writes the container's process id (an instance's). */
     pidFile?: string;
     limits: Limits;
@@ -146,6 +147,7 @@ async function containerRun(
     envFile: c.envFile,
     writableRoot,
     secretsDir: c.secretsDir,
+    disk: c.disk,
     pidFile: c.pidFile,
     envArgs: env.args,
     limits: c.limits,

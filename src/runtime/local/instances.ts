@@ -128,7 +128,7 @@ export async function startInstance(deps: LocalDeps, spec: InstanceSpec): Promis
         : undefined;
     const { container } = spec;
     if (spec.disk) {
-      if (!deps.serviceDisks || container) throw new Error('this instance cannot bind a disk here');
+      if (!deps.serviceDisks) throw new Error('this instance cannot bind a disk here');
       await deps.serviceDisks.mount(spec.disk);
     }
     if (container) {
