@@ -189,6 +189,17 @@ describe('disks', () => {
 });
 
 describe("a disk's runtime", () => {
+  it('says that none runs when a restart of a service with a disk fails (its old instance stopped first)', async () => {
+    const { service } = await dataApp('fragile');
+    const disk = { name: 'data', sizeGB: 1, mountPath: '/var/data', serviceId: service.id };
+    expect((await api.post('/v1/disks', disk, owner)).status).toBe(201);
+    await serving(service.slug);
+    expect(await app(service.slug, '/put?name=fail-next-start&content=1')).toEqual({ ok: true });
+    const restart = await api.post(`/v1/services/${service.id}/restart`, {}, owner);
+    expect(restart.status, restart.text).toBe(409);
+    expect(restart.body.message).toMatch(/none is running: a service with a disk stops its old instance first/);
+  }, 120_000);
+
   it('mounts a disk once when its instance starts and the daily snapshot come together', async () => {
     const tools = detectDiskTools();
     if (typeof tools === 'string') throw new Error(tools);

@@ -43,12 +43,16 @@ export function createServiceControl(deps: {
   const rollOverLive = (serviceId: string) =>
     deps
       .rollOver(serviceId, undefined, undefined, async (fresh) => fresh)
-      .catch((err: unknown) => {
+      .catch(async (err: unknown) => {
         if (err instanceof DeployFailure && lifecycle.isRemoving(serviceId)) throw notFound('service');
-        // The app's failure, not Slipway's: the instances that were running keep serving.
-        if (err instanceof DeployFailure)
-          throw conflict(`the new instances did not start (the running ones keep serving): ${err.message}`);
-        throw err;
+        if (!(err instanceof DeployFailure)) throw err;
+        // The app's failure, not Slipway's: the instances that were running keep serving, unless a disk had them
+        // stop first (one process at a time on its files).
+        const serving = (await instances.active({ serviceId })).some((row) => row.status === 'running');
+        const old = serving
+          ? 'the running ones keep serving'
+          : 'none is running: a service with a disk stops its old instance first';
+        throw conflict(`the new instances did not start (${old}): ${err.message}`);
       });
 
   return {
