@@ -7,7 +7,8 @@
  *   pg_basebackup of the bare server;
  * - export: POST …/export to done against pg_dump -Fc of the bare server;
  * - point-in-time recovery: POST …/recovery to the new datastore available.
- * On the shared network, so that no namespace's port forwarding is measured with the writes.
+ * On the shared network, so that no namespace's port forwarding is measured with the writes. BENCH_BACKUP_S3=1: the
+ * repositories in a bucket of s3rver over TLS on loopback (SLIPWAY_BACKUP_S3_*), not the backup dir.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -17,12 +18,14 @@ import path from 'node:path';
 import pg from 'pg';
 import { findPostgresInstalls } from '../src/provisioners/postgres/binaries.js';
 import { findPgbackrest } from '../src/provisioners/postgres/backups.js';
+import { startS3 } from '../test/helpers/s3.js';
 import { freePort, log, signUp, sleep, startSlipway, table } from './lib.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const SCALE = Number(process.env.BENCH_PGBENCH_SCALE || (SMOKE ? 5 : 70));
 const TPS_SECONDS = SMOKE ? 5 : 20;
 const ROUNDS = SMOKE ? 1 : 2;
+const ON_S3 = process.env.BENCH_BACKUP_S3 === '1';
 const execFileAsync = promisify(execFile);
 const asNobody = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--'] : [];
 
@@ -57,8 +60,25 @@ async function main() {
     return;
   }
   const bin = path.dirname(install.postgres);
-  const slipway = await startSlipway({ SLIPWAY_NETWORK: 'shared', SLIPWAY_BACKUP_CHECK_MS: '500' });
   const bare = mkdtempSync(path.join(tmpdir(), 'bench-backups-'));
+  spawnSync('chmod', ['755', bare]); // s3rver's CA file is read by the servers' run user
+  const s3 = ON_S3 ? await startS3(bare, 'bench') : undefined;
+  const slipway = await startSlipway({
+    SLIPWAY_NETWORK: 'shared',
+    SLIPWAY_BACKUP_CHECK_MS: '500',
+    ...(s3 && {
+      SLIPWAY_BACKUP_S3_ENDPOINT: `localhost:${s3.port}`,
+      SLIPWAY_BACKUP_S3_BUCKET: 'bench',
+      SLIPWAY_BACKUP_S3_ACCESS_KEY_ID: 'S3RVER',
+      SLIPWAY_BACKUP_S3_SECRET_ACCESS_KEY: 'S3RVER',
+      SLIPWAY_BACKUP_S3_URI_STYLE: 'path',
+      SLIPWAY_BACKUP_S3_CA_FILE: s3.caFile,
+    }),
+  }).catch(async (err: unknown) => {
+    await s3?.close(); // a child process of its own
+    throw err;
+  });
+  log(`repositories: ${s3 ? 'on S3 (s3rver)' : 'in the backup dir'}`);
   spawnSync('chown', ['65534:65534', bare]);
   let server: ReturnType<typeof spawn> | undefined;
   const { call } = await signUp(slipway.url);
@@ -175,6 +195,7 @@ async function main() {
     const result = {
       bench: 'backups',
       smoke: SMOKE,
+      repository: ON_S3 ? 's3' : 'local',
       scale: SCALE,
       tps: { archiving: Math.round(mean(on)), bare: Math.round(mean(off)), ratio: ratio(mean(on), mean(off)) },
       baseBackupMs: { pgbackrest: Math.round(backupMs), pgBasebackup: Math.round(basebackupMs) },
@@ -206,6 +227,7 @@ async function main() {
     if (server) await new Promise((r) => server!.once('exit', r));
     for (const id of made) await call('DELETE', `/v1/postgres/${id}`).catch(() => undefined);
     await slipway.stop();
+    await s3?.close();
     rmSync(bare, { recursive: true, force: true });
   }
 }
