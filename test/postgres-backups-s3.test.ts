@@ -194,6 +194,9 @@ describe('SLIPWAY_BACKUP_S3_* settings', () => {
     expect(bad({ SLIPWAY_BACKUP_S3_ENDPOINT: 'minio.lan', SLIPWAY_BACKUP_S3_URI_STYLE: 'virtual' })).toThrow(
       /host or path/,
     );
+    expect(bad({ SLIPWAY_BACKUP_S3_ENDPOINT: 'minio.lan', SLIPWAY_BACKUP_S3_PATH: 'p\nrepo1-path=/x' })).toThrow(
+      /SLIPWAY_BACKUP_S3_PATH must not hold control characters/,
+    );
     expect(() => loadConfig({ SLIPWAY_BACKUP_S3_ENDPOINT: 'minio.lan', SLIPWAY_BACKUP_S3_BUCKET: 'b' })).toThrow(
       /SLIPWAY_BACKUP_S3_ACCESS_KEY_ID must be set/,
     );

@@ -11,6 +11,10 @@ const NAME = /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/;
 export function backupS3Settings(env: Env): BackupS3 | undefined {
   const raw = env.SLIPWAY_BACKUP_S3_ENDPOINT?.trim();
   if (!raw) return undefined;
+  // Each is written into pgBackRest's config, a line per setting: a newline would add settings of its own.
+  for (const [name, value] of Object.entries(env))
+    if (name.startsWith('SLIPWAY_BACKUP_S3_') && /[\u0000-\u001f\u007f]/.test(value ?? ''))
+      throw new Error(`${name} must not hold control characters (a line break, a tab)`);
   const { hostname, port } = new URL(/^https?:\/\//.test(raw) ? raw : `https://${raw}`);
   if (raw.startsWith('http://'))
     throw new Error('SLIPWAY_BACKUP_S3_ENDPOINT must be https: pgBackRest speaks TLS to S3 only');
