@@ -131,6 +131,16 @@ describe.skipIf(!ok)('Postgres backups on S3', () => {
       expect(connectsFrom(lease!.netns, '10.0.2.2', s3.port)).toBe('open');
       expect(connectsFrom(lease!.netns, '10.0.2.2', Number(new URL(server.url).port))).toBe('ECONNREFUSED');
       expect(connectsFrom(lease!.netns, '1.1.1.1', 443)).not.toBe('open');
+      // What refuses it (the internet is out of reach here anyway): the ruleset loaded in its namespace.
+      const rules = execFileSync(
+        'nsenter',
+        [`--net=${lease!.netns}`, '--', 'nft', 'list', 'table', 'inet', 'slipway'],
+        {
+          encoding: 'utf8',
+        },
+      );
+      expect(rules).toContain(`ip daddr 10.0.2.2 tcp dport ${s3.port} accept`);
+      expect(rules).toMatch(/^\s*jump refuse\s*$/m);
     }
 
     // A broken disk: its server killed and its data dir gone. It comes back from the bucket with everything archived
