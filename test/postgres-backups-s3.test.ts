@@ -105,6 +105,9 @@ describe.skipIf(!ok)('Postgres backups on S3', () => {
     );
     const repo = `test-run/postgres/${id}/`;
     expect(objects(`${repo}backup/${id}/`).some((key) => key.endsWith('backup.info'))).toBe(true);
+    // Encrypted with a passphrase of its own (OpenSSL's salted format), not readable with the bucket's keys alone.
+    const info = path.join(s3.objectsDir, BUCKET, `${repo}archive/${id}/archive.info._S3rver_object`);
+    expect(readFileSync(info).subarray(0, 8).toString()).toBe('Salted__');
     // Nothing but its config, logs and locks on this machine.
     const local = path.join(server.dataDir, 'backups', 'postgres', id);
     expect(existsSync(path.join(local, 'repo'))).toBe(false);

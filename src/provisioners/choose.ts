@@ -12,7 +12,12 @@ const LOCAL_OFF = 'Datastore servers on this machine are turned off (SLIPWAY_LOC
  */
 export function chooseProvisioners(
   config: Pick<Config, 'dataDir' | 'postgresAdminUrl' | 'redisAdminUrl' | 'localDatastores' | 'backupDir' | 'backupS3'>,
-  local: { runAs?: { uid: number; gid: number }; network?: ServerNetwork },
+  local: {
+    runAs?: { uid: number; gid: number };
+    network?: ServerNetwork;
+    /** The passphrase of a datastore's repository on S3. */
+    backupCipher?: (id: string) => string;
+  },
 ) {
   const opts = { dataDir: config.dataDir, runAs: local.runAs, network: local.network };
   return {
@@ -23,6 +28,7 @@ export function chooseProvisioners(
             adminUrl: config.postgresAdminUrl,
             backupDir: config.backupDir,
             backupS3: config.backupS3,
+            backupCipher: local.backupCipher,
           })
         : undefined,
     keyValue:

@@ -50,7 +50,12 @@ export function wireTenancy(p: Foundation & Shared, cleanup: Cleanup, startupSum
     ],
     // The usage meter's last pass over a datastore before it goes (the meter is made below; this runs on a delete).
     beforeRemove: async () => void (await usage.meter.flush()),
-    provisioners: chooseProvisioners(config, { runAs, network }),
+    provisioners: chooseProvisioners(config, {
+      runAs,
+      network,
+      // Each repository on S3 encrypted with a key of its own, derived from Slipway's secret key.
+      backupCipher: (id) => box.tag('postgres-backup-cipher', id),
+    }),
   });
   cleanup.push(() => datastores.close());
   const datastoreExports = createDatastoreExports({

@@ -46,8 +46,14 @@ export const archiveCommand = (pgbackrest: string, layout: BackupLayout, stanza:
     .join(' ')
     .replace(`'%p'`, '"%p"');
 
-/** Where the repository is: the local dir, or the datastore's path in the bucket. */
-const repoLines = (layout: BackupLayout, id: string, s3: BackupS3 | undefined) =>
+/** A bucket, and the passphrase of each datastore's repository in it. */
+export type S3Repositories = BackupS3 & { cipherPass(id: string): string };
+
+/**
+ * Where the repository is: the local dir, or the datastore's path in the bucket, encrypted (AES-256) with a passphrase
+ * of its own: the bucket's keys are shared by every datastore, and a bucket is someone else's storage.
+ */
+const repoLines = (layout: BackupLayout, id: string, s3: S3Repositories | undefined) =>
   s3
     ? [
         'repo1-type=s3',
@@ -60,6 +66,8 @@ const repoLines = (layout: BackupLayout, id: string, s3: BackupS3 | undefined) =
         `repo1-s3-key-secret=${s3.secretAccessKey}`,
         `repo1-s3-uri-style=${s3.uriStyle}`,
         ...(s3.caFile ? [`repo1-storage-ca-file=${s3.caFile}`] : []),
+        'repo1-cipher-type=aes-256-cbc',
+        `repo1-cipher-pass=${s3.cipherPass(id)}`,
       ]
     : [`repo1-path=${layout.repo}`];
 
@@ -108,7 +116,7 @@ export function createLocalBackups(opts: {
   ctx: RunContext;
   pgbackrest: string;
   backupDir: string;
-  s3?: BackupS3 | undefined;
+  s3?: S3Repositories | undefined;
   layoutOf: (id: string) => DatastoreLayout;
 }) {
   const { ctx, pgbackrest, s3 } = opts;

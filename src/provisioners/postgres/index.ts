@@ -26,6 +26,8 @@ export function createPostgresProvisioner(opts: {
   backupDir?: string | undefined;
   /** Their repositories on S3 instead of under backupDir. */
   backupS3?: BackupS3 | undefined;
+  /** The passphrase each repository on S3 is encrypted with. */
+  backupCipher?: ((id: string) => string) | undefined;
 }): PostgresProvisioner | undefined {
   if (opts.adminUrl) return createClusterPostgres({ adminUrl: opts.adminUrl });
   // Postgres will not run as root, so a root Slipway without a user to run it as cannot have local servers.
@@ -36,6 +38,7 @@ export function createPostgresProvisioner(opts: {
     network: opts.network,
     backupDir: opts.backupDir,
     backupS3: opts.backupS3,
+    backupCipher: opts.backupCipher,
   });
   return local.versions().length > 0 ? local : undefined;
 }

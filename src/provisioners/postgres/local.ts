@@ -59,7 +59,15 @@ export interface LocalPostgresOptions {
   backupDir?: string | undefined;
   /** Their repositories in this bucket instead (the backup dir keeps their configs and logs). */
   backupS3?: BackupS3 | undefined;
+  /** The passphrase each repository in the bucket is encrypted with (required with backupS3). */
+  backupCipher?: ((id: string) => string) | undefined;
 }
+
+/** Backups on S3 are encrypted: refused without a passphrase per repository. */
+const cipherOf = (pass: ((id: string) => string) | undefined) => {
+  if (!pass) throw new Error('backups on S3 need a passphrase for each repository (backupCipher)');
+  return pass;
+};
 
 /** Where a server with a namespace of its own listens (on the shared network: a free port of its own). */
 const POSTGRES_PORT = 5432;
@@ -96,7 +104,7 @@ export function createLocalPostgres(opts: LocalPostgresOptions): PostgresProvisi
           ctx,
           pgbackrest,
           backupDir: opts.backupDir,
-          s3: opts.backupS3,
+          s3: opts.backupS3 && { ...opts.backupS3, cipherPass: cipherOf(opts.backupCipher) },
           layoutOf: (id) => datastoreLayout(dataDir, id),
         })
       : undefined;
