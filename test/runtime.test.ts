@@ -507,6 +507,18 @@ describe('local runtime', () => {
     expect(Date.now() - begun).toBeLessThan(5000);
   }, 60_000);
 
+  it('stop() sends SIGTERM again to a process that became another program after its first', async () => {
+    // A child forked with its parent's trap still set takes the SIGTERM as the trap, then execs the app: the app, the
+    // same pid and start time, must get one of its own (CI's 20 s run-out of the test above).
+    const spec = { ...instanceSpec({}), command: '(trap : TERM; sleep 1; exec sleep 60) & wait; wait' };
+    const handle = await runtime.start(spec);
+    started.push(handle);
+    await waitFor('the first sleep', () => descendantsOf(handle.pid).some((p) => p.comm === 'sleep'));
+    const begun = Date.now();
+    await runtime.stop(handle, 20_000);
+    expect(Date.now() - begun).toBeLessThan(5000);
+  }, 60_000);
+
   it('kills what the app left behind when its main process exits', async () => {
     const { handle } = await startApp({ APP_MODE: 'spawn-and-exit', SPAWN_SLEEP: '967' });
     const child = await waitFor('the sleep child', () => descendantsOf(handle.pid).find((p) => p.comm === 'sleep'));

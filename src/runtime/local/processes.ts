@@ -80,10 +80,12 @@ export async function stopInstance(
   // Each process gets one SIGTERM, when first seen: a stop right after the start (a job or cron run canceled at once)
   // may find only bwrap, or the sandbox's init before its reaper set its trap (an init drops a signal it has no handler
   // for), the app not started yet: the app gets its own SIGTERM once it appears, instead of running out the grace.
+  // A program is known by its name too: a shell's child that got the SIGTERM between its fork and its exec ran the
+  // shell's trap for it, and the program it then became gets one of its own.
   const termed = new Set<string>();
   const terminate = (left: ProcStat[]) => {
     for (const proc of left) {
-      const key = `${proc.pid}:${proc.startTime}`;
+      const key = `${proc.pid}:${proc.startTime}:${proc.comm}`;
       if (proc.comm === 'bwrap' || proc.comm === 'conmon' || termed.has(key)) continue;
       termed.add(key);
       signal(proc.pid, 'SIGTERM');
