@@ -31,7 +31,7 @@ function layerRules(layers) {
 const DRIVERS = ['runtime', 'router', 'provisioners', 'integrations', 'observability'];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'drizzle/**', 'test/fixtures/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'drizzle/**', 'test/fixtures/**', 'cli/dist/**', 'cli/src/generated/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -61,6 +61,32 @@ export default tseslint.config(
     'src/jobs/**': { forbid: ['http'] },
     'src/http/**': { forbid: ['store', 'runtime', 'router', 'provisioners', 'jobs'], types: true },
   }),
+  // The CLI is a client of the API only (docs/cli.md): it and the server never import each other's code.
+  {
+    files: ['cli/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/src/*', '**/src/**', '!./**', '!../**/generated/*'],
+              message: 'cli/ talks to Slipway over HTTP only',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/cli/**'], message: 'src/ must not import the CLI' }] },
+      ],
+    },
+  },
   { files: ['**/*.js', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
   // typescript-eslint reads every file as an ES module; a .cjs config is CommonJS (module.exports).
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs' } },

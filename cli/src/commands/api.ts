@@ -1,0 +1,59 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { apiError, authHeaders, baseUrl, unreachable } from '../api.js';
+import { CliError, EXIT } from '../errors.js';
+import { print } from '../output.js';
+import { readStdin } from '../prompt.js';
+import { session } from '../session.js';
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** A raw call with the context's credential, as `gh api`: the body from -d, a file (-d @file) or stdin (-d @-). */
+export function apiCommand(program: Command): void {
+  program
+    .command('api <method> <path>')
+    .description('Call any route with the stored credential and print the answer (as `gh api`)')
+    .option('-d, --data <json>', 'a JSON body; @file reads it from a file, @- from stdin')
+    .option('-q, --query <key=value>', 'a query parameter (repeatable)', (v: string, p: string[] = []) => [...p, v])
+    .action(async (method: string, route: string, options: { data?: string; query?: string[] }, command: Command) => {
+      const verb = method.toUpperCase();
+      if (!METHODS.includes(verb)) throw new CliError(`method must be one of ${METHODS.join(', ')}`, EXIT.USAGE);
+      if (!route.startsWith('/')) throw new CliError('the path starts with / (for example /v1/services)', EXIT.USAGE);
+      const { context } = session(command);
+      const url = new URL(baseUrl(context) + route);
+      for (const pair of options.query ?? []) {
+        const at = pair.indexOf('=');
+        url.searchParams.append(at < 0 ? pair : pair.slice(0, at), at < 0 ? '' : pair.slice(at + 1));
+      }
+      const body = options.data === undefined ? undefined : await readBody(options.data);
+      let response: Response;
+      try {
+        response = await fetch(url, {
+          method: verb,
+          headers: { ...authHeaders(context), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+          body,
+        });
+      } catch (error) {
+        throw unreachable(context.url, error);
+      }
+      const text = await response.text();
+      let parsed: unknown = undefined;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        // not JSON (a metrics page, a file): printed as it came
+      }
+      if (!response.ok) throw apiError(response.status, parsed);
+      if (text) print(parsed === undefined ? text : JSON.stringify(parsed, null, 2));
+    });
+}
+
+async function readBody(data: string): Promise<string> {
+  const text = data === '@-' ? await readStdin() : data.startsWith('@') ? readFileSync(data.slice(1), 'utf8') : data;
+  try {
+    JSON.parse(text);
+  } catch {
+    throw new CliError('the body (-d) is not JSON', EXIT.USAGE);
+  }
+  return text;
+}
