@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES, viaRouter } from './helpers/apps.js';
-import { buildCli, runCli, runCliInTerminal, startCli } from './helpers/cli.js';
+import { buildCli, killStartedCli, runCli, runCliInTerminal, startCli } from './helpers/cli.js';
 import { client, signUp, type TestUser } from './helpers/client.js';
 import { bootServer, type TestServer } from './helpers/server.js';
-import { waitFor } from './helpers/wait.js';
+import { freePort, waitFor } from './helpers/wait.js';
 
 let server: TestServer;
 let owner: TestUser;
@@ -19,7 +19,8 @@ const ESC = '\x1b[';
 
 beforeAll(async () => {
   buildCli();
-  server = await bootServer();
+  // A port of its own: the last test restarts Slipway on it, under the CLI's saved context.
+  server = await bootServer({ SLIPWAY_PORT: String(await freePort()) });
   owner = await signUp(client(server.url));
   home = mkdtempSync(path.join(tmpdir(), 'slipway-cli-'));
   config = path.join(home, 'config', 'slipway.json');
@@ -32,6 +33,7 @@ beforeAll(async () => {
   writeFileSync(path.join(appDir, 'local-only', 'notes'), 'kept at home by .gitignore');
 }, 120_000);
 afterAll(async () => {
+  killStartedCli();
   await server?.close();
   if (home) rmSync(home, { recursive: true, force: true });
 });
@@ -100,6 +102,17 @@ describe('slipway deploy', () => {
     expect((await app()).version).toBe('v2');
     const deploys = JSON.parse((await cli(['deploys', 'ls', 'cli-app', '--json'])).stdout);
     expect(deploys.map((d: { status: string }) => d.status)).toEqual(['live', 'deactivated']);
+  }, 240_000);
+
+  it("on a terminal, asks for what it cannot tell from the directory and shows the upload's progress", async () => {
+    const dir = path.join(home, 'cli-asked');
+    cpSync(path.join(FIXTURES, 'cli-app'), dir, { recursive: true });
+    const res = await runCliInTerminal(config, ['deploy', dir], { input: 'starter\n', timeoutMs: 180_000 });
+    expect(res.code, res.stdout).toBe(0);
+    expect(res.stdout).toContain('Plan (free):'); // the runtime and the type came from package.json
+    expect(res.stdout).toMatch(/Uploading \[.*\] \d+%/);
+    const service = JSON.parse((await cli(['services', 'show', 'cli-asked', '--json'])).stdout);
+    expect(service.serviceDetails).toMatchObject({ plan: 'starter', runtime: 'node' });
   }, 240_000);
 
   it('exits 5 with the failure reason when the deploy does not go live', async () => {
@@ -256,4 +269,35 @@ describe('output conventions', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('.slipwayignore');
   });
+});
+
+describe('slipway logs -f across a restart of Slipway', () => {
+  it('reconnects after the last line it received: each line once, the ones printed while Slipway was down too', async () => {
+    const follow = startCli(config, ['logs', 'cli-app', '-f', '--type', 'app']);
+    const tag = `restart-${Date.now()}`;
+    const seen = (n: number) => follow.output.stdout.split(`printed ${tag}-${n}\n`).length - 1;
+    try {
+      await waitFor(
+        'logs -f to be streaming',
+        async () => {
+          await app(`/print?marker=${tag}-warm`);
+          return follow.output.stdout.includes(`printed ${tag}-warm`);
+        },
+        30_000,
+        500,
+      );
+      await app(`/print?marker=${tag}-1`);
+      await waitFor('the line before the restart', async () => seen(1) === 1, 15_000);
+      const port = new URL(server.url).port;
+      await server.stop(); // the app and the router keep serving
+      await app(`/print?marker=${tag}-2`);
+      server = await bootServer({ SLIPWAY_PORT: port }, { dataDir: server.dataDir, databaseUrl: server.databaseUrl });
+      await app(`/print?marker=${tag}-3`);
+      await waitFor('the lines after the restart', async () => seen(2) >= 1 && seen(3) >= 1, 30_000);
+      await new Promise((resolve) => setTimeout(resolve, 1000)); // a repeat would show by now
+      expect([seen(1), seen(2), seen(3)]).toEqual([1, 1, 1]);
+    } finally {
+      await follow.stop();
+    }
+  }, 120_000);
 });

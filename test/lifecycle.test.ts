@@ -1,7 +1,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { client, signUp, uniqueEmail } from './helpers/client.js';
+import { client, createApiKey, signUp, uniqueEmail } from './helpers/client.js';
 import { deadPid, freshStore, postJsonHeld, spawnSlipway, within, type SlipwayProcess } from './helpers/process.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 
@@ -205,6 +206,46 @@ describe('Slipway as a process', () => {
       code: 0,
       signal: null,
     });
+  });
+
+  it('SIGTERM does not wait for a WebSocket client that reconnects during the stop', async () => {
+    const { proc, url } = await start();
+    const owner = await signUp(client(url), { email: uniqueEmail('tail') });
+    const { token } = await createApiKey(client(url), owner);
+    // A log tail's upgrade, again each time its socket closes (a `logs -f` reconnecting): one accepted during the
+    // stop's grace second, after the others were told to go, must not hold the stop for ever.
+    const { port } = new URL(url);
+    const sockets = new Set<Socket>();
+    let reconnecting = true;
+    const upgrade = () => {
+      const socket = connect(Number(port), '127.0.0.1', () =>
+        socket.write(
+          `GET /v1/logs/subscribe HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n` +
+            'Upgrade: websocket\r\nConnection: Upgrade\r\n' +
+            'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+        ),
+      );
+      sockets.add(socket);
+      // The server's close frame (1001 going away) is answered by hanging up at once, as ws clients do.
+      socket.on('data', (chunk: Buffer) => chunk.includes(0x88) && socket.destroy());
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        sockets.delete(socket);
+        if (reconnecting) setTimeout(upgrade, 20);
+      });
+    };
+    try {
+      for (let i = 0; i < 3; i++) upgrade();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      proc.child.kill('SIGTERM');
+      expect(await within(proc.exited, 8_000, 'exit after SIGTERM with a client reconnecting')).toEqual({
+        code: 0,
+        signal: null,
+      });
+    } finally {
+      reconnecting = false;
+      for (const socket of sockets) socket.destroy();
+    }
   });
 
   it('comes back after kill -9: the stale lock is taken over and no data is lost', async () => {

@@ -44,10 +44,11 @@ export async function followLogs(
         lastId = entry.id;
         onEntry(entry);
       });
-      socket.on('unexpected-response', (_req, res) => {
+      socket.on('unexpected-response', (req, res) => {
         let body = '';
         res.on('data', (chunk: Buffer) => (body += chunk));
         res.on('end', () => {
+          req.destroy(); // ws leaves a refused upgrade's connection to this listener: it would stay open
           let parsed: unknown;
           try {
             parsed = JSON.parse(body);

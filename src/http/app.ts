@@ -12,6 +12,7 @@ import { newRequestId, registerErrorHandling, sendClientError, sendFrameworkErro
 import { lazySchemas } from './lazy-schemas.js';
 import { registerIdempotency } from './plugins/idempotency.js';
 import { registerOpenApi } from './plugins/openapi.js';
+import { registerWebSocket } from './plugins/websocket.js';
 import { registerRateLimit } from './plugins/rate-limit.js';
 import { redactUrl } from './plugins/redact.js';
 import { registerTextInputCheck } from './plugins/text-input.js';
@@ -43,7 +44,6 @@ import { eventRoutes } from './routes/events.js';
 import { authRoutes } from './routes/auth.js';
 import { healthRoutes } from './routes/health.js';
 import { logRoutes } from './routes/logs.js';
-import websocket from '@fastify/websocket';
 import { metricRoutes } from './routes/metrics.js';
 import { metricFamilyRoutes } from './routes/metrics-family.js';
 import { registerPrometheus } from './routes/prometheus.js';
@@ -121,23 +121,7 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
   registerTextInputCheck(app);
   // First, so that its hooks know an upgrade request even when authentication refuses it
   // (the refused upgrade's socket is then closed rather than left open).
-  await app.register(websocket, {
-    // No permessage-deflate: the log stream writes its frames itself (observability/logs/frames.ts).
-    options: { maxPayload: 64 * 1024, perMessageDeflate: false },
-    // On shutdown, subscribers are told (1001 going away) and cut a second later: a client that
-    // never answers the close handshake must not hold the shutdown for ws's 30 s close timeout.
-    preClose(done) {
-      const clients = [...app.websocketServer.clients];
-      for (const c of clients) c.close(1001, 'server shutting down');
-      setTimeout(
-        () => {
-          for (const c of clients) c.terminate();
-          app.websocketServer.close(() => done());
-        },
-        clients.length ? 1000 : 0,
-      ).unref();
-    },
-  });
+  await registerWebSocket(app);
   await app.register(cookie);
   await registerRateLimit(app, deps.config.rateLimitPerMinute);
   registerAuthentication(app, { auth: deps.auth, publicUrl: deps.config.publicUrl });

@@ -70,6 +70,14 @@ function collect(child: ChildProcess, options: CliOptions): Promise<CliResult> {
   });
 }
 
+const running = new Set<ChildProcess>();
+
+/** Kills what startCli started and is still running (a test that timed out never stopped its `logs -f`). */
+export function killStartedCli(): void {
+  for (const child of running) child.kill('SIGKILL');
+  running.clear();
+}
+
 /** A long-running `slipway …` (logs -f): its output so far, and a way to end it. */
 export function startCli(configFile: string, args: string[], options: CliOptions = {}) {
   const child = spawn(process.execPath, [CLI_BIN, ...args], {
@@ -80,7 +88,9 @@ export function startCli(configFile: string, args: string[], options: CliOptions
   const output = { stdout: '', stderr: '' };
   child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk));
   child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk));
+  running.add(child);
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  void exited.then(() => running.delete(child));
   return {
     output,
     exited,
