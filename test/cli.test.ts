@@ -115,6 +115,27 @@ describe('slipway deploy', () => {
     expect(service.serviceDetails).toMatchObject({ plan: 'starter', runtime: 'node' });
   }, 240_000);
 
+  it("creates a new service from the directory's render.yaml, and open --print gives its URL and dashboard", async () => {
+    const dir = path.join(home, 'cli-from-yaml');
+    cpSync(path.join(FIXTURES, 'cli-app'), dir, { recursive: true });
+    writeFileSync(
+      path.join(dir, 'render.yaml'),
+      'services:\n  - type: web\n    name: cli-from-yaml\n    runtime: node\n    plan: standard\n' +
+        '    startCommand: node server.js\n    healthCheckPath: /healthz\n',
+    );
+    const res = await cli(['deploy', dir], { timeoutMs: 180_000 });
+    expect(res.code, res.stderr).toBe(0);
+    const service = JSON.parse((await cli(['services', 'show', 'cli-from-yaml', '--json'])).stdout);
+    expect(service.serviceDetails).toMatchObject({
+      plan: 'standard',
+      runtime: 'node',
+      healthCheckPath: '/healthz',
+      envSpecificDetails: { startCommand: 'node server.js' },
+    });
+    expect((await cli(['open', 'cli-from-yaml'])).stdout.trim()).toBe(res.stdout.trim());
+    expect((await cli(['open', 'cli-from-yaml', '--dashboard'])).stdout.trim()).toBe(service.dashboardUrl);
+  }, 240_000);
+
   it('exits 5 with the failure reason when the deploy does not go live', async () => {
     const broken = path.join(home, 'broken-app');
     cpSync(path.join(FIXTURES, 'crash-on-start'), broken, { recursive: true });
@@ -143,6 +164,24 @@ describe('slipway logs and env', () => {
       expect(await follow.stop()).toBe(0);
     }
   }, 60_000);
+
+  it("logs --search finds only the matching lines, with the app's own colours kept even when piped", async () => {
+    const marker = `search-${Date.now()}`;
+    await app(`/print-color?marker=${marker}`);
+    await app(`/print?marker=${marker}-plain`);
+    const found = await waitFor(
+      'the lines in the log store',
+      async () => {
+        const res = await cli(['logs', 'cli-app', '--since', '5m', '--search', `green ${marker}`]);
+        return res.stdout.includes(marker) && res;
+      },
+      20_000,
+      500,
+    );
+    expect(found.stdout).toContain(`\x1b[32mgreen ${marker}\x1b[0m`);
+    expect(found.stdout).not.toContain(`${marker}-plain`);
+    expect(found.stdout.trim().split('\n')).toHaveLength(1);
+  });
 
   it('imports a .env file and redeploys: the app sees the values', async () => {
     const envFile = path.join(home, 'prod.env');
