@@ -19,7 +19,10 @@ export function authHeaders(context: Pick<Context, 'apiKey' | 'session'>): Recor
 export const baseUrl = (context: Pick<Context, 'url'>) => context.url.replace(/\/+$/, '');
 
 export function connect(context: Context): Api {
-  return createClient<paths>({ baseUrl: baseUrl(context), headers: authHeaders(context) });
+  // A failed connection names the URL it tried (exit code 6), wherever the call was made.
+  const reach = async (request: Request) =>
+    fetch(request).catch((err: unknown) => Promise.reject(unreachable(context.url, err)));
+  return createClient<paths>({ baseUrl: baseUrl(context), headers: authHeaders(context), fetch: reach });
 }
 
 const HINTS: Record<number, string> = {
@@ -44,7 +47,7 @@ export function unreachable(url: string, err: unknown): CliError {
   return new CliError(
     `cannot reach ${url}: ${why}`,
     EXIT.UNREACHABLE,
-    'is Slipway running there? see `slipway whoami`',
+    'is Slipway running there? the contexts and their URLs: slipway contexts ls',
   );
 }
 
@@ -52,13 +55,7 @@ type Result = { data?: unknown; error?: unknown; response: Response };
 
 /** The body of a successful answer; throws the API's error otherwise. */
 export async function ok<R extends Result>(pending: Promise<R>): Promise<NonNullable<R['data']>> {
-  let result: R;
-  try {
-    result = await pending;
-  } catch (err) {
-    if (err instanceof CliError) throw err;
-    throw unreachable('Slipway', err);
-  }
+  const result = await pending;
   if (!result.response.ok) throw apiError(result.response.status, result.error);
   return result.data as NonNullable<R['data']>;
 }
