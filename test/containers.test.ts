@@ -383,7 +383,7 @@ ${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
     expect(load.served()).toBeGreaterThan(20);
   }, 400_000);
 
-  it('mounts secret files read-only at /etc/secrets in a container and in its pre-deploy run', async () => {
+  it('mounts secret files read-only at /etc/secrets in a container, its pre-deploy run and its one-off jobs', async () => {
     const { service, deployId } = await dockerService({ Dockerfile: dockerfile(base) });
     await expectLive(api, owner, service.id, deployId, 180_000);
     const group = await api.post(
@@ -405,6 +405,23 @@ ${dockerfile(base, 'COPY --from=build /out/built.txt /app/built.txt')}`;
       JSON.parse((await viaRouter(t.server.slipway.routerPort, service.slug, `/read?/etc/secrets/${file}`)).text);
     expect(await read('config.json')).toEqual({ read: true, content: '{"db":"s3cret"}' });
     expect(await read('shared.txt')).toEqual({ read: true, content: 'from the group' });
+
+    // A one-off job runs in the live deploy's image, with its secret files: its exit status and output are the job's.
+    const jobs = `/v1/services/${service.id}/jobs`;
+    const job = await api.post(jobs, { startCommand: 'grep -c s3cret /etc/secrets/config.json; exit 7' }, owner);
+    expect(job.status, job.text).toBe(201);
+    const ended = await waitFor(
+      'the job in the image to end',
+      async () => {
+        const j = (await api.get(`${jobs}/${job.body.id}`, owner)).body;
+        return ['succeeded', 'failed', 'canceled'].includes(j.status) && j;
+      },
+      60_000,
+      200,
+    );
+    expect(ended, JSON.stringify(ended)).toMatchObject({ status: 'failed', exitCode: 7 });
+    const logs = await api.get(`/v1/logs?resource=${service.id}&instance=${job.body.id}&direction=forward`, owner);
+    expect(logs.body.logs.map((l: { message: string }) => l.message)).toContain('1');
   }, 400_000);
 
   it("binds its service's disk at its mountPath: what the container writes there outlives a deploy", async () => {

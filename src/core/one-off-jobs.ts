@@ -51,8 +51,6 @@ export function createOneOffJobs(deps: {
     async create(service: ServiceRow, input: { startCommand: string; planId?: string }, by?: string): Promise<JobRow> {
       engine.assertPresent(service.id);
       if (service.type === 'static_site') throw badRequest('a static site has no process: it cannot run a job');
-      if (service.details.runtime === 'docker' || service.details.runtime === 'image')
-        throw badRequest("one-off jobs in a container service's image are not done yet (docs/deploys.md)");
       const startCommand = input.startCommand.trim();
       if (!startCommand)
         throw new AppError('validation_failed', 'startCommand is empty', [

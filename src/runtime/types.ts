@@ -44,8 +44,11 @@ export interface InstanceSpec {
   limits: Limits;
   /** Its workspace's private network, where it answers to `hostnames` (namespaces mode; ignored on the shared network). */
   network?: { workspaceId: string; hostnames: string[] };
-  /** A container (runtime docker or image): the image, in its service's storage, instead of a command in `sandbox`. */
-  container?: { storageDir: string; image: string; command?: string };
+  /**
+   * A container (runtime docker or image): the image, in its service's storage, instead of a command in `sandbox`. A
+   * one-off run's `statusDir` is bound read-write at CONTAINER_STATUS_DIR, where its command writes its exit status.
+   */
+  container?: { storageDir: string; image: string; command?: string; statusDir?: string };
   /** Its service's persistent disk, mounted (runtime.disks) and bound read-write at `mountPath` in the sandbox. */
   disk?: DiskPlace & { mountPath: string };
   /** Runs the moment the process exits while this Slipway runs it (the router drops it before anything can take its place). */
@@ -173,6 +176,9 @@ export interface ContainerJobSpec {
   signal?: AbortSignal;
   onOutput?(chunk: string): void;
 }
+
+/** Where a one-off run in a container (a job, a cron run) finds its status dir (InstanceSpec.container.statusDir). */
+export const CONTAINER_STATUS_DIR = '/run/slipway-status';
 
 /** The container engine (docs/containers.md): images in each service's own storage. */
 export interface Containers {

@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { listens } from '../../model/services.js';
 import path from 'node:path';
-import { SECRET_FILES_SUBDIR, type InstanceHandle, type InstanceSpec, type Runtime } from '../../runtime/types.js';
+import {
+  CONTAINER_STATUS_DIR,
+  SECRET_FILES_SUBDIR,
+  type InstanceHandle,
+  type InstanceSpec,
+  type Runtime,
+} from '../../runtime/types.js';
 import type { DeployRow } from '../../store/repos/deploys.js';
 import type { InstanceRepo, InstanceRow } from '../../store/repos/instances.js';
 import type { Repos } from '../../store/repos/index.js';
@@ -226,14 +232,21 @@ export function createInstances(deps: InstancesDeps) {
       });
       const exitCodeFile = path.join(statusDir, 'exit-code');
       try {
+        const { container } = release;
+        const given = run.command ?? release.startCommand;
+        // The image's own CMD cannot be wrapped to record its exit status: a run in an image needs a command.
+        if (container && !given) throw new Error("a run in the service's image needs a command (dockerCommand)");
+        // A subshell, so that an `exit` or `exec` in the command still lets the status be written.
+        const command = `(\n${given}\n)\necho $? > "$SLIPWAY_RUN_STATUS_DIR/exit-code"`;
         const handle = await runtime.start({
           instanceId: id,
           serviceId: service.id,
           deployId: deploy.id,
           instanceDir,
-          // A subshell, so that an `exit` or `exec` in the command still lets the status be written.
-          command: `(\n${run.command ?? release.startCommand}\n)\necho $? > "$SLIPWAY_RUN_STATUS_DIR/exit-code"`,
-          env: { ...(await release.env({ id })), SLIPWAY_RUN_STATUS_DIR: statusDir },
+          command,
+          env: { ...(await release.env({ id })), SLIPWAY_RUN_STATUS_DIR: container ? CONTAINER_STATUS_DIR : statusDir },
+          // In a container service's image (a job, a cron run), as its instances run: its status dir bound in.
+          ...(container ? { container: { ...container, command, statusDir } } : {}),
           secretFiles: await release.secretFiles(),
           sandbox: {
             appDir: release.artifactDir,

@@ -1,5 +1,6 @@
 import type { Command } from '../../lib/exec.js';
 import type { Limits } from '../../model/limits.js';
+import { CONTAINER_STATUS_DIR } from '../types.js';
 
 /**
  * Podman's command lines, as data (docs/containers.md). Every call names its storage (one per service: its images
@@ -175,6 +176,8 @@ export interface ContainerRun {
   secretsDir?: string;
   /** Its service's disk (mounted on the host at `dir`), bound read-write at `mountPath`, owned by its user (`U`). */
   disk?: { dir: string; mountPath: string } | undefined;
+  /** A one-off run's status dir, bound read-write at CONTAINER_STATUS_DIR (its exit status is written there). */
+  statusDir?: string;
   /** Written with the container's process id once it exists. */
   pidFile?: string;
   /** Values an env file cannot hold (newlines): through Podman's environment (byEnvironment). */
@@ -212,6 +215,7 @@ export function createCommand(
       ...(c.resolvConf ? ['--volume', `${c.resolvConf}:/etc/resolv.conf:ro`] : []),
       ...(c.secretsDir ? ['--volume', `${c.secretsDir}:/etc/secrets:ro,U`] : []),
       ...(c.disk ? ['--volume', `${c.disk.dir}:${c.disk.mountPath}:rw,nosuid,nodev,U`] : []),
+      ...(c.statusDir ? ['--volume', `${c.statusDir}:${CONTAINER_STATUS_DIR}:rw,nosuid,nodev,noexec,U`] : []),
       ...(c.writableRoot ? [] : ['--read-only', '--read-only-tmpfs=false']),
       ...[...tmpfs('/tmp'), ...tmpfs('/var/tmp')],
       // An image's VOLUMEs: sized tmpfs where the path is plain, never an anonymous volume on the host's disk.

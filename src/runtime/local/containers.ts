@@ -123,6 +123,7 @@ async function containerRun(
     /** Its secret files' dir (secret-files.ts), mounted at /etc/secrets. */
     secretsDir?: string;
     disk?: { dir: string; mountPath: string } | undefined;
+    statusDir?: string;
     /** Where Podman writes the container's process id (an instance's). */
     pidFile?: string;
     limits: Limits;
@@ -148,6 +149,7 @@ async function containerRun(
     writableRoot,
     secretsDir: c.secretsDir,
     disk: c.disk,
+    statusDir: c.statusDir,
     pidFile: c.pidFile,
     envArgs: env.args,
     limits: c.limits,
@@ -191,6 +193,8 @@ export async function startContainer(
     const started = await run(podman.startCommand(engine.setup, storage, name), { timeoutMs: CALL_TIMEOUT_MS });
     if (started.exitCode !== 0) throw new Error(`podman start failed: ${started.output.trim().slice(-500)}`);
     const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    // A one-off run (a job) may well have ended already: its status dir, not its process, says how.
+    if (spec.container.statusDir && Number.isInteger(pid) && pid > 0 && !readStat(pid)) return { pid, startTime: '' };
     if (!Number.isInteger(pid) || pid <= 0 || !readStat(pid))
       throw new Error(
         `the container exited at once (pid file: ${JSON.stringify(readFileSync(pidFile, 'utf8').trim())}; its stderr: ` +
