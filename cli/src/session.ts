@@ -30,8 +30,12 @@ type LinkKind = 'service' | 'blueprint';
 
 export function readLink(dir: string, context: Context, kind: LinkKind = 'service'): string | undefined {
   if (!existsSync(linkFile(dir, kind))) return undefined;
-  const link = JSON.parse(readFileSync(linkFile(dir, kind), 'utf8')) as Link;
-  return link.url === context.url ? link.id : undefined;
+  try {
+    const link = JSON.parse(readFileSync(linkFile(dir, kind), 'utf8')) as Link;
+    return link.url === context.url && typeof link.id === 'string' ? link.id : undefined;
+  } catch {
+    return undefined; // a damaged link is as none: the next deploy writes it again
+  }
 }
 
 export function writeLink(dir: string, context: Context, id: string, kind: LinkKind = 'service'): void {
