@@ -31,6 +31,11 @@ beforeAll(async () => {
   writeFileSync(path.join(appDir, 'debug.log'), 'kept at home by .gitignore');
   mkdirSync(path.join(appDir, 'local-only'));
   writeFileSync(path.join(appDir, 'local-only', 'notes'), 'kept at home by .gitignore');
+  // A deeper .gitignore keeps what the root's leaves out, as git reads them.
+  mkdirSync(path.join(appDir, 'fixtures'));
+  writeFileSync(path.join(appDir, 'fixtures', '.gitignore'), '!expected.log\n');
+  writeFileSync(path.join(appDir, 'fixtures', 'expected.log'), 'sent: a deeper .gitignore un-ignores it');
+  writeFileSync(path.join(appDir, 'fixtures', 'other.log'), 'kept at home by the root .gitignore');
 }, 120_000);
 afterAll(async () => {
   killStartedCli();
@@ -89,8 +94,16 @@ describe('slipway deploy', () => {
     const answer = await app();
     expect(answer.version).toBe('v1');
     expect(answer.deployed).toContain('server.js');
-    for (const ignored of ['secret.txt', 'debug.log', 'local-only', '.slipway'])
+    for (const ignored of [
+      'secret.txt',
+      'debug.log',
+      'local-only',
+      'local-only/notes',
+      '.slipway',
+      'fixtures/other.log',
+    ])
       expect(answer.deployed).not.toContain(ignored);
+    expect(answer.deployed).toContain('fixtures/expected.log');
     expect(JSON.parse(readFileSync(path.join(appDir, '.slipway', 'service.json'), 'utf8')).id).toBe(service.id);
   }, 240_000);
 
@@ -135,6 +148,14 @@ describe('slipway deploy', () => {
     expect((await cli(['open', 'cli-from-yaml'])).stdout.trim()).toBe(res.stdout.trim());
     expect((await cli(['open', 'cli-from-yaml', '--dashboard'])).stdout.trim()).toBe(service.dashboardUrl);
   }, 240_000);
+
+  it('refuses a directory that does not exist with exit 2, before any service is made', async () => {
+    const res = await cli(['deploy', path.join(home, 'no-such-dir')]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('is not a directory');
+    const names = JSON.parse((await cli(['services', 'ls', '--json'])).stdout).map((s: { name: string }) => s.name);
+    expect(names).not.toContain('no-such-dir');
+  });
 
   it('exits 5 with the failure reason when the deploy does not go live', async () => {
     const broken = path.join(home, 'broken-app');

@@ -67,5 +67,6 @@ export function resolveContext(name?: string): Context & { name: string } {
       'run `slipway login`, or set SLIPWAY_API_KEY and SLIPWAY_URL',
     );
   }
-  return { name: chosen, ...context, url: process.env.SLIPWAY_URL || context.url };
+  // SLIPWAY_URL goes with SLIPWAY_API_KEY only: a saved credential is never sent to another server.
+  return { name: chosen, ...context };
 }

@@ -12,6 +12,8 @@ export interface LogEntry {
 export const label = (entry: LogEntry, name: string) => entry.labels.find((l) => l.name === name)?.value;
 
 const MAX_BACKOFF_MS = 5000;
+/** Silence after which a connection is taken for dead: two of Slipway's 30 s pings missed, and some. */
+const SILENCE_MS = 75_000;
 
 /**
  * Follows /v1/logs/subscribe until `signal` aborts or the server ends the stream (1000: endTime reached). A dropped
@@ -26,6 +28,7 @@ export async function followLogs(
 ): Promise<void> {
   const { default: WebSocket } = await import('ws'); // when needed: start-up stays short (docs/cli.md)
   let lastId: string | undefined;
+  let connected = false;
   let backoff = 250;
   while (!signal?.aborted) {
     const params = new URLSearchParams(query);
@@ -36,9 +39,27 @@ export async function followLogs(
     const url = `${baseUrl(context).replace(/^http/, 'ws')}/v1/logs/subscribe?${params}`;
     const ended = await new Promise<'done' | 'dropped'>((resolve, reject) => {
       const socket = new WebSocket(url, { headers: authHeaders(context) });
+      // Slipway pings every 30 s: a connection silent for longer is half-open (a laptop slept, a NAT forgot it).
+      let watchdog: NodeJS.Timeout | undefined;
+      const heard = () => {
+        clearTimeout(watchdog);
+        watchdog = setTimeout(() => socket.terminate(), SILENCE_MS);
+      };
       const abort = () => socket.close(1000);
       signal?.addEventListener('abort', abort, { once: true });
+      const settle = (outcome: 'done' | 'dropped' | CliError) => {
+        clearTimeout(watchdog);
+        signal?.removeEventListener('abort', abort);
+        if (outcome instanceof CliError) reject(outcome);
+        else resolve(outcome);
+      };
+      socket.on('open', () => {
+        connected = true;
+        heard();
+      });
+      socket.on('ping', heard);
       socket.on('message', (data) => {
+        heard();
         backoff = 250;
         const entry = JSON.parse(String(data)) as LogEntry;
         lastId = entry.id;
@@ -56,19 +77,16 @@ export async function followLogs(
             parsed = undefined;
           }
           // 5xx and 503 while Slipway restarts are worth another try; a refusal is not.
-          if ((res.statusCode ?? 500) >= 500) resolve('dropped');
-          else reject(apiError(res.statusCode ?? 500, parsed));
+          settle((res.statusCode ?? 500) >= 500 ? 'dropped' : apiError(res.statusCode ?? 500, parsed));
         });
       });
       socket.on('error', (err) => {
-        if (lastId === undefined && !signal?.aborted && (err as NodeJS.ErrnoException).code === 'ECONNREFUSED') {
-          reject(unreachable(context.url, { cause: err }));
+        // Refused before it ever connected: a wrong URL, not a restart (which is waited out).
+        if (!connected && !signal?.aborted && (err as NodeJS.ErrnoException).code === 'ECONNREFUSED') {
+          settle(unreachable(context.url, { cause: err }));
         }
       });
-      socket.on('close', (code) => {
-        signal?.removeEventListener('abort', abort);
-        resolve(code === 1000 ? 'done' : 'dropped');
-      });
+      socket.on('close', (code) => settle(code === 1000 ? 'done' : 'dropped'));
     }).catch((err: unknown) => {
       if (err instanceof CliError) throw err;
       return 'dropped' as const;

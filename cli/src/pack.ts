@@ -29,12 +29,19 @@ function rulesIn(root: string, rel: string): Rules | undefined {
   return found ? { base: rel, matcher } : undefined;
 }
 
-/** Whether any .gitignore or .slipwayignore from the root down to this entry's directory ignores it (as git does). */
+/**
+ * Whether the entry is left out, as git decides: the deepest ignore file with a pattern for it wins (a `!pattern`
+ * there keeps what a shallower one left out), and within a file the last matching pattern.
+ */
 function ignored(rules: Rules[], rel: string, isDir: boolean): boolean {
-  return rules.some(({ base, matcher }) => {
+  for (let i = rules.length - 1; i >= 0; i--) {
+    const { base, matcher } = rules[i]!;
     const relative = base ? path.posix.relative(base, rel) : rel;
-    return matcher.ignores(isDir ? relative + '/' : relative);
-  });
+    const verdict = matcher.test(isDir ? relative + '/' : relative);
+    if (verdict.ignored) return true;
+    if (verdict.unignored) return false;
+  }
+  return false;
 }
 
 /**
@@ -104,6 +111,8 @@ export interface Packed {
   bytes: number;
   /** Called with the tar bytes packed so far, as the stream is read. */
   onProgress?: (tarBytes: number) => void;
+  /** Why packing failed, once it has. */
+  error?: CliError;
 }
 
 /**
@@ -118,6 +127,15 @@ export function packDirectory(root: string): Packed {
   const packed: Packed = { files: files.length, bytes, stream: undefined as never };
   const parallel = Math.max(1, availableParallelism());
   packed.stream = (async function* () {
+    try {
+      yield* compressed();
+    } catch (error) {
+      // A file unreadable or gone while packing is this machine's problem, not the upload's.
+      packed.error = new CliError(`cannot pack ${root}: ${(error as Error).message}`, EXIT.USAGE);
+      throw packed.error;
+    }
+  })();
+  async function* compressed() {
     const { create } = await import('tar');
     const tarStream = create({ cwd: root, portable: true, noDirRecurse: true }, files) as AsyncIterable<Buffer>;
     const inFlight: Array<Promise<Buffer>> = [];
@@ -129,7 +147,7 @@ export function packDirectory(root: string): Packed {
       if (inFlight.length >= parallel) yield await inFlight.shift()!;
     }
     while (inFlight.length) yield await inFlight.shift()!;
-  })();
+  }
   return packed;
 }
 

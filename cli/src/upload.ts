@@ -27,7 +27,7 @@ export async function uploadSource(context: Context, serviceId: string, packed: 
       duplex: 'half',
     } as RequestInit);
   } catch (err) {
-    throw unreachable(context.url, err);
+    throw packed.error ?? unreachable(context.url, err);
   } finally {
     bar?.update(packed.bytes);
     bar?.stop();

@@ -49,7 +49,12 @@ export function apiCommand(program: Command): void {
 }
 
 async function readBody(data: string): Promise<string> {
-  const text = data === '@-' ? await readStdin() : data.startsWith('@') ? readFileSync(data.slice(1), 'utf8') : data;
+  let text: string;
+  try {
+    text = data === '@-' ? await readStdin() : data.startsWith('@') ? readFileSync(data.slice(1), 'utf8') : data;
+  } catch (error) {
+    throw new CliError(`cannot read ${data.slice(1)}: ${(error as Error).message}`, EXIT.USAGE);
+  }
   try {
     JSON.parse(text);
   } catch {

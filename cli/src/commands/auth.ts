@@ -5,8 +5,8 @@ import { apiError, authHeaders, baseUrl, connect, ok, unreachable } from '../api
 import { DEFAULT_URL, loadConfig, resolveContext, saveConfig, type Context } from '../contexts.js';
 import { CliError, EXIT } from '../errors.js';
 import type { paths } from '../generated/openapi.js';
-import { note, out, show, table } from '../output.js';
-import { ask, interactive, readSecret } from '../prompt.js';
+import { err, note, out, show, table } from '../output.js';
+import { ask, interactive, readSecret, readStdin } from '../prompt.js';
 import { session } from '../session.js';
 
 interface LoginOptions {
@@ -14,6 +14,7 @@ interface LoginOptions {
   email?: string;
   apiKey?: string;
   passwordStdin?: boolean;
+  apiKeyStdin?: boolean;
   workspace?: string;
   name?: string;
 }
@@ -55,13 +56,15 @@ export function authCommands(program: Command): void {
     .option('--email <email>', 'sign in with this email (the password is asked, or read from stdin)')
     .option('--password-stdin', 'read the password from stdin')
     .option('--api-key <key>', 'sign in with an API key (slw_…), or set $SLIPWAY_API_KEY')
+    .option('--api-key-stdin', 'read the API key from stdin (kept out of the shell history and the process list)')
     .option('--workspace <id>', 'the workspace to act in (default: your default workspace)')
     .option('--name <context>', "the context's name (default: the URL's host)")
     .action(async (options: LoginOptions) => {
       const config = loadConfig();
       const current = config.current ? config.contexts[config.current] : undefined;
       const url = (options.url ?? process.env.SLIPWAY_URL ?? current?.url ?? DEFAULT_URL).replace(/\/+$/, '');
-      const apiKey = options.apiKey ?? (options.email ? undefined : process.env.SLIPWAY_API_KEY);
+      const fromStdin = options.apiKeyStdin ? (await readStdin()).trim() : undefined;
+      const apiKey = fromStdin || options.apiKey || (options.email ? undefined : process.env.SLIPWAY_API_KEY);
       const context: Context = apiKey ? { url, apiKey, workspaceId: options.workspace } : await signIn(url, options);
       const user = await ok(connect(context).GET('/v1/users'));
       context.email = user.email;
@@ -80,14 +83,19 @@ export function authCommands(program: Command): void {
       const name = (command.optsWithGlobals().context as string | undefined) ?? config.current;
       const context = name ? config.contexts[name] : undefined;
       if (!name || !context) throw new CliError('not signed in', EXIT.AUTH);
-      if (context.apiKeyId)
-        await connect(context)
-          .DELETE('/v1/api-keys/{apiKeyId}', { params: { path: { apiKeyId: context.apiKeyId } } })
-          .catch(() => undefined);
-      else if (context.session)
+      // Forgotten here in any case; a key Slipway could not revoke is named, so that it can be revoked by hand.
+      const { apiKeyId } = context;
+      const revoked = apiKeyId
+        ? await ok(connect(context).DELETE('/v1/api-keys/{apiKeyId}', { params: { path: { apiKeyId } } }))
+            .then(() => true)
+            .catch(() => false)
+        : true;
+      if (context.session)
         await connect(context)
           .POST('/v1/auth/logout', {})
           .catch(() => undefined);
+      if (!revoked)
+        note(err.yellow(`Could not revoke its API key ${apiKeyId}: revoke it with DELETE /v1/api-keys/${apiKeyId}`));
       delete config.contexts[name];
       if (config.current === name) config.current = Object.keys(config.contexts)[0];
       saveConfig(config);

@@ -24,9 +24,17 @@ async function waitForSync(api: Api, blueprintId: string, sync: Sync): Promise<S
   while (current.state === 'running') {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const syncs = await ok(
-      api.GET('/v1/blueprints/{blueprintId}/syncs', { params: { path: { blueprintId }, query: { limit: 5 } } }),
+      api.GET('/v1/blueprints/{blueprintId}/syncs', { params: { path: { blueprintId }, query: { limit: 20 } } }),
     );
-    current = syncs.map((item) => item.sync).find((s) => s.id === sync.id) ?? current;
+    const found = syncs.map((item) => item.sync).find((s) => s.id === sync.id);
+    // Twenty newer syncs in a second: another client is syncing it; this one's outcome is in its list.
+    if (!found)
+      throw new CliError(
+        `sync ${sync.id} is no longer among the latest`,
+        EXIT.ERROR,
+        `slipway api GET /v1/blueprints/${blueprintId}/syncs`,
+      );
+    current = found;
   }
   return current;
 }

@@ -107,13 +107,13 @@ export function dbCommands(program: Command): void {
   db.command('create <kind> <name>')
     .description(`Create a datastore: ${KINDS.join(' or ')}`)
     .option('--plan <plan>', 'free, starter, standard, …', 'free')
-    .option('--version <version>', 'Postgres major version')
+    .option('--pg-version <version>', 'Postgres major version (default: the newest)')
     .option('--json', 'print JSON')
     .action(
       async (
         kind: string,
         name: string,
-        options: { plan: string; version?: string; json?: boolean },
+        options: { plan: string; pgVersion?: string; json?: boolean },
         command: Command,
       ) => {
         if (!(KINDS as readonly string[]).includes(kind))
@@ -124,7 +124,7 @@ export function dbCommands(program: Command): void {
           kind === 'postgres'
             ? await ok(
                 api.POST('/v1/postgres', {
-                  body: { name, ownerId, plan: options.plan as never, version: options.version as never },
+                  body: { name, ownerId, plan: options.plan as never, version: options.pgVersion as never },
                 }),
               )
             : await ok(api.POST('/v1/key-value', { body: { name, ownerId, plan: options.plan as never } }));
@@ -143,7 +143,11 @@ export function dbCommands(program: Command): void {
       const store = await findDatastore(current, ref);
       const client = clientCommand(store.kind, await connectionString(current.api, store));
       note(out.dim(`Connecting to ${store.name} with ${client.program}…`));
+      // Ctrl-C is psql's (it cancels the query): this process waits for it to end rather than leave it orphaned.
+      const ignore = () => undefined;
+      process.on('SIGINT', ignore);
       const child = spawn(client.program, client.args, { stdio: 'inherit', env: { ...process.env, ...client.env } });
+      child.on('close', () => process.off('SIGINT', ignore));
       const code = await new Promise<number>((resolve, reject) => {
         child.on('error', (error: NodeJS.ErrnoException) =>
           reject(

@@ -1,10 +1,9 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { ok } from '../api.js';
+import { apiError, ok } from '../api.js';
 import { CliError, EXIT } from '../errors.js';
 import { guessService } from '../guess.js';
-import { followLogs, label } from '../logs.js';
-import { err, note, out, print, printJson } from '../output.js';
+import { note, out, print, printJson } from '../output.js';
 import { packDirectory } from '../pack.js';
 import {
   findService,
@@ -12,12 +11,11 @@ import {
   readLink,
   session,
   writeLink,
-  DONE,
   type Service,
   type Session,
 } from '../session.js';
 import { humanBytes, uploadSource } from '../upload.js';
-import { getDeploy } from './deploys.js';
+import { watchDeploy } from '../watch.js';
 import { completeOptions, createService, type CreateOptions } from './services.js';
 
 interface DeployOptions extends CreateOptions {
@@ -32,7 +30,9 @@ async function serviceFor(current: Session, root: string, options: DeployOptions
   const linked = readLink(root, current.context);
   if (linked) {
     const found = await current.api.GET('/v1/services/{serviceId}', { params: { path: { serviceId: linked } } });
-    if (found.data) return found.data; // a deleted service's link is forgotten: the deploy creates it again
+    if (found.data) return found.data;
+    // A deleted service's link is forgotten (the deploy creates it again); any other answer is no reason to.
+    if (found.response.status !== 404) throw apiError(found.response.status, found.error);
   }
   const name =
     options.name ??
@@ -46,38 +46,6 @@ async function serviceFor(current: Session, root: string, options: DeployOptions
   const service = await createService(current.api, current.context.workspaceId, name, details);
   note(`${out.green('✓')} Created ${details.type} ${service.name} (${service.id})`);
   return service;
-}
-
-const POLL_MS = 100;
-
-/** Polls the deploy until it is done, streaming its build output to stderr meanwhile. */
-async function watch(current: Session, service: Service, deployId: string) {
-  const { api, context } = current;
-  const started = await getDeploy(api, service.id, deployId);
-  const query = new URLSearchParams({ resource: service.id, type: 'build', startTime: started.createdAt });
-  const stop = new AbortController();
-  let lastLine = Date.now();
-  const streaming = followLogs(
-    context,
-    query,
-    (entry) => {
-      if (label(entry, 'deploy') !== deployId) return;
-      lastLine = Date.now();
-      process.stderr.write(`${err.dim('│')} ${entry.message}\n`);
-    },
-    stop.signal,
-  ).catch((error: unknown) => note(err.yellow(`(build output unavailable: ${(error as Error).message})`)));
-  let deploy = started;
-  while (!DONE.has(deploy.status)) {
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    deploy = await getDeploy(api, service.id, deployId);
-  }
-  // The build's lines were written before its status changed: the stream delivers the last of them within moments.
-  const deadline = Date.now() + 1000;
-  while (Date.now() - lastLine < POLL_MS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  stop.abort();
-  await streaming;
-  return deploy;
 }
 
 export function deployCommand(program: Command): void {
@@ -102,9 +70,9 @@ export function deployCommand(program: Command): void {
     .action(async (dir: string | undefined, options: DeployOptions, command: Command) => {
       const current = session(command);
       const root = path.resolve(dir ?? '.');
+      const pack = packDirectory(root); // a missing or empty directory fails here, before any service is made
       const service = await serviceFor(current, root, options);
       writeLink(root, current.context, service.id);
-      const pack = packDirectory(root);
       note(`Uploading ${pack.files} files (${humanBytes(pack.bytes)})`);
       const upload = await uploadSource(current.context, service.id, pack);
       const deployId =
@@ -118,7 +86,7 @@ export function deployCommand(program: Command): void {
           )
         ).id;
       note(`Deploying ${service.name}: ${deployId}`);
-      const deploy = await watch(current, service, deployId);
+      const deploy = await watchDeploy(current, service, deployId);
       const url = String(service.serviceDetails.url ?? '');
       if (options.json) printJson({ service, deploy, url });
       if (deploy.status !== 'live') {

@@ -72,9 +72,10 @@ export function logsCommand(program: Command): void {
         return;
       }
       const limit = Math.min(Math.max(Number(options.limit) || 100, 1), 100);
+      // The newest `limit` lines since then, printed oldest first, as `tail` does.
       const page = await ok(
-        current.api.GET('/v1/logs', { params: { query: { ...filters, startTime, direction: 'forward', limit } } }),
+        current.api.GET('/v1/logs', { params: { query: { ...filters, startTime, direction: 'backward', limit } } }),
       );
-      for (const entry of page.logs) emit(entry);
+      for (const entry of page.logs.reverse()) emit(entry);
     });
 }
