@@ -5,8 +5,11 @@ import { followLogs, label, type LogEntry } from './logs.js';
 import { err, note } from './output.js';
 import { DONE, type Service, type Session } from './session.js';
 
-/** Polls fast while a deploy is young (most finish within seconds), then eases off: a credential's rate limit is shared. */
-const pollDelay = (elapsedMs: number) => Math.min(100 + elapsedMs / 20, 1000);
+/**
+ * Every 100 ms for the first 10 s (most deploys are done by then: 100 requests), then easing off to once a second, as
+ * a credential's rate limit (1,200 a minute) is shared with whatever else uses it.
+ */
+const pollDelay = (elapsedMs: number) => Math.min(100 + Math.max(0, elapsedMs - 10_000) / 20, 1000);
 /** How long a deploy's status may stay unreadable (Slipway restarting, 429, 503) before the watch gives up. */
 const UNREACHABLE_MS = 60_000;
 
