@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -7,6 +8,7 @@ import { isId, newId } from '../src/lib/ids.js';
 import { hashPassword, verifyPassword } from '../src/lib/passwords.js';
 import { createSecretBox, loadSecretKey } from '../src/lib/secret-box.js';
 import { redactUrl } from '../src/http/plugins/redact.js';
+import { exitCodeOf } from '../src/core/instances/instances.js';
 
 describe('ids', () => {
   it('are Render-style, unique, and sort by creation time', () => {
@@ -75,5 +77,27 @@ describe('redaction', () => {
       '/cb?code=[redacted]&token=[redacted]&password=[redacted]',
     );
     expect(redactUrl('/deploy/srv-1?key=dhk_x&ref=abc')).toBe('/deploy/srv-1?key=[redacted]&ref=abc');
+  });
+});
+
+describe("a run's exit status, in a dir the run can write", () => {
+  it('is read from a small regular file only: not through a link, not from a FIFO (which would block), not past 16 bytes', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'slipway-exit-'));
+    try {
+      const at = (name: string) => ({ exitCodeFile: path.join(dir, name) });
+      writeFileSync(path.join(dir, 'plain'), '7\n');
+      expect(exitCodeOf(at('plain'))).toBe(7);
+      expect(exitCodeOf(at('missing'))).toBeUndefined();
+      symlinkSync(path.join(dir, 'plain'), path.join(dir, 'link'));
+      expect(exitCodeOf(at('link'))).toBeUndefined();
+      execFileSync('mkfifo', [path.join(dir, 'fifo')]);
+      const began = Date.now();
+      expect(exitCodeOf(at('fifo'))).toBeUndefined(); // no writer: a plain open would never return
+      expect(Date.now() - began).toBeLessThan(1000);
+      writeFileSync(path.join(dir, 'long'), '1'.repeat(20) + '\n');
+      expect(exitCodeOf(at('long'))).toBe(Number('1'.repeat(16)));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { existsSync, realpathSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -34,4 +34,27 @@ export function realPathInside(root: string, dir: string): string | 'missing' | 
   }
   const realRoot = realpathSync(root);
   return real === realRoot || real.startsWith(realRoot + path.sep) ? real : 'outside';
+}
+
+/**
+ * The first `maxBytes` of a small file that an app may have replaced, or undefined: never through a symlink (which
+ * could lead to any file of the host's), never a FIFO or device (whose open or read would block the event loop for
+ * ever), never more than `maxBytes` read (a file it grew to gigabytes).
+ */
+export function readSmallFile(file: string, maxBytes: number): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return undefined;
+    const buffer = Buffer.alloc(maxBytes);
+    return buffer.subarray(0, readSync(fd, buffer, 0, maxBytes, 0)).toString('utf8');
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
 }

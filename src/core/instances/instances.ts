@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { listens } from '../../model/services.js';
 import path from 'node:path';
 import {
@@ -20,6 +20,7 @@ import type { Layout } from '../service-state/layout.js';
 import type { Lifecycle } from '../service-state/lifecycle.js';
 import type { Logger } from '../../lib/logger.js';
 import { fileTail } from '../../lib/file-tail.js';
+import { readSmallFile } from '../../lib/paths.js';
 import { masked, outputTail, secretValues } from '../service-state/output-tail.js';
 import { HINT_SCAN_CHARS, outputHint } from '../service-state/output-hints.js';
 
@@ -54,14 +55,14 @@ export interface RunningOnce {
   instanceDir: string;
 }
 
-/** The exit status a run wrote (runOnce); undefined when it was killed before it could. */
+/**
+ * The exit status a run wrote (runOnce); undefined when it was killed before it could. Its status dir is writable by
+ * the run, which may have put a link, a FIFO or a huge file there: read only as a small regular file.
+ */
 export function exitCodeOf(run: Pick<RunningOnce, 'exitCodeFile'>): number | undefined {
-  try {
-    const code = Number(readFileSync(run.exitCodeFile, 'utf8').trim());
-    return Number.isInteger(code) ? code : undefined;
-  } catch {
-    return undefined;
-  }
+  const text = readSmallFile(run.exitCodeFile, 16)?.trim();
+  const code = text ? Number(text) : NaN;
+  return Number.isInteger(code) ? code : undefined;
 }
 
 const handleOf = (row: InstanceRow) => ({ pid: row.pid ?? 0, startTime: row.startTime ?? '' });
