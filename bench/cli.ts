@@ -7,7 +7,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { log, median, repoRoot, signUp, startSlipway, table, waitLive } from './lib.js';
@@ -52,7 +52,7 @@ async function main() {
       writeFileSync(path.join(dir, 'VERSION'), `curl-${round}`);
       const tarball = path.join(work, 'source.tgz');
       execFileSync('tar', ['-czf', tarball, '--exclude=.slipway', '-C', dir, '.']);
-      tarballBytes = Number(execFileSync('stat', ['-c', '%s', tarball], { encoding: 'utf8' }).trim());
+      tarballBytes = statSync(tarball).size;
       let start = performance.now();
       const upload = JSON.parse(
         execFileSync(

@@ -59,3 +59,34 @@ export async function ok<R extends Result>(pending: Promise<R>): Promise<NonNull
   if (!result.response.ok) throw apiError(result.response.status, result.error);
   return result.data as NonNullable<R['data']>;
 }
+
+/**
+ * A call outside the typed client (a raw or multipart body; any route for `slipway api`), with the context's
+ * credential. A failed connection names the URL, unless `local` says the fault was this machine's (a file it could
+ * not pack); the API's error is thrown. Answers the text and, when it is JSON, the body.
+ */
+export async function request(
+  context: Context,
+  route: string,
+  init: RequestInit & { duplex?: 'half' },
+  local?: () => CliError | undefined,
+): Promise<{ text: string; body: unknown }> {
+  let response: Response;
+  try {
+    response = await fetch(baseUrl(context) + route, {
+      ...init,
+      headers: { ...authHeaders(context), ...(init.headers as Record<string, string> | undefined) },
+    });
+  } catch (err) {
+    throw local?.() ?? unreachable(context.url, err);
+  }
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined; // not JSON (a metrics page, a file)
+  }
+  if (!response.ok) throw apiError(response.status, body);
+  return { text, body };
+}

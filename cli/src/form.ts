@@ -1,4 +1,4 @@
-import { apiError, authHeaders, baseUrl, unreachable } from './api.js';
+import { request } from './api.js';
 import type { Context } from './contexts.js';
 
 /**
@@ -14,13 +14,6 @@ export async function postForm<T>(
   const form = new FormData();
   for (const [name, value] of Object.entries(fields)) if (value !== undefined) form.append(name, value);
   form.append('file', file.blob, file.name);
-  let response: Response;
-  try {
-    response = await fetch(baseUrl(context) + route, { method: 'POST', headers: authHeaders(context), body: form });
-  } catch (error) {
-    throw unreachable(context.url, error);
-  }
-  const body = await response.json().catch(() => undefined);
-  if (!response.ok) throw apiError(response.status, body);
+  const { body } = await request(context, route, { method: 'POST', body: form });
   return body as T;
 }

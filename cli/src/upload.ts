@@ -1,4 +1,4 @@
-import { apiError, authHeaders, baseUrl, unreachable } from './api.js';
+import { request } from './api.js';
 import type { Context } from './contexts.js';
 import type { Packed } from './pack.js';
 
@@ -17,24 +17,19 @@ export interface UploadAnswer {
 export async function uploadSource(context: Context, serviceId: string, packed: Packed): Promise<UploadAnswer> {
   const bar = process.stderr.isTTY ? await progressBar(packed.bytes) : undefined;
   packed.onProgress = (done) => bar?.update(Math.min(done, packed.bytes));
-  const url = `${baseUrl(context)}/v1/services/${encodeURIComponent(serviceId)}/source/upload`;
-  let response: Response;
   try {
-    response = await fetch(url, {
+    const route = `/v1/services/${encodeURIComponent(serviceId)}/source/upload`;
+    const init = {
       method: 'POST',
-      headers: { ...authHeaders(context), 'content-type': 'application/gzip' },
+      headers: { 'content-type': 'application/gzip' },
       body: packed.stream as unknown as BodyInit,
-      duplex: 'half',
-    } as RequestInit);
-  } catch (err) {
-    throw packed.error ?? unreachable(context.url, err);
+      duplex: 'half' as const,
+    };
+    return (await request(context, route, init, () => packed.error)).body as UploadAnswer;
   } finally {
     bar?.update(packed.bytes);
     bar?.stop();
   }
-  const body = await response.json().catch(() => undefined);
-  if (!response.ok) throw apiError(response.status, body);
-  return body as UploadAnswer;
 }
 
 async function progressBar(total: number) {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { apiError, authHeaders, baseUrl, unreachable } from '../api.js';
+import { baseUrl, request } from '../api.js';
 import { CliError, EXIT } from '../errors.js';
 import { print } from '../output.js';
 import { readStdin } from '../prompt.js';
@@ -25,26 +25,13 @@ export function apiCommand(program: Command): void {
         const at = pair.indexOf('=');
         url.searchParams.append(at < 0 ? pair : pair.slice(0, at), at < 0 ? '' : pair.slice(at + 1));
       }
-      const body = options.data === undefined ? undefined : await readBody(options.data);
-      let response: Response;
-      try {
-        response = await fetch(url, {
-          method: verb,
-          headers: { ...authHeaders(context), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-          body,
-        });
-      } catch (error) {
-        throw unreachable(context.url, error);
-      }
-      const text = await response.text();
-      let parsed: unknown = undefined;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        // not JSON (a metrics page, a file): printed as it came
-      }
-      if (!response.ok) throw apiError(response.status, parsed);
-      if (text) print(parsed === undefined ? text : JSON.stringify(parsed, null, 2));
+      const data = options.data === undefined ? undefined : await readBody(options.data);
+      const { text, body } = await request(context, url.pathname + url.search, {
+        method: verb,
+        headers: data !== undefined ? { 'content-type': 'application/json' } : {},
+        body: data,
+      });
+      if (text) print(body === undefined ? text : JSON.stringify(body, null, 2));
     });
 }
 
