@@ -70,7 +70,7 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['**/src/*', '**/src/**', '!./**', '!../**/generated/*'],
+              group: ['**/src/*', '**/src/**'],
               message: 'cli/ talks to Slipway over HTTP only',
             },
           ],
