@@ -31,7 +31,17 @@ function layerRules(layers) {
 const DRIVERS = ['runtime', 'router', 'provisioners', 'integrations', 'observability'];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'drizzle/**', 'test/fixtures/**', 'cli/dist/**', 'cli/src/generated/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'dist/**',
+      'drizzle/**',
+      'test/fixtures/**',
+      'cli/dist/**',
+      'web/dist/**',
+      'openapi/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -78,16 +88,36 @@ export default tseslint.config(
       ],
     },
   },
+  // So is the dashboard (docs/dashboard.md): the browser's code and the server's never import each other.
+  {
+    files: ['web/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/src/*', '**/src/**'], message: 'web/ talks to Slipway over HTTP only' },
+            { group: ['**/cli/**'], message: 'web/ and cli/ share only openapi/' },
+          ],
+        },
+      ],
+    },
+  },
   {
     files: ['src/**'],
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/cli/**'], message: 'src/ must not import the CLI' }] },
+        {
+          patterns: [
+            { group: ['**/cli/**'], message: 'src/ must not import the CLI' },
+            { group: ['**/web/**'], message: 'src/ must not import the dashboard' },
+          ],
+        },
       ],
     },
   },
-  { files: ['**/*.js', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
+  { files: ['**/*.js', '**/*.cjs', '**/*.mjs'], extends: [tseslint.configs.disableTypeChecked] },
   // typescript-eslint reads every file as an ES module; a .cjs config is CommonJS (module.exports).
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs' } },
 );

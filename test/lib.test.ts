@@ -73,6 +73,7 @@ describe('passwords', () => {
 describe('redaction', () => {
   it('removes invite tokens and secrets from logged URLs', () => {
     expect(redactUrl('/v1/team-invites/inv_SECRET/accept?x=1')).toBe('/v1/team-invites/[redacted]/accept?x=1');
+    expect(redactUrl('/invites/inv_SECRET?x=1')).toBe('/invites/[redacted]?x=1');
     expect(redactUrl('/cb?code=1&token=abc&password=p')).toBe(
       '/cb?code=[redacted]&token=[redacted]&password=[redacted]',
     );

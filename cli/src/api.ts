@@ -1,7 +1,7 @@
 import createClient, { type Client } from 'openapi-fetch';
 import type { Context } from './contexts.js';
 import { CliError, EXIT } from './errors.js';
-import type { paths } from './generated/openapi.js';
+import type { paths } from '../../openapi/schema.js';
 
 /** Slipway's API, typed from its OpenAPI document: a route's change that breaks a command fails the type check. */
 export type Api = Client<paths>;

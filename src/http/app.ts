@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { levels } from 'pino';
 import type { HttpDeps } from './deps.js';
 import { registerAudit } from './plugins/audit.js';
+import { registerDashboard } from './plugins/dashboard.js';
 import { registerAuthentication } from './plugins/authenticate.js';
 import { newRequestId, registerErrorHandling, sendClientError, sendFrameworkError } from './plugins/errors.js';
 import { lazySchemas } from './lazy-schemas.js';
@@ -117,7 +118,8 @@ export async function buildApp(deps: HttpDeps, options: LogOptions = {}): Promis
   app.addHook('onRequest', async (request, reply) => {
     reply.header('Request-Id', request.id);
   });
-  registerErrorHandling(app);
+  // The dashboard's files (web/dist), and its page for any deep link the API's routes do not match.
+  registerErrorHandling(app, await registerDashboard(app));
   registerTextInputCheck(app);
   // First, so that its hooks know an upgrade request even when authentication refuses it
   // (the refused upgrade's socket is then closed rather than left open).

@@ -4,7 +4,7 @@ import createClient from 'openapi-fetch';
 import { apiError, authHeaders, baseUrl, connect, ok, unreachable } from '../api.js';
 import { DEFAULT_URL, loadConfig, resolveContext, saveConfig, type Context } from '../contexts.js';
 import { CliError, EXIT } from '../errors.js';
-import type { paths } from '../generated/openapi.js';
+import type { paths } from '../../../openapi/schema.js';
 import { err, note, out, show, table } from '../output.js';
 import { ask, interactive, readSecret, readStdin } from '../prompt.js';
 import { session } from '../session.js';

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { ok, type Api } from '../api.js';
 import { CliError, EXIT } from '../errors.js';
 import { postForm } from '../form.js';
-import type { paths } from '../generated/openapi.js';
+import type { paths } from '../../../openapi/schema.js';
 import { note, out, print, show, status, table } from '../output.js';
 import { packToBlob } from '../pack.js';
 import { readLink, session, writeLink } from '../session.js';

@@ -131,7 +131,14 @@ export function sendClientError(err: NodeJS.ErrnoException, socket: Duplex) {
 }
 
 /** Every error leaves as `{id, code, message, details?}`; nothing internal leaks from a 500. */
-export function registerErrorHandling(app: FastifyInstance) {
+/**
+ * `pageFallback` answers a request no route matched when it is the dashboard's (a deep link the browser asks for as a
+ * page): it returns whether it did.
+ */
+export function registerErrorHandling(
+  app: FastifyInstance,
+  pageFallback?: (request: FastifyRequest, reply: FastifyReply) => boolean,
+) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof AppError) {
       if (err.retryAfterSeconds) reply.header('Retry-After', String(err.retryAfterSeconds));
@@ -161,7 +168,8 @@ export function registerErrorHandling(app: FastifyInstance) {
       code ? err.message : 'internal error; see the server log for this request id',
     );
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    if (pageFallback?.(request, reply)) return reply;
+    return sendError(request, reply, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`);
+  });
 }

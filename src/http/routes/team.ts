@@ -158,7 +158,8 @@ export function teamRoutes(deps: HttpDeps) {
           req.body,
         );
         req.auditInfo.target = invite.id;
-        const acceptUrl = `${config.publicUrl}/v1/team-invites/${token}/accept`;
+        // The dashboard's invite page: it signs the invitee in or up, then accepts (POST /v1/team-invites/:token/accept).
+        const acceptUrl = `${config.publicUrl}/invites/${token}`;
         return reply.code(201).send({ ...inviteBody(invite), token, acceptUrl });
       },
     }),
@@ -199,13 +200,13 @@ export function teamRoutes(deps: HttpDeps) {
     defineRoute({
       method: 'POST',
       url: '/v1/team-invites/:token/accept',
-      summary: 'Join the workspace of an invite addressed to you',
+      summary: 'Join the workspace of an invite addressed to you (ownerId: the workspace joined)',
       tags: ['Team'],
       access: 'signed-in',
       audit: 'AcceptTeamInviteEvent',
       schema: {
         params: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) }),
-        response: { 200: TeamMemberBody },
+        response: { 200: Type.Composite([TeamMemberBody, Type.Object({ ownerId: Type.String() })]) },
       },
       handler: async (req) => {
         const user = requireUser(principalOf(req));
@@ -213,7 +214,7 @@ export function teamRoutes(deps: HttpDeps) {
         await team.accept(invite, user);
         req.auditInfo.workspaceId = invite.workspaceId;
         req.auditInfo.target = invite.workspaceId;
-        return member(invite.workspaceId, user.id);
+        return { ...(await member(invite.workspaceId, user.id)), ownerId: invite.workspaceId };
       },
     }),
   ];

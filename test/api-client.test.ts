@@ -11,18 +11,19 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 /**
- * The CLI's typed client (cli/src/generated/openapi.ts) is generated from the document this server serves: a route's
- * schema change without regenerating fails here, and a change that breaks the CLI then fails its type check.
- * Regenerate with `npx vitest run test/cli-client.test.ts -u` (docs/cli.md, "The typed client").
+ * The types of the CLI's and the dashboard's client (openapi/schema.d.ts) are generated from the document this server
+ * serves: a route's schema change without regenerating fails here, and a change that breaks the CLI or the dashboard
+ * then fails their type checks. Regenerate with `npx vitest run test/api-client.test.ts -u` (docs/cli.md, "The typed
+ * client").
  */
-it("the CLI's generated client matches the API's OpenAPI document", async () => {
+it("the clients' generated types match the API's OpenAPI document", async () => {
   const doc = await (await fetch(`${server.url}/v1/openapi.json`)).json();
   delete doc.servers; // the server's own URL, not the contract
   const ast = await openapiTS(doc, { alphabetize: true });
   const header =
-    '// Generated from /v1/openapi.json by test/cli-client.test.ts (run it with -u to update). Do not edit.\n';
+    '// Generated from /v1/openapi.json by test/api-client.test.ts (run it with -u to update). Do not edit.\n';
   // In the repo's style, so that the file reads the same whether or not a formatter ran over it.
-  const file = fileURLToPath(new URL('../cli/src/generated/openapi.ts', import.meta.url));
+  const file = fileURLToPath(new URL('../openapi/schema.d.ts', import.meta.url));
   const text = await format(header + astToString(ast), { ...(await resolveConfig(file)), filepath: file });
-  await expect(text).toMatchFileSnapshot('../cli/src/generated/openapi.ts');
+  await expect(text).toMatchFileSnapshot('../openapi/schema.d.ts');
 });

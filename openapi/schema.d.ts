@@ -1,4 +1,4 @@
-// Generated from /v1/openapi.json by test/cli-client.test.ts (run it with -u to update). Do not edit.
+// Generated from /v1/openapi.json by test/api-client.test.ts (run it with -u to update). Do not edit.
 export interface paths {
   '/api/health': {
     parameters: {
@@ -2615,7 +2615,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Join the workspace of an invite addressed to you */
+    /** Join the workspace of an invite addressed to you (ownerId: the workspace joined) */
     post: operations['postV1TeamInvitesTokenAccept'];
     delete?: never;
     options?: never;
@@ -49208,6 +49208,7 @@ export interface operations {
             joinedAt: string;
             mfaEnabled: boolean;
             name: string;
+            ownerId: string;
             role: 'owner' | 'admin' | 'developer' | 'viewer';
             /** @enum {string} */
             status: 'active';

@@ -1,0 +1,80 @@
+import { lazy, Suspense } from 'react';
+import { Redirect, Route, Switch, useLocation } from 'wouter';
+import { Layout } from './components/Layout';
+import { ApiKeys } from './pages/ApiKeys';
+import { AuditLog } from './pages/AuditLog';
+import { Datastore } from './pages/Datastore';
+import { Datastores } from './pages/Datastores';
+import { Invite } from './pages/Invite';
+import { NewService } from './pages/NewService';
+import { Services } from './pages/Services';
+import { SignIn } from './pages/SignIn';
+import { Team } from './pages/Team';
+import { Usage } from './pages/Usage';
+import { useMe, WorkspaceProvider } from './session';
+
+// The service page carries the log view and the charts: loaded when first opened, not with the list.
+const ServicePage = lazy(() => import('./pages/service/ServicePage'));
+
+/** Where to go after signing in: a path of this dashboard only (never `//other.site`). */
+function safeNext(search: string): string {
+  const next = new URLSearchParams(search).get('next') ?? '';
+  return /^\/(?![/\\])/.test(next) && !next.startsWith('/sign-') ? next : '/services';
+}
+
+/** Every dashboardUrl the API returns (/services/:id, /postgres/:id, /key-value/:id) is a route here. */
+export function App() {
+  const me = useMe();
+  const [location] = useLocation();
+  if (me.isPending) return <p className="loading">Loading…</p>;
+  if (location.startsWith('/invites/'))
+    return <Route path="/invites/:token">{(p) => <Invite token={p.token} />}</Route>;
+  if (!me.data) {
+    return (
+      <Switch>
+        <Route path="/sign-up">
+          <SignIn mode="sign-up" />
+        </Route>
+        <Route path="/sign-in">
+          <SignIn mode="sign-in" />
+        </Route>
+        <Route>
+          <Redirect to={`/sign-in?next=${encodeURIComponent(location)}`} />
+        </Route>
+      </Switch>
+    );
+  }
+  return (
+    <WorkspaceProvider userId={me.data.id}>
+      <Layout user={me.data}>
+        <Suspense fallback={<p className="loading">Loading…</p>}>
+          <Switch>
+            <Route path="/">
+              <Redirect to="/services" />
+            </Route>
+            <Route path="/sign-in">
+              <Redirect to={safeNext(window.location.search)} />
+            </Route>
+            <Route path="/sign-up">
+              <Redirect to="/services" />
+            </Route>
+            <Route path="/services" component={Services} />
+            <Route path="/services/new" component={NewService} />
+            <Route path="/services/:id/:tab?">{(p) => <ServicePage id={p.id} tab={p.tab ?? 'deploys'} />}</Route>
+            <Route path="/datastores" component={Datastores} />
+            <Route path="/postgres/:id">{(p) => <Datastore kind="postgres" id={p.id} />}</Route>
+            <Route path="/key-value/:id">{(p) => <Datastore kind="key-value" id={p.id} />}</Route>
+            <Route path="/team" component={Team} />
+            <Route path="/api-keys" component={ApiKeys} />
+            <Route path="/audit-log" component={AuditLog} />
+            <Route path="/usage" component={Usage} />
+            <Route>
+              <h1>Not found</h1>
+              <p>This page does not exist.</p>
+            </Route>
+          </Switch>
+        </Suspense>
+      </Layout>
+    </WorkspaceProvider>
+  );
+}
