@@ -230,6 +230,11 @@ describe('the dashboard in Chromium', () => {
   it('passes axe on the other main pages, fits a phone, and has a dark theme', async () => {
     for (const [href, name] of [
       ['/datastores', 'datastores'],
+      ['/env-groups', 'env-groups'],
+      ['/projects', 'projects'],
+      ['/blueprints', 'blueprints'],
+      ['/webhooks', 'webhooks'],
+      ['/integrations', 'integrations'],
       ['/usage', 'usage'],
       ['/audit-log', 'audit-log'],
       [`${serviceUrl}/metrics`, 'service-metrics'],
@@ -254,6 +259,17 @@ describe('the dashboard in Chromium', () => {
     expect(await axeViolations(page)).toEqual([]);
     await screenshot(page, 'services-dark');
   }, 60_000);
+
+  it('validates a render.yaml: the plan when it is valid, the errors by line when not', async () => {
+    await page.goto('/blueprints');
+    const yaml = page.getByLabel('render.yaml');
+    await yaml.fill('services:\n  - type: web\n    name: api\n    runtime: node\n    startCommand: node server.js\n');
+    await page.getByRole('button', { name: 'Validate' }).click();
+    await page.getByRole('status').getByText('service api').waitFor();
+    await yaml.fill('services:\n  - type: nonsense\n    name: api\n');
+    await page.getByRole('button', { name: 'Validate' }).click();
+    await page.getByRole('status').getByText(/line 2/).waitFor();
+  });
 
   it('keeps no secret in localStorage, and signing out ends the session on the server', async () => {
     const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }));

@@ -2,7 +2,10 @@ import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { REPO_ROOT } from './process.js';
+import { fileURLToPath } from 'node:url';
+
+// No vitest import here: bench/dashboard.ts launches the browser too.
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /**
  * The dashboard the server under test serves is web/dist, which `npm install` builds: a build older than web/src is

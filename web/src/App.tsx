@@ -1,20 +1,27 @@
-import { lazy, Suspense } from 'react';
+import { lazy, Suspense, type ComponentType } from 'react';
 import { Redirect, Route, Switch, useLocation } from 'wouter';
 import { Layout } from './components/Layout';
-import { ApiKeys } from './pages/ApiKeys';
-import { AuditLog } from './pages/AuditLog';
-import { Datastore } from './pages/Datastore';
-import { Datastores } from './pages/Datastores';
-import { Invite } from './pages/Invite';
-import { NewService } from './pages/NewService';
 import { Services } from './pages/Services';
 import { SignIn } from './pages/SignIn';
-import { Team } from './pages/Team';
-import { Usage } from './pages/Usage';
 import { useMe, WorkspaceProvider } from './session';
 
-// The service page carries the log view and the charts: loaded when first opened, not with the list.
+// Each page but the services list and sign-in is loaded when first opened: the first page's script stays small.
+const named = <K extends string>(load: () => Promise<Record<K, ComponentType<any>>>, name: K) =>
+  lazy(async () => ({ default: (await load())[name] }));
 const ServicePage = lazy(() => import('./pages/service/ServicePage'));
+const ApiKeys = named(() => import('./pages/ApiKeys'), 'ApiKeys');
+const AuditLog = named(() => import('./pages/AuditLog'), 'AuditLog');
+const Datastore = named(() => import('./pages/Datastore'), 'Datastore');
+const Datastores = named(() => import('./pages/Datastores'), 'Datastores');
+const Invite = named(() => import('./pages/Invite'), 'Invite');
+const NewService = named(() => import('./pages/NewService'), 'NewService');
+const Team = named(() => import('./pages/Team'), 'Team');
+const Usage = named(() => import('./pages/Usage'), 'Usage');
+const EnvGroups = named(() => import('./pages/EnvGroups'), 'EnvGroups');
+const Projects = named(() => import('./pages/Projects'), 'Projects');
+const Blueprints = named(() => import('./pages/Blueprints'), 'Blueprints');
+const Webhooks = named(() => import('./pages/Webhooks'), 'Webhooks');
+const Integrations = named(() => import('./pages/Integrations'), 'Integrations');
 
 /** Where to go after signing in: a path of this dashboard only (never `//other.site`). */
 function safeNext(search: string): string {
@@ -64,6 +71,11 @@ export function App() {
             <Route path="/datastores" component={Datastores} />
             <Route path="/postgres/:id">{(p) => <Datastore kind="postgres" id={p.id} />}</Route>
             <Route path="/key-value/:id">{(p) => <Datastore kind="key-value" id={p.id} />}</Route>
+            <Route path="/env-groups" component={EnvGroups} />
+            <Route path="/projects" component={Projects} />
+            <Route path="/blueprints" component={Blueprints} />
+            <Route path="/webhooks" component={Webhooks} />
+            <Route path="/integrations" component={Integrations} />
             <Route path="/team" component={Team} />
             <Route path="/api-keys" component={ApiKeys} />
             <Route path="/audit-log" component={AuditLog} />

@@ -4,6 +4,7 @@ import { createRoot } from 'react-dom/client';
 import { ApiError } from './api';
 import { App } from './App';
 import { applyTheme } from './components/ThemeToggle';
+import { prefetchSession } from './session';
 import './styles.css';
 
 /** A 401 anywhere means the session ended (expired, signed out elsewhere): ask who is signed in again. */
@@ -22,6 +23,7 @@ const queryClient: QueryClient = new QueryClient({
 });
 
 applyTheme();
+prefetchSession(queryClient);
 createRoot(document.getElementById('root')!).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>

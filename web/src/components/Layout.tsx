@@ -8,10 +8,15 @@ import { ThemeToggle } from './ThemeToggle';
 const NAV = [
   ['/services', 'Services'],
   ['/datastores', 'Datastores'],
+  ['/env-groups', 'Env groups'],
+  ['/projects', 'Projects'],
+  ['/blueprints', 'Blueprints'],
+  ['/webhooks', 'Webhooks'],
   ['/team', 'Team'],
   ['/api-keys', 'API keys'],
   ['/audit-log', 'Audit log'],
   ['/usage', 'Usage'],
+  ['/integrations', 'Integrations'],
 ] as const;
 
 export function Layout({ user, children }: { user: { name: string; email: string }; children: ReactNode }) {
