@@ -268,7 +268,10 @@ describe('the dashboard in Chromium', () => {
     await page.getByRole('status').getByText('service api').waitFor();
     await yaml.fill('services:\n  - type: nonsense\n    name: api\n');
     await page.getByRole('button', { name: 'Validate' }).click();
-    await page.getByRole('status').getByText(/line 2/).waitFor();
+    await page
+      .getByRole('status')
+      .getByText(/line 2/)
+      .waitFor();
   });
 
   it('keeps no secret in localStorage, and signing out ends the session on the server', async () => {

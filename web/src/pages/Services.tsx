@@ -8,19 +8,31 @@ import { useWorkspace } from '../session';
 
 const PAGE = 50;
 
-/** The latest deploy's status: one small query per row shown (the list itself does not carry it). */
-function DeployStatus({ serviceId }: { serviceId: string }) {
-  const latest = useQuery({
-    queryKey: ['deploys', serviceId, 'latest'],
-    queryFn: async () =>
-      items(
-        await ok(api.GET('/v1/services/{serviceId}/deploys', { params: { path: { serviceId }, query: { limit: 1 } } })),
-        'deploy',
-      )[0] ?? null,
+/**
+ * The latest deploy's status of each service shown (the list itself does not carry it): asked four at a time, and
+ * rendered once when all have answered, not a re-render per answer.
+ */
+function useDeployStatuses(ids: string[]) {
+  return useQuery({
+    queryKey: ['deploy-statuses', ids],
+    enabled: ids.length > 0,
     staleTime: 5_000,
+    queryFn: async () => {
+      const statuses = new Map<string, string>();
+      let next = 0;
+      const worker = async () => {
+        while (next < ids.length) {
+          const serviceId = ids[next++]!;
+          const rows = await ok(
+            api.GET('/v1/services/{serviceId}/deploys', { params: { path: { serviceId }, query: { limit: 1 } } }),
+          );
+          statuses.set(serviceId, items(rows, 'deploy')[0]?.status ?? 'not deployed');
+        }
+      };
+      await Promise.all([worker(), worker(), worker(), worker()]);
+      return statuses;
+    },
   });
-  if (latest.isPending) return <span className="badge muted">…</span>;
-  return <StatusBadge status={latest.data?.status ?? 'not deployed'} />;
 }
 
 export function Services() {
@@ -32,6 +44,7 @@ export function Services() {
     queryFn: () => ok(api.GET('/v1/services', { params: { query: { ownerId: [workspace.id], limit: PAGE, cursor } } })),
   });
   const rows = list.data ?? [];
+  const statuses = useDeployStatuses(rows.filter((r) => r.service.suspended !== 'suspended').map((r) => r.service.id));
   return (
     <>
       <div className="row">
@@ -73,8 +86,10 @@ export function Services() {
                   <td>
                     {service.suspended === 'suspended' ? (
                       <StatusBadge status="suspended" />
+                    ) : statuses.data ? (
+                      <StatusBadge status={statuses.data.get(service.id)} />
                     ) : (
-                      <DeployStatus serviceId={service.id} />
+                      <span className="badge muted">…</span>
                     )}
                   </td>
                   <td className="hide-narrow">{service.type.replace(/_/g, ' ')}</td>
