@@ -149,6 +149,36 @@ describe('the dashboard in Chromium', () => {
     await page.getByRole('list', { name: 'Deploys' }).getByText('rollback').first().waitFor();
   }, 240_000);
 
+  it("runs a one-off job; adds a disk and snapshots it; scaling then shows the API's refusal", async () => {
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    await page.getByLabel('Command').fill('node -e "process.exit(3)"');
+    await page.getByRole('button', { name: 'Run job' }).click();
+    const job = page.getByRole('list', { name: 'Jobs' }).getByRole('listitem').first();
+    await job.getByText('exit 3').waitFor({ timeout: 60_000 });
+    expect(await job.getByText('failed').count()).toBe(1);
+
+    await page.getByRole('link', { name: 'Disk' }).click();
+    await page.getByRole('button', { name: 'Add disk' }).click();
+    await page.locator('code', { hasText: '/var/data' }).waitFor();
+    // The disk is made when the instance restarts on it: until then a snapshot is refused (409, shown).
+    const snapshots = page.getByRole('list', { name: 'Snapshots' });
+    await waitFor(
+      'a manual snapshot',
+      async () => {
+        await page.getByRole('button', { name: 'Take a snapshot' }).click();
+        await page.waitForTimeout(500);
+        return (await snapshots.getByText('manual').count()) > 0;
+      },
+      90_000,
+    );
+    expect(await axeViolations(page)).toEqual([]);
+
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByLabel('Instances').fill('2');
+    await page.getByRole('button', { name: 'Scale' }).click();
+    await page.getByRole('alert').getByText('a service with a disk runs one instance').waitFor();
+  }, 180_000);
+
   it('creates an API key whose token is shown once and works', async () => {
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByLabel('Name').fill('ci');
@@ -161,6 +191,29 @@ describe('the dashboard in Chromium', () => {
     await page.reload();
     expect(await page.content()).not.toContain(token);
   });
+
+  it('creates a key-value datastore, shows its connection details, and exports it', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Datastores' }).click();
+    await page.getByLabel('Kind').selectOption('key-value');
+    await page.getByLabel('Name').fill('cache');
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.waitForURL(/\/key-value\/red-/);
+    await page.getByText('available', { exact: true }).waitFor({ timeout: 90_000 });
+    const details = page.locator('dl.pairs');
+    await details
+      .getByText(/redis:\/\//)
+      .first()
+      .waitFor();
+    expect(await details.getByRole('button', { name: 'Copy' }).count()).toBeGreaterThan(0);
+    await page.getByRole('button', { name: 'Export now' }).click();
+    const exported = page.getByRole('list', { name: 'Exports' }).getByRole('listitem').first();
+    await exported.getByRole('link', { name: 'Download' }).waitFor({ timeout: 60_000 });
+    const href = (await exported.getByRole('link', { name: 'Download' }).getAttribute('href'))!;
+    const download = await page.evaluate(async (url) => (await fetch(url)).status, href);
+    expect(download).toBe(200);
+    expect(await axeViolations(page)).toEqual([]);
+    await screenshot(page, 'datastore');
+  }, 180_000);
 
   it('invites a viewer, who signs up from the link and sees the service read-only', async () => {
     await page.getByRole('link', { name: 'Team' }).click();
@@ -235,6 +288,7 @@ describe('the dashboard in Chromium', () => {
       ['/blueprints', 'blueprints'],
       ['/webhooks', 'webhooks'],
       ['/integrations', 'integrations'],
+      ['/registry-credentials', 'registry-credentials'],
       ['/usage', 'usage'],
       ['/audit-log', 'audit-log'],
       [`${serviceUrl}/metrics`, 'service-metrics'],

@@ -12,6 +12,7 @@ const NAV = [
   ['/projects', 'Projects'],
   ['/blueprints', 'Blueprints'],
   ['/webhooks', 'Webhooks'],
+  ['/registry-credentials', 'Registries'],
   ['/team', 'Team'],
   ['/api-keys', 'API keys'],
   ['/audit-log', 'Audit log'],

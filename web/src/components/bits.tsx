@@ -98,3 +98,26 @@ export function ConfirmButton(props: {
 export function Empty({ children }: { children: ReactNode }) {
   return <p className="empty">{children}</p>;
 }
+
+/** A form whose submit runs `onSubmit` instead of navigating (the browser still checks `required`, `pattern`, …). */
+export function ActionForm({
+  onSubmit,
+  className,
+  children,
+}: {
+  onSubmit: () => void;
+  className?: string;
+  children: ReactNode;
+}) {
+  return (
+    <form
+      className={className}
+      onSubmit={(e) => {
+        e.preventDefault();
+        onSubmit();
+      }}
+    >
+      {children}
+    </form>
+  );
+}

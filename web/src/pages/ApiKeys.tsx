@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, items, ok } from '../api';
-import { ConfirmButton, CopyButton, ErrorText } from '../components/bits';
+import { ActionForm, ConfirmButton, CopyButton, ErrorText } from '../components/bits';
 import { ago } from '../lib/format';
 import { useWorkspace } from '../session';
 
@@ -44,13 +44,7 @@ export function ApiKeys() {
         </div>
       )}
       {workspace.can('admin') && (
-        <form
-          className="row wrap"
-          onSubmit={(e) => {
-            e.preventDefault();
-            create.mutate();
-          }}
-        >
+        <ActionForm className="row wrap" onSubmit={() => create.mutate()}>
           <label>
             Name
             <input required maxLength={100} value={name} onChange={(e) => setName(e.target.value)} />
@@ -58,7 +52,7 @@ export function ApiKeys() {
           <button className="primary" disabled={create.isPending}>
             Create key
           </button>
-        </form>
+        </ActionForm>
       )}
       <ErrorText error={create.error} />
       <ul className="list" aria-label="API keys">

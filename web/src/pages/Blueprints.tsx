@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, items, ok } from '../api';
-import { Empty, ErrorText, StatusBadge } from '../components/bits';
+import { ActionForm, Empty, ErrorText, StatusBadge } from '../components/bits';
 import { ago } from '../lib/format';
 import { useWorkspace } from '../session';
 
@@ -95,19 +95,13 @@ export function Blueprints() {
       {workspace.can('developer') && (
         <>
           <h2>Validate a render.yaml</h2>
-          <form
-            className="stack wide"
-            onSubmit={(e) => {
-              e.preventDefault();
-              validate.mutate();
-            }}
-          >
+          <ActionForm className="stack wide" onSubmit={() => validate.mutate()}>
             <label>
               render.yaml
               <textarea rows={10} spellCheck={false} value={yaml} onChange={(e) => setYaml(e.target.value)} required />
             </label>
             <button disabled={validate.isPending}>Validate</button>
-          </form>
+          </ActionForm>
           <ErrorText error={validate.error} />
           {result && (
             <div role="status" className="card">

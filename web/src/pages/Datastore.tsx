@@ -3,6 +3,7 @@ import { Link, useLocation } from 'wouter';
 import { api, ok } from '../api';
 import { ConfirmButton, CopyButton, ErrorText, StatusBadge } from '../components/bits';
 import { useWorkspace } from '../session';
+import { DatastoreBackups } from './DatastoreBackups';
 
 type Kind = 'postgres' | 'key-value';
 
@@ -102,6 +103,7 @@ export function Datastore({ kind, id }: { kind: Kind; id: string }) {
             ))}
         </dl>
       )}
+      {d.status === 'available' && <DatastoreBackups kind={kind} id={id} />}
     </>
   );
 }

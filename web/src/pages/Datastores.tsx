@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api, items, ok } from '../api';
-import { Empty, ErrorText, StatusBadge } from '../components/bits';
+import { ActionForm, Empty, ErrorText, StatusBadge } from '../components/bits';
 import { ago } from '../lib/format';
 import { useWorkspace } from '../session';
 
@@ -84,13 +84,7 @@ export function Datastores() {
       {workspace.can('developer') && (
         <>
           <h2>New datastore</h2>
-          <form
-            className="row wrap"
-            onSubmit={(e) => {
-              e.preventDefault();
-              create.mutate();
-            }}
-          >
+          <ActionForm className="row wrap" onSubmit={() => create.mutate()}>
             <label>
               Kind
               <select
@@ -124,7 +118,7 @@ export function Datastores() {
             <button className="primary" disabled={create.isPending}>
               {create.isPending ? 'Creating…' : 'Create'}
             </button>
-          </form>
+          </ActionForm>
           <ErrorText error={create.error} />
         </>
       )}

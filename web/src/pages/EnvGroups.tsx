@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, ok } from '../api';
-import { ConfirmButton, Empty, ErrorText } from '../components/bits';
+import { ActionForm, ConfirmButton, Empty, ErrorText } from '../components/bits';
 import { parseDotenv } from '../lib/dotenv';
 import { useWorkspace } from '../session';
 
@@ -62,13 +62,7 @@ export function EnvGroups() {
       {workspace.can('developer') && (
         <>
           <h2>New env group</h2>
-          <form
-            className="stack wide"
-            onSubmit={(e) => {
-              e.preventDefault();
-              create.mutate();
-            }}
-          >
+          <ActionForm className="stack wide" onSubmit={() => create.mutate()}>
             <label>
               Name
               <input
@@ -91,7 +85,7 @@ export function EnvGroups() {
             <button className="primary" disabled={create.isPending}>
               Create env group
             </button>
-          </form>
+          </ActionForm>
         </>
       )}
     </>

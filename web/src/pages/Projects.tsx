@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, items, ok } from '../api';
-import { Empty, ErrorText } from '../components/bits';
+import { ActionForm, Empty, ErrorText } from '../components/bits';
 import { useWorkspace } from '../session';
 
 /** Projects and their environments (Render's grouping of services, datastores and env groups). */
@@ -76,13 +76,7 @@ export function Projects() {
       {workspace.can('developer') && (
         <>
           <h2>New project</h2>
-          <form
-            className="row wrap"
-            onSubmit={(e) => {
-              e.preventDefault();
-              create.mutate();
-            }}
-          >
+          <ActionForm className="row wrap" onSubmit={() => create.mutate()}>
             <label>
               Name
               <input
@@ -99,7 +93,7 @@ export function Projects() {
             <button className="primary" disabled={create.isPending}>
               Create project
             </button>
-          </form>
+          </ActionForm>
           <ErrorText error={create.error} />
         </>
       )}

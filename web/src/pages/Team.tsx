@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, items, ok } from '../api';
-import { ConfirmButton, CopyButton, ErrorText } from '../components/bits';
+import { ActionForm, ConfirmButton, CopyButton, ErrorText } from '../components/bits';
 import { ago } from '../lib/format';
 import { useWorkspace, type Role } from '../session';
 
@@ -102,13 +102,7 @@ export function Team() {
       {admin && (
         <>
           <h2>Invite someone</h2>
-          <form
-            className="row wrap"
-            onSubmit={(e) => {
-              e.preventDefault();
-              send.mutate();
-            }}
-          >
+          <ActionForm className="row wrap" onSubmit={() => send.mutate()}>
             <label>
               Email
               <input
@@ -129,7 +123,7 @@ export function Team() {
             <button className="primary" disabled={send.isPending}>
               Invite
             </button>
-          </form>
+          </ActionForm>
           <ErrorText error={send.error ?? revoke.error} />
           {link && (
             <p role="status" className="card">

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, items, ok } from '../api';
-import { ConfirmButton, Empty, ErrorText, StatusBadge } from '../components/bits';
+import { ActionForm, ConfirmButton, Empty, ErrorText, StatusBadge } from '../components/bits';
 import { ago } from '../lib/format';
 import { useWorkspace } from '../session';
 
@@ -100,13 +100,7 @@ export function Webhooks() {
         </article>
       ))}
       <h2>New webhook</h2>
-      <form
-        className="row wrap"
-        onSubmit={(e) => {
-          e.preventDefault();
-          create.mutate();
-        }}
-      >
+      <ActionForm className="row wrap" onSubmit={() => create.mutate()}>
         <label>
           Name
           <input
@@ -123,7 +117,7 @@ export function Webhooks() {
         <button className="primary" disabled={create.isPending}>
           Create webhook
         </button>
-      </form>
+      </ActionForm>
       <ErrorText error={create.error} />
     </>
   );

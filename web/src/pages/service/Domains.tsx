@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, items, ok } from '../../api';
-import { ConfirmButton, CopyButton, ErrorText, StatusBadge } from '../../components/bits';
+import { ActionForm, ConfirmButton, CopyButton, ErrorText, StatusBadge } from '../../components/bits';
 import { useWorkspace } from '../../session';
 
 /** Custom domains: the DNS records to create, verification (checked on demand) and why it failed. */
@@ -47,13 +47,7 @@ export function Domains({ serviceId }: { serviceId: string }) {
       <h2>Custom domains</h2>
       <ErrorText error={domains.error ?? add.error ?? verify.error ?? remove.error} />
       {canAct && (
-        <form
-          className="row wrap"
-          onSubmit={(e) => {
-            e.preventDefault();
-            add.mutate();
-          }}
-        >
+        <ActionForm className="row wrap" onSubmit={() => add.mutate()}>
           <label>
             Domain
             <input required value={name} onChange={(e) => setName(e.target.value)} placeholder="www.example.com" />
@@ -61,7 +55,7 @@ export function Domains({ serviceId }: { serviceId: string }) {
           <button className="primary" disabled={add.isPending}>
             Add domain
           </button>
-        </form>
+        </ActionForm>
       )}
       {domains.data?.length === 0 && <p className="empty">No custom domain yet.</p>}
       {(domains.data ?? []).map((d) => (

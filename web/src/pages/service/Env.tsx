@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, ok } from '../../api';
-import { ConfirmButton, ErrorText } from '../../components/bits';
+import { ActionForm, ConfirmButton, ErrorText } from '../../components/bits';
 import { parseDotenv } from '../../lib/dotenv';
 import { useWorkspace } from '../../session';
 import { EnvGroupLinks } from './EnvGroupLinks';
@@ -115,13 +115,7 @@ export function Env({ serviceId }: { serviceId: string }) {
           </tbody>
         </table>
       </div>
-      <form
-        className="row wrap"
-        onSubmit={(e) => {
-          e.preventDefault();
-          put.mutate([[draft.key, draft.value]]);
-        }}
-      >
+      <ActionForm className="row wrap" onSubmit={() => put.mutate([[draft.key, draft.value]])}>
         <label>
           Key
           <input
@@ -139,14 +133,8 @@ export function Env({ serviceId }: { serviceId: string }) {
         <button className="primary" disabled={put.isPending}>
           Save variable
         </button>
-      </form>
-      <form
-        className="stack wide"
-        onSubmit={(e) => {
-          e.preventDefault();
-          put.mutate(parsed.pairs);
-        }}
-      >
+      </ActionForm>
+      <ActionForm className="stack wide" onSubmit={() => put.mutate(parsed.pairs)}>
         <label>
           Paste a .env file
           <textarea rows={5} value={paste} onChange={(e) => setPaste(e.target.value)} spellCheck={false} />
@@ -155,7 +143,7 @@ export function Env({ serviceId }: { serviceId: string }) {
           <p className="error">Not an assignment, skipped: {parsed.rejected.slice(0, 3).join(', ')}</p>
         )}
         <button disabled={put.isPending || parsed.pairs.length === 0}>Save {parsed.pairs.length} variables</button>
-      </form>
+      </ActionForm>
       <EnvGroupLinks serviceId={serviceId} />
     </>
   );

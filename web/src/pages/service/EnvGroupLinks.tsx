@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, ok } from '../../api';
-import { ErrorText } from '../../components/bits';
+import { ActionForm, ErrorText } from '../../components/bits';
 import { useWorkspace } from '../../session';
 
 /** The workspace's env groups, linked to this service or not. */
@@ -42,13 +42,7 @@ export function EnvGroupLinks({ serviceId }: { serviceId: string }) {
         {linked.length === 0 && <li className="muted">No env group is linked.</li>}
       </ul>
       {others.length > 0 && (
-        <form
-          className="row"
-          onSubmit={(e) => {
-            e.preventDefault();
-            if (choice) link.mutate({ id: choice, linked: false });
-          }}
-        >
+        <ActionForm className="row" onSubmit={() => choice && link.mutate({ id: choice, linked: false })}>
           <label>
             Link an env group
             <select value={choice} onChange={(e) => setChoice(e.target.value)}>
@@ -61,7 +55,7 @@ export function EnvGroupLinks({ serviceId }: { serviceId: string }) {
             </select>
           </label>
           <button disabled={!choice || link.isPending}>Link</button>
-        </form>
+        </ActionForm>
       )}
     </>
   );

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { ErrorText } from '../../components/bits';
+import { ActionForm, ErrorText } from '../../components/bits';
 import { LogView } from '../../components/LogView';
 import { useLogTail } from '../../lib/log-tail';
 
@@ -19,13 +19,7 @@ export function Logs({ serviceId }: { serviceId: string }) {
     setFilters({ ...filters, [key]: e.target.value });
   return (
     <>
-      <form
-        className="row wrap filters"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setQuery(queryOf(serviceId, filters));
-        }}
-      >
+      <ActionForm className="row wrap filters" onSubmit={() => setQuery(queryOf(serviceId, filters))}>
         <label>
           Search
           <input type="search" value={filters.text} onChange={set('text')} maxLength={200} />
@@ -67,7 +61,7 @@ export function Logs({ serviceId }: { serviceId: string }) {
         <span className={`badge ${tail.state === 'live' ? 'good' : 'busy'}`} aria-live="polite">
           {tail.state}
         </span>
-      </form>
+      </ActionForm>
       <ErrorText error={tail.error ? new Error(tail.error) : null} />
       <LogView entries={tail.entries} label="Service logs" showInstance empty="No lines in this window yet." />
     </>

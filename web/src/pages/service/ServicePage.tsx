@@ -4,6 +4,9 @@ import { api, ok } from '../../api';
 import { ConfirmButton, ErrorText, StatusBadge } from '../../components/bits';
 import { useWorkspace } from '../../session';
 import { Deploys } from './Deploys';
+import { Disk } from './Disk';
+import { Jobs } from './Jobs';
+import { Settings } from './Settings';
 import { Domains } from './Domains';
 import { Env } from './Env';
 import { Events } from './Events';
@@ -17,6 +20,9 @@ const TABS = [
   ['domains', 'Domains'],
   ['metrics', 'Metrics'],
   ['events', 'Events'],
+  ['jobs', 'Jobs'],
+  ['disk', 'Disk'],
+  ['settings', 'Settings'],
 ] as const;
 
 export function useService(id: string) {
@@ -122,6 +128,9 @@ export default function ServicePage({ id, tab }: { id: string; tab: string }) {
         {tab === 'domains' && <Domains serviceId={id} />}
         {tab === 'metrics' && <Metrics serviceId={id} />}
         {tab === 'events' && <Events serviceId={id} />}
+        {tab === 'jobs' && <Jobs service={s} />}
+        {tab === 'disk' && <Disk serviceId={id} />}
+        {tab === 'settings' && <Settings service={s} />}
       </section>
     </>
   );
