@@ -38390,6 +38390,14 @@ export interface operations {
             cursor: string;
             /** customDomain */
             customDomain: {
+              /** @description Slipway's: the HTTPS certificate, none until the domain is verified */
+              certificate: {
+                /** @description The last order's error (a failed renewal keeps the issued one) */
+                error?: string;
+                /** Format: date-time */
+                expiresAt?: string;
+                status: 'none' | 'pending' | 'issued' | 'failed';
+              };
               /** Format: date-time */
               createdAt: string;
               dnsRecords: {
@@ -38576,6 +38584,14 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description Slipway's: the HTTPS certificate, none until the domain is verified */
+            certificate: {
+              /** @description The last order's error (a failed renewal keeps the issued one) */
+              error?: string;
+              /** Format: date-time */
+              expiresAt?: string;
+              status: 'none' | 'pending' | 'issued' | 'failed';
+            };
             /** Format: date-time */
             createdAt: string;
             dnsRecords: {
@@ -38832,6 +38848,14 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description Slipway's: the HTTPS certificate, none until the domain is verified */
+            certificate: {
+              /** @description The last order's error (a failed renewal keeps the issued one) */
+              error?: string;
+              /** Format: date-time */
+              expiresAt?: string;
+              status: 'none' | 'pending' | 'issued' | 'failed';
+            };
             /** Format: date-time */
             createdAt: string;
             dnsRecords: {

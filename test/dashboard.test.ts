@@ -2,8 +2,9 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packFixture, viaRouter } from './helpers/apps.js';
 import { axeViolations, requireDashboardBuild, launchChromium, screenshot } from './helpers/browser.js';
+import { startFakeIdp, type FakeIdp } from './helpers/fake-idp.js';
 import { bootServer, type TestServer } from './helpers/server.js';
-import { waitFor } from './helpers/wait.js';
+import { freePort, waitFor } from './helpers/wait.js';
 
 /**
  * The dashboard in Debian's Chromium against a real Slipway: sign up, deploy an archive and watch it go live, its
@@ -11,6 +12,7 @@ import { waitFor } from './helpers/wait.js';
  * other (one service, one owner), as a user's session would.
  */
 let server: TestServer;
+let google: FakeIdp; // an OpenID provider standing in for Google (the one third party faked)
 let browser: Browser;
 let owner: BrowserContext;
 let page: Page;
@@ -38,7 +40,16 @@ const archive = (version: string) => packFixture('cli-app', { VERSION: version }
 
 beforeAll(async () => {
   requireDashboardBuild();
-  server = await bootServer();
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  google = await startFakeIdp('google', `${base}/v1/auth/oauth/google/callback`);
+  server = await bootServer({
+    SLIPWAY_PORT: String(port),
+    SLIPWAY_PUBLIC_URL: base,
+    SLIPWAY_OAUTH_GOOGLE_CLIENT_ID: google.clientId,
+    SLIPWAY_OAUTH_GOOGLE_CLIENT_SECRET: google.clientSecret!,
+    SLIPWAY_OAUTH_GOOGLE_ISSUER: google.issuer,
+  });
   browser = await launchChromium();
   owner = await browser.newContext({ baseURL: server.url, viewport: { width: 1280, height: 800 } });
   page = await newPage(owner);
@@ -46,6 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
+  await google?.close();
 });
 
 describe('the dashboard in Chromium', () => {
@@ -89,6 +101,8 @@ describe('the dashboard in Chromium', () => {
     expect(await app()).toMatchObject({ version: 'v1' });
     expect(await axeViolations(page)).toEqual([]);
     await screenshot(page, 'service-deploys');
+    // The same page at its dashboardUrl, as the API gives it.
+    expect(service.dashboardUrl).toBe(`${server.config.publicUrl}${serviceUrl}`);
   }, 180_000);
 
   it('lists the service with its status', async () => {
@@ -289,6 +303,7 @@ describe('the dashboard in Chromium', () => {
       ['/webhooks', 'webhooks'],
       ['/integrations', 'integrations'],
       ['/registry-credentials', 'registry-credentials'],
+      ['/notifications', 'notifications'],
       ['/usage', 'usage'],
       ['/audit-log', 'audit-log'],
       [`${serviceUrl}/metrics`, 'service-metrics'],
@@ -326,6 +341,17 @@ describe('the dashboard in Chromium', () => {
       .getByRole('status')
       .getByText(/line 2/)
       .waitFor();
+  });
+
+  it('signs in with the configured OAuth provider from its button', async () => {
+    google.signInAs({ sub: `g-${Date.now()}`, email: `oauth-${Date.now()}@example.com`, emailVerified: true });
+    const context = await browser.newContext({ baseURL: server.url });
+    const p = await newPage(context);
+    await p.goto('/sign-in');
+    await p.getByRole('link', { name: 'Continue with Google' }).click();
+    await p.waitForURL('**/services');
+    await p.getByText('No services yet').waitFor();
+    await context.close();
   });
 
   it('keeps no secret in localStorage, and signing out ends the session on the server', async () => {

@@ -109,6 +109,7 @@ for (const router of ROUTERS)
       const added = Date.now();
       const domain = await api.post(`/v1/services/${service.id}/custom-domains`, { name }, owner);
       expect(domain.status).toBe(201);
+      expect(domain.body[0].certificate).toEqual({ status: 'none' }); // not ordered before the domain is verified
       await proveOwnership(dns, domain.body[0]); // the TXT record the body asks for
       expect((await api.post(`/v1/services/${service.id}/custom-domains/${name}/verify`, {}, owner)).status).toBe(202);
       let first: Answer | undefined;
@@ -134,6 +135,10 @@ for (const router of ROUTERS)
       expect((await eventsOf(api, owner, service.id)).map((e: { type: string }) => e.type)).toContain(
         'certificate_issued',
       );
+      // The API says so, with the certificate's expiry (what the dashboard's Domains tab shows).
+      const shown = await api.get(`/v1/services/${service.id}/custom-domains/${name}`, owner);
+      expect(shown.body.certificate).toMatchObject({ status: 'issued', expiresAt: expect.any(String) });
+      expect(Date.parse(shown.body.certificate.expiresAt)).toBeGreaterThan(Date.now());
 
       // The private key is sealed at rest: no PEM private key in the store's files (an embedded store is files here).
       if (!process.env.TEST_DATABASE_URL) {
@@ -222,6 +227,9 @@ for (const router of ROUTERS)
         (e: { type: string }) => e.type === 'certificate_failed',
       );
       expect(failed.details).toMatchObject({ name, error: expect.any(String) });
+      const listed = await api.get(`/v1/services/${service.id}/custom-domains`, owner);
+      const mine = listed.body.find((r: { customDomain: { name: string } }) => r.customDomain.name === name);
+      expect(mine.customDomain.certificate).toMatchObject({ status: 'failed', error: expect.any(String) });
       await expect(request('https', ports.https, name, '/', root)).rejects.toThrow();
       expect((await request('http', ports.http, name)).status).toBe(200); // still served over HTTP
     }, 60_000);

@@ -96,6 +96,7 @@ export async function wireDomains(deps: {
 
   const domains = createDomains({
     repo: repos.customDomains,
+    certificatesOf: (ids) => repos.certificates.ofDomains(ids),
     lookup: createDnsLookup(config.dnsServers),
     appsDomain: config.appsDomain,
     routerIps: config.routerPublicIps,

@@ -22,6 +22,7 @@ const Projects = named(() => import('./pages/Projects'), 'Projects');
 const Blueprints = named(() => import('./pages/Blueprints'), 'Blueprints');
 const Webhooks = named(() => import('./pages/Webhooks'), 'Webhooks');
 const Integrations = named(() => import('./pages/Integrations'), 'Integrations');
+const Notifications = named(() => import('./pages/Notifications'), 'Notifications');
 const RegistryCredentials = named(() => import('./pages/RegistryCredentials'), 'RegistryCredentials');
 
 /** Where to go after signing in: a path of this dashboard only (never `//other.site`). */
@@ -78,6 +79,7 @@ export function App() {
             <Route path="/webhooks" component={Webhooks} />
             <Route path="/integrations" component={Integrations} />
             <Route path="/registry-credentials" component={RegistryCredentials} />
+            <Route path="/notifications" component={Notifications} />
             <Route path="/team" component={Team} />
             <Route path="/api-keys" component={ApiKeys} />
             <Route path="/audit-log" component={AuditLog} />

@@ -4,6 +4,7 @@ import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
 import { isUniqueViolation } from '../../store/db.js';
 import type { CustomDomainRepo, CustomDomainRow } from '../../store/repos/custom-domains.js';
+import type { CertificateRow } from '../../store/repos/certificates.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { Events } from '../events.js';
 import { checkDomainName } from './names.js';
@@ -28,8 +29,17 @@ export const dnsRecordsFor = (
  * and in the background (`checkDue`): unverified ones with backoff, verified ones daily; a change is an event and
  * re-routes at once (`onRoutesChanged`).
  */
+/** A custom domain's certificate as the API shows it: none until the domain is verified, then pending until issued. */
+export interface CertificateView {
+  status: 'none' | 'pending' | 'issued' | 'failed';
+  expiresAt?: Date;
+  /** The last order's error: why none was issued, or why the last renewal failed. */
+  error?: string;
+}
+
 export function createDomains(deps: {
   repo: CustomDomainRepo;
+  certificatesOf: (domainIds: string[]) => Promise<CertificateRow[]>;
   lookup: DnsLookup;
   appsDomain: string;
   routerIps: string[];
@@ -192,6 +202,20 @@ export function createDomains(deps: {
       return due.length;
     },
     /** Where the user must point `domain` of `service` at their DNS host. */
+    /** The certificate of each domain, by id, in one query. */
+    async certificates(rows: CustomDomainRow[]): Promise<Map<string, CertificateView>> {
+      const found = new Map((await deps.certificatesOf(rows.map((d) => d.id))).map((c) => [c.domainId, c]));
+      return new Map(
+        rows.map((d): [string, CertificateView] => {
+          const c = found.get(d.id);
+          if (d.verificationStatus !== 'verified') return [d.id, { status: 'none' }];
+          if (!c || (c.status !== 'issued' && c.failures === 0)) return [d.id, { status: 'pending' }];
+          const error = c.lastError ?? undefined;
+          if (c.status === 'issued') return [d.id, { status: 'issued', expiresAt: c.notAfter ?? undefined, error }];
+          return [d.id, { status: 'failed', error }];
+        }),
+      );
+    },
     dnsRecords: (domain: CustomDomainRow, service: Pick<ServiceRow, 'slug'>) =>
       dnsRecordsFor(domain, ownership.targetOf(service.slug), deps.routerIps),
     /** The TXT record that proves the domain's workspace owns it. */

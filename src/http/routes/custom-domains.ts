@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { decodeCursor, envelope } from '../../lib/cursor.js';
+import type { CertificateView } from '../../core/domains/domains.js';
 import type { CustomDomainRow } from '../../store/repos/custom-domains.js';
 import type { ServiceRow } from '../../store/repos/services.js';
 import type { HttpDeps } from '../deps.js';
@@ -29,6 +30,21 @@ const CustomDomainBody = Type.Object(
     dnsRecords: Type.Array(DnsRecord),
     verificationRecord: DnsRecord,
     unverifiedReason: Type.String(),
+    certificate: Type.Object(
+      {
+        status: Type.Union([
+          Type.Literal('none'),
+          Type.Literal('pending'),
+          Type.Literal('issued'),
+          Type.Literal('failed'),
+        ]),
+        expiresAt: Type.Optional(Type.String({ format: 'date-time' })),
+        error: Type.Optional(
+          Type.String({ description: "The last order's error (a failed renewal keeps the issued one)" }),
+        ),
+      },
+      { description: "Slipway's: the HTTPS certificate, none until the domain is verified" },
+    ),
   },
   { title: 'customDomain' },
 );
@@ -36,7 +52,7 @@ const CustomDomainBody = Type.Object(
 /** Custom domains of a service, in Render's routes and bodies (docs/routing.md, "Custom domains"). */
 export function customDomainRoutes(deps: HttpDeps) {
   const { domains } = deps;
-  const body = (d: CustomDomainRow, service: ServiceRow) => ({
+  const body = (d: CustomDomainRow, service: ServiceRow, certificate: CertificateView = { status: 'none' }) => ({
     id: d.id,
     name: d.name,
     domainType: d.domainType as 'apex' | 'subdomain',
@@ -48,7 +64,17 @@ export function customDomainRoutes(deps: HttpDeps) {
     dnsRecords: domains.dnsRecords(d, service),
     verificationRecord: domains.verificationRecord(d),
     unverifiedReason: d.verificationStatus === 'verified' ? '' : (d.unverifiedReason ?? 'not checked yet'),
+    certificate: {
+      status: certificate.status,
+      ...(certificate.expiresAt ? { expiresAt: certificate.expiresAt.toISOString() } : {}),
+      ...(certificate.error ? { error: certificate.error } : {}),
+    },
   });
+  /** Each row's body with its certificate (one query for all). */
+  const bodies = async (rows: CustomDomainRow[], service: ServiceRow) => {
+    const certificates = await domains.certificates(rows);
+    return rows.map((d) => body(d, service, certificates.get(d.id)));
+  };
   return [
     defineRoute({
       method: 'POST',
@@ -65,7 +91,7 @@ export function customDomainRoutes(deps: HttpDeps) {
       handler: async (req, reply) => {
         const service = await loadService(deps, req, req.params.serviceId);
         const rows = await domains.add(service, req.body.name);
-        return reply.code(201).send(rows.map((d) => body(d, service)));
+        return reply.code(201).send(await bodies(rows, service));
       },
     }),
     defineRoute({
@@ -85,10 +111,7 @@ export function customDomainRoutes(deps: HttpDeps) {
           afterId: decodeCursor(req.query.cursor),
           limit: req.query.limit ?? DEFAULT_LIMIT,
         });
-        return envelope(
-          'customDomain',
-          rows.map((d) => body(d, service)),
-        );
+        return envelope('customDomain', await bodies(rows, service));
       },
     }),
     defineRoute({
@@ -100,7 +123,8 @@ export function customDomainRoutes(deps: HttpDeps) {
       schema: { params: DomainParams, response: { 200: CustomDomainBody } },
       handler: async (req) => {
         const service = await loadService(deps, req, req.params.serviceId);
-        return body(await domains.get(service, req.params.customDomainIdOrName), service);
+        const [one] = await bodies([await domains.get(service, req.params.customDomainIdOrName)], service);
+        return one!;
       },
     }),
     defineRoute({

@@ -1,4 +1,4 @@
-import { and, eq, isNull, lt, lte, or, sql } from 'drizzle-orm';
+import { and, eq, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import type { Db } from '../db.js';
 import { acmeAccounts, acmeChallenges, certificates, customDomains, services } from '../schema/index.js';
 
@@ -10,6 +10,11 @@ export function createCertificateRepo(db: Db) {
   const served = and(eq(certificates.status, 'issued'), eq(customDomains.verificationStatus, 'verified'));
   const toDomain = eq(customDomains.id, certificates.domainId);
   return {
+    /** The certificate rows of these domains (those that have one). */
+    async ofDomains(domainIds: string[]): Promise<CertificateRow[]> {
+      if (domainIds.length === 0) return [];
+      return db.select().from(certificates).where(inArray(certificates.domainId, domainIds));
+    },
     /** Verified domains with no certificate row yet get one, due now (one statement, so processes may race it). */
     async addMissing(): Promise<void> {
       await db.execute(sql`

@@ -17,6 +17,7 @@ const NAV = [
   ['/api-keys', 'API keys'],
   ['/audit-log', 'Audit log'],
   ['/usage', 'Usage'],
+  ['/notifications', 'Notifications'],
   ['/integrations', 'Integrations'],
 ] as const;
 

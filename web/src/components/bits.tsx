@@ -15,6 +15,7 @@ const TONE: Record<string, string> = {
   available: 'good',
   succeeded: 'good',
   verified: 'good',
+  issued: 'good',
   not_suspended: 'good',
   build_failed: 'bad',
   update_failed: 'bad',

@@ -17,6 +17,20 @@ export function Integrations() {
     enabled: billing.data?.configured === true && workspace.can('admin'),
     queryFn: () => ok(api.GET('/v1/workspaces/{ownerId}/billing', { params: { path: { ownerId } } })),
   });
+  const plans = useQuery({
+    queryKey: ['billing-plans'],
+    enabled: billing.data?.configured === true && workspace.can('admin'),
+    queryFn: () => ok(api.GET('/v1/billing/plans')),
+  });
+  const checkout = useMutation({
+    mutationFn: (plan: string) =>
+      ok(
+        api.POST('/v1/billing/checkout', {
+          body: { ownerId, plan, successUrl: window.location.href, cancelUrl: window.location.href },
+        }),
+      ),
+    onSuccess: ({ url }) => window.location.assign(url),
+  });
   const portal = useMutation({
     mutationFn: () => ok(api.POST('/v1/billing/portal', { body: { ownerId, returnUrl: window.location.href } })),
     onSuccess: ({ url }) => window.location.assign(url),
@@ -46,7 +60,25 @@ export function Integrations() {
       {billing.data?.configured && (
         <>
           <h2>Billing</h2>
-          <ErrorText error={account.error ?? portal.error} />
+          <ErrorText error={account.error ?? portal.error ?? checkout.error ?? plans.error} />
+          {account.data && !account.data.subscription && (plans.data?.length ?? 0) > 0 && (
+            <ul className="list" aria-label="Plans">
+              {plans.data!.map((p) => (
+                <li key={p.id}>
+                  <strong>{p.name}</strong>
+                  <span className="muted">{p.kind}</span>
+                  <button
+                    type="button"
+                    className="small"
+                    disabled={checkout.isPending}
+                    onClick={() => checkout.mutate(p.plan)}
+                  >
+                    Subscribe
+                  </button>
+                </li>
+              ))}
+            </ul>
+          )}
           {account.data && (
             <div className="row wrap">
               <StatusBadge status={account.data.subscription?.status ?? 'no subscription'} />

@@ -18,7 +18,7 @@ export function NewService() {
   const workspace = useWorkspace();
   const [, navigate] = useLocation();
   const queryClient = useQueryClient();
-  const [source, setSource] = useState<'archive' | 'repo'>('archive');
+  const [source, setSource] = useState<'archive' | 'repo' | 'image'>('archive');
   const [file, setFile] = useState<File | null>(null);
   const [progress, setProgress] = useState<number | null>(null);
   const [form, setForm] = useState({
@@ -30,6 +30,14 @@ export function NewService() {
     publishPath: '',
     repo: '',
     branch: '',
+    image: '',
+    registryCredentialId: '',
+  });
+  const credentials = useQuery({
+    queryKey: ['registry-credentials', workspace.id],
+    enabled: source === 'image',
+    queryFn: () =>
+      ok(api.GET('/v1/registrycredentials', { params: { query: { ownerId: [workspace.id], limit: 100 } } })),
   });
   const github = useQuery({
     queryKey: ['github', workspace.id],
@@ -55,15 +63,26 @@ export function NewService() {
             ownerId: workspace.id,
             autoDeploy: 'yes',
             ...(source === 'repo' ? { repo: form.repo, ...(form.branch ? { branch: form.branch } : {}) } : {}),
-            serviceDetails: isStatic
-              ? { buildCommand: form.buildCommand || undefined, publishPath: form.publishPath || undefined }
-              : {
-                  runtime: form.runtime,
-                  envSpecificDetails: {
-                    buildCommand: form.buildCommand || undefined,
-                    startCommand: form.startCommand || undefined,
+            ...(source === 'image'
+              ? {
+                  image: {
+                    imagePath: form.image,
+                    ...(form.registryCredentialId ? { registryCredentialId: form.registryCredentialId } : {}),
                   },
-                },
+                }
+              : {}),
+            serviceDetails:
+              source === 'image'
+                ? { runtime: 'image' }
+                : isStatic
+                  ? { buildCommand: form.buildCommand || undefined, publishPath: form.publishPath || undefined }
+                  : {
+                      runtime: form.runtime,
+                      envSpecificDetails: {
+                        buildCommand: form.buildCommand || undefined,
+                        startCommand: form.startCommand || undefined,
+                      },
+                    },
           },
         }),
       );
@@ -103,8 +122,29 @@ export function NewService() {
           <label className="inline">
             <input type="radio" checked={source === 'repo'} onChange={() => setSource('repo')} /> Git repository
           </label>
+          <label className="inline">
+            <input type="radio" checked={source === 'image'} onChange={() => setSource('image')} /> Prebuilt image
+          </label>
         </fieldset>
-        {source === 'archive' ? (
+        {source === 'image' ? (
+          <>
+            <label>
+              Image
+              <input required value={form.image} onChange={set('image')} placeholder="registry.example.com/app:1.2" />
+            </label>
+            <label>
+              Registry credential
+              <select value={form.registryCredentialId} onChange={set('registryCredentialId')}>
+                <option value="">None (a public image)</option>
+                {(credentials.data ?? []).map((c) => (
+                  <option key={c.id} value={c.id}>
+                    {c.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+          </>
+        ) : source === 'archive' ? (
           <label className="dropzone" onDragOver={(e) => e.preventDefault()} onDrop={onDrop}>
             <span>
               {file ? `${file.name} (${bytes(file.size)})` : 'Drop a .tar.gz, .tgz or .zip here, or choose a file'}
@@ -162,7 +202,7 @@ export function NewService() {
               ))}
             </select>
           </label>
-          {form.type !== 'static_site' && (
+          {form.type !== 'static_site' && source !== 'image' && (
             <label>
               Runtime
               <select value={form.runtime} onChange={set('runtime')}>

@@ -80,6 +80,13 @@ export function Domains({ serviceId }: { serviceId: string }) {
             )}
           </div>
           {d.verificationStatus !== 'verified' && <p className="muted">{d.unverifiedReason}</p>}
+          <p className="row wrap">
+            Certificate: <StatusBadge status={d.certificate.status === 'none' ? 'not ordered' : d.certificate.status} />
+            {d.certificate.expiresAt && (
+              <span className="muted">expires {new Date(d.certificate.expiresAt).toLocaleDateString()}</span>
+            )}
+            {d.certificate.error && <span className="error small-text">{d.certificate.error}</span>}
+          </p>
           <table aria-label={`DNS records for ${d.name}`}>
             <thead>
               <tr>

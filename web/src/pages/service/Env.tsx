@@ -5,6 +5,7 @@ import { ActionForm, ConfirmButton, ErrorText } from '../../components/bits';
 import { parseDotenv } from '../../lib/dotenv';
 import { useWorkspace } from '../../session';
 import { EnvGroupLinks } from './EnvGroupLinks';
+import { SecretFiles } from './SecretFiles';
 
 /**
  * The env-vars editor: values masked until revealed, one variable at a time or a pasted `.env` (each key set on its
@@ -144,6 +145,7 @@ export function Env({ serviceId }: { serviceId: string }) {
         )}
         <button disabled={put.isPending || parsed.pairs.length === 0}>Save {parsed.pairs.length} variables</button>
       </ActionForm>
+      <SecretFiles serviceId={serviceId} />
       <EnvGroupLinks serviceId={serviceId} />
     </>
   );

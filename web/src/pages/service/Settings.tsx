@@ -4,6 +4,7 @@ import type { paths } from '../../../../openapi/schema';
 import { api, ok } from '../../api';
 import { ActionForm, ErrorText } from '../../components/bits';
 import { useWorkspace } from '../../session';
+import { Autoscaling } from './Autoscaling';
 
 type Service = paths['/v1/services/{serviceId}']['get']['responses'][200]['content']['application/json'];
 type Plan = NonNullable<
@@ -127,6 +128,7 @@ export function Settings({ service }: { service: Service }) {
             <button disabled={scale.isPending}>Scale</button>
           </ActionForm>
           <ErrorText error={scale.error} />
+          <Autoscaling serviceId={service.id} current={d.autoscaling as Parameters<typeof Autoscaling>[0]['current']} />
         </>
       )}
     </>
