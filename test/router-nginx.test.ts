@@ -98,7 +98,7 @@ describe.skipIf(!binary)('nginx as the data plane', () => {
 
   it('rolls over to a new deploy without reloading nginx: no failed request, no closed connection', async () => {
     const { service } = await deployFixture(api, as, 'node-web');
-    // Adding the service reloaded nginx; its old worker goes once idle. From here on, the same workers serve.
+    // An earlier test's reload may still have an old worker finishing: from one worker on, the same workers serve.
     const master = runningMaster(nginxFiles(server.dataDir))!;
     const workersNow = () => readFileSync(`/proc/${master}/task/${master}/children`, 'utf8').trim();
     const workers = await waitFor('one worker', async () => (/^\d+$/.test(workersNow()) ? workersNow() : undefined));
@@ -131,6 +131,32 @@ describe.skipIf(!binary)('nginx as the data plane', () => {
     // The addresses went to the Lua balancer over the control socket: no reload, so no kept-alive connection closed.
     expect(workersNow()).toBe(workers);
     expect(retried).toBe(0);
+  }, 120_000);
+
+  it("routes a new service's name without reloading nginx: another service's kept-alive connection stays open", async () => {
+    const { service: first } = await deployFixture(api, as, 'node-web');
+    const master = runningMaster(nginxFiles(server.dataDir))!;
+    const workersNow = () => readFileSync(`/proc/${master}/task/${master}/children`, 'utf8').trim();
+    const workers = await waitFor('one worker', async () => (/^\d+$/.test(workersNow()) ? workersNow() : undefined));
+    const configText = () => readFileSync(nginxFiles(server.dataDir).conf, 'utf8');
+    const config = configText();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    let retried = 0;
+    const sockets = new Set<string>();
+    agent.on('free', (socket: net.Socket) => sockets.add(`${socket.localPort}`));
+    expect((await browserGet(server.slipway.routerPort, first.slug, agent, () => retried++)).status).toBe(200);
+
+    const { service: second, deploy } = await deployFixture(api, as, 'node-web');
+    expect(deploy.status).toBe('live');
+    const reply = await viaRouter(server.slipway.routerPort, second.slug);
+    expect(reply.status).toBe(200);
+    expect((reply.json() as { instance: string }).instance).toMatch(new RegExp(`^${second.id}-`));
+    expect((await browserGet(server.slipway.routerPort, first.slug, agent, () => retried++)).status).toBe(200);
+    agent.destroy();
+    // One connection throughout, never closed by nginx: no reload, the same workers, the same configuration file.
+    expect([retried, sockets.size]).toEqual([0, 1]);
+    expect(workersNow()).toBe(workers);
+    expect(configText()).toBe(config);
   }, 120_000);
 
   it('starts nginx again after kill -9 of its master, whose workers and control socket it left behind', async () => {

@@ -6,10 +6,11 @@ import type { Upstream } from '../types.js';
  * ACME challenges, the 404 page) goes to the Node router behind it on loopback, which reads the same table, so both
  * always agree on what a name means.
  *
- * The instances' addresses are not in the file: a Lua balancer (Debian's libnginx-mod-http-lua) reads them from a
- * shared dict that Slipway replaces over a unix socket, so a roll-over changes no configuration and needs no reload
- * (a reload closes every idle client connection). A service with no address in the dict goes to the Node router,
- * which answers as it would for any service without a healthy instance.
+ * Neither the instances' addresses nor the names are in the file: Lua (Debian's libnginx-mod-http-lua) reads them
+ * from shared dicts that Slipway replaces over a unix socket, so a roll-over or a new service changes no
+ * configuration and needs no reload (a reload closes every tenant's idle client connections). Only a name with a
+ * certificate of its own has a server block (nginx picks a certificate by server block). A service with no address
+ * in the dict goes to the Node router, which answers as it would for any service without a healthy instance.
  */
 export interface NginxSite {
   serviceId: string;
@@ -20,7 +21,7 @@ export interface NginxLayout {
   prefix: string;
   /** The unix socket (in the 0700 prefix) Slipway replaces the upstream addresses through. */
   controlSocket: string;
-  /** The addresses as last sent, which a starting or reloading nginx loads (renderUpstreams). */
+  /** The addresses and names as last sent, which a starting or reloading nginx loads (renderRoutes). */
   upstreamsFile: string;
   pidFile: string;
   accessLog: string;
@@ -83,16 +84,8 @@ export function renderNginxConfig(
     access_log ${files.accessLog} slipway if=$slipway_logged;
     ${toFallback}
     location / { proxy_pass http://slipway_services; }`;
+    // The other names are the default server's, by the names dict.
     const own = names.filter((n) => s.httpsPort && files.certificateOf(n));
-    const shared = names.filter((n) => !own.includes(n));
-    if (shared.length)
-      servers.push(`server {
-    ${listen(s.httpPort)}
-    ${httpsListen()}
-    server_name ${shared.join(' ')};
-    ${certLines(files.appsCertificate)}
-    ${proxied}
-  }`);
     // A name with its own certificate: HTTPS only; plain HTTP is redirected, except ACME's challenges.
     for (const name of own)
       servers.push(`server {
@@ -184,13 +177,16 @@ http {
   # The Node router logs what it answers itself (a service without an instance), so nginx does not log it twice.
   map $upstream_addr $slipway_logged { "127.0.0.1:${s.fallbackPort}" 0; default 1; }
 
+  # Every name without a certificate of its own: its service from the names dict ("" goes to the Node router).
   server {
     ${listen(s.httpPort, ' default_server')}
     ${httpsListen(' default_server')}
     ${certLines(files.appsCertificate)}
     ${sameHost}
-    set $slipway_service "";
-    location / { proxy_pass http://slipway_fallback; }
+    set_by_lua_block $slipway_service { return ngx.shared.slipway_names:get(ngx.var.host) or "" }
+    access_log ${files.accessLog} slipway if=$slipway_logged;
+    ${toFallback}
+    location / { proxy_pass http://slipway_services; }
   }
   ${servers.join('\n  ')}
 }
@@ -200,17 +196,20 @@ http {
 const bracket = (host: string) => (host.includes(':') ? `[${host}]` : host);
 const SAFE_ID = /^[a-z0-9-]+$/;
 
-/** The upstreams file and the control socket's body: a line per service, `<serviceId> <host>:<port> …`. */
-export function renderUpstreams(services: Array<{ serviceId: string; upstreams: Upstream[] }>): string {
-  return services
-    .filter((s) => SAFE_ID.test(s.serviceId))
-    .map((s) => [
-      s.serviceId,
-      ...s.upstreams.filter((u) => SAFE_ADDRESS.test(u.host)).map((u) => `${u.host}:${u.port}`),
-    ])
-    .filter((words) => words.length > 1)
-    .map((words) => `${words.join(' ')}\n`)
-    .join('');
+/**
+ * The routes file and the control socket's body: a line per service with addresses, `<serviceId> <host>:<port> …`,
+ * and one per name, `@<name> <serviceId>`.
+ */
+export function renderRoutes(services: Array<{ serviceId: string; names: string[]; upstreams: Upstream[] }>): string {
+  const lines: string[] = [];
+  for (const s of services) {
+    if (!SAFE_ID.test(s.serviceId)) continue;
+    const addresses = s.upstreams.filter((u) => SAFE_ADDRESS.test(u.host)).map((u) => `${u.host}:${u.port}`);
+    if (addresses.length) lines.push(`${s.serviceId} ${addresses.join(' ')}\n`);
+    for (const name of s.names.map((n) => n.toLowerCase()).filter((n) => SAFE_NAME.test(n)))
+      lines.push(`@${name} ${s.serviceId}\n`);
+  }
+  return lines.join('');
 }
 
 /**
@@ -219,14 +218,21 @@ export function renderUpstreams(services: Array<{ serviceId: string; upstreams: 
  * the dict's whole content. The dict outlives reloads; a starting master loads the file.
  */
 function dynamicUpstreams(fallbackPort: number, files: NginxLayout, generation: string): string {
-  const load = `local d = ngx.shared.slipway_upstreams
-      local seen = {}
+  const load = `local d, names = ngx.shared.slipway_upstreams, ngx.shared.slipway_names
+      local seen, named = {}, {}
       for line in text:gmatch("[^\\n]+") do
-        local id, addresses = line:match("^(%S+)%s+(.+)$")
-        if id then d:set(id, addresses); seen[id] = true end
+        local name, service = line:match("^@(%S+)%s+(%S+)$")
+        if name then
+          names:set(name, service); named[name] = true
+        else
+          local id, addresses = line:match("^(%S+)%s+(.+)$")
+          if id then d:set(id, addresses); seen[id] = true end
+        end
       end
-      for _, id in ipairs(d:get_keys(0)) do if not seen[id] then d:delete(id) end end`;
+      for _, id in ipairs(d:get_keys(0)) do if not seen[id] then d:delete(id) end end
+      for _, name in ipairs(names:get_keys(0)) do if not named[name] then names:delete(name) end end`;
   return `lua_shared_dict slipway_upstreams 8m;
+  lua_shared_dict slipway_names 8m;
   lua_shared_dict slipway_turns 1m;
   init_by_lua_block {
     local f = io.open(${JSON.stringify(files.upstreamsFile)})
@@ -246,10 +252,15 @@ function dynamicUpstreams(fallbackPort: number, files: NginxLayout, generation: 
         peers[#peers + 1] = { host, tonumber(port) }
       end
       if #peers == 0 then
-        peers[1] = { "127.0.0.1", ${fallbackPort} }
-      elseif not ngx.ctx.slipway_pick then
-        balancer.set_more_tries(1)
+        -- No address (or no service: a name nobody routes): the Node router answers.
+        local ok, err = balancer.set_current_peer("127.0.0.1", ${fallbackPort})
+        if not ok then
+          ngx.log(ngx.ERR, "slipway balancer: ", err)
+          return ngx.exit(502)
+        end
+        return
       end
+      if not ngx.ctx.slipway_pick then balancer.set_more_tries(1) end
       -- Round robin per service across every worker (a dict of its own, which replacing addresses leaves alone).
       ngx.ctx.slipway_pick = (ngx.ctx.slipway_pick or ngx.shared.slipway_turns:incr(service, 1, 0)) + 1
       local peer = peers[ngx.ctx.slipway_pick % #peers + 1]

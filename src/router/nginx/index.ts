@@ -10,7 +10,7 @@ import { tailAccessLog } from '../access-log.js';
 import { createUpdateLoop } from '../update-loop.js';
 import {
   renderNginxConfig,
-  renderUpstreams,
+  renderRoutes,
   SAFE_NAME,
   WORKER_SHUTDOWN_MS,
   type NginxSettings,
@@ -134,16 +134,16 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
     });
   }
 
-  /** Writes the instances' addresses where a starting or reloading nginx loads them; returns the text. */
+  /** Writes the instances' addresses and the names where a starting or reloading nginx loads them; returns the text. */
   function writeUpstreams(snapshot = opts.table.snapshot()): string {
-    const services: Array<{ serviceId: string; upstreams: Upstream[] }> = [];
-    for (const { target } of snapshot) {
+    const services: Array<{ serviceId: string; names: string[]; upstreams: Upstream[] }> = [];
+    for (const { names, target } of snapshot) {
       if (target.kind !== 'instances') continue;
-      services.push({ serviceId: target.serviceId, upstreams: target.upstreams });
+      services.push({ serviceId: target.serviceId, names, upstreams: target.upstreams });
       for (const u of target.upstreams) if (u.instanceId) instanceAt.set(`${u.host}:${u.port}`, u.instanceId);
     }
     if (instanceAt.size > 10_000) instanceAt.clear();
-    const text = renderUpstreams(services);
+    const text = renderRoutes(services);
     if (text !== lastWritten) {
       writeFileSync(`${files.upstreamsFile}.next`, text, { mode: 0o600 });
       renameSync(`${files.upstreamsFile}.next`, files.upstreamsFile);
@@ -185,8 +185,8 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
     const snapshot = opts.table.snapshot();
     const upstreams = writeUpstreams(snapshot);
     const text = render(generation, snapshot);
-    // A reload closes idle client connections: a roll-over only changes addresses, which the balancer takes over
-    // the control socket; nginx reloads only for names, certificates and settings, or starts again if it died.
+    // A reload closes idle client connections: a roll-over or a new service only changes addresses and names, which
+    // Lua takes over the control socket; nginx reloads only for certificates and settings, or starts again if it died.
     const same = text.replaceAll(generation, '') === lastApplied;
     if (same && !renewed && runningMaster(files)) {
       if (upstreams !== lastSent && (await askControl(files, '/upstreams', upstreams)) !== undefined)
