@@ -76,7 +76,7 @@ export function renderNginxConfig(
   const servers: string[] = [];
   const routed = new Set<string>();
   for (const site of sites) {
-    const names = site.names.map((n) => n.toLowerCase()).filter((n) => SAFE_NAME.test(n));
+    const names = safeNames(site.names);
     if (names.length === 0 || !SAFE_ID.test(site.serviceId)) continue;
     names.forEach((n) => routed.add(n));
     const proxied = `${sameHost}
@@ -196,18 +196,23 @@ http {
 const bracket = (host: string) => (host.includes(':') ? `[${host}]` : host);
 const SAFE_ID = /^[a-z0-9-]+$/;
 
+/** The names that may reach the file or the dicts as they are, lowercased (nginx's $host is). */
+const safeNames = (names: string[]) => names.map((n) => n.toLowerCase()).filter((n) => SAFE_NAME.test(n));
+
 /**
  * The routes file and the control socket's body: a line per service with addresses, `<serviceId> <host>:<port> …`,
- * and one per name, `@<name> <serviceId>`.
+ * and one per name of such a service, `@<name> <serviceId>`. A service without an address is left out, names too:
+ * an unknown name goes to the Node router as such a service would, and the dicts hold only what runs (a tenant's
+ * thousands of idle services or domains cannot fill them).
  */
 export function renderRoutes(services: Array<{ serviceId: string; names: string[]; upstreams: Upstream[] }>): string {
   const lines: string[] = [];
   for (const s of services) {
     if (!SAFE_ID.test(s.serviceId)) continue;
     const addresses = s.upstreams.filter((u) => SAFE_ADDRESS.test(u.host)).map((u) => `${u.host}:${u.port}`);
-    if (addresses.length) lines.push(`${s.serviceId} ${addresses.join(' ')}\n`);
-    for (const name of s.names.map((n) => n.toLowerCase()).filter((n) => SAFE_NAME.test(n)))
-      lines.push(`@${name} ${s.serviceId}\n`);
+    if (!addresses.length) continue;
+    lines.push(`${s.serviceId} ${addresses.join(' ')}\n`);
+    for (const name of safeNames(s.names)) lines.push(`@${name} ${s.serviceId}\n`);
   }
   return lines.join('');
 }
@@ -218,19 +223,22 @@ export function renderRoutes(services: Array<{ serviceId: string; names: string[
  * the dict's whole content. The dict outlives reloads; a starting master loads the file.
  */
 function dynamicUpstreams(fallbackPort: number, files: NginxLayout, generation: string): string {
-  const load = `local d, names = ngx.shared.slipway_upstreams, ngx.shared.slipway_names
-      local seen, named = {}, {}
+  // What is gone is deleted first, then the rest set with safe_set: a full dict refuses an entry (counted in full)
+  // instead of evicting one that another service routes by.
+  const load = `local dicts = { [""] = ngx.shared.slipway_upstreams, ["@"] = ngx.shared.slipway_names }
+      local wanted = { [""] = {}, ["@"] = {} }
       for line in text:gmatch("[^\\n]+") do
-        local name, service = line:match("^@(%S+)%s+(%S+)$")
-        if name then
-          names:set(name, service); named[name] = true
-        else
-          local id, addresses = line:match("^(%S+)%s+(.+)$")
-          if id then d:set(id, addresses); seen[id] = true end
+        local at, key, value = line:match("^(@?)(%S+)%s+(.+)$")
+        if key then wanted[at][key] = value end
+      end
+      local full = 0
+      for at, dict in pairs(dicts) do
+        for _, key in ipairs(dict:get_keys(0)) do if not wanted[at][key] then dict:delete(key) end end
+        for key, value in pairs(wanted[at]) do
+          if dict:get(key) ~= value and not dict:safe_set(key, value) then full = full + 1 end
         end
       end
-      for _, id in ipairs(d:get_keys(0)) do if not seen[id] then d:delete(id) end end
-      for _, name in ipairs(names:get_keys(0)) do if not named[name] then names:delete(name) end end`;
+      if full > 0 then ngx.log(ngx.ERR, "slipway: the route dicts are full; entries left out: ", full) end`;
   return `lua_shared_dict slipway_upstreams 8m;
   lua_shared_dict slipway_names 8m;
   lua_shared_dict slipway_turns 1m;
@@ -284,7 +292,7 @@ function dynamicUpstreams(fallbackPort: number, files: NginxLayout, generation: 
         ngx.req.read_body()
         local text = ngx.req.get_body_data() or ""
         ${load}
-        ngx.say("ok")
+        ngx.say(full == 0 and "ok" or "full " .. full)
       }
     }
   }`;

@@ -189,8 +189,12 @@ export async function createNginxPlane(opts: NginxPlaneOptions) {
     // Lua takes over the control socket; nginx reloads only for certificates and settings, or starts again if it died.
     const same = text.replaceAll(generation, '') === lastApplied;
     if (same && !renewed && runningMaster(files)) {
-      if (upstreams !== lastSent && (await askControl(files, '/upstreams', upstreams)) !== undefined)
-        lastSent = upstreams;
+      if (upstreams !== lastSent) {
+        const answer = await askControl(files, '/upstreams', upstreams);
+        if (answer?.startsWith('full'))
+          opts.log.error({ answer: answer.trim() }, "router: nginx's route dicts are full; some names are not routed");
+        if (answer !== undefined) lastSent = upstreams;
+      }
       if (upstreams === lastSent) return;
       opts.log.warn({}, 'router: nginx did not take the new addresses; reloading it');
     }
