@@ -154,6 +154,7 @@ describe.runIf(IS_ROOT)('what Slipway makes on the machine', () => {
       } finally {
         await shut.release();
         await allowed.release();
+        for (const n of [closed, open]) await n.close(); // their removal, which release() leaves running
       }
     } finally {
       listener.close();

@@ -73,7 +73,10 @@ describe.runIf(IS_ROOT)('namespaces made ahead of need', () => {
     expect(a.netnsPath).not.toBe(b.netnsPath);
     await a.release();
     await b.release();
-    await expect.poll(() => ourBuilds().length, { timeout: 10_000 }).toBe(2);
+    const released = [a, b].map((ns) => path.basename(ns.netnsPath));
+    const isSpare = (name: string) => !released.includes(name);
+    await expect.poll(() => ourBuilds().filter(isSpare).length, { timeout: 10_000 }).toBe(2);
+    await expect.poll(() => ourBuilds().length, { timeout: 10_000 }).toBe(2); // the released ones are gone
     const spares = ourBuilds();
     // A sweep (a start after a crash) removes other processes' builds, not the spares this one holds.
     await nets.sweep(() => true);
@@ -82,6 +85,18 @@ describe.runIf(IS_ROOT)('namespaces made ahead of need', () => {
     expect(spares.map((spare) => `/run/netns/${spare}`)).toContain(next.netnsPath);
     await next.release();
     await nets.close();
+    expect(ourBuilds()).toEqual([]);
+  });
+
+  it("releases a build's namespace without waiting for its removal, which close() waits for", async () => {
+    const nets = await make();
+    const build = await nets.attachBuild();
+    const name = path.basename(build.netnsPath);
+    await build.release();
+    // The build has ended: its deploy goes on while `ip netns del` runs.
+    expect(namespaces()).toContain(name);
+    await nets.close();
+    expect(namespaces()).not.toContain(name);
     expect(ourBuilds()).toEqual([]);
   });
 

@@ -4,7 +4,7 @@ import { loadConfig } from '../src/app/config.js';
 import { PLAN_LIMITS, PLANS } from '../src/model/services.js';
 import {
   sandboxedCommand,
-  scratchOwnerScript,
+  ownerScript,
   type SandboxedProcess,
   type SandboxPolicy,
 } from '../src/runtime/local/sandbox.js';
@@ -148,8 +148,8 @@ describe('sandbox limits (pure)', () => {
     expect(afterBwrap.slice(0, 4)).toEqual([
       '/bin/sh',
       '-c',
-      scratchOwnerScript(65534, 65534, ['/d/i1/home', '/d/i1/tmp']),
-      'slipway-scratch',
+      ownerScript(65534, 65534, { trees: [], dirs: ['/d/i1/home', '/d/i1/tmp'] }),
+      'slipway-owner',
     ]);
     expect(afterBwrap[4]).toBe('/usr/bin/setpriv');
     expect(cmd.args.slice(cmd.args.indexOf('--seccomp'), cmd.args.indexOf('--seccomp') + 2)).toEqual([
@@ -157,6 +157,14 @@ describe('sandbox limits (pure)', () => {
       '4',
     ]);
     expect(cmd.fd4Data).toEqual(seccomp);
+  });
+
+  it("hands a build's tree to the app user inside the sandbox, links themselves, before it drops to that user", () => {
+    const cmd = sandboxedCommand(policy, { ...proc, kind: 'build', scratchDirs: [], ownedTrees: ["/d/b/it's"] });
+    const afterBwrap = cmd.args.slice(cmd.args.indexOf('--') + 1);
+    expect(afterBwrap[2]).toBe(ownerScript(65534, 65534, { trees: ["/d/b/it's"], dirs: [] }));
+    expect(afterBwrap[2]!.startsWith(`chown -R -h 65534:65534 -- '/d/b/it'\\''s' || {`)).toBe(true);
+    expect(afterBwrap[4]).toBe('/usr/bin/setpriv');
   });
 
   it('leaves sizes and the filter out where bwrap cannot apply them', () => {

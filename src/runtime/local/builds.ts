@@ -8,7 +8,7 @@ import type { BuildSpec, SecretFileSpec, ToolSpec } from '../types.js';
 import { findProgram } from './capabilities.js';
 import { oomKilled } from './cgroups.js';
 import { openWayTo } from './host-paths.js';
-import { giveTo, giveTreeCommand, toolReadOnlyDirs, withToolchain, type LocalDeps } from './instances.js';
+import { giveTo, toolReadOnlyDirs, withToolchain, type LocalDeps } from './instances.js';
 import { sandboxedCommand, shellQuote } from './sandbox.js';
 import { ensureSecretsMountPoint, writeSecretFiles } from './secret-files.js';
 
@@ -22,8 +22,8 @@ async function attachNetwork(deps: LocalDeps, name: string, network: BuildSpec['
 }
 
 /**
- * Builds and tools run below Slipway's CPU priority: on a busy machine a tenant's build slows down before the API's
- * requests do (`nice` execs the sandbox, so its pid and process group stay the ones `run` stops).
+ * Without cgroups, builds and tools run below Slipway's CPU priority: on a busy machine a tenant's build slows down
+ * before the API's requests do (`nice` execs the sandbox, so its pid and process group stay the ones `run` stops).
  */
 const BUILD_NICE = 10;
 const nicePath = findProgram('nice');
@@ -72,13 +72,6 @@ async function runJob(deps: LocalDeps, job: Job): Promise<RunResult> {
     const secretsDir =
       secretsHome && writeSecretFiles(path.join(secretsHome, 'secrets'), job.secretFiles, policy.runAs);
     network = await attachNetwork(deps, name, job.network);
-    if (policy.runAs && job.giveTree) {
-      const given = await run(giveTreeCommand(job.giveTree, policy.runAs), {
-        timeoutMs: job.timeoutMs,
-        signal: job.signal,
-      });
-      if (given.exitCode !== 0) throw new Error(`could not hand the build dir to the app user: ${given.output.trim()}`);
-    }
     const writableDirs = [...job.writableDirs, ...(job.home === 'tmpfs' ? [] : [home]), ...(tmpHome ? [tmpHome] : [])];
     for (const dir of writableDirs) {
       mkdirSync(dir, { recursive: true });
@@ -95,6 +88,7 @@ async function runJob(deps: LocalDeps, job: Job): Promise<RunResult> {
       readOnlyDirs,
       writableDirs,
       scratchDirs: job.home === 'tmpfs' && policy.bwrap ? [home] : [],
+      ownedTrees: job.giveTree ? [job.giveTree] : [],
       diskBytes: job.limits.diskMb * 1024 * 1024, // /tmp (and a tmpfs HOME)
       cgroupProcsFiles: groupDirs.map((dir) => path.join(dir, 'cgroup.procs')),
       secretsDir,
@@ -104,7 +98,8 @@ async function runJob(deps: LocalDeps, job: Job): Promise<RunResult> {
         ...(policy.bwrap ? { hostsFile: network.hostsFile, resolvConf: network.resolvConf } : {}),
       },
     });
-    const result = await run(niced(command), {
+    // The group's CPU weight already puts the job behind the API and the apps; nice only where there is none.
+    const result = await run(cgroups?.has('cpu') ? command : niced(command), {
       timeoutMs: job.timeoutMs,
       idleTimeoutMs: job.idleTimeoutMs,
       signal: job.signal,

@@ -1,6 +1,6 @@
 import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { spawnDetached, type Command } from '../../lib/exec.js';
+import { spawnDetached } from '../../lib/exec.js';
 import { SECRET_FILES_SUBDIR, type InstanceHandle, type InstanceSpec, type ServiceDisks } from '../types.js';
 import type { Cgroups } from './cgroups.js';
 import { openWayTo, type AppUser } from './host-paths.js';
@@ -59,17 +59,6 @@ export const toolReadOnlyDirs = (deps: LocalDeps): string[] => [
 export function giveTo(dir: string, runAs: SandboxPolicy['runAs']): void {
   if (runAs) chownSync(dir, runAs.uid, runAs.gid);
 }
-
-/**
- * Hands a whole tree to the app user (a build's source, unpacked by root; node_modules moved in from the cache), in a
- * child process: walking tens of thousands of files here would hold the event loop. `chown -R` follows no link
- * (its default -P) and `-h` changes links themselves, never what they point to.
- */
-export const giveTreeCommand = (dir: string, runAs: NonNullable<SandboxPolicy['runAs']>): Command => ({
-  file: 'chown',
-  args: ['-R', '-h', `${runAs.uid}:${runAs.gid}`, '--', dir],
-  env: { PATH: '/usr/bin:/bin' },
-});
 
 /** cwd inside the app dir; a workDir escaping it (../) is refused. */
 function appCwd(appDir: string, workDir: string): string {

@@ -30,6 +30,11 @@ export interface SandboxedProcess {
   writableDirs: string[];
   /** With bwrap: writable dirs private to the sandbox (tmpfs, empty at start, owned by the app user), like /tmp. */
   scratchDirs?: string[];
+  /**
+   * Writable dirs whose whole tree becomes the app user's before the command runs (a build's source, unpacked by
+   * root): changed inside the sandbox, so only what it binds can be reached, and under its cgroups.
+   */
+  ownedTrees?: string[];
   /** With bwrap ≥ 0.7: the size of /tmp and of each scratch dir, so filling one ends in ENOSPC. */
   diskBytes?: number;
   /** cgroup.procs files to join before any of the command runs, so nothing it forks escapes the limits. */
@@ -81,14 +86,23 @@ export function cgroupJoinScript(procsFiles: string[]): string {
   return `for f in ${files}; do echo $$ > "$f" || { echo "slipway: cannot join cgroup $f" >&2; exit 125; }; done; exec "$@"`;
 }
 
-/** Chowns the scratch dirs (tmpfs mounted by bwrap as root) to the app user, then becomes the command ("$@"). */
-export const scratchOwnerScript = (uid: number, gid: number, dirs: string[]) =>
-  `chown ${uid}:${gid} ${dirs.map(shellQuote).join(' ')} && exec "$@"`;
+/**
+ * Hands the app user its trees (`chown -R -h`: links themselves, never what they point to) and the scratch dirs (tmpfs
+ * mounted by bwrap as root), then becomes the command ("$@").
+ */
+export function ownerScript(uid: number, gid: number, owned: { trees: string[]; dirs: string[] }): string {
+  const owner = `${uid}:${gid}`;
+  const steps = [
+    ...(owned.trees.length > 0 ? [`chown -R -h ${owner} -- ${owned.trees.map(shellQuote).join(' ')}`] : []),
+    ...(owned.dirs.length > 0 ? [`chown ${owner} -- ${owned.dirs.map(shellQuote).join(' ')}`] : []),
+  ];
+  return `${steps.join(' && ')} || { echo "slipway: could not hand its files to the app user" >&2; exit 125; }; exec "$@"`;
+}
 
 /** Binds a dir at its own path. bwrap would create missing parents 0700 (root's), which the app user cannot traverse. */
 const bindAt = (flag: '--ro-bind' | '--bind', dir: string) => ['--perms', '0755', '--dir', dir, flag, dir, dir];
 
-/** The Command that runs `proc` under `policy`: [cgroup join] → [nsenter] → [bwrap] → [scratch chown] → [setpriv] → [reaper] → sh -c command. */
+/** The Command that runs `proc` under `policy`: [cgroup join] → [nsenter] → [bwrap] → [chown] → [setpriv] → [reaper] → sh -c command. */
 export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess): Command {
   const { bwrap, runAs } = policy;
   const scratchDirs = proc.scratchDirs ?? [];
@@ -111,8 +125,9 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
       '--',
       ...argv,
     ];
-    if (bwrap && scratchDirs.length > 0)
-      argv = ['/bin/sh', '-c', scratchOwnerScript(runAs.uid, runAs.gid, scratchDirs), 'slipway-scratch', ...argv];
+    const owned = { trees: proc.ownedTrees ?? [], dirs: bwrap ? scratchDirs : [] };
+    if (owned.trees.length + owned.dirs.length > 0)
+      argv = ['/bin/sh', '-c', ownerScript(runAs.uid, runAs.gid, owned), 'slipway-owner', ...argv];
   }
   let env: Record<string, string> | undefined = proc.env;
   let cwd: string | undefined = proc.cwd;

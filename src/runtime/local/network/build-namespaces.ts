@@ -36,6 +36,8 @@ export function createBuildNamespaces(opts: {
   /** Made by this process and not removed yet (the spare and those in use): a sweep leaves them alone. */
   const held = new Set<string>();
   const spares: Array<Promise<BuildNamespace | undefined>> = [];
+  /** Released namespaces whose removal (`ip netns del`, their lease files) is still under way; close() waits. */
+  const removing = new Set<Promise<void>>();
   let closed = false;
 
   async function make(): Promise<BuildNamespace> {
@@ -79,14 +81,18 @@ export function createBuildNamespaces(opts: {
       const ns = (await spares.shift()) ?? (await make());
       return {
         ...ns,
-        release: async () => {
-          await ns.release();
+        release: () => {
+          // Its way out ends at once (slirp4netns is killed first); the rest of the removal runs off the deploy's path:
+          // its build has ended, and nothing else uses a build's namespace.
+          const removed = ns.release().finally(() => removing.delete(removed));
+          removing.add(removed);
           // A moment later: the deploy whose build just ended is copying its artifact and starting its instances, and
           // making a namespace (ip, nft, slirp4netns) would compete with them for the CPU. A failure shows on the next
           // build's make().
           setTimeout(() => {
             while (!closed && spares.length < SPARES) spares.push(make().catch(() => undefined));
           }, REFILL_DELAY_MS).unref();
+          return Promise.resolve();
         },
       };
     },
@@ -108,6 +114,7 @@ export function createBuildNamespaces(opts: {
       closed = true;
       const ready = spares.splice(0);
       for (const ns of ready) await (await ns)?.release();
+      await Promise.all(removing);
     },
   };
 }
