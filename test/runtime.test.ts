@@ -1,9 +1,11 @@
 import {
   chmodSync,
+  closeSync,
   copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmSync,
@@ -23,6 +25,8 @@ import { createLocalRuntime } from '../src/runtime/local/index.js';
 import { descendantsOf, isRunning, readStat, type ProcStat } from '../src/runtime/local/proc.js';
 import {
   cgroupJoinScript,
+  ENV_FROM_FD3,
+  envScript,
   REAPER_SCRIPT,
   sandboxedCommand,
   type SandboxedProcess,
@@ -195,8 +199,6 @@ describe('sandboxedCommand (pure)', () => {
         '--chdir',
         '/data/app/web',
         '--clearenv',
-        '--args',
-        '3',
         '--',
         '/usr/bin/setpriv',
         '--reuid=65534',
@@ -211,8 +213,9 @@ describe('sandboxedCommand (pure)', () => {
         'node server.js',
       ],
       env: {},
-      // The environment travels on fd 3, never on the command line (/proc/<pid>/cmdline is world-readable).
-      fd3Args: ['--setenv', 'PORT', '3000', '--setenv', 'HOME', '/data/i1/home'],
+      // The environment travels on fd 3, never on the command line (/proc/<pid>/cmdline is world-readable), and only
+      // the app user's shell reads it: setpriv, which runs as root, gets none.
+      fd3Data: "export PORT='3000'\nexport HOME='/data/i1/home'\n",
     });
   });
 
@@ -224,7 +227,7 @@ describe('sandboxedCommand (pure)', () => {
     );
   });
 
-  it('without bwrap passes env and cwd directly, with or without a user to drop to', () => {
+  it('without bwrap passes env and cwd directly, or with a user to drop to, the env to that user only', () => {
     const plain = { ...proc, cgroupProcsFiles: [] };
     expect(sandboxedCommand({}, plain)).toEqual({
       file: '/bin/sh',
@@ -242,10 +245,13 @@ describe('sandboxedCommand (pure)', () => {
         '--',
         '/bin/sh',
         '-c',
+        `${ENV_FROM_FD3}; exec 3<&-; exec /bin/sh -c "$1"`,
+        'slipway-app',
         'node server.js',
       ],
-      env: proc.env,
+      env: {}, // setpriv runs as root: the tenant's environment (LD_PRELOAD…) must not reach it
       cwd: proc.cwd,
+      fd3Data: envScript(proc.env),
     });
   });
 
@@ -287,10 +293,20 @@ describe('sandboxedCommand (pure)', () => {
 
 describe('the sandbox reaper (shell)', () => {
   // In a pid namespace of its own, as in bwrap: the reaper's `kill -KILL -1` must reach nothing else.
-  const reap = (script: string, command: string, env: NodeJS.ProcessEnv = {}) =>
-    spawnSync('unshare', ['--pid', '--fork', '/bin/sh', '-c', script, 'slipway-app', command], {
-      env: { PATH: '/usr/bin:/bin', ...env },
-    });
+  // The environment comes on fd 3, as the sandbox gives it (envScript).
+  const reap = (script: string, command: string, env: Record<string, string> = {}) => {
+    const file = path.join(dataDir, 'reaper-env');
+    writeFileSync(file, envScript({ PATH: '/usr/bin:/bin', ...env }));
+    const fd = openSync(file, 'r');
+    try {
+      return spawnSync('unshare', ['--pid', '--fork', '/bin/sh', '-c', script, 'slipway-app', command], {
+        env: {},
+        stdio: ['ignore', 'pipe', 'pipe', fd],
+      });
+    } finally {
+      closeSync(fd);
+    }
+  };
 
   it('runs no command once a stop came before it started, and ignores an app env var named stopping', () => {
     // The SIGTERM lands right after the trap is set, as when a job is canceled while its sandbox starts.
@@ -302,6 +318,13 @@ describe('the sandbox reaper (shell)', () => {
     const ran = reap(REAPER_SCRIPT, 'echo ran', { stopping: '1' });
     expect(ran.stdout.toString()).toBe('ran\n');
     expect(ran.status).toBe(0);
+  });
+
+  it('gives the command the environment from fd 3, any value as it was', () => {
+    const value = `it's "quoted" $HOME \`x\` \\n\nand a second line\n`;
+    const shown = reap(REAPER_SCRIPT, 'printf %s "$GREETING"', { GREETING: value });
+    expect(shown.stdout.toString()).toBe(value);
+    expect(shown.status).toBe(0);
   });
 });
 

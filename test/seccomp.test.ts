@@ -163,7 +163,7 @@ describe('sandbox limits (pure)', () => {
     const cmd = sandboxedCommand(policy, { ...proc, kind: 'build', scratchDirs: [], ownedTrees: ["/d/b/it's"] });
     const afterBwrap = cmd.args.slice(cmd.args.indexOf('--') + 1);
     expect(afterBwrap[2]).toBe(ownerScript(65534, 65534, { trees: ["/d/b/it's"], dirs: [] }));
-    expect(afterBwrap[2]!.startsWith(`chown -R -h 65534:65534 -- '/d/b/it'\\''s' || {`)).toBe(true);
+    expect(afterBwrap[2]!.startsWith(`/bin/chown -R -h 65534:65534 -- '/d/b/it'\\''s' || {`)).toBe(true);
     expect(afterBwrap[4]).toBe('/usr/bin/setpriv');
   });
 

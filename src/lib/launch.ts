@@ -13,10 +13,10 @@ export interface Command {
   uid?: number;
   gid?: number;
   /**
-   * Arguments the program reads from file descriptor 3, NUL-separated (bwrap's `--args 3`): kept
-   * off the command line, which every local user can read in /proc/<pid>/cmdline.
+   * Text the program reads from file descriptor 3 (a sandboxed app's environment, as shell code: sandbox.ts): kept off
+   * the command line, which every local user can read in /proc/<pid>/cmdline.
    */
-  fd3Args?: string[];
+  fd3Data?: string;
   /** Bytes the program reads from file descriptor 4 to its end (bwrap's `--seccomp 4`: the compiled filter). */
   fd4Data?: Buffer;
   /** Text the program reads on its standard input (e.g. `ip -batch -`); otherwise stdin is closed. */
@@ -49,7 +49,7 @@ export interface Launch extends EventEmitter {
 
 /** fds 3 and 4 of the child, when it reads from them (a pipe each; an fd it does not use is not opened). */
 const extraFds = (cmd: Command): Array<'pipe' | 'ignore'> =>
-  cmd.fd4Data ? [cmd.fd3Args ? 'pipe' : 'ignore', 'pipe'] : cmd.fd3Args ? ['pipe'] : [];
+  cmd.fd4Data ? [cmd.fd3Data !== undefined ? 'pipe' : 'ignore', 'pipe'] : cmd.fd3Data !== undefined ? ['pipe'] : [];
 
 function sendInput(cmd: Command, child: ChildProcess, fd3: number) {
   const send = (fd: number, data: string | Buffer | undefined) => {
@@ -58,15 +58,15 @@ function sendInput(cmd: Command, child: ChildProcess, fd3: number) {
     pipe?.end(data);
   };
   send(0, cmd.stdin);
-  if (cmd.fd3Args) send(fd3, cmd.fd3Args.map((a) => `${a}\0`).join(''));
+  if (cmd.fd3Data !== undefined) send(fd3, cmd.fd3Data);
   if (cmd.fd4Data) send(fd3 + 1, cmd.fd4Data);
 }
 
 /** Starts `spec` as a child of this process, in a session and process group of its own (without a terminal). */
 export function launchLocal(spec: LaunchSpec): Launch {
   const { cmd } = spec;
-  if (spec.ready && (cmd.fd3Args || cmd.fd4Data))
-    throw new Error('a ready pipe takes fd 3: no fd3Args or fd4Data with it');
+  if (spec.ready && (cmd.fd3Data !== undefined || cmd.fd4Data))
+    throw new Error('a ready pipe takes fd 3: no fd3Data or fd4Data with it');
   const launch = new EventEmitter() as Launch;
   const fds: number[] = [];
   const target = (to: 'pipe' | string) =>

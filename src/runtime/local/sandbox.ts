@@ -52,6 +52,23 @@ export interface SandboxedProcess {
 /** Re-exported: the sandbox's callers quote with it. */
 export { shellQuote };
 
+/** A name a shell can export: Slipway's own and every key the API accepts (core/services/env-vars.ts) are. */
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * The app's environment as shell code, read on fd 3 by the app user's shell (ENV_FROM_FD3). What runs before that
+ * shell runs as root (the chown of the app's files, setpriv) and starts with no environment at all: the tenant's PATH
+ * or LD_PRELOAD would otherwise choose what root runs. A name no shell can hold is left out.
+ */
+export const envScript = (env: Record<string, string>): string =>
+  Object.entries(env)
+    .filter(([name]) => SHELL_NAME.test(name))
+    .map(([name, value]) => `export ${name}=${shellQuote(value)}\n`)
+    .join('');
+
+/** Sets the environment from fd 3 (envScript): read, not opened by path, since the pipe is root's and this shell is not. */
+export const ENV_FROM_FD3 = 'eval "$(/bin/cat <&3)"';
+
 /**
  * Inside bwrap's pid namespace the command runs under this shell (as the app user). When the command exits on its
  * own, it kills whatever the command left behind (kill -1 reaches only this namespace), so an instance ends with its
@@ -67,6 +84,7 @@ export { shellQuote };
  * the `Killed` of a shell the command itself runs in, if it does not exec its app).
  */
 export const REAPER_SCRIPT = [
+  ENV_FROM_FD3,
   'exec 3>&2 2>/dev/null',
   'stopping=', // not the app's env var of that name
   'trap stopping=1 TERM INT HUP',
@@ -76,8 +94,8 @@ export const REAPER_SCRIPT = [
   `/bin/sh -c 'exec 2>&3 3>&-; exec /bin/sh -c "$1"' slipway-app "$1"`,
   'code=$?',
   'if [ -n "$stopping" ]; then while kill -0 -1; do sleep 0.1; done; else kill -KILL -1; ' +
-    'if [ $code -gt 128 ] && sig=$(kill -l $code); then echo "slipway: killed by SIG$sig" >&3; fi; fi',
-  'exit $code',
+    'if [ "$code" -gt 128 ] && sig=$(kill -l "$code"); then echo "slipway: killed by SIG$sig" >&3; fi; fi',
+  'exit "$code"',
 ].join('; ');
 
 /** Joins the cgroups as root, then becomes the real command ("$@") in the same process. */
@@ -93,8 +111,8 @@ export function cgroupJoinScript(procsFiles: string[]): string {
 export function ownerScript(uid: number, gid: number, owned: { trees: string[]; dirs: string[] }): string {
   const owner = `${uid}:${gid}`;
   const steps = [
-    ...(owned.trees.length > 0 ? [`chown -R -h ${owner} -- ${owned.trees.map(shellQuote).join(' ')}`] : []),
-    ...(owned.dirs.length > 0 ? [`chown ${owner} -- ${owned.dirs.map(shellQuote).join(' ')}`] : []),
+    ...(owned.trees.length > 0 ? [`/bin/chown -R -h ${owner} -- ${owned.trees.map(shellQuote).join(' ')}`] : []),
+    ...(owned.dirs.length > 0 ? [`/bin/chown ${owner} -- ${owned.dirs.map(shellQuote).join(' ')}`] : []),
   ];
   return `${steps.join(' && ')} || { echo "slipway: could not hand its files to the app user" >&2; exit 125; }; exec "$@"`;
 }
@@ -114,7 +132,13 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
     '--tmpfs',
     dir,
   ];
-  let argv = bwrap ? ['/bin/sh', '-c', REAPER_SCRIPT, 'slipway-app', proc.command] : ['/bin/sh', '-c', proc.command];
+  // The environment comes on fd 3 wherever a stage runs as root before the app (envScript).
+  const envOnFd3 = !!bwrap || !!runAs;
+  let argv = bwrap
+    ? ['/bin/sh', '-c', REAPER_SCRIPT, 'slipway-app', proc.command]
+    : runAs
+      ? ['/bin/sh', '-c', `${ENV_FROM_FD3}; exec 3<&-; exec /bin/sh -c "$1"`, 'slipway-app', proc.command]
+      : ['/bin/sh', '-c', proc.command];
   if (runAs) {
     argv = [
       runAs.setprivPath,
@@ -129,9 +153,8 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
     if (owned.trees.length + owned.dirs.length > 0)
       argv = ['/bin/sh', '-c', ownerScript(runAs.uid, runAs.gid, owned), 'slipway-owner', ...argv];
   }
-  let env: Record<string, string> | undefined = proc.env;
+  const env = envOnFd3 ? {} : proc.env;
   let cwd: string | undefined = proc.cwd;
-  let fd3Args: string[] | undefined;
   if (bwrap) {
     argv = [
       bwrap.path,
@@ -160,18 +183,12 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
       '--chdir',
       proc.cwd,
       '--clearenv',
-      // The environment (secrets included) comes through fd 3, not the command line.
-      '--args',
-      '3',
       // Loaded by bwrap after its own setup, so it may still mount and unshare; it binds everything after.
       ...(bwrap.seccomp ? ['--seccomp', '4'] : []),
       '--',
       ...argv,
     ];
-    // bwrap itself needs neither: the command's environment and cwd are set inside.
-    fd3Args = Object.entries(proc.env).flatMap(([name, value]) => ['--setenv', name, value]);
-    env = {};
-    cwd = undefined;
+    cwd = undefined; // set inside (--chdir)
   }
   if (proc.network) argv = [proc.network.nsenterPath, `--net=${proc.network.netnsPath}`, '--', ...argv];
   if (proc.cgroupProcsFiles.length > 0) {
@@ -184,7 +201,8 @@ export function sandboxedCommand(policy: SandboxPolicy, proc: SandboxedProcess):
     args,
     env,
     ...(cwd === undefined ? {} : { cwd }),
-    ...(fd3Args ? { fd3Args } : {}),
+    // The environment (secrets included) comes through fd 3, not the command line.
+    ...(envOnFd3 ? { fd3Data: envScript(proc.env) } : {}),
     ...(fd4Data ? { fd4Data } : {}),
   };
 }
