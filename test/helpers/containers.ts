@@ -47,9 +47,15 @@ function librariesOf(file: string): string[] {
     .filter((lib): lib is string => !!lib);
 }
 
-/** A rootfs tarball: busybox as /bin/sh and friends, this Node as /usr/local/bin/node, /tmp, nobody's /etc/passwd line. */
-export function nodeRootfsTar(): string {
-  const tar = path.join(WORK, `node-base-v2-${process.versions.node}.tar`);
+/** This machine's npm (a package of plain JavaScript): where node:20-slim has it, for real Dockerfiles' `RUN npm …`. */
+const NPM = '/usr/lib/node_modules/npm';
+
+/**
+ * A rootfs tarball: busybox as /bin/sh and friends, this Node as /usr/local/bin/node, /tmp, nobody's /etc/passwd line;
+ * with `npm`, this machine's npm as /usr/local/bin/npm and npx.
+ */
+export function nodeRootfsTar(opts: { npm?: boolean } = {}): string {
+  const tar = path.join(WORK, `node-base-v2-${process.versions.node}${opts.npm ? '-npm' : ''}.tar`);
   if (existsSync(tar)) return tar;
   mkdirSync(WORK, { recursive: true });
   const root = mkdtempSync(path.join(WORK, 'rootfs-'));
@@ -79,6 +85,14 @@ export function nodeRootfsTar(): string {
     symlinkSync('busybox', path.join(root, 'bin', tool));
   put(process.execPath, '/usr/local/bin/node');
   for (const lib of librariesOf(process.execPath)) put(lib);
+  if (opts.npm) {
+    cpSync(NPM, path.join(root, 'usr/local/lib/node_modules/npm'), { recursive: true });
+    for (const tool of ['npm', 'npx'])
+      symlinkSync(`../lib/node_modules/npm/bin/${tool}-cli.js`, path.join(root, 'usr/local/bin', tool));
+    // Their `#!/usr/bin/env node`.
+    mkdirSync(path.join(root, 'usr/bin'));
+    symlinkSync('../../bin/busybox', path.join(root, 'usr/bin/env'));
+  }
   for (const dir of ['tmp', 'etc', 'app']) mkdirSync(path.join(root, dir), { recursive: true });
   writeFileSync(path.join(root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/sh\n');
   const partial = `${tar}.${process.pid}`;
@@ -92,7 +106,9 @@ export interface TestRegistry {
   /** host:port, what image references start with. */
   address: string;
   /** Pushes the base image under `name` (`base/node:20`); with the registry's user when it has one. */
-  pushBase(name: string): string;
+  pushBase(name: string, opts?: { npm?: boolean }): string;
+  /** Builds the context dir `context` (with `--build-arg`s) and pushes it as `name`. */
+  pushBuilt(name: string, context: string, buildArgs?: Record<string, string>): string;
   /** Builds node-web on `base` with its VERSION file saying `version`, and pushes it as `name`. */
   pushApp(name: string, base: string, version: string): string;
   close(): Promise<void>;
@@ -122,16 +138,22 @@ export async function startRegistry(
     20_000,
   );
   const creds = user ? ['--creds', `${user.name}:${user.password}`] : [];
-  return {
+  const registry: TestRegistry = {
     address,
-    pushBase(name) {
+    pushBase(name, opts = {}) {
       const ref = `${address}/${name}`;
-      podman('import', '--quiet', nodeRootfsTar(), ref);
+      podman('import', '--quiet', nodeRootfsTar(opts), ref);
+      podman('push', '--quiet', '--tls-verify=false', ...creds, ref);
+      return ref;
+    },
+    pushBuilt(name, context, buildArgs = {}) {
+      const ref = `${address}/${name}`;
+      const args = Object.entries(buildArgs).flatMap(([key, value]) => ['--build-arg', `${key}=${value}`]);
+      podman('build', '--quiet', '--tls-verify=false', '--network', 'host', ...args, '--tag', ref, context);
       podman('push', '--quiet', '--tls-verify=false', ...creds, ref);
       return ref;
     },
     pushApp(name, base, version) {
-      const ref = `${address}/${name}`;
       const context = mkdtempSync(path.join(WORK, 'app-'));
       cpSync(path.join(FIXTURES, 'node-web'), context, { recursive: true });
       writeFileSync(path.join(context, 'VERSION'), version);
@@ -140,16 +162,15 @@ export async function startRegistry(
         `FROM ${base}\nWORKDIR /app\nCOPY . .\nCMD ["node", "server.js"]\n`,
       );
       try {
-        podman('build', '--quiet', '--tls-verify=false', '--network', 'host', '--tag', ref, context);
-        podman('push', '--quiet', '--tls-verify=false', ...creds, ref);
+        return registry.pushBuilt(name, context);
       } finally {
         rmSync(context, { recursive: true, force: true });
       }
-      return ref;
     },
     async close() {
       child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  return registry;
 }
