@@ -40,9 +40,19 @@ export interface NginxPorts {
 export async function nginxPorts(dataDir: string, wanted: { http: number; https?: number }): Promise<NginxPorts> {
   const files = nginxFiles(dataDir);
   const before = runningMaster(files) ? readPorts(files) : undefined;
+  // Two free ports asked in turn can be the same one (the first was closed before the second was asked for).
+  const taken = new Set([wanted.http, wanted.https, before?.http, before?.https]);
+  const another = async () => {
+    for (;;) {
+      const port = await freePort();
+      if (taken.has(port)) continue;
+      taken.add(port);
+      return port;
+    }
+  };
   return {
-    http: wanted.http || before?.http || (await freePort()),
-    ...(wanted.https !== undefined ? { https: wanted.https || before?.https || (await freePort()) } : {}),
+    http: wanted.http || before?.http || (await another()),
+    ...(wanted.https !== undefined ? { https: wanted.https || before?.https || (await another()) } : {}),
   };
 }
 
