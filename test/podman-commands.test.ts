@@ -1,6 +1,6 @@
 /** Podman's command lines (src/runtime/containers/podman.ts): a tenant's values stay off them, and out of Podman's config. */
 import { describe, expect, it } from 'vitest';
-import { buildCommand, createCommand, type PodmanSetup } from '../src/runtime/containers/podman.js';
+import { buildCommand, runCommand, type PodmanSetup } from '../src/runtime/containers/podman.js';
 
 const setup: PodmanSetup = {
   podman: '/usr/bin/podman',
@@ -35,17 +35,22 @@ describe('podman command lines', () => {
   });
 
   it('gives a multi-line env value through the environment, and a tenant cannot replace PATH or HOME there', () => {
-    const cmd = createCommand(setup, storage, {
-      name: 'slw-i',
-      image: 'localhost/slipway/srv-1:dep-1',
-      cgroupParent: undefined,
-      netnsPath: undefined,
-      user: '65534:65534',
-      envFile: '/d/container.env',
-      envArgs: { TLS_KEY: '-----BEGIN KEY-----\nsecret\n-----END KEY-----', PATH: 'a\nb' },
-      limits,
-      labels: {},
-    });
+    const cmd = runCommand(
+      setup,
+      storage,
+      {
+        name: 'slw-i',
+        image: 'localhost/slipway/srv-1:dep-1',
+        cgroupParent: undefined,
+        netnsPath: undefined,
+        user: '65534:65534',
+        envFile: '/d/container.env',
+        envArgs: { TLS_KEY: '-----BEGIN KEY-----\nsecret\n-----END KEY-----', PATH: 'a\nb' },
+        limits,
+        labels: {},
+      },
+      'detached',
+    );
     expect(cmd.args.join(' ')).not.toContain('secret');
     expect(cmd.env?.TLS_KEY).toContain('secret');
     expect(cmd.env?.PATH).toBe('/usr/sbin:/usr/bin:/sbin:/bin');

@@ -188,26 +188,31 @@ export interface ContainerRun {
 }
 
 /**
- * `podman create` of an instance: a root it writes only where its storage's disk bounds it, a sized private /tmp (as native instances have), no
- * capabilities, no new privileges, the namespace Slipway made, the instance's cgroup as parent (its limits), and its
- * output handed straight to the files the init call is given (passthrough: docs/containers.md, "Logs").
+ * `podman run` of a container: a root it writes only where its storage's disk bounds it, a sized private /tmp (as
+ * native instances have), no capabilities, no new privileges, the namespace Slipway made, the instance's cgroup as
+ * parent (its limits). An instance's (`detached`) is started in the background, its output handed straight to the
+ * files the call is given (passthrough: docs/containers.md, "Logs"); a one-off's (a pre-deploy command) runs in the
+ * foreground, its output to the caller.
  */
-export function createCommand(
+export function runCommand(
   setup: PodmanSetup,
   storage: Storage,
   c: ContainerRun,
-  /** run: a one-off (a pre-deploy command) in the foreground, its output to the caller; create: an instance. */
-  verb: 'create' | 'run' = 'create',
+  mode: 'detached' | 'foreground',
 ): Command {
+  const detached = mode === 'detached';
   const tmpfs = (dir: string) => ['--tmpfs', `${dir}:rw,nosuid,nodev,size=${c.limits.diskMb}m,U`];
   const multiline = byEnvironment('--env', c.envArgs);
   return podman(
     setup,
     storage,
     [
-      verb,
+      'run',
       ...['--name', c.name, '--replace', '--rm', '--pull', 'never'],
-      ...(verb === 'create' ? ['--log-driver', 'passthrough'] : ['--log-driver', 'none', '--attach', 'stdout,stderr']),
+      // Detached with passthrough, Podman prints nothing of its own (no container id) into the app's output.
+      ...(detached
+        ? ['--detach', '--log-driver', 'passthrough']
+        : ['--log-driver', 'none', '--attach', 'stdout,stderr']),
       ...(setup.init ? ['--init'] : []),
       ...(c.cgroupParent ? ['--cgroup-parent', c.cgroupParent] : []),
       ...['--network', c.netnsPath ? `ns:${c.netnsPath}` : 'host'],
@@ -235,13 +240,6 @@ export function createCommand(
     multiline.env,
   );
 }
-
-/** Makes the container in the runtime (conmon takes the caller's stdout and stderr) without starting its process. */
-export const initCommand = (setup: PodmanSetup, storage: Storage, name: string): Command =>
-  podman(setup, storage, ['init', name]);
-
-export const startCommand = (setup: PodmanSetup, storage: Storage, name: string): Command =>
-  podman(setup, storage, ['start', name]);
 
 export const removeContainersCommand = (setup: PodmanSetup, storage: Storage, names: string[]): Command =>
   podman(setup, storage, ['rm', '--force', '--ignore', '--time', '0', ...names]);

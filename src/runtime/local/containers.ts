@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, rmdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { run, spawnDetached } from '../../lib/exec.js';
 import { storageOf, type PodmanEngine } from '../containers/engine.js';
@@ -160,8 +160,8 @@ async function containerRun(
 
 /**
  * Starts an instance's container (docs/containers.md, "Instances"): in the namespace Slipway made, inside the
- * instance's cgroup (its limits), its output appended to the same files a native instance writes. `podman init`
- * hands conmon those files, and prints the container's name, which is cut; `start` then runs the app.
+ * instance's cgroup (its limits), its output appended to the same files a native instance writes: one `podman run
+ * --detach`, given those files, hands them to conmon.
  */
 export async function startContainer(
   deps: ContainerDeps,
@@ -181,17 +181,23 @@ export async function startContainer(
       { ...spec, ...spec.container, command: spec.container.command, name, envFile, secretsDir, labels, pidFile },
       at,
     );
-    const created = await run(podman.createCommand(engine.setup, storage, c), { timeoutMs: CALL_TIMEOUT_MS });
-    if (created.exitCode !== 0) throw new Error(`podman create failed: ${created.output.trim().slice(-500)}`);
-    const before = statSync(at.stdoutPath, { throwIfNoEntry: false })?.size ?? 0;
-    const init = podman.initCommand(engine.setup, storage, name);
     const code = await new Promise<number | null>((resolve, reject) => {
-      spawnDetached(init, at, (exitCode) => resolve(exitCode)).catch(reject);
+      let pid: number | undefined;
+      const timer = setTimeout(() => {
+        try {
+          if (pid) process.kill(pid, 'SIGKILL'); // its 'exit' then comes after this rejection, unheard
+        } catch {
+          // gone meanwhile
+        }
+        reject(new Error(`podman run did not return within ${CALL_TIMEOUT_MS} ms`));
+      }, CALL_TIMEOUT_MS);
+      const cmd = podman.runCommand(engine.setup, storage, c, 'detached');
+      spawnDetached(cmd, at, (exitCode) => (clearTimeout(timer), resolve(exitCode))).then(
+        (spawned) => (pid = spawned),
+        (err: unknown) => (clearTimeout(timer), reject(err)),
+      );
     });
-    if (code !== 0) throw new Error(`podman init failed (exit ${code}): ${JSON.stringify(tailOf(at.stderrPath, 400))}`);
-    truncateSync(at.stdoutPath, before); // the name init printed
-    const started = await run(podman.startCommand(engine.setup, storage, name), { timeoutMs: CALL_TIMEOUT_MS });
-    if (started.exitCode !== 0) throw new Error(`podman start failed: ${started.output.trim().slice(-500)}`);
+    if (code !== 0) throw new Error(`podman run failed (exit ${code}): ${JSON.stringify(tailOf(at.stderrPath, 400))}`);
     const pid = Number(readFileSync(pidFile, 'utf8').trim());
     // A one-off run (a job) may well have ended already: its status dir, not its process, says how.
     if (spec.container.statusDir && Number.isInteger(pid) && pid > 0 && !readStat(pid)) return { pid, startTime: '' };
@@ -238,7 +244,7 @@ export async function runContainerJob(
   try {
     const secretsDir = writeSecretFiles(secretsPath, job.secretFiles, deps.runAs);
     const c = await containerRun(deps, { ...job, name, envFile, secretsDir, labels: { 'slipway.job': name } }, at);
-    return await run(podman.createCommand(deps.engine.setup, storage, c, 'run'), {
+    return await run(podman.runCommand(deps.engine.setup, storage, c, 'foreground'), {
       timeoutMs: job.timeoutMs,
       signal: job.signal,
       onOutput: job.onOutput,
