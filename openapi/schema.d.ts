@@ -3236,6 +3236,30 @@ export interface operations {
               };
             };
             status: 'operational' | 'degraded';
+            swarm?:
+              | {
+                  nodes: {
+                    /** @description active, pause or drain: whether Swarm places new tasks there */
+                    availability: string;
+                    cpus: number;
+                    /** @description What running tasks have not reserved */
+                    freeCpus: number;
+                    freeMemoryMb: number;
+                    hostname: string;
+                    id: string;
+                    labels: {
+                      [key: string]: string;
+                    };
+                    leader: boolean;
+                    memoryMb: number;
+                    role: 'manager' | 'worker';
+                    /** @description Swarm's: ready, down, unknown, disconnected */
+                    state: string;
+                  }[];
+                }
+              | {
+                  error: string;
+                };
             /** Format: date-time */
             updatedAt: string;
           };

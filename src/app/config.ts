@@ -2,6 +2,7 @@ import path from 'node:path';
 import { availableParallelism } from 'node:os';
 import { DEFAULT_TIMEOUT_SECONDS as TIMEOUTS } from '../lib/http-timeouts.js';
 import { ipv4Range, overlaps } from '../lib/ip-ranges.js';
+import { swarmSettings } from './config-swarm.js';
 import { githubApp, httpsSettings, oauthSettings } from './config-integrations.js';
 import { backupS3Settings } from './config-backups.js';
 import { buildSettings } from './config-builds.js';
@@ -188,6 +189,7 @@ export function loadConfig(env: Env = process.env): Config {
     egressAllow: egressAllow(env.SLIPWAY_EGRESS_ALLOW, env.SLIPWAY_NETWORK_CIDR || DEFAULT_NETWORK_CIDR),
     containers: oneOf(env, 'SLIPWAY_CONTAINERS', ['auto', 'off'] as const, 'auto'),
     containerDiskMb: optionalPositive(env, 'SLIPWAY_CONTAINER_DISK_MB', 16_777_216), // 16 TiB: ext4's limit
+    swarm: swarmSettings(env),
     insecureRegistries: (env.SLIPWAY_CONTAINER_INSECURE_REGISTRIES ?? '')
       .split(',')
       .map((entry) => entry.trim())

@@ -1,6 +1,7 @@
 import type { RouterStatus } from '../model/settings.js';
 import type { DiskStatus } from '../observability/usage/disk-status.js';
 import type { Access } from '../core/access.js';
+import type { ClusterStatus } from '../core/cluster-status.js';
 import type { ApiKeys } from '../core/api-keys.js';
 import type { AuditLog } from '../core/audit.js';
 import type { Auth } from '../core/auth.js';
@@ -95,6 +96,8 @@ export interface HttpDeps {
     router(): RouterStatus;
     /** Services' disk use against their budget. */
     disk(): Promise<DiskStatus>;
+    /** The swarm's nodes, when Slipway uses one (SLIPWAY_SWARM_DOCKER_HOST). */
+    swarm?: () => Promise<ClusterStatus>;
   };
   logs: Logs;
   metrics: MetricsApi;

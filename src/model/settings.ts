@@ -6,6 +6,14 @@ import type { BuildPlan } from './enums.js';
 import type { NotificationSettings } from './notifications.js';
 
 /** Every setting Slipway reads, typed, with its embedded default (docs/architecture.md, "Configuration"; docs/configuration.md lists them). */
+/** A swarm manager's Engine API (app/config-swarm.ts). */
+export interface SwarmSettings {
+  dockerHost: string;
+  tls: { ca: string; cert: string; key: string } | undefined;
+  /** Workspaces' overlay networks encrypted (IPsec): SLIPWAY_SWARM_ENCRYPTED, on unless 0/false/off. */
+  encrypted: boolean;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -117,6 +125,8 @@ export interface Config {
   insecureRegistries: string[];
   /** Each service's container disk: its images, layer cache and containers' roots (SLIPWAY_CONTAINER_DISK_MB; unset: 10 GiB). */
   containerDiskMb: number | undefined;
+  /** A Docker Swarm whose nodes and networks Slipway uses (SLIPWAY_SWARM_DOCKER_HOST; docs/swarm.md); unset: none. */
+  swarm: SwarmSettings | undefined;
   /** auto: bubblewrap where it works; bwrap: refuse to start without it; off: never (apps reach their files through the data dir's permissions). */
   sandbox: 'auto' | 'bwrap' | 'off';
   /** Postgres datastores as role+database on this existing server (the `cluster` provisioner) instead of local servers. */

@@ -4,7 +4,17 @@
  * docker-registry) that a test starts on one of the host's addresses, where builds may reach it (SLIPWAY_EGRESS_ALLOW).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,7 +49,7 @@ const podman = (...args: string[]) =>
   ).toString();
 
 /** The libraries `file` links (ldd's paths). */
-function librariesOf(file: string): string[] {
+export function librariesOf(file: string): string[] {
   return execFileSync('ldd', [file])
     .toString()
     .split('\n')
@@ -107,6 +117,8 @@ export interface TestRegistry {
   address: string;
   /** Pushes the base image under `name` (`base/node:20`); with the registry's user when it has one. */
   pushBase(name: string, opts?: { npm?: boolean }): string;
+  /** Imports a rootfs tarball and pushes it as `name`: the reference by its digest (`host:port/name@sha256:…`). */
+  pushTar(name: string, tar: string): string;
   /** Builds the context dir `context` (with `--build-arg`s) and pushes it as `name`. */
   pushBuilt(name: string, context: string, buildArgs?: Record<string, string>): string;
   /** Builds node-web on `base` with its VERSION file saying `version`, and pushes it as `name`. */
@@ -145,6 +157,13 @@ export async function startRegistry(
       podman('import', '--quiet', nodeRootfsTar(opts), ref);
       podman('push', '--quiet', '--tls-verify=false', ...creds, ref);
       return ref;
+    },
+    pushTar(name, tar) {
+      const ref = `${address}/${name}`;
+      const digestFile = path.join(dir, 'digest');
+      podman('import', '--quiet', tar, ref);
+      podman('push', '--quiet', '--tls-verify=false', '--digestfile', digestFile, ...creds, ref);
+      return `${ref.replace(/:[^:/]+$/, '')}@${readFileSync(digestFile, 'utf8').trim()}`;
     },
     pushBuilt(name, context, buildArgs = {}) {
       const ref = `${address}/${name}`;

@@ -1,3 +1,4 @@
+import { clusterStatus } from '../../core/cluster-status.js';
 import { createIdempotencyStore } from '../../core/idempotency.js';
 import { createEnvView } from '../../core/services/env-view.js';
 import { createWorkspaces } from '../../core/workspaces.js';
@@ -72,6 +73,7 @@ export async function buildApi(p: Parts, options: LogOptions, cleanup: Cleanup) 
         runtime: runtime.capabilities,
         router: p.router.status,
         disk: createDiskStatus(repos.usage, config.serviceDiskMb * 1024 * 1024),
+        swarm: p.swarm && clusterStatus(p.swarm),
       },
       logs: p.logs,
       metrics: p.metrics.queries,

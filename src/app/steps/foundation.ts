@@ -8,6 +8,7 @@ import { createSecretBox, loadSecretKey } from '../../lib/secret-box.js';
 import { openStore } from '../../store/db.js';
 import { createRepos, inTransaction } from '../../store/repos/index.js';
 import { createLocalRuntime } from '../../runtime/local/index.js';
+import { createSwarmCluster } from '../../runtime/swarm/index.js';
 
 /**
  * What every other step stands on: the secret box, the price catalog, the system log, the store and its job queue,
@@ -60,6 +61,8 @@ export async function openFoundation(
   cleanup.push(() => queue.stop());
   const runtime = await runtimeReady;
   cleanup.push(() => runtime.close?.());
-  return { config, box, catalog, log, store, repos, transact, queue, runtime };
+  const swarm = config.swarm && createSwarmCluster(config.swarm);
+  if (swarm) cleanup.push(() => swarm.close());
+  return { config, box, catalog, log, store, repos, transact, queue, runtime, swarm };
 }
 export type Foundation = Awaited<ReturnType<typeof openFoundation>>;

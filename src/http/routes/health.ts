@@ -39,6 +39,23 @@ const DatastoreMode = Type.Object({
   note: Type.Optional(Type.String()),
 });
 
+const SwarmNode = Type.Object({
+  id: Type.String(),
+  hostname: Type.String(),
+  role: Type.Union([Type.Literal('manager'), Type.Literal('worker')]),
+  state: Type.String({ description: "Swarm's: ready, down, unknown, disconnected" }),
+  availability: Type.String({ description: 'active, pause or drain: whether Swarm places new tasks there' }),
+  leader: Type.Boolean(),
+  labels: Type.Record(Type.String(), Type.String()),
+  cpus: Type.Number(),
+  memoryMb: Type.Integer(),
+  freeCpus: Type.Number({ description: 'What running tasks have not reserved' }),
+  freeMemoryMb: Type.Integer(),
+});
+
+/** The swarm's nodes (SLIPWAY_SWARM_DOCKER_HOST; docs/swarm.md), or why its manager did not answer. */
+const Swarm = Type.Union([Type.Object({ nodes: Type.Array(SwarmNode) }), Type.Object({ error: Type.String() })]);
+
 async function probe(check: () => Promise<void>) {
   const started = performance.now();
   try {
@@ -129,6 +146,7 @@ export function healthRoutes({ health, datastores, postgresRecovery }: HttpDeps)
                 },
               ),
             ),
+            swarm: Type.Optional(Swarm),
             updatedAt: Timestamp,
           }),
         },
@@ -140,6 +158,8 @@ export function healthRoutes({ health, datastores, postgresRecovery }: HttpDeps)
           { name: 'store', status: store.status === 'ok' ? ('operational' as const) : ('down' as const) },
           { name: 'queue', status: queue.status === 'ok' ? ('operational' as const) : ('down' as const) },
         ];
+        const swarm = health.swarm && (await health.swarm());
+        if (swarm) list.push({ name: 'swarm', status: 'error' in swarm ? 'down' : 'operational' });
         const backups = postgresRecovery.status();
         return {
           status: list.every((c) => c.status === 'operational') && backups.failing === 0 ? 'operational' : 'degraded',
@@ -148,6 +168,7 @@ export function healthRoutes({ health, datastores, postgresRecovery }: HttpDeps)
           ...machineStatus(health.runtime, datastores),
           router: health.router(),
           ...(store.status === 'ok' ? { disk: await health.disk().catch(() => undefined) } : {}),
+          ...(swarm ? { swarm } : {}),
           updatedAt: new Date().toISOString(),
         };
       },
