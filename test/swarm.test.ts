@@ -18,7 +18,7 @@ const web = (workspaceId: string, image: string) => ({
   workspaceId,
   hostnames: [`site-${workspaceId}`],
   image,
-  command: 'exec httpd -f -p 10000 -h /www',
+  command: 'echo "serving on $(hostname)"; exec httpd -f -p 10000 -h /www',
   env: { PORT: '10000' },
   replicas: 3,
   limits,
@@ -98,6 +98,13 @@ describe.skipIf(!hasDockerd || !hasContainerEngine)('a Docker Swarm of three nod
     }
     expect(ids.size).toBe(3);
     expect((await shell(probe!, 'timeout 5 wget -qO- http://site-wsa:10000/')).out).toBe('web');
+
+    // What each task printed, on its node, read through the manager, with its task and node.
+    const lines = (await cluster.logs('web-wsa', { tail: 10 })).filter((l) => l.text.startsWith('serving on'));
+    expect(lines.map((l) => [l.taskId, l.nodeId, l.stream, l.text]).sort()).toEqual(
+      tasks.map((t) => [t.id, t.nodeId, 'stdout', `serving on ${t.containerId.slice(0, 12)}`]).sort(),
+    );
+    expect(lines.every((l) => !Number.isNaN(Date.parse(l.at)))).toBe(true);
 
     // The plan, as the node's engine applied it to the task's container.
     const node = swarm.nodes.find((n) => n.nodeId === tasks[0]!.nodeId)!;

@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import type { SwarmCluster, SwarmTask } from '../../src/runtime/swarm/cluster.js';
-import { engineApi, type EngineApi } from '../../src/runtime/swarm/engine-api.js';
+import { demux, engineApi, type EngineApi } from '../../src/runtime/swarm/engine-api.js';
 import { librariesOf } from './containers.js';
 import { waitFor } from './wait.js';
 
@@ -270,12 +270,9 @@ async function execOutput(node: SwarmNodeHandle, execId: string): Promise<string
   });
   const raw = Buffer.from(await res.body.arrayBuffer());
   await dispatcher.close();
-  let out = '';
-  for (let at = 0; at + 8 <= raw.length;) {
-    const size = raw.readUInt32BE(at + 4);
-    out += raw.subarray(at + 8, at + 8 + size).toString();
-    at += 8 + size;
-  }
+  const out = demux(raw)
+    .map((f) => f.text)
+    .join('');
   const { ExitCode } = await node.api.call<{ ExitCode: number }>('GET', `/exec/${execId}/json`);
   if (ExitCode !== 0) throw Object.assign(new Error(`exit ${ExitCode}: ${out}`), { exitCode: ExitCode, output: out });
   return out;

@@ -33,6 +33,15 @@ export interface SwarmTask {
   error: string;
 }
 
+export interface SwarmLogLine {
+  /** RFC 3339, with nanoseconds, as the engine wrote it. */
+  at: string;
+  taskId: string;
+  nodeId: string;
+  stream: 'stdout' | 'stderr';
+  text: string;
+}
+
 /** Slipway's use of a Docker Swarm (docs/swarm.md): its nodes, a network per workspace, a Swarm service per service. */
 export interface SwarmCluster {
   nodes(): Promise<SwarmNode[]>;
@@ -43,6 +52,11 @@ export interface SwarmCluster {
   /** Its tasks replaced by new ones of the same spec, one at a time (Render's restart). */
   restart(name: string): Promise<void>;
   tasks(name: string): Promise<SwarmTask[]>;
+  /**
+   * The last `tail` lines its tasks printed, on every node, through the manager (each node's json-file logs): oldest
+   * first, each with its task and node.
+   */
+  logs(name: string, opts: { tail: number }): Promise<SwarmLogLine[]>;
   /** Gone, with its tasks; nothing when there is none. */
   remove(name: string): Promise<void>;
   close(): Promise<void>;
@@ -70,7 +84,8 @@ interface EngineTask {
 
 const MB = 1024 * 1024;
 const filters = (f: Record<string, string[]>) => ({ filters: JSON.stringify(f) });
-export const networkName = (workspaceId: string) => `slipway-${workspaceId}`;
+const NETWORK_PREFIX = 'slipway-';
+export const networkName = (workspaceId: string) => `${NETWORK_PREFIX}${workspaceId}`;
 
 /**
  * The cluster behind a manager's Engine API. `encrypted`: workspaces' overlays carry their traffic in IPsec (Swarm's
@@ -118,17 +133,23 @@ export function swarmCluster(api: EngineApi, opts: { encrypted: boolean }): Swar
       // The filter matches a part of the name: keep the exact one.
       const existing = found.find((n) => n.Name === name);
       if (existing) return existing.Id;
-      const made = await api.call<{ Id: string }>('POST', '/networks/create', {
-        body: {
-          Name: name,
-          Driver: 'overlay',
-          // Only Swarm's tasks join it, never a container started by hand on a node.
-          Attachable: false,
-          CheckDuplicate: true,
-          Options: opts.encrypted ? { encrypted: '' } : {},
-          Labels: { [LABEL.workspace]: workspaceId },
-        },
-      });
+      // Two deploys of a new workspace at once: the second's create is refused (CheckDuplicate), and it takes the first's.
+      const made = await api
+        .call<{ Id: string }>('POST', '/networks/create', {
+          body: {
+            Name: name,
+            Driver: 'overlay',
+            // Only Swarm's tasks join it, never a container started by hand on a node.
+            Attachable: false,
+            CheckDuplicate: true,
+            Options: opts.encrypted ? { encrypted: '' } : {},
+            Labels: { [LABEL.workspace]: workspaceId },
+          },
+        })
+        .catch(async (err: unknown) => {
+          if (!(err instanceof EngineError && err.status === 409)) throw err;
+          return { Id: await cluster.workspaceNetwork(workspaceId) };
+        });
       return made.Id;
     },
     async deploy(spec) {
@@ -165,10 +186,19 @@ export function swarmCluster(api: EngineApi, opts: { encrypted: boolean }): Swar
         state: t.Status.State,
         desiredState: t.DesiredState,
         image: t.Spec.ContainerSpec.Image,
-        address: t.NetworksAttachments?.[0]?.Addresses?.[0]?.split('/')[0] ?? '',
+        address:
+          t.NetworksAttachments?.find((a) => a.Network.Spec.Name.startsWith(NETWORK_PREFIX))?.Addresses?.[0]?.split(
+            '/',
+          )[0] ?? '',
         containerId: t.Status.ContainerStatus?.ContainerID ?? '',
         error: t.Status.Err ?? '',
       }));
+    },
+    async logs(name, { tail }) {
+      const query = { stdout: '1', stderr: '1', timestamps: '1', details: '1', tail: String(tail) };
+      // A line is at most 16 KiB in the engine's logs: the answer is bounded by the tail.
+      const frames = await api.frames(`/services/${name}/logs`, query, (tail + 1) * 17 * 1024);
+      return frames.flatMap((frame) => parseLogLines(frame.text, frame.stream)).sort((a, b) => (a.at < b.at ? -1 : 1));
     },
     async remove(name) {
       await api.call('DELETE', `/services/${name}`).catch((err: unknown) => {
@@ -189,4 +219,17 @@ export function swarmCluster(api: EngineApi, opts: { encrypted: boolean }): Swar
         throw err;
       });
   return cluster;
+}
+
+/** `<timestamp> com.docker.swarm.node.id=…,com.docker.swarm.service.id=…,com.docker.swarm.task.id=… <text>` lines. */
+function parseLogLines(text: string, stream: 'stdout' | 'stderr'): SwarmLogLine[] {
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [at = '', details = '', ...rest] = line.split(' ');
+      const taskId = /com\.docker\.swarm\.task\.id=([^,]+)/.exec(details)?.[1] ?? '';
+      const nodeId = /com\.docker\.swarm\.node\.id=([^,]+)/.exec(details)?.[1] ?? '';
+      return { at, taskId, nodeId, stream, text: rest.join(' ') };
+    });
 }
