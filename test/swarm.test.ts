@@ -1,17 +1,21 @@
 /**
  * Slipway's swarm driver on a real Docker Swarm of three nodes on this machine (docs/swarm.md; test/helpers/swarm.ts):
  * the nodes `GET /status` lists; a service spread over the nodes under its plan's limits and reached at its name on
- * its workspace's overlay; another workspace's task that reaches none of it; a datastore on the node labelled for it,
+ * its workspace's overlay; another workspace's task that reaches none of it; the nodes' guard, which keeps tasks off
+ * the machine's services; a datastore on the node labelled for it,
  * its data on that node's volume; and a worker's machine lost, whose tasks move while the name keeps answering.
  */
+import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSwarmCluster, type SwarmCluster, type SwarmTask } from '../src/runtime/swarm/index.js';
+import { nodeGuardScript } from '../src/runtime/swarm/node-guard.js';
 import { hasContainerEngine, startRegistry, type TestRegistry } from './helpers/containers.js';
 import { bootServer, type TestServer } from './helpers/server.js';
 import { hasDockerd, runningTasks, shellIn, startSwarm, swarmImageTar, type TestSwarm } from './helpers/swarm.js';
 import { waitFor } from './helpers/wait.js';
 
+const port = 21000 + Math.floor(Math.random() * 20000);
 const limits = { memoryMb: 96, cpuMillicores: 250, pids: 64, diskMb: 64 };
 const web = (workspaceId: string, image: string) => ({
   name: `web-${workspaceId}`,
@@ -46,7 +50,6 @@ describe.skipIf(!hasDockerd || !hasContainerEngine)('a Docker Swarm of three nod
   const shell = (task: SwarmTask, line: string) => shellIn(swarm, task, line);
 
   beforeAll(async () => {
-    const port = 21000 + Math.floor(Math.random() * 20000);
     swarm = await startSwarm({ size: 3, registryPorts: [port] });
     registry = await startRegistry(swarm.hostAddress, undefined, port);
     const tar = swarmImageTar();
@@ -151,6 +154,30 @@ describe.skipIf(!hasDockerd || !hasContainerEngine)('a Docker Swarm of three nod
     const reply = await shell(outsider!, `timeout 3 wget -qO- http://${gateway}:10000/`);
     expect(reply.ok, `reached ${gateway}: ${reply.out}`).toBe(false);
   }, 120_000);
+
+  it("keeps tasks off the machine's services and its networks once the nodes run Slipway's guard, their own traffic unchanged", async () => {
+    const [outsider] = await running('probe-wsb', 1);
+    const [probe] = await running('probe-wsa', 1);
+    // The registry on the host's address on the nodes' network: a service of the machine, as a task sees it.
+    const registryUrl = `http://${swarm.hostAddress}:${port}/v2/`;
+    const before = await shell(outsider!, `timeout 3 wget -qO- ${registryUrl}`);
+    expect(before.ok, `without the guard a task reaches the machine: ${before.out}`).toBe(true);
+
+    for (const node of swarm.nodes)
+      execFileSync('nsenter', [`--net=/run/netns/${node.netns}`, 'sh'], { input: nodeGuardScript() });
+    for (const task of [outsider!, probe!]) {
+      const after = await shell(task, `timeout 3 wget -qO- ${registryUrl}`);
+      expect(after.ok, `reached ${registryUrl}: ${after.out}`).toBe(false);
+    }
+    // Applied again: the same rules, not twice.
+    for (const node of swarm.nodes)
+      execFileSync('nsenter', [`--net=/run/netns/${node.netns}`, 'sh'], { input: nodeGuardScript() });
+    const rules = execFileSync('nsenter', [`--net=/run/netns/${swarm.nodes[0]!.netns}`, 'iptables', '-S']).toString();
+    expect(rules.match(/-j SLIPWAY-TASKS-IN/g)).toHaveLength(1);
+    expect(rules.match(/-j SLIPWAY-TASKS-OUT/g)).toHaveLength(1);
+    // The workspace's own service, over its overlay, answers as before.
+    expect((await shell(probe!, 'timeout 5 wget -qO- http://site-wsa:10000/')).out).toBe('web');
+  }, 60_000);
 
   it("runs a datastore on the node labelled for it, its data on that node's volume, used from another node", async () => {
     const [, store, other] = swarm.nodes;

@@ -30,7 +30,7 @@ export type EgressKind = 'instance' | 'server' | 'build';
  * address (a proxy in front of the internet answers at 203.0.113.80 on Slipway's own dev machines, fake-IP proxies use
  * 198.18/15), and they lead nowhere else.
  */
-export const NOT_THE_INTERNET = [
+export const NOT_THE_INTERNET_CIDRS = [
   '0.0.0.0/8', // "this network"
   '10.0.0.0/8', // private; slirp4netns's own 10.0.2.0/24 (10.0.2.2 is the host) too
   '100.64.0.0/10', // carrier-grade NAT (a provider's network, a tailnet)
@@ -40,7 +40,8 @@ export const NOT_THE_INTERNET = [
   '192.168.0.0/16', // private
   '224.0.0.0/4', // multicast: a bridge floods it to the host
   '240.0.0.0/4', // reserved, and 255.255.255.255
-].map((cidr) => ipv4Range(cidr)!);
+];
+export const NOT_THE_INTERNET = NOT_THE_INTERNET_CIDRS.map((cidr) => ipv4Range(cidr)!);
 
 /** What a namespace may not open a connection to (before the allowed ones are taken out): see NOT_THE_INTERNET. */
 export const refusedRanges = (net: plan.Supernet, host: IPv4Range[]) =>
