@@ -27,6 +27,14 @@ function processesOfInstance(instanceId: string): number[] {
   });
 }
 
+function killIfThere(pid: number) {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
+}
+
 const worker = (api: Client, as: Caller, extra: Record<string, unknown> = {}) =>
   deployFixture(api, as, 'worker', {
     type: 'background_worker',
@@ -289,7 +297,8 @@ describe('one-off jobs across a restart of Slipway', () => {
       ];
       for (const id of [finishes, killed, survives]) await running(api, owner, service.id, id);
       await first.stop();
-      for (const pid of processesOfInstance(killed)) process.kill(pid, 'SIGKILL');
+      // One killed process can take another of the list with it before its own kill (ESRCH): gone either way.
+      for (const pid of processesOfInstance(killed)) killIfThere(pid);
       await waitFor('the first job to exit', async () => processesOfInstance(finishes).length === 0, 10_000);
 
       second = await bootServer({}, { dataDir: first.dataDir, databaseUrl: first.databaseUrl });
