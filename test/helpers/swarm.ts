@@ -62,14 +62,17 @@ export interface TestSwarm {
 
 const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 
-/** A /24 of 10.213.0.0/16 that no route of the host's uses. */
+/**
+ * A /24 of 10.241.0.0/16 that no route of the host's uses: not Slipway's default network range (10.213.0.0/16), whose
+ * /24s other test files' servers take while this runs, nor any test's SLIPWAY_NETWORK_CIDR.
+ */
 function freeSubnet(): string {
   const routes = ip('-4', 'route', 'show', 'table', 'all');
   for (let tries = 0; tries < 50; tries++) {
     const third = 1 + Math.floor(Math.random() * 250);
-    if (!routes.includes(`10.213.${third}.`)) return `10.213.${third}`;
+    if (!routes.includes(`10.241.${third}.`)) return `10.241.${third}`;
   }
-  throw new Error('no free /24 in 10.213.0.0/16');
+  throw new Error('no free /24 in 10.241.0.0/16');
 }
 
 /** `size` nodes, the first the manager; `insecureRegistries` are host:port the nodes pull from over plain HTTP. */
